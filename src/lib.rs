@@ -1,14 +1,71 @@
-pub fn add(left: u64, right: u64) -> u64 {
-    left + right
-}
+//! # quorumlock
+//!
+//! Distributed locks on independent Redis nodes with the Redlock algorithm.
+//!
+//! A lock is taken by sending `SET resource token NX PX ttl` to every node at
+//! once; it is held when a majority (`N/2 + 1`) said yes and validity is
+//! left: `ttl − elapsed − drift`, with `drift = ttl × 0.01 + 2 ms` and
+//! `elapsed` measured on the monotonic clock from before the first send. The
+//! decision is taken as soon as it is known — at the quorum-th yes, or as
+//! soon as a quorum has become impossible — so a slow or hung minority of
+//! nodes costs nothing. Release is a compare-and-delete script on every
+//! node, so a worker whose lock expired never deletes its successor's.
+//!
+//! ```no_run
+//! use std::time::Duration;
+//!
+//! # async fn demo() -> Result<(), quorumlock::Error> {
+//! let redlock = quorumlock::Redlock::builder([
+//!     "redis://127.0.0.1:7001",
+//!     "redis://127.0.0.1:7002",
+//!     "redis://127.0.0.1:7003",
+//!     "redis://127.0.0.1:7004",
+//!     "redis://127.0.0.1:7005",
+//! ])
+//! .build()
+//! .await?;
+//!
+//! let lock = redlock.acquire("invoice:nightly", Duration::from_secs(30)).await?;
+//! // ... work for at most lock.validity() ...
+//! lock.release().await?;
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! ## What it guarantees, and what it assumes
+//!
+//! While [`Lock::validity`] is above zero, no other client of these nodes
+//! holds the same resource — provided that a majority of nodes keep their
+//! keys (no restart without persistence inside a TTL), that no node's wall
+//! clock jumps forward (Redis expires keys by wall clock), and that the
+//! holder does not pause between checking validity and acting. Where a
+//! double run does real damage, check a fencing token in the protected
+//! resource as well.
+//!
+//! ## Layout
+//!
+//! `quorum` holds the pure arithmetic (majority, drift, validity, the running
+//! tally, backoff); `node` one node's connection and commands; `fanout`
+//! sends an operation to all nodes and decides as replies arrive; `redlock`
+//! is the handle with retries; `lock` the held lock.
 
-#[cfg(test)]
-mod tests {
-    use super::*;
+#![warn(missing_docs, missing_debug_implementations, unreachable_pub)]
+#![forbid(unsafe_code)]
 
-    #[test]
-    fn it_works() {
-        let result = add(2, 2);
-        assert_eq!(result, 4);
-    }
-}
+mod config;
+mod error;
+mod fanout;
+mod lock;
+mod node;
+mod quorum;
+mod redlock;
+mod scripts;
+mod token;
+
+pub use config::{
+    DEFAULT_CONNECT_TIMEOUT, DEFAULT_DRIFT_FACTOR, DEFAULT_NODE_TIMEOUT, DEFAULT_RETRY_COUNT,
+    DEFAULT_RETRY_DELAY_MAX, DEFAULT_RETRY_DELAY_MIN, MAX_TTL,
+};
+pub use error::{Error, LostReason, NodeFailure, NodeFailureKind, ResourceName, Result};
+pub use lock::Lock;
+pub use redlock::{Builder, Redlock};

@@ -1,0 +1,335 @@
+//! The error type: contention, outage, bad input and a lost lock are
+//! different things, and each keeps the per-node causes.
+
+use std::fmt;
+use std::time::Duration;
+
+/// Result alias for this crate.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Everything that can go wrong when taking, extending or releasing a lock.
+///
+/// Use the `is_*` helpers rather than matching, so new variants do not break
+/// your code:
+///
+/// ```
+/// # fn handle(err: quorumlock::Error) {
+/// if err.is_contended() {
+///     // someone else holds it: skip this run or wait
+/// } else if err.is_unavailable() {
+///     // not enough nodes answered: alert, retry later
+/// } else if err.is_invalid_input() {
+///     // a bug in the caller: fix the TTL, resource or node list
+/// } else if err.is_lost() {
+///     // the lock ended before we were done: stop touching the resource
+/// }
+/// # }
+/// ```
+#[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// Another owner holds the lock on enough nodes that no quorum was possible.
+    #[error(
+        "lock {resource} is held by another owner: {held_elsewhere} of {nodes} nodes refused \
+         ({granted} granted, {needed} needed) after {attempts} attempt(s){}",
+        NodeFailures(failures)
+    )]
+    Contended {
+        /// The resource, printable.
+        resource: ResourceName,
+        /// Nodes that answered that the key holds another token.
+        held_elsewhere: usize,
+        /// Nodes that granted the lock in the last attempt (released again).
+        granted: usize,
+        /// Votes a quorum needs.
+        needed: usize,
+        /// Nodes in the cluster.
+        nodes: usize,
+        /// Attempts made, the first one included.
+        attempts: u32,
+        /// Nodes that failed in the last attempt, and why.
+        failures: Vec<NodeFailure>,
+    },
+
+    /// Too few nodes answered for a quorum to be possible.
+    #[error(
+        "{operation} on {resource} failed: quorum unreachable, {granted} of {needed} needed \
+         votes from {nodes} nodes after {attempts} attempt(s){}",
+        NodeFailures(failures)
+    )]
+    Unavailable {
+        /// What was being done: `acquire`, `extend` or `release`.
+        operation: &'static str,
+        /// The resource, printable.
+        resource: ResourceName,
+        /// Nodes that said yes (for acquire: released again).
+        granted: usize,
+        /// Votes a quorum needs.
+        needed: usize,
+        /// Nodes in the cluster.
+        nodes: usize,
+        /// Attempts made, the first one included.
+        attempts: u32,
+        /// The nodes that failed, and why.
+        failures: Vec<NodeFailure>,
+    },
+
+    /// A quorum said yes, but it took so long that no validity was left.
+    #[error(
+        "acquire on {resource} reached quorum after {elapsed:?}, leaving no validity of a \
+         {ttl:?} TTL (after {attempts} attempt(s)); nodes are too slow for this TTL"
+    )]
+    ValidityExhausted {
+        /// The resource, printable.
+        resource: ResourceName,
+        /// Time the last attempt took.
+        elapsed: Duration,
+        /// The TTL asked for.
+        ttl: Duration,
+        /// Attempts made, the first one included.
+        attempts: u32,
+    },
+
+    /// The caller passed something that cannot work. Nothing was sent.
+    #[error("invalid input: {0}")]
+    InvalidInput(String),
+
+    /// The lock is no longer held (or can no longer be known to be held).
+    #[error("lock {resource} lost: {reason}")]
+    Lost {
+        /// The resource, printable.
+        resource: ResourceName,
+        /// Why the lock counts as lost.
+        reason: LostReason,
+    },
+}
+
+impl Error {
+    /// Another owner holds the lock.
+    pub fn is_contended(&self) -> bool {
+        matches!(self, Error::Contended { .. })
+    }
+
+    /// Not enough nodes answered in time (outage, timeouts, error replies,
+    /// or replies so slow that no validity was left).
+    pub fn is_unavailable(&self) -> bool {
+        matches!(
+            self,
+            Error::Unavailable { .. } | Error::ValidityExhausted { .. }
+        )
+    }
+
+    /// The input was rejected before any network call.
+    pub fn is_invalid_input(&self) -> bool {
+        matches!(self, Error::InvalidInput(_))
+    }
+
+    /// The lock was held but is not any more (or cannot be proven to be).
+    pub fn is_lost(&self) -> bool {
+        matches!(self, Error::Lost { .. })
+    }
+
+    /// The per-node failures behind this error, if any.
+    pub fn node_failures(&self) -> &[NodeFailure] {
+        match self {
+            Error::Contended { failures, .. } | Error::Unavailable { failures, .. } => failures,
+            Error::Lost {
+                reason: LostReason::NoQuorum { failures, .. },
+                ..
+            } => failures,
+            _ => &[],
+        }
+    }
+
+    pub(crate) fn invalid(msg: impl Into<String>) -> Self {
+        Error::InvalidInput(msg.into())
+    }
+}
+
+/// Why a held lock counts as lost.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum LostReason {
+    /// The validity window ran out before the operation succeeded.
+    Expired,
+    /// An extension reached too few nodes still holding this lock's token.
+    NoQuorum {
+        /// Nodes that still held the token and extended it.
+        extended: usize,
+        /// Votes a quorum needs.
+        needed: usize,
+        /// Nodes that failed to answer, and why.
+        failures: Vec<NodeFailure>,
+    },
+    /// The extension reached a quorum, but too late: no validity was left.
+    TooSlow,
+    /// The lock was already marked lost by an earlier failed extension.
+    AlreadyLost,
+}
+
+impl fmt::Display for LostReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            LostReason::Expired => f.write_str("its validity ran out"),
+            LostReason::NoQuorum {
+                extended,
+                needed,
+                failures,
+            } => write!(
+                f,
+                "extension reached {extended} of {needed} needed nodes{}",
+                NodeFailures(failures)
+            ),
+            LostReason::TooSlow => f.write_str("the extension came back with no validity left"),
+            LostReason::AlreadyLost => f.write_str("an earlier extension failed"),
+        }
+    }
+}
+
+/// One node's failure to take part in an operation.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NodeFailure {
+    /// The node, as `host:port/db` (never with its password).
+    pub node: String,
+    /// What went wrong.
+    pub kind: NodeFailureKind,
+}
+
+impl fmt::Display for NodeFailure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.node, self.kind)
+    }
+}
+
+/// The ways a single node can fail.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum NodeFailureKind {
+    /// No answer within the per-node timeout.
+    Timeout(Duration),
+    /// The connection was refused, dropped or could not be made.
+    Connection(String),
+    /// The node answered with an error reply, e.g. `WRONGTYPE`, `OOM`,
+    /// `NOAUTH`, `READONLY`, `BUSY`.
+    Redis {
+        /// The error code (`WRONGTYPE`, `OOM`, …), or `ERR`.
+        code: String,
+        /// The rest of the message.
+        message: String,
+    },
+    /// The node answered something this client cannot interpret.
+    Protocol(String),
+    /// The node was left out of the vote because it restarted too recently.
+    Quarantined {
+        /// How long ago the node (re)started.
+        uptime: Duration,
+    },
+}
+
+impl NodeFailureKind {
+    /// The node did not answer within its timeout.
+    pub fn is_timeout(&self) -> bool {
+        matches!(self, NodeFailureKind::Timeout(_))
+    }
+
+    /// The node answered with this error code (e.g. `"WRONGTYPE"`).
+    pub fn is_redis_error(&self, wanted: &str) -> bool {
+        matches!(self, NodeFailureKind::Redis { code, .. } if code.eq_ignore_ascii_case(wanted))
+    }
+}
+
+impl fmt::Display for NodeFailureKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            NodeFailureKind::Timeout(t) => write!(f, "no answer within {t:?}"),
+            NodeFailureKind::Connection(m) => write!(f, "connection failed: {m}"),
+            NodeFailureKind::Redis { code, message } => write!(f, "{code} {message}"),
+            NodeFailureKind::Protocol(m) => write!(f, "unexpected reply: {m}"),
+            NodeFailureKind::Quarantined { uptime } => {
+                write!(f, "restarted {uptime:?} ago, not voting yet")
+            }
+        }
+    }
+}
+
+struct NodeFailures<'a>(&'a [NodeFailure]);
+
+impl fmt::Display for NodeFailures<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, failure) in self.0.iter().enumerate() {
+            f.write_str(if i == 0 { "; " } else { ", " })?;
+            write!(f, "{failure}")?;
+        }
+        Ok(())
+    }
+}
+
+/// A resource name kept for messages: shown as text when it is printable
+/// UTF-8, escaped otherwise, and shortened when very long.
+#[derive(Clone, PartialEq, Eq)]
+pub struct ResourceName(String);
+
+impl ResourceName {
+    const MAX_SHOWN: usize = 96;
+
+    pub(crate) fn new(bytes: &[u8]) -> Self {
+        let shown = &bytes[..bytes.len().min(Self::MAX_SHOWN)];
+        let mut text: String = shown.escape_ascii().to_string();
+        if bytes.len() > Self::MAX_SHOWN {
+            text.push_str(&format!("…({} bytes)", bytes.len()));
+        }
+        Self(text)
+    }
+
+    /// The printable form.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for ResourceName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "\"{}\"", self.0)
+    }
+}
+
+impl fmt::Debug for ResourceName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(self, f)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn resource_names_are_escaped_and_shortened() {
+        assert_eq!(ResourceName::new(b"invoice:nightly").as_str(), "invoice:nightly");
+        assert_eq!(ResourceName::new(b"a\x00\xff").as_str(), "a\\x00\\xff");
+        let long = vec![b'x'; 1 << 20];
+        let shown = ResourceName::new(&long);
+        assert!(shown.as_str().len() < 200);
+        assert!(shown.as_str().ends_with("…(1048576 bytes)"));
+    }
+
+    #[test]
+    fn messages_name_the_failing_nodes() {
+        let err = Error::Unavailable {
+            operation: "acquire",
+            resource: ResourceName::new(b"r"),
+            granted: 1,
+            needed: 3,
+            nodes: 5,
+            attempts: 1,
+            failures: vec![NodeFailure {
+                node: "127.0.0.1:7001/0".into(),
+                kind: NodeFailureKind::Timeout(Duration::from_millis(50)),
+            }],
+        };
+        let text = err.to_string();
+        assert!(text.contains("127.0.0.1:7001/0: no answer within 50ms"), "{text}");
+        assert!(err.is_unavailable() && !err.is_contended() && !err.is_lost());
+        assert_eq!(err.node_failures().len(), 1);
+    }
+}

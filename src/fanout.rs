@@ -1,0 +1,393 @@
+//! The fan-out engine: sends one operation to every node at once and decides
+//! as the replies arrive — success at the quorum-th yes, failure as soon as a
+//! quorum is impossible. Whatever is still in flight at that moment keeps
+//! running in the background (the commands still reach their nodes) but is
+//! never waited for.
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use futures::future::{BoxFuture, FutureExt, Shared};
+use futures::stream::{FuturesUnordered, StreamExt};
+use tracing::{debug, Instrument};
+
+use crate::config::Config;
+use crate::error::{Error, LostReason, NodeFailure, ResourceName};
+use crate::node::{Node, NodeResult};
+use crate::quorum::{self, Decision, Tally, Vote};
+use crate::token::Token;
+
+/// A node's `SET NX` in flight, shareable so that a later release on that
+/// node can wait for it and be queued behind it.
+pub(crate) type SetFuture = Shared<BoxFuture<'static, NodeResult<Vote>>>;
+
+/// Per-node futures driven together. Dropping a `Gather` (because the
+/// outcome is decided, or because the caller was cancelled) hands the
+/// unfinished futures to a background task, so every command still reaches
+/// its node and nothing waits for the slow ones.
+pub(crate) struct Gather<T: Send + 'static> {
+    pending: FuturesUnordered<BoxFuture<'static, (usize, T)>>,
+}
+
+impl<T: Send + 'static> Gather<T> {
+    pub(crate) fn new(futures: impl IntoIterator<Item = BoxFuture<'static, (usize, T)>>) -> Self {
+        Self {
+            pending: futures.into_iter().collect(),
+        }
+    }
+
+    pub(crate) async fn next(&mut self) -> Option<(usize, T)> {
+        self.pending.next().await
+    }
+}
+
+impl<T: Send + 'static> Drop for Gather<T> {
+    fn drop(&mut self) {
+        if self.pending.is_empty() {
+            return;
+        }
+        let mut pending = std::mem::take(&mut self.pending);
+        if let Ok(handle) = tokio::runtime::Handle::try_current() {
+            handle.spawn(async move { while pending.next().await.is_some() {} });
+        }
+    }
+}
+
+/// Bytes shown escaped, formatted only when a log line is actually written.
+pub(crate) struct Escaped<'a>(pub(crate) &'a [u8]);
+
+impl fmt::Display for Escaped<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        const MAX: usize = 96;
+        let shown = &self.0[..self.0.len().min(MAX)];
+        write!(f, "{}", shown.escape_ascii())?;
+        if self.0.len() > MAX {
+            write!(f, "…({} bytes)", self.0.len())?;
+        }
+        Ok(())
+    }
+}
+
+/// How one acquisition attempt ended.
+pub(crate) enum Attempt {
+    /// A quorum said yes in time.
+    Granted {
+        deadline: Instant,
+        sets: Vec<SetFuture>,
+    },
+    /// No lock; every node was told to release.
+    Failed(AttemptFailure),
+}
+
+/// Why an attempt failed, kept to build the final error after the retries.
+pub(crate) struct AttemptFailure {
+    pub(crate) tally: Tally,
+    pub(crate) failures: Vec<NodeFailure>,
+    /// Set when a quorum said yes but no validity was left.
+    pub(crate) exhausted: Option<Duration>,
+}
+
+/// The nodes, the tuning, and the operations that go to all of them.
+#[derive(Debug)]
+pub(crate) struct Engine {
+    pub(crate) nodes: Vec<Node>,
+    pub(crate) config: Config,
+}
+
+impl Engine {
+    pub(crate) fn quorum(&self) -> usize {
+        quorum::quorum(self.nodes.len())
+    }
+
+    /// Opens every connection, waiting at most the connect timeout; a node
+    /// that does not answer is not an error here (it may come up later).
+    pub(crate) async fn connect_all(&self) {
+        let wait = self.config.connect_timeout;
+        let mut gather = Gather::new(self.nodes.iter().enumerate().map(|(i, node)| {
+            let node = node.clone();
+            async move { (i, node.ping(wait).await) }.boxed()
+        }));
+        while let Some((i, result)) = gather.next().await {
+            if let Err(failure) = result {
+                debug!(node = %self.nodes[i].label(), %failure, "node not reachable yet");
+            }
+        }
+    }
+
+    /// One Redlock attempt: `SET NX PX` everywhere, decided at quorum.
+    ///
+    /// On failure every node is told to release before this returns (each
+    /// release queued behind that node's `SET`). If this future is dropped
+    /// mid-flight, the same cleanup is spawned.
+    pub(crate) async fn acquire_once(
+        self: &Arc<Self>,
+        resource: &Arc<[u8]>,
+        token: &Token,
+        ttl: Duration,
+        drift: Duration,
+    ) -> Attempt {
+        let span = tracing::debug_span!("acquire_attempt", resource = %Escaped(resource), token = %token);
+        async move {
+            let start = Instant::now();
+            let budget = ttl.saturating_sub(drift);
+            let timeout = self.config.node_timeout.min(budget);
+            let sets: Vec<SetFuture> = self
+                .nodes
+                .iter()
+                .map(|node| {
+                    let (node, resource, token) = (node.clone(), resource.clone(), token.clone());
+                    async move { node.set_nx(&resource, token.as_str(), ttl, timeout).await }
+                        .boxed()
+                        .shared()
+                })
+                .collect();
+            let mut guard = CleanupOnDrop {
+                engine: self.clone(),
+                resource: resource.clone(),
+                token: token.clone(),
+                sets: Some(sets.clone()),
+            };
+
+            let mut tally = Tally::majority(self.nodes.len());
+            let mut failures = Vec::new();
+            let mut gather = Gather::new(
+                sets.iter()
+                    .cloned()
+                    .enumerate()
+                    .map(|(i, set)| async move { (i, set.await) }.boxed()),
+            );
+            let mut decision = None;
+            while let Some((i, result)) = gather.next().await {
+                let vote = self.vote(i, result, &mut failures);
+                decision = tally.record(vote);
+                if decision.is_some() {
+                    break;
+                }
+            }
+            drop(gather);
+            let elapsed = start.elapsed();
+
+            if decision == Some(Decision::Reached) {
+                if let Some(valid) = quorum::validity(ttl, elapsed, drift) {
+                    guard.sets = None;
+                    debug!(?elapsed, ?valid, yes = tally.yes(), "granted");
+                    return Attempt::Granted {
+                        deadline: start + budget,
+                        sets,
+                    };
+                }
+            }
+            let exhausted = (decision == Some(Decision::Reached)).then_some(elapsed);
+            debug!(?elapsed, yes = tally.yes(), no = tally.no(), failed = tally.failed(), "attempt failed");
+            let settled = self.nodes.len() - tally.pending();
+            guard.sets = None;
+            self.release_after(resource, token, sets, settled).await;
+            Attempt::Failed(AttemptFailure {
+                tally,
+                failures,
+                exhausted,
+            })
+        }
+        .instrument(span)
+        .await
+    }
+
+    /// Compare-and-delete on every node, each queued behind that node's
+    /// `SET` when `sets` is given. Returns the tally once `needed` nodes have
+    /// confirmed or that has become impossible; the rest goes on in the
+    /// background.
+    pub(crate) async fn release_after(
+        &self,
+        resource: &Arc<[u8]>,
+        token: &Token,
+        sets: Vec<SetFuture>,
+        needed: usize,
+    ) -> (Tally, Vec<NodeFailure>) {
+        let timeout = self.config.node_timeout;
+        let mut sets = sets.into_iter();
+        let mut gather = Gather::new(self.nodes.iter().enumerate().map(|(i, node)| {
+            let (node, resource, token) = (node.clone(), resource.clone(), token.clone());
+            let set = sets.next();
+            async move {
+                if let Some(set) = set {
+                    let _ = set.await;
+                }
+                (i, node.release(&resource, token.as_str(), timeout).await)
+            }
+            .boxed()
+        }));
+        let mut tally = Tally::new(self.nodes.len(), needed);
+        let mut failures = Vec::new();
+        if needed == 0 {
+            return (tally, failures);
+        }
+        while let Some((i, result)) = gather.next().await {
+            let vote = match result {
+                Ok(deleted) => {
+                    debug!(node = %self.nodes[i].label(), deleted, "released");
+                    Vote::Yes
+                }
+                Err(failure) => {
+                    debug!(%failure, "release failed");
+                    failures.push(failure);
+                    Vote::Failed
+                }
+            };
+            if tally.record(vote).is_some() {
+                break;
+            }
+        }
+        (tally, failures)
+    }
+
+    /// Release for a held lock: `Ok` once a majority confirmed that the key
+    /// no longer carries the token (deleted now, or expired before).
+    pub(crate) async fn release(
+        &self,
+        resource: &Arc<[u8]>,
+        token: &Token,
+        sets: Vec<SetFuture>,
+    ) -> Result<(), Error> {
+        let span = tracing::debug_span!("release", resource = %Escaped(resource), token = %token);
+        async move {
+            let (tally, failures) = self
+                .release_after(resource, token, sets, self.quorum())
+                .await;
+            if tally.decision() == Some(Decision::Reached) {
+                return Ok(());
+            }
+            Err(Error::Unavailable {
+                operation: "release",
+                resource: ResourceName::new(resource),
+                granted: tally.yes(),
+                needed: tally.needed(),
+                nodes: self.nodes.len(),
+                attempts: 1,
+                failures,
+            })
+        }
+        .instrument(span)
+        .await
+    }
+
+    /// Compare-and-pexpire on every node; a new deadline when a majority
+    /// extended before `deadline`, the reason the lock is lost otherwise.
+    pub(crate) async fn extend(
+        &self,
+        resource: &Arc<[u8]>,
+        token: &Token,
+        ttl: Duration,
+        drift: Duration,
+        deadline: Instant,
+    ) -> Result<Instant, LostReason> {
+        let span = tracing::debug_span!("extend", resource = %Escaped(resource), token = %token);
+        async move {
+            let start = Instant::now();
+            let remaining = deadline.saturating_duration_since(start);
+            if remaining.is_zero() {
+                return Err(LostReason::Expired);
+            }
+            let timeout = self.config.node_timeout.min(remaining);
+            let mut gather = Gather::new(self.nodes.iter().enumerate().map(|(i, node)| {
+                let (node, resource, token) = (node.clone(), resource.clone(), token.clone());
+                async move { (i, node.extend(&resource, token.as_str(), ttl, timeout).await) }
+                    .boxed()
+            }));
+            let mut tally = Tally::majority(self.nodes.len());
+            let mut failures = Vec::new();
+            let decided = tokio::time::timeout_at(deadline.into(), async {
+                while let Some((i, result)) = gather.next().await {
+                    let vote = match result {
+                        Ok(true) => Vote::Yes,
+                        Ok(false) => {
+                            debug!(node = %self.nodes[i].label(), "token gone on node");
+                            Vote::No
+                        }
+                        Err(failure) => {
+                            debug!(%failure, "extend failed on node");
+                            failures.push(failure);
+                            Vote::Failed
+                        }
+                    };
+                    if let Some(decision) = tally.record(vote) {
+                        return Some(decision);
+                    }
+                }
+                None
+            })
+            .await;
+            let elapsed = start.elapsed();
+            match decided {
+                Err(_) => Err(LostReason::Expired),
+                Ok(Some(Decision::Reached)) => {
+                    if Instant::now() >= deadline {
+                        return Err(LostReason::Expired);
+                    }
+                    match quorum::validity(ttl, elapsed, drift) {
+                        Some(valid) => {
+                            debug!(?elapsed, ?valid, "extended");
+                            Ok(start + ttl.saturating_sub(drift))
+                        }
+                        None => Err(LostReason::TooSlow),
+                    }
+                }
+                Ok(_) => Err(LostReason::NoQuorum {
+                    extended: tally.yes(),
+                    needed: tally.needed(),
+                    failures,
+                }),
+            }
+        }
+        .instrument(span)
+        .await
+    }
+
+    fn vote(&self, i: usize, result: NodeResult<Vote>, failures: &mut Vec<NodeFailure>) -> Vote {
+        match result {
+            Ok(vote) => {
+                debug!(node = %self.nodes[i].label(), ?vote, "node answered");
+                vote
+            }
+            Err(failure) => {
+                debug!(%failure, "node failed");
+                failures.push(failure);
+                Vote::Failed
+            }
+        }
+    }
+}
+
+/// Spawns the release of a half-finished attempt when the future running
+/// it is dropped (e.g. by `tokio::time::timeout`), so its keys do not
+/// linger until their TTL.
+struct CleanupOnDrop {
+    engine: Arc<Engine>,
+    resource: Arc<[u8]>,
+    token: Token,
+    sets: Option<Vec<SetFuture>>,
+}
+
+impl Drop for CleanupOnDrop {
+    fn drop(&mut self) {
+        let Some(sets) = self.sets.take() else {
+            return;
+        };
+        spawn_release(self.engine.clone(), self.resource.clone(), self.token.clone(), sets);
+    }
+}
+
+/// Best-effort release in the background, when a tokio runtime is present.
+pub(crate) fn spawn_release(
+    engine: Arc<Engine>,
+    resource: Arc<[u8]>,
+    token: Token,
+    sets: Vec<SetFuture>,
+) {
+    if let Ok(handle) = tokio::runtime::Handle::try_current() {
+        handle.spawn(async move {
+            let nodes = engine.nodes.len();
+            engine.release_after(&resource, &token, sets, nodes).await;
+        });
+    }
+}

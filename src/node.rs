@@ -1,0 +1,171 @@
+//! One Redis node: its long-lived multiplexed connection (reconnecting by
+//! itself), the per-node timeout, and the commands the lock sends to it.
+
+use std::time::Duration;
+
+use redis::aio::ConnectionManager;
+use redis::{Client, ErrorKind, RedisError, Value};
+
+use crate::config::NodeSpec;
+use crate::error::{NodeFailure, NodeFailureKind};
+use crate::quorum::{self, Vote};
+use crate::scripts;
+
+/// A node of the cluster.
+///
+/// Commands travel over one multiplexed connection, in order. That order is
+/// what lets a release sent after a stuck `SET` remove the key the `SET`
+/// creates when the node wakes up. The connection is never torn down for a
+/// slow reply (no response timeout inside the connection); the per-node
+/// timeout only stops *waiting*.
+#[derive(Clone)]
+pub(crate) struct Node {
+    label: String,
+    conn: ConnectionManager,
+}
+
+impl std::fmt::Debug for Node {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Node").field("label", &self.label).finish()
+    }
+}
+
+/// A node's reply, or why there was none.
+pub(crate) type NodeResult<T> = Result<T, NodeFailure>;
+
+impl Node {
+    /// Prepares the connection without waiting for it.
+    pub(crate) fn new(spec: &NodeSpec, connect_timeout: Duration) -> Result<Self, RedisError> {
+        let client = Client::open(spec.info.clone())?;
+        let config = redis::aio::ConnectionManagerConfig::new()
+            .set_connection_timeout(Some(connect_timeout))
+            .set_response_timeout(None)
+            .set_number_of_retries(1)
+            .set_min_delay(Duration::from_millis(10))
+            .set_max_delay(Duration::from_millis(100));
+        let conn = ConnectionManager::new_lazy_with_config(client, config)?;
+        Ok(Self {
+            label: spec.label.clone(),
+            conn,
+        })
+    }
+
+    /// `host:port/db`.
+    pub(crate) fn label(&self) -> &str {
+        &self.label
+    }
+
+    /// Sends `PING`, used to open the connection early.
+    pub(crate) async fn ping(&self, timeout: Duration) -> NodeResult<()> {
+        let mut conn = self.conn.clone();
+        let cmd = redis::cmd("PING");
+        self.timed(timeout, async move { cmd.query_async::<Value>(&mut conn).await })
+            .await
+            .map(|_| ())
+    }
+
+    /// `SET resource token NX PX ttl` → Yes when set, No when the key exists.
+    pub(crate) async fn set_nx(
+        &self,
+        resource: &[u8],
+        token: &str,
+        ttl: Duration,
+        timeout: Duration,
+    ) -> NodeResult<Vote> {
+        let mut conn = self.conn.clone();
+        let mut cmd = redis::cmd("SET");
+        cmd.arg(resource)
+            .arg(token)
+            .arg("NX")
+            .arg("PX")
+            .arg(quorum::millis(ttl));
+        let reply = self
+            .timed(timeout, async move { cmd.query_async::<Value>(&mut conn).await })
+            .await?;
+        match reply {
+            Value::Okay => Ok(Vote::Yes),
+            Value::Nil => Ok(Vote::No),
+            other => Err(self.protocol(&other)),
+        }
+    }
+
+    /// Compare-and-delete → true when our key was deleted, false when the
+    /// key is absent or holds another token.
+    pub(crate) async fn release(
+        &self,
+        resource: &[u8],
+        token: &str,
+        timeout: Duration,
+    ) -> NodeResult<bool> {
+        let mut conn = self.conn.clone();
+        let mut invocation = scripts::RELEASE.prepare_invoke();
+        invocation.key(resource).arg(token);
+        self.timed(timeout, async move { invocation.invoke_async::<i64>(&mut conn).await })
+            .await
+            .map(|n| n == 1)
+    }
+
+    /// Compare-and-pexpire → true when our key got the new TTL.
+    pub(crate) async fn extend(
+        &self,
+        resource: &[u8],
+        token: &str,
+        ttl: Duration,
+        timeout: Duration,
+    ) -> NodeResult<bool> {
+        let mut conn = self.conn.clone();
+        let mut invocation = scripts::EXTEND.prepare_invoke();
+        invocation
+            .key(resource)
+            .arg(token)
+            .arg(quorum::millis(ttl));
+        self.timed(timeout, async move { invocation.invoke_async::<i64>(&mut conn).await })
+            .await
+            .map(|n| n == 1)
+    }
+
+    async fn timed<T>(
+        &self,
+        timeout: Duration,
+        fut: impl std::future::Future<Output = redis::RedisResult<T>>,
+    ) -> NodeResult<T> {
+        match tokio::time::timeout(timeout, fut).await {
+            Ok(Ok(v)) => Ok(v),
+            Ok(Err(e)) => Err(self.failure(classify(&e))),
+            Err(_) => Err(self.failure(NodeFailureKind::Timeout(timeout))),
+        }
+    }
+
+    fn protocol(&self, value: &Value) -> NodeFailure {
+        self.failure(NodeFailureKind::Protocol(format!("{value:?}")))
+    }
+
+    pub(crate) fn failure(&self, kind: NodeFailureKind) -> NodeFailure {
+        NodeFailure {
+            node: self.label.clone(),
+            kind,
+        }
+    }
+}
+
+fn classify(e: &RedisError) -> NodeFailureKind {
+    if e.is_timeout() {
+        return NodeFailureKind::Timeout(Duration::ZERO);
+    }
+    if let Some(code) = e.code() {
+        return NodeFailureKind::Redis {
+            code: code.to_owned(),
+            message: e.detail().unwrap_or_default().to_owned(),
+        };
+    }
+    if e.is_io_error() || e.is_connection_refusal() || e.is_connection_dropped() {
+        return NodeFailureKind::Connection(e.to_string());
+    }
+    match e.kind() {
+        ErrorKind::Server(_) => NodeFailureKind::Redis {
+            code: "ERR".to_owned(),
+            message: e.to_string(),
+        },
+        _ => NodeFailureKind::Connection(e.to_string()),
+    }
+}

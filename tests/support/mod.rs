@@ -1,0 +1,361 @@
+//! Test harness: real `redis-server` processes on free loopback ports.
+//!
+//! [`Cluster::local`] starts N nodes (no persistence), waits until they
+//! answer, and stops them on drop — printing each node's log when the test
+//! is failing. It can pause (SIGSTOP), resume, kill and restart a node.
+//! [`Cluster::shared`] uses the nodes named in `QUORUMLOCK_TEST_NODES`
+//! (comma-separated URLs) when set, for tests that need no process control.
+//! Benches reuse this file through `#[path]`.
+#![allow(dead_code, unreachable_pub)]
+
+use std::fmt::Write as _;
+use std::net::TcpListener;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use quorumlock::Redlock;
+
+/// The environment variable naming external nodes.
+pub const NODES_ENV: &str = "QUORUMLOCK_TEST_NODES";
+
+/// A node started by the harness.
+pub struct LocalNode {
+    pub port: u16,
+    dir: tempfile::TempDir,
+    child: Option<Child>,
+    aof: bool,
+    paused: bool,
+}
+
+impl LocalNode {
+    fn log_path(&self) -> PathBuf {
+        self.dir.path().join("redis.log")
+    }
+
+    fn spawn(&mut self) -> std::io::Result<()> {
+        let bin = std::env::var("REDIS_SERVER").unwrap_or_else(|_| "redis-server".into());
+        let mut cmd = Command::new(bin);
+        cmd.arg("--port")
+            .arg(self.port.to_string())
+            .args(["--bind", "127.0.0.1", "--protected-mode", "no", "--save", ""])
+            .args(["--daemonize", "no", "--databases", "16"])
+            .arg("--dir")
+            .arg(self.dir.path())
+            .arg("--logfile")
+            .arg(self.log_path());
+        if self.aof {
+            cmd.args(["--appendonly", "yes", "--appendfsync", "always"]);
+        } else {
+            cmd.args(["--appendonly", "no"]);
+        }
+        cmd.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::null());
+        self.child = Some(cmd.spawn()?);
+        self.paused = false;
+        Ok(())
+    }
+
+    fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(Child::id)
+    }
+
+    fn signal(&self, sig: &str) {
+        if let Some(pid) = self.pid() {
+            let status = Command::new("kill")
+                .args([sig, &pid.to_string()])
+                .status()
+                .expect("run kill");
+            assert!(status.success(), "kill {sig} {pid} failed");
+        }
+    }
+
+    fn stop(&mut self) {
+        if self.paused {
+            self.signal("-CONT");
+            self.paused = false;
+        }
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    fn log(&self) -> String {
+        std::fs::read_to_string(self.log_path()).unwrap_or_else(|e| format!("(no log: {e})"))
+    }
+}
+
+/// Where a cluster's nodes come from.
+enum Nodes {
+    Local(Vec<LocalNode>),
+    External(Vec<String>),
+}
+
+/// A set of Redis nodes for one test.
+pub struct Cluster {
+    nodes: Nodes,
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("bind an ephemeral port")
+}
+
+fn wait_until_up(port: u16, child: &mut Child) -> Result<(), String> {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let url = format!("redis://127.0.0.1:{port}");
+    while Instant::now() < deadline {
+        if let Ok(Some(status)) = child.try_wait() {
+            return Err(format!("redis-server on port {port} exited: {status}"));
+        }
+        if let Ok(client) = redis::Client::open(url.as_str()) {
+            if let Ok(mut conn) = client.get_connection_with_timeout(Duration::from_millis(200)) {
+                if redis::cmd("PING").query::<String>(&mut conn).is_ok() {
+                    return Ok(());
+                }
+            }
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    Err(format!("redis-server on port {port} did not answer within 10 s"))
+}
+
+impl Cluster {
+    /// Starts `n` local nodes without persistence.
+    pub fn local(n: usize) -> Self {
+        Self::local_with(n, false)
+    }
+
+    /// Starts `n` local nodes; with `aof`, each runs `appendonly yes` and
+    /// `appendfsync always`.
+    pub fn local_with(n: usize, aof: bool) -> Self {
+        let nodes = (0..n).map(|_| Self::start_node(aof)).collect();
+        Self {
+            nodes: Nodes::Local(nodes),
+        }
+    }
+
+    fn start_node(aof: bool) -> LocalNode {
+        let mut last = String::new();
+        for _ in 0..5 {
+            let mut node = LocalNode {
+                port: free_port(),
+                dir: tempfile::tempdir().expect("temp dir"),
+                child: None,
+                aof,
+                paused: false,
+            };
+            if let Err(e) = node.spawn() {
+                panic!("cannot start redis-server (is it installed? set REDIS_SERVER): {e}");
+            }
+            let child = node.child.as_mut().expect("just spawned");
+            match wait_until_up(node.port, child) {
+                Ok(()) => return node,
+                Err(e) => {
+                    last = format!("{e}\n{}", node.log());
+                    node.stop();
+                }
+            }
+        }
+        panic!("could not start a redis-server: {last}");
+    }
+
+    /// The nodes of `QUORUMLOCK_TEST_NODES` when set (and `n` matches or is
+    /// ignored), else `n` local nodes. Tests using this must not need
+    /// process control and must use [`unique`] resource names.
+    pub fn shared(n: usize) -> Self {
+        match std::env::var(NODES_ENV) {
+            Ok(list) if !list.trim().is_empty() => {
+                let urls: Vec<String> = list
+                    .split(',')
+                    .map(|s| s.trim().to_owned())
+                    .filter(|s| !s.is_empty())
+                    .collect();
+                assert!(
+                    urls.len() >= n,
+                    "{NODES_ENV} names {} nodes, this test needs {n}",
+                    urls.len()
+                );
+                Self {
+                    nodes: Nodes::External(urls.into_iter().take(n).collect()),
+                }
+            }
+            _ => Self::local(n),
+        }
+    }
+
+    /// True when the nodes are external (no process control).
+    pub fn is_external(&self) -> bool {
+        matches!(self.nodes, Nodes::External(_))
+    }
+
+    pub fn len(&self) -> usize {
+        match &self.nodes {
+            Nodes::Local(n) => n.len(),
+            Nodes::External(u) => u.len(),
+        }
+    }
+
+    /// The node URLs.
+    pub fn urls(&self) -> Vec<String> {
+        match &self.nodes {
+            Nodes::Local(nodes) => nodes
+                .iter()
+                .map(|n| format!("redis://127.0.0.1:{}", n.port))
+                .collect(),
+            Nodes::External(urls) => urls.clone(),
+        }
+    }
+
+    pub fn url(&self, i: usize) -> String {
+        self.urls()[i].clone()
+    }
+
+    /// A builder with test-friendly settings: 100 ms node timeout (generous
+    /// on a loaded 2-core machine, small against the TTLs tests use).
+    pub fn builder(&self) -> quorumlock::Builder {
+        Redlock::builder(self.urls())
+            .node_timeout(Duration::from_millis(100))
+            .connect_timeout(Duration::from_millis(500))
+    }
+
+    pub async fn redlock(&self) -> Redlock {
+        self.builder().build().await.expect("build redlock")
+    }
+
+    fn local_nodes(&mut self) -> &mut Vec<LocalNode> {
+        match &mut self.nodes {
+            Nodes::Local(n) => n,
+            Nodes::External(_) => panic!("this test needs process control: run it on local nodes"),
+        }
+    }
+
+    /// SIGSTOP: the node keeps accepting TCP connections but answers nothing.
+    pub fn pause(&mut self, i: usize) {
+        let node = &mut self.local_nodes()[i];
+        node.signal("-STOP");
+        node.paused = true;
+    }
+
+    /// SIGCONT: queued commands run now.
+    pub fn resume(&mut self, i: usize) {
+        let node = &mut self.local_nodes()[i];
+        node.signal("-CONT");
+        node.paused = false;
+    }
+
+    /// kill -9; the port refuses connections afterwards.
+    pub fn kill(&mut self, i: usize) {
+        self.local_nodes()[i].stop();
+    }
+
+    /// Kills (if running) and starts the node again on the same port; empty
+    /// unless it runs with AOF.
+    pub fn restart(&mut self, i: usize) {
+        let node = &mut self.local_nodes()[i];
+        node.stop();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            node.spawn().expect("respawn redis-server");
+            let child = node.child.as_mut().expect("just spawned");
+            match wait_until_up(node.port, child) {
+                Ok(()) => return,
+                Err(e) if Instant::now() < deadline => {
+                    eprintln!("restart retry: {e}");
+                    node.stop();
+                    std::thread::sleep(Duration::from_millis(100));
+                }
+                Err(e) => panic!("restart failed: {e}\n{}", node.log()),
+            }
+        }
+    }
+
+    /// A plain synchronous side connection to node `i`, for inspecting and
+    /// injecting state behind the client's back.
+    pub fn conn(&self, i: usize) -> redis::Connection {
+        let client = redis::Client::open(self.url(i)).expect("node url");
+        client
+            .get_connection_with_timeout(Duration::from_secs(2))
+            .expect("side connection")
+    }
+
+    /// The value of `key` on every node (None where absent or unreachable).
+    pub fn values(&self, key: &[u8]) -> Vec<Option<Vec<u8>>> {
+        (0..self.len())
+            .map(|i| {
+                let client = redis::Client::open(self.url(i)).ok()?;
+                let mut c = client
+                    .get_connection_with_timeout(Duration::from_millis(300))
+                    .ok()?;
+                c.set_read_timeout(Some(Duration::from_millis(300))).ok()?;
+                redis::cmd("GET").arg(key).query(&mut c).ok()?
+            })
+            .collect()
+    }
+
+    /// How many nodes hold `key` at all.
+    pub fn holders(&self, key: &[u8]) -> usize {
+        self.values(key).iter().filter(|v| v.is_some()).count()
+    }
+
+    /// Runs a command on node `i` through a side connection.
+    pub fn exec<T: redis::FromRedisValue>(&self, i: usize, cmd: &redis::Cmd) -> T {
+        cmd.query(&mut self.conn(i)).expect("side command")
+    }
+
+    /// Each node's log, for failure reports.
+    pub fn logs(&self) -> String {
+        let mut out = String::new();
+        if let Nodes::Local(nodes) = &self.nodes {
+            for (i, n) in nodes.iter().enumerate() {
+                let _ = writeln!(out, "----- node {i} (port {}) log -----\n{}", n.port, n.log());
+            }
+        }
+        out
+    }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            eprintln!("{}", self.logs());
+        }
+        if let Nodes::Local(nodes) = &mut self.nodes {
+            for n in nodes.iter_mut() {
+                n.stop();
+            }
+        }
+    }
+}
+
+/// A resource name no other test (or earlier run on shared nodes) uses.
+pub fn unique(name: &str) -> String {
+    format!("{name}:{:016x}", rand::random::<u64>())
+}
+
+/// Polls `check` every 10 ms until it holds or `limit` passes.
+pub async fn eventually(limit: Duration, mut check: impl FnMut() -> bool) -> bool {
+    let deadline = Instant::now() + limit;
+    loop {
+        if check() {
+            return true;
+        }
+        if Instant::now() >= deadline {
+            return false;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+/// The seed of a randomized test: `QUORUMLOCK_SEED` if set, else random.
+/// Printed so a failure can be replayed.
+pub fn seed(test: &str) -> u64 {
+    let seed = std::env::var("QUORUMLOCK_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(rand::random);
+    eprintln!("{test}: seed={seed} (replay with QUORUMLOCK_SEED={seed})");
+    seed
+}
