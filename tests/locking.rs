@@ -32,7 +32,11 @@ async fn acquire_sets_the_token_everywhere_and_release_removes_it() {
     assert!(pttl > 9_000 && pttl <= 10_000, "PTTL {pttl}");
 
     lock.release().await.expect("release");
-    assert_eq!(cluster.holders(name.as_bytes()), 0, "release removes every key");
+    // Release returns at quorum; the last nodes follow within a round trip.
+    assert!(
+        eventually(Duration::from_secs(2), || cluster.holders(name.as_bytes()) == 0).await,
+        "release removes every key"
+    );
 }
 
 #[tokio::test]
@@ -191,7 +195,7 @@ async fn a_late_release_never_deletes_the_next_holders_key() {
     assert_eq!(cluster.values(name.as_bytes()), b_values, "B's keys untouched");
     // Dropping A-like stale locks is equally harmless.
     b.release().await.expect("B releases");
-    assert_eq!(cluster.holders(name.as_bytes()), 0);
+    assert!(eventually(Duration::from_secs(2), || cluster.holders(name.as_bytes()) == 0).await);
 }
 
 #[tokio::test]
@@ -255,7 +259,12 @@ async fn extend_fails_when_someone_else_holds_the_keys() {
         quorumlock::Error::Lost {
             reason: quorumlock::LostReason::NoQuorum { extended, needed, .. },
             ..
-        } => assert_eq!((*extended, *needed), (2, 3)),
+        } => {
+            // Decided as soon as a quorum was impossible: at most the two
+            // nodes still holding our token extended.
+            assert!(*extended <= 2, "{extended}");
+            assert_eq!(*needed, 3);
+        }
         other => panic!("{other:?}"),
     }
     lock.release().await.expect("release");
@@ -263,7 +272,13 @@ async fn extend_fails_when_someone_else_holds_the_keys() {
     for (i, v) in values.iter().enumerate().take(3) {
         assert_eq!(v.as_deref(), Some(&b"someone-else"[..]), "node {i} untouched");
     }
-    assert!(values[3].is_none() && values[4].is_none());
+    assert!(
+        eventually(Duration::from_secs(2), || {
+            let v = cluster.values(name.as_bytes());
+            v[3].is_none() && v[4].is_none()
+        })
+        .await
+    );
     for i in 0..3 {
         let _: () = cluster.exec(i, redis::cmd("DEL").arg(&name));
     }
@@ -299,7 +314,7 @@ async fn binary_and_unicode_resource_names_are_stored_byte_for_byte() {
         let shown = format!("{lock:?}");
         assert!(shown.len() < 400, "Debug stays short: {} chars", shown.len());
         lock.release().await.expect("release");
-        assert_eq!(cluster.holders(&name), 0);
+        assert!(eventually(Duration::from_secs(2), || cluster.holders(&name) == 0).await);
     }
 }
 
