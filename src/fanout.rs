@@ -106,7 +106,15 @@ impl Engine {
         let wait = self.config.connect_timeout;
         let mut gather = Gather::new(self.nodes.iter().enumerate().map(|(i, node)| {
             let node = node.clone();
-            async move { (i, node.ping(wait).await) }.boxed()
+            async move {
+                let result = node.ping(wait).await;
+                let result = match result {
+                    Ok(()) => node.load_scripts(wait).await,
+                    Err(e) => Err(e),
+                };
+                (i, result)
+            }
+            .boxed()
         }));
         while let Some((i, result)) = gather.next().await {
             if let Err(failure) = result {
@@ -213,7 +221,7 @@ impl Engine {
                 if let Some(set) = set {
                     let _ = set.await;
                 }
-                (i, node.release(&resource, token.as_str(), timeout).await)
+                (i, node.release(&resource, &token, timeout).await)
             }
             .boxed()
         }));

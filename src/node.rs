@@ -1,6 +1,7 @@
 //! One Redis node: its long-lived multiplexed connection (reconnecting by
 //! itself), the per-node timeout, and the commands the lock sends to it.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use redis::aio::ConnectionManager;
@@ -10,6 +11,10 @@ use crate::config::NodeSpec;
 use crate::error::{NodeFailure, NodeFailureKind};
 use crate::quorum::{self, Vote};
 use crate::scripts;
+use crate::token::Token;
+
+/// How long a background follow-up to a timed-out release may wait.
+const STRAGGLER_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// A node of the cluster.
 ///
@@ -91,18 +96,53 @@ impl Node {
 
     /// Compare-and-delete → true when our key was deleted, false when the
     /// key is absent or holds another token.
+    ///
+    /// When the node does not answer in time, a plain `EVAL` of the same
+    /// script follows on the same connection in the background: if the
+    /// timed-out `EVALSHA` meets `NOSCRIPT` when the node wakes up (it
+    /// restarted, or its scripts were flushed), nobody would be left waiting
+    /// to fall back, and a key set by a `SET` queued before it would stay.
     pub(crate) async fn release(
         &self,
-        resource: &[u8],
-        token: &str,
+        resource: &Arc<[u8]>,
+        token: &Token,
         timeout: Duration,
     ) -> NodeResult<bool> {
         let mut conn = self.conn.clone();
         let mut invocation = scripts::RELEASE.prepare_invoke();
-        invocation.key(resource).arg(token);
-        self.timed(timeout, async move { invocation.invoke_async::<i64>(&mut conn).await })
-            .await
-            .map(|n| n == 1)
+        invocation.key(&**resource).arg(token.as_str());
+        let result = self
+            .timed(timeout, async move { invocation.invoke_async::<i64>(&mut conn).await })
+            .await;
+        if matches!(&result, Err(f) if f.kind.is_timeout()) {
+            let mut conn = self.conn.clone();
+            let mut cmd = redis::cmd("EVAL");
+            cmd.arg(scripts::RELEASE_SOURCE)
+                .arg(1)
+                .arg(&**resource)
+                .arg(token.as_str());
+            if let Ok(handle) = tokio::runtime::Handle::try_current() {
+                handle.spawn(async move {
+                    let _ = tokio::time::timeout(
+                        STRAGGLER_TIMEOUT,
+                        cmd.query_async::<Value>(&mut conn),
+                    )
+                    .await;
+                });
+            }
+        }
+        result.map(|n| n == 1)
+    }
+
+    /// Loads the scripts, so the first release does not meet `NOSCRIPT`.
+    pub(crate) async fn load_scripts(&self, timeout: Duration) -> NodeResult<()> {
+        let mut conn = self.conn.clone();
+        self.timed(timeout, async move {
+            scripts::RELEASE.load_async(&mut conn).await?;
+            scripts::EXTEND.load_async(&mut conn).await
+        })
+        .await
+        .map(|_| ())
     }
 
     /// Compare-and-pexpire → true when our key got the new TTL.
