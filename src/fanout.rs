@@ -188,9 +188,11 @@ impl Engine {
             }
             let exhausted = (decision == Some(Decision::Reached)).then_some(elapsed);
             debug!(?elapsed, yes = tally.yes(), no = tally.no(), failed = tally.failed(), "attempt failed");
-            let settled = self.nodes.len() - tally.pending();
+            // Wait for as many confirmations as nodes that granted (their keys
+            // would block the next attempt); failed and pending nodes get
+            // their release in the background, queued behind their SET.
             guard.sets = None;
-            self.release_after(resource, token, sets, settled).await;
+            self.release_after(resource, token, sets, tally.yes()).await;
             Attempt::Failed(AttemptFailure {
                 tally,
                 failures,
