@@ -118,9 +118,8 @@ pub(crate) fn parse_nodes(urls: &[String]) -> Result<Vec<NodeSpec>> {
     let mut seen = HashSet::new();
     let mut specs = Vec::with_capacity(urls.len());
     for url in urls {
-        let info = redis::IntoConnectionInfo::into_connection_info(url.as_str()).map_err(|e| {
-            Error::invalid(format!("cannot parse node URL {}: {e}", redact(url)))
-        })?;
+        let info = redis::IntoConnectionInfo::into_connection_info(url.as_str())
+            .map_err(|e| Error::invalid(format!("cannot parse node URL {}: {e}", redact(url))))?;
         let label = label(&info);
         if !seen.insert(label.clone()) {
             return Err(Error::invalid(format!(
@@ -170,8 +169,11 @@ mod tests {
         let err = parse_nodes(&urls(&["redis://:secret@host:notaport"])).unwrap_err();
         assert!(err.is_invalid_input());
         assert!(!err.to_string().contains("secret"), "{err}");
-        let err = parse_nodes(&urls(&["redis://127.0.0.1:7001", "redis://127.0.0.1:7001/0"]))
-            .unwrap_err();
+        let err = parse_nodes(&urls(&[
+            "redis://127.0.0.1:7001",
+            "redis://127.0.0.1:7001/0",
+        ]))
+        .unwrap_err();
         assert!(err.to_string().contains("listed twice"), "{err}");
         let ok = parse_nodes(&urls(&[
             "redis://127.0.0.1:7001",
@@ -201,9 +203,18 @@ mod tests {
     #[test]
     fn config_rejects_nonsense() {
         let bad = [
-            Config { node_timeout: Duration::ZERO, ..Config::default() },
-            Config { drift_factor: f64::NAN, ..Config::default() },
-            Config { drift_factor: 1.0, ..Config::default() },
+            Config {
+                node_timeout: Duration::ZERO,
+                ..Config::default()
+            },
+            Config {
+                drift_factor: f64::NAN,
+                ..Config::default()
+            },
+            Config {
+                drift_factor: 1.0,
+                ..Config::default()
+            },
             Config {
                 retry_delay_min: Duration::from_secs(1),
                 ..Config::default()

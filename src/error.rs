@@ -305,7 +305,10 @@ mod tests {
 
     #[test]
     fn resource_names_are_escaped_and_shortened() {
-        assert_eq!(ResourceName::new(b"invoice:nightly").as_str(), "invoice:nightly");
+        assert_eq!(
+            ResourceName::new(b"invoice:nightly").as_str(),
+            "invoice:nightly"
+        );
         assert_eq!(ResourceName::new(b"a\x00\xff").as_str(), "a\\x00\\xff");
         let long = vec![b'x'; 1 << 20];
         let shown = ResourceName::new(&long);
@@ -328,7 +331,10 @@ mod tests {
             }],
         };
         let text = err.to_string();
-        assert!(text.contains("127.0.0.1:7001/0: no answer within 50ms"), "{text}");
+        assert!(
+            text.contains("127.0.0.1:7001/0: no answer within 50ms"),
+            "{text}"
+        );
         assert!(err.is_unavailable() && !err.is_contended() && !err.is_lost());
         assert_eq!(err.node_failures().len(), 1);
     }

@@ -135,7 +135,8 @@ impl Engine {
         ttl: Duration,
         drift: Duration,
     ) -> Attempt {
-        let span = tracing::debug_span!("acquire_attempt", resource = %Escaped(resource), token = %token);
+        let span =
+            tracing::debug_span!("acquire_attempt", resource = %Escaped(resource), token = %token);
         async move {
             let start = Instant::now();
             let budget = ttl.saturating_sub(drift);
@@ -187,7 +188,13 @@ impl Engine {
                 }
             }
             let exhausted = (decision == Some(Decision::Reached)).then_some(elapsed);
-            debug!(?elapsed, yes = tally.yes(), no = tally.no(), failed = tally.failed(), "attempt failed");
+            debug!(
+                ?elapsed,
+                yes = tally.yes(),
+                no = tally.no(),
+                failed = tally.failed(),
+                "attempt failed"
+            );
             // Wait for as many confirmations as nodes that granted (their keys
             // would block the next attempt); failed and pending nodes get
             // their release in the background, queued behind their SET.
@@ -301,8 +308,13 @@ impl Engine {
             let timeout = self.config.node_timeout.min(remaining);
             let mut gather = Gather::new(self.nodes.iter().enumerate().map(|(i, node)| {
                 let (node, resource, token) = (node.clone(), resource.clone(), token.clone());
-                async move { (i, node.extend(&resource, token.as_str(), ttl, timeout).await) }
-                    .boxed()
+                async move {
+                    (
+                        i,
+                        node.extend(&resource, token.as_str(), ttl, timeout).await,
+                    )
+                }
+                .boxed()
             }));
             let mut tally = Tally::majority(self.nodes.len());
             let mut failures = Vec::new();
@@ -383,7 +395,12 @@ impl Drop for CleanupOnDrop {
         let Some(sets) = self.sets.take() else {
             return;
         };
-        spawn_release(self.engine.clone(), self.resource.clone(), self.token.clone(), sets);
+        spawn_release(
+            self.engine.clone(),
+            self.resource.clone(),
+            self.token.clone(),
+            sets,
+        );
     }
 }
 

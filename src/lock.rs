@@ -209,7 +209,10 @@ impl Held {
     }
 
     fn mark_lost(&self) {
-        self.state.lock().unwrap_or_else(PoisonError::into_inner).lost = true;
+        self.state
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .lost = true;
     }
 
     fn lost(&self, reason: LostReason) -> Error {

@@ -64,9 +64,12 @@ impl Node {
     pub(crate) async fn ping(&self, timeout: Duration) -> NodeResult<()> {
         let mut conn = self.conn.clone();
         let cmd = redis::cmd("PING");
-        self.timed(timeout, async move { cmd.query_async::<Value>(&mut conn).await })
-            .await
-            .map(|_| ())
+        self.timed(
+            timeout,
+            async move { cmd.query_async::<Value>(&mut conn).await },
+        )
+        .await
+        .map(|_| ())
     }
 
     /// `SET resource token NX PX ttl` → Yes when set, No when the key exists.
@@ -85,7 +88,10 @@ impl Node {
             .arg("PX")
             .arg(quorum::millis(ttl));
         let reply = self
-            .timed(timeout, async move { cmd.query_async::<Value>(&mut conn).await })
+            .timed(
+                timeout,
+                async move { cmd.query_async::<Value>(&mut conn).await },
+            )
             .await?;
         match reply {
             Value::Okay => Ok(Vote::Yes),
@@ -112,7 +118,9 @@ impl Node {
         let mut invocation = scripts::RELEASE.prepare_invoke();
         invocation.key(&**resource).arg(token.as_str());
         let result = self
-            .timed(timeout, async move { invocation.invoke_async::<i64>(&mut conn).await })
+            .timed(timeout, async move {
+                invocation.invoke_async::<i64>(&mut conn).await
+            })
             .await;
         if matches!(&result, Err(f) if f.kind.is_timeout()) {
             let mut conn = self.conn.clone();
@@ -155,13 +163,12 @@ impl Node {
     ) -> NodeResult<bool> {
         let mut conn = self.conn.clone();
         let mut invocation = scripts::EXTEND.prepare_invoke();
-        invocation
-            .key(resource)
-            .arg(token)
-            .arg(quorum::millis(ttl));
-        self.timed(timeout, async move { invocation.invoke_async::<i64>(&mut conn).await })
-            .await
-            .map(|n| n == 1)
+        invocation.key(resource).arg(token).arg(quorum::millis(ttl));
+        self.timed(timeout, async move {
+            invocation.invoke_async::<i64>(&mut conn).await
+        })
+        .await
+        .map(|n| n == 1)
     }
 
     async fn timed<T>(

@@ -169,7 +169,16 @@ mod tests {
 
     #[test]
     fn quorum_is_a_strict_majority() {
-        let expected = [(1, 1), (2, 2), (3, 2), (4, 3), (5, 3), (6, 4), (7, 4), (9, 5)];
+        let expected = [
+            (1, 1),
+            (2, 2),
+            (3, 2),
+            (4, 3),
+            (5, 3),
+            (6, 4),
+            (7, 4),
+            (9, 5),
+        ];
         for (n, q) in expected {
             assert_eq!(quorum(n), q, "n = {n}");
             assert!(2 * quorum(n) > n, "two quorums of {n} must intersect");
@@ -179,12 +188,21 @@ mod tests {
 
     #[test]
     fn drift_is_one_percent_plus_two_ms() {
-        assert_eq!(drift(Duration::from_secs(10), 0.01), Duration::from_millis(102));
-        assert_eq!(drift(Duration::from_secs(30), 0.01), Duration::from_millis(302));
+        assert_eq!(
+            drift(Duration::from_secs(10), 0.01),
+            Duration::from_millis(102)
+        );
+        assert_eq!(
+            drift(Duration::from_secs(30), 0.01),
+            Duration::from_millis(302)
+        );
         assert_eq!(drift(Duration::ZERO, 0.01), DRIFT_FLOOR);
         assert_eq!(drift(Duration::from_secs(1), f64::NAN), DRIFT_FLOOR);
         assert_eq!(drift(Duration::from_secs(1), -3.0), DRIFT_FLOOR);
-        assert_eq!(drift(Duration::from_secs(1), 7.0), Duration::from_millis(1002));
+        assert_eq!(
+            drift(Duration::from_secs(1), 7.0),
+            Duration::from_millis(1002)
+        );
         assert_eq!(drift(Duration::MAX, 0.5), Duration::MAX);
     }
 
@@ -202,8 +220,15 @@ mod tests {
     fn validity_never_underflows() {
         assert_eq!(validity(MS, Duration::ZERO, DRIFT_FLOOR), None);
         assert_eq!(validity(3 * MS, 2 * MS, 2 * MS), None);
-        assert_eq!(validity(4 * MS, 2 * MS, 2 * MS), None, "exactly zero is not granted");
-        assert_eq!(validity(Duration::ZERO, Duration::ZERO, Duration::ZERO), None);
+        assert_eq!(
+            validity(4 * MS, 2 * MS, 2 * MS),
+            None,
+            "exactly zero is not granted"
+        );
+        assert_eq!(
+            validity(Duration::ZERO, Duration::ZERO, Duration::ZERO),
+            None
+        );
         assert_eq!(validity(5 * MS, Duration::MAX, Duration::ZERO), None);
         assert_eq!(validity(5 * MS, 2 * MS, 2 * MS), Some(MS));
     }

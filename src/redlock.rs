@@ -99,7 +99,11 @@ impl Redlock {
 
     /// The nodes as `host:port/db`, in the order given.
     pub fn node_labels(&self) -> Vec<String> {
-        self.engine.nodes.iter().map(|n| n.label().to_owned()).collect()
+        self.engine
+            .nodes
+            .iter()
+            .map(|n| n.label().to_owned())
+            .collect()
     }
 
     /// Takes the lock, retrying per the builder's policy (by default 3
@@ -345,9 +349,8 @@ impl Builder {
         let nodes = specs
             .iter()
             .map(|spec| {
-                Node::new(spec, self.config.connect_timeout).map_err(|e| {
-                    Error::invalid(format!("cannot use node {}: {e}", spec.label))
-                })
+                Node::new(spec, self.config.connect_timeout)
+                    .map_err(|e| Error::invalid(format!("cannot use node {}: {e}", spec.label)))
             })
             .collect::<Result<Vec<_>>>()?;
         let engine = Arc::new(Engine {

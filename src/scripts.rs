@@ -10,8 +10,7 @@ use redis::Script;
 pub(crate) const RELEASE_SOURCE: &str = include_str!("scripts/release.lua");
 
 /// Compare-and-delete. `KEYS[1]` resource, `ARGV[1]` token → 1 deleted, 0 not ours.
-pub(crate) static RELEASE: LazyLock<Script> =
-    LazyLock::new(|| Script::new(RELEASE_SOURCE));
+pub(crate) static RELEASE: LazyLock<Script> = LazyLock::new(|| Script::new(RELEASE_SOURCE));
 
 /// Compare-and-pexpire. `KEYS[1]` resource, `ARGV[1]` token, `ARGV[2]` TTL ms
 /// → 1 extended, 0 not ours (never re-creates an expired key).

@@ -25,7 +25,10 @@ async fn acquire_sets_the_token_everywhere_and_release_removes_it() {
     let values = cluster.values(name.as_bytes());
     let held: Vec<_> = values.iter().flatten().collect();
     assert!(held.len() >= 3, "held on {} nodes", held.len());
-    assert!(held.windows(2).all(|w| w[0] == w[1]), "one token on every node");
+    assert!(
+        held.windows(2).all(|w| w[0] == w[1]),
+        "one token on every node"
+    );
     assert!(held[0].starts_with(lock.token_prefix().as_bytes()));
     assert_eq!(held[0].len(), 32, "128-bit hex token");
     let pttl: i64 = cluster.exec(0, redis::cmd("PTTL").arg(&name));
@@ -34,7 +37,9 @@ async fn acquire_sets_the_token_everywhere_and_release_removes_it() {
     lock.release().await.expect("release");
     // Release returns at quorum; the last nodes follow within a round trip.
     assert!(
-        eventually(Duration::from_secs(2), || cluster.holders(name.as_bytes()) == 0).await,
+        eventually(Duration::from_secs(2), || cluster.holders(name.as_bytes())
+            == 0)
+        .await,
         "release removes every key"
     );
 }
@@ -69,7 +74,9 @@ async fn concurrent_contenders_get_exactly_one_winner() {
         lock.release().await.expect("release");
     }
     assert!(
-        eventually(Duration::from_secs(2), || cluster.holders(name.as_bytes()) == 0).await,
+        eventually(Duration::from_secs(2), || cluster.holders(name.as_bytes())
+            == 0)
+        .await,
         "losers cleaned up their partial keys"
     );
 }
@@ -80,7 +87,10 @@ async fn contention_error_says_how_many_nodes_refused() {
     let redlock = cluster.redlock().await;
     let name = unique("held");
     let lock = redlock.acquire(&name, TTL).await.expect("first");
-    let err = redlock.try_acquire(&name, TTL).await.expect_err("second must fail");
+    let err = redlock
+        .try_acquire(&name, TTL)
+        .await
+        .expect_err("second must fail");
     assert!(err.is_contended(), "{err}");
     assert!(!err.is_unavailable() && !err.is_lost() && !err.is_invalid_input());
     match &err {
@@ -120,7 +130,10 @@ async fn acquire_retries_until_the_holder_releases() {
         tokio::spawn(async move { r.acquire(&n, TTL).await })
     };
     tokio::time::sleep(Duration::from_millis(150)).await;
-    assert!(!waiter.is_finished(), "waiter must wait while the lock is held");
+    assert!(
+        !waiter.is_finished(),
+        "waiter must wait while the lock is held"
+    );
     lock.release().await.expect("release");
     let second = tokio::time::timeout(Duration::from_secs(5), waiter)
         .await
@@ -147,7 +160,10 @@ async fn acquire_gives_up_after_the_retry_deadline() {
     let err = redlock.acquire(&name, TTL).await.expect_err("held");
     let took = start.elapsed();
     assert!(err.is_contended(), "{err}");
-    assert!(took < Duration::from_secs(3), "bounded by the deadline, took {took:?}");
+    assert!(
+        took < Duration::from_secs(3),
+        "bounded by the deadline, took {took:?}"
+    );
     match err {
         quorumlock::Error::Contended { attempts, .. } => assert!(attempts > 1),
         other => panic!("{other:?}"),
@@ -169,14 +185,27 @@ async fn ttl_expiry_frees_the_lock() {
     let lock = redlock.try_acquire(&name, ttl).await.expect("first");
     assert!(lock.validity() <= ttl - Duration::from_millis(5));
     assert!(redlock.try_acquire(&name, ttl).await.is_err());
-    let freed = eventually(Duration::from_secs(3), || cluster.holders(name.as_bytes()) == 0).await;
+    let freed = eventually(Duration::from_secs(3), || {
+        cluster.holders(name.as_bytes()) == 0
+    })
+    .await;
     assert!(freed, "keys expire with the TTL");
-    assert_eq!(lock.validity(), Duration::ZERO, "validity reads zero once expired");
+    assert_eq!(
+        lock.validity(),
+        Duration::ZERO,
+        "validity reads zero once expired"
+    );
     assert!(lock.is_lost());
     let second = redlock.try_acquire(&name, TTL).await.expect("free again");
     // Releasing the expired first lock is not an error and spares the second.
-    lock.release().await.expect("release of an expired lock is Ok");
-    assert_eq!(cluster.holders(name.as_bytes()), 5, "the new holder's keys stay");
+    lock.release()
+        .await
+        .expect("release of an expired lock is Ok");
+    assert_eq!(
+        cluster.holders(name.as_bytes()),
+        5,
+        "the new holder's keys stay"
+    );
     second.release().await.expect("release");
 }
 
@@ -187,15 +216,32 @@ async fn a_late_release_never_deletes_the_next_holders_key() {
     let cluster = Cluster::shared(5);
     let redlock = cluster.redlock().await;
     let name = unique("report:lock");
-    let a = redlock.try_acquire(&name, Duration::from_millis(200)).await.expect("A");
-    assert!(eventually(Duration::from_secs(3), || cluster.holders(name.as_bytes()) == 0).await);
+    let a = redlock
+        .try_acquire(&name, Duration::from_millis(200))
+        .await
+        .expect("A");
+    assert!(
+        eventually(Duration::from_secs(3), || cluster.holders(name.as_bytes())
+            == 0)
+        .await
+    );
     let b = redlock.try_acquire(&name, TTL).await.expect("B");
     let b_values = cluster.values(name.as_bytes());
-    a.release().await.expect("A's release is a no-op, not an error");
-    assert_eq!(cluster.values(name.as_bytes()), b_values, "B's keys untouched");
+    a.release()
+        .await
+        .expect("A's release is a no-op, not an error");
+    assert_eq!(
+        cluster.values(name.as_bytes()),
+        b_values,
+        "B's keys untouched"
+    );
     // Dropping A-like stale locks is equally harmless.
     b.release().await.expect("B releases");
-    assert!(eventually(Duration::from_secs(2), || cluster.holders(name.as_bytes()) == 0).await);
+    assert!(
+        eventually(Duration::from_secs(2), || cluster.holders(name.as_bytes())
+            == 0)
+        .await
+    );
 }
 
 #[tokio::test]
@@ -212,7 +258,11 @@ async fn extend_keeps_the_lock_past_its_first_ttl() {
     }
     // 1 s has passed, longer than the first TTL: still held.
     assert!(lock.validity() > Duration::ZERO);
-    assert!(redlock.try_acquire(&name, ttl).await.unwrap_err().is_contended());
+    assert!(redlock
+        .try_acquire(&name, ttl)
+        .await
+        .unwrap_err()
+        .is_contended());
     let pttl: i64 = cluster.exec(1, redis::cmd("PTTL").arg(&name));
     assert!(pttl > 300, "PTTL after extend {pttl}");
     lock.release().await.expect("release");
@@ -227,10 +277,18 @@ async fn extend_after_expiry_fails_and_never_recreates_the_key() {
         .try_acquire(&name, Duration::from_millis(150))
         .await
         .expect("acquire");
-    assert!(eventually(Duration::from_secs(3), || cluster.holders(name.as_bytes()) == 0).await);
+    assert!(
+        eventually(Duration::from_secs(3), || cluster.holders(name.as_bytes())
+            == 0)
+        .await
+    );
     let err = lock.extend(TTL).await.expect_err("expired");
     assert!(err.is_lost(), "{err}");
-    assert_eq!(cluster.holders(name.as_bytes()), 0, "extend must not re-create keys");
+    assert_eq!(
+        cluster.holders(name.as_bytes()),
+        0,
+        "extend must not re-create keys"
+    );
     assert_eq!(lock.validity(), Duration::ZERO);
     let again = lock.extend(TTL).await.expect_err("stays lost");
     assert!(matches!(
@@ -257,7 +315,10 @@ async fn extend_fails_when_someone_else_holds_the_keys() {
     let err = lock.extend(TTL).await.expect_err("no quorum");
     match &err {
         quorumlock::Error::Lost {
-            reason: quorumlock::LostReason::NoQuorum { extended, needed, .. },
+            reason:
+                quorumlock::LostReason::NoQuorum {
+                    extended, needed, ..
+                },
             ..
         } => {
             // Decided as soon as a quorum was impossible: at most the two
@@ -270,7 +331,11 @@ async fn extend_fails_when_someone_else_holds_the_keys() {
     lock.release().await.expect("release");
     let values = cluster.values(name.as_bytes());
     for (i, v) in values.iter().enumerate().take(3) {
-        assert_eq!(v.as_deref(), Some(&b"someone-else"[..]), "node {i} untouched");
+        assert_eq!(
+            v.as_deref(),
+            Some(&b"someone-else"[..]),
+            "node {i} untouched"
+        );
     }
     assert!(
         eventually(Duration::from_secs(2), || {
@@ -292,7 +357,9 @@ async fn dropping_a_lock_releases_it_in_the_background() {
     let lock = redlock.try_acquire(&name, TTL).await.expect("acquire");
     drop(lock);
     assert!(
-        eventually(Duration::from_secs(2), || cluster.holders(name.as_bytes()) == 0).await,
+        eventually(Duration::from_secs(2), || cluster.holders(name.as_bytes())
+            == 0)
+        .await,
         "drop released the keys"
     );
 }
@@ -312,7 +379,11 @@ async fn binary_and_unicode_resource_names_are_stored_byte_for_byte() {
         assert_eq!(lock.resource(), &name[..]);
         assert_eq!(cluster.holders(&name), 5);
         let shown = format!("{lock:?}");
-        assert!(shown.len() < 400, "Debug stays short: {} chars", shown.len());
+        assert!(
+            shown.len() < 400,
+            "Debug stays short: {} chars",
+            shown.len()
+        );
         lock.release().await.expect("release");
         assert!(eventually(Duration::from_secs(2), || cluster.holders(&name) == 0).await);
     }
@@ -326,7 +397,11 @@ async fn one_node_and_even_node_counts_work() {
         assert_eq!(redlock.quorum(), n / 2 + 1);
         let name = unique("sizes");
         let lock = redlock.try_acquire(&name, TTL).await.expect("acquire");
-        assert!(redlock.try_acquire(&name, TTL).await.unwrap_err().is_contended());
+        assert!(redlock
+            .try_acquire(&name, TTL)
+            .await
+            .unwrap_err()
+            .is_contended());
         lock.release().await.expect("release");
     }
 }
@@ -343,7 +418,10 @@ async fn a_redlock_is_shared_across_tasks() {
         let name = unique(&format!("many-{i}"));
         tasks.push(tokio::spawn(async move {
             for _ in 0..5 {
-                let lock = r.acquire(&name, TTL).await.expect("distinct resources never contend");
+                let lock = r
+                    .acquire(&name, TTL)
+                    .await
+                    .expect("distinct resources never contend");
                 lock.release().await.expect("release");
             }
         }));

@@ -41,20 +41,31 @@ async fn two_of_five_hung_acquire_and_release_do_not_wait_for_them() {
     cluster.pause(4);
     let name = unique("minority-hung");
     let start = Instant::now();
-    let lock = redlock.try_acquire(&name, TTL).await.expect("3 of 5 suffice");
+    let lock = redlock
+        .try_acquire(&name, TTL)
+        .await
+        .expect("3 of 5 suffice");
     let release_start = Instant::now();
     lock.release().await.expect("release");
     let (acquire, release) = (release_start - start, release_start.elapsed());
     // The node timeout is 5 s: finishing far below it proves the decision
     // was taken at quorum, not after the hung nodes.
-    assert!(acquire < PATIENT / 2, "acquire waited for hung nodes: {acquire:?}");
-    assert!(release < PATIENT / 2, "release waited for hung nodes: {release:?}");
+    assert!(
+        acquire < PATIENT / 2,
+        "acquire waited for hung nodes: {acquire:?}"
+    );
+    assert!(
+        release < PATIENT / 2,
+        "release waited for hung nodes: {release:?}"
+    );
     cluster.resume(0);
     cluster.resume(4);
     // The SETs queued in the paused nodes ran on resume; the releases
     // queued behind them removed those keys: no orphan (TTL is 30 s).
     assert!(
-        eventually(Duration::from_secs(5), || cluster.holders(name.as_bytes()) == 0).await,
+        eventually(Duration::from_secs(5), || cluster.holders(name.as_bytes())
+            == 0)
+        .await,
         "orphaned keys after resume: {:?}",
         cluster.values(name.as_bytes())
     );
@@ -63,7 +74,12 @@ async fn two_of_five_hung_acquire_and_release_do_not_wait_for_them() {
 #[tokio::test]
 async fn three_of_five_down_fails_fast_as_unavailable_and_leaves_nothing() {
     let mut cluster = Cluster::local(5);
-    let redlock = cluster.builder().retry_count(2).build().await.expect("build");
+    let redlock = cluster
+        .builder()
+        .retry_count(2)
+        .build()
+        .await
+        .expect("build");
     for i in [0, 2, 4] {
         cluster.kill(i);
     }
@@ -72,13 +88,21 @@ async fn three_of_five_down_fails_fast_as_unavailable_and_leaves_nothing() {
     let err = redlock.acquire(&name, TTL).await.expect_err("no quorum");
     assert!(err.is_unavailable(), "{err}");
     assert!(!err.is_contended());
-    assert!(start.elapsed() < Duration::from_secs(5), "{:?}", start.elapsed());
+    assert!(
+        start.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        start.elapsed()
+    );
     let failures = err.node_failures();
     assert!(failures.len() >= 2, "{failures:?}");
     assert!(failures
         .iter()
         .all(|f| matches!(f.kind, quorumlock::NodeFailureKind::Connection(_))));
-    assert_eq!(cluster.holders(name.as_bytes()), 0, "healthy nodes cleaned up");
+    assert_eq!(
+        cluster.holders(name.as_bytes()),
+        0,
+        "healthy nodes cleaned up"
+    );
 }
 
 #[tokio::test]
@@ -95,18 +119,28 @@ async fn three_of_five_hung_fails_and_nothing_is_left_after_they_resume() {
         cluster.pause(i);
     }
     let name = unique("majority-hung");
-    let err = redlock.try_acquire(&name, TTL).await.expect_err("no quorum");
+    let err = redlock
+        .try_acquire(&name, TTL)
+        .await
+        .expect_err("no quorum");
     assert!(err.is_unavailable(), "{err}");
-    assert!(err.node_failures().iter().any(|f| f.kind.is_timeout()), "{err}");
     assert!(
-        eventually(Duration::from_secs(2), || cluster.holders(name.as_bytes()) == 0).await,
+        err.node_failures().iter().any(|f| f.kind.is_timeout()),
+        "{err}"
+    );
+    assert!(
+        eventually(Duration::from_secs(2), || cluster.holders(name.as_bytes())
+            == 0)
+        .await,
         "answering nodes released at once"
     );
     for i in [1, 2, 3] {
         cluster.resume(i);
     }
     assert!(
-        eventually(Duration::from_secs(5), || cluster.holders(name.as_bytes()) == 0).await,
+        eventually(Duration::from_secs(5), || cluster.holders(name.as_bytes())
+            == 0)
+        .await,
         "queued SETs were followed by releases: {:?}",
         cluster.values(name.as_bytes())
     );
@@ -124,7 +158,10 @@ async fn a_restarted_node_is_used_again() {
     // the node reconnects by itself and votes again.
     let mut voted = false;
     for _ in 0..20 {
-        let lock = redlock.acquire(&name, TTL).await.expect("acquire after restart");
+        let lock = redlock
+            .acquire(&name, TTL)
+            .await
+            .expect("acquire after restart");
         voted = cluster.values(name.as_bytes())[2].is_some();
         lock.release().await.expect("release");
         if voted {
@@ -161,14 +198,18 @@ async fn release_survives_a_script_flush() {
     warm.release().await.expect("release loads the script");
     let lock = redlock.acquire(&name, TTL).await.expect("acquire");
     for i in 0..5 {
-        let _: () = cluster.exec(i, &redis::cmd("SCRIPT").arg("FLUSH"));
+        let _: () = cluster.exec(i, redis::cmd("SCRIPT").arg("FLUSH"));
     }
     lock.extend(TTL).await.expect("extend falls back to EVAL");
     for i in 0..5 {
-        let _: () = cluster.exec(i, &redis::cmd("SCRIPT").arg("FLUSH"));
+        let _: () = cluster.exec(i, redis::cmd("SCRIPT").arg("FLUSH"));
     }
     lock.release().await.expect("release falls back to EVAL");
-    assert!(eventually(Duration::from_secs(2), || cluster.holders(name.as_bytes()) == 0).await);
+    assert!(
+        eventually(Duration::from_secs(2), || cluster.holders(name.as_bytes())
+            == 0)
+        .await
+    );
 }
 
 #[tokio::test]
@@ -187,15 +228,27 @@ async fn a_resource_holding_a_hash_is_a_refusal_on_that_node_not_a_crash() {
     for i in 1..3 {
         let _: () = cluster.exec(i, redis::cmd("HSET").arg(&name).arg("f").arg("v"));
     }
-    let err = redlock.try_acquire(&name, TTL).await.expect_err("3 nodes refuse");
+    let err = redlock
+        .try_acquire(&name, TTL)
+        .await
+        .expect_err("3 nodes refuse");
     assert!(err.is_contended(), "{err}");
-    assert!(eventually(Duration::from_secs(2), || cluster.holders(name.as_bytes()) == 0).await);
+    assert!(
+        eventually(Duration::from_secs(2), || cluster.holders(name.as_bytes())
+            == 0)
+        .await
+    );
 }
 
 #[tokio::test]
 async fn error_replies_are_failed_votes() {
     let cluster = Cluster::local(5);
-    let redlock = cluster.builder().retry_count(0).build().await.expect("build");
+    let redlock = cluster
+        .builder()
+        .retry_count(0)
+        .build()
+        .await
+        .expect("build");
     // OOM on three nodes: SET is refused with an error reply.
     for i in 0..3 {
         let _: () = cluster.exec(i, redis::cmd("CONFIG").arg("SET").arg("maxmemory").arg("1"));
@@ -208,13 +261,22 @@ async fn error_replies_are_failed_votes() {
         );
     }
     let name = unique("oom");
-    let err = redlock.try_acquire(&name, TTL).await.expect_err("no quorum");
+    let err = redlock
+        .try_acquire(&name, TTL)
+        .await
+        .expect_err("no quorum");
     assert!(err.is_unavailable(), "{err}");
     assert!(
-        err.node_failures().iter().any(|f| f.kind.is_redis_error("OOM")),
+        err.node_failures()
+            .iter()
+            .any(|f| f.kind.is_redis_error("OOM")),
         "{err}"
     );
-    assert!(eventually(Duration::from_secs(2), || cluster.holders(name.as_bytes()) == 0).await);
+    assert!(
+        eventually(Duration::from_secs(2), || cluster.holders(name.as_bytes())
+            == 0)
+        .await
+    );
 }
 
 #[tokio::test]
@@ -240,7 +302,9 @@ async fn cancelling_acquire_mid_flight_cleans_up_at_once() {
         cluster.resume(i);
     }
     assert!(
-        eventually(Duration::from_secs(5), || cluster.holders(name.as_bytes()) == 0).await,
+        eventually(Duration::from_secs(5), || cluster.holders(name.as_bytes())
+            == 0)
+        .await,
         "keys set by the queued SETs were released too: {:?}",
         cluster.values(name.as_bytes())
     );
@@ -264,10 +328,20 @@ async fn a_quorum_slower_than_the_ttl_is_never_a_grant() {
     cluster.pause(1);
     let ttl = Duration::from_millis(300);
     let start = Instant::now();
-    let err = redlock.try_acquire(&name, ttl).await.expect_err("the pause eats the TTL");
+    let err = redlock
+        .try_acquire(&name, ttl)
+        .await
+        .expect_err("the pause eats the TTL");
     assert!(err.is_unavailable(), "{err}");
-    assert!(start.elapsed() < Duration::from_secs(2), "wait capped by the TTL budget");
+    assert!(
+        start.elapsed() < Duration::from_secs(2),
+        "wait capped by the TTL budget"
+    );
     cluster.resume(0);
     cluster.resume(1);
-    assert!(eventually(Duration::from_secs(5), || cluster.holders(name.as_bytes()) == 0).await);
+    assert!(
+        eventually(Duration::from_secs(5), || cluster.holders(name.as_bytes())
+            == 0)
+        .await
+    );
 }

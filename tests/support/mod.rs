@@ -38,7 +38,14 @@ impl LocalNode {
         let mut cmd = Command::new(bin);
         cmd.arg("--port")
             .arg(self.port.to_string())
-            .args(["--bind", "127.0.0.1", "--protected-mode", "no", "--save", ""])
+            .args([
+                "--bind",
+                "127.0.0.1",
+                "--protected-mode",
+                "no",
+                "--save",
+                "",
+            ])
             .args(["--daemonize", "no", "--databases", "16"])
             .arg("--dir")
             .arg(self.dir.path())
@@ -49,7 +56,9 @@ impl LocalNode {
         } else {
             cmd.args(["--appendonly", "no"]);
         }
-        cmd.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::null());
+        cmd.stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
         self.child = Some(cmd.spawn()?);
         self.paused = false;
         Ok(())
@@ -119,7 +128,9 @@ fn wait_until_up(port: u16, child: &mut Child) -> Result<(), String> {
         }
         std::thread::sleep(Duration::from_millis(20));
     }
-    Err(format!("redis-server on port {port} did not answer within 10 s"))
+    Err(format!(
+        "redis-server on port {port} did not answer within 10 s"
+    ))
 }
 
 impl Cluster {
@@ -310,7 +321,12 @@ impl Cluster {
         let mut out = String::new();
         if let Nodes::Local(nodes) = &self.nodes {
             for (i, n) in nodes.iter().enumerate() {
-                let _ = writeln!(out, "----- node {i} (port {}) log -----\n{}", n.port, n.log());
+                let _ = writeln!(
+                    out,
+                    "----- node {i} (port {}) log -----\n{}",
+                    n.port,
+                    n.log()
+                );
             }
         }
         out
