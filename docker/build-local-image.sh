@@ -76,14 +76,15 @@ install -m 0755 "$CLI" "$ROOT/usr/bin/redis-cli"
 # (a line that starts with an absolute path). Each one is copied to the path
 # ldd printed, dereferenced, so the soname path exists in the image even on a
 # merged-/usr host where /lib is a symlink.
-libs="$(ldd "$SERVER" "$CLI" | awk '
+ldd_out="$(ldd "$SERVER" "$CLI")"
+if grep -q 'not found' <<<"$ldd_out"; then
+  log "ldd reports a missing library:"; grep 'not found' <<<"$ldd_out" >&2; exit 1
+fi
+libs="$(awk '
   $2 == "=>" && $3 ~ /^\// { print $3 }
-  $1 ~ /^\// && $1 !~ /:$/ { print $1 }' | sort -u)"
+  $1 ~ /^\// && $1 !~ /:$/ { print $1 }' <<<"$ldd_out" | sort -u)"
 if [ -z "$libs" ]; then
   log "ldd listed no libraries for $SERVER"; exit 1
-fi
-if ldd "$SERVER" "$CLI" | grep -q 'not found'; then
-  log "ldd reports a missing library:"; ldd "$SERVER" "$CLI" | grep 'not found' >&2; exit 1
 fi
 while IFS= read -r lib; do
   mkdir -p "$ROOT$(dirname "$lib")"
