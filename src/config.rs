@@ -92,14 +92,6 @@ impl Config {
     }
 }
 
-/// Rejects an empty resource name.
-pub(crate) fn check_resource(resource: &[u8]) -> Result<()> {
-    if resource.is_empty() {
-        return Err(Error::invalid("resource name must not be empty"));
-    }
-    Ok(())
-}
-
 /// A parsed node address: what is needed to connect, and the identity used
 /// to detect the same node listed twice.
 #[derive(Debug, Clone)]
@@ -224,7 +216,5 @@ mod tests {
             assert!(c.validate().unwrap_err().is_invalid_input(), "{c:?}");
         }
         assert!(Config::default().validate().is_ok());
-        assert!(check_resource(b"").is_err());
-        assert!(check_resource(b"\0").is_ok());
     }
 }

@@ -55,6 +55,7 @@
 mod config;
 mod error;
 mod fanout;
+mod keys;
 mod lock;
 mod node;
 mod quorum;
@@ -67,5 +68,6 @@ pub use config::{
     DEFAULT_RETRY_DELAY_MAX, DEFAULT_RETRY_DELAY_MIN, MAX_TTL,
 };
 pub use error::{Error, LostReason, NodeFailure, NodeFailureKind, ResourceName, Result};
+pub use keys::{FENCE_KEY_PREFIX, RELEASE_CHANNEL_PREFIX};
 pub use lock::Lock;
-pub use redlock::{Builder, Redlock};
+pub use redlock::{Acquisition, Builder, Redlock};
