@@ -194,16 +194,16 @@ impl Engine {
             }
             let elapsed = start.elapsed();
 
-            if decision == Some(Decision::Reached) {
-                if quorum::validity(ttl, elapsed, drift).is_some() {
-                    guard.sets = None;
-                    debug!(?elapsed, yes = tally.yes(), ?fence, "granted");
-                    return Attempt::Granted {
-                        deadline: valid_until,
-                        sets,
-                        fence,
-                    };
-                }
+            if decision == Some(Decision::Reached)
+                && quorum::validity(ttl, elapsed, drift).is_some()
+            {
+                guard.sets = None;
+                debug!(?elapsed, yes = tally.yes(), ?fence, "granted");
+                return Attempt::Granted {
+                    deadline: valid_until,
+                    sets,
+                    fence,
+                };
             }
             let exhausted = (decision == Some(Decision::Reached)).then_some(elapsed);
             debug!(
