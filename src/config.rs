@@ -32,6 +32,7 @@ pub(crate) struct Config {
     pub(crate) retry_delay_min: Duration,
     pub(crate) retry_delay_max: Duration,
     pub(crate) retry_deadline: Option<Duration>,
+    pub(crate) restart_quarantine: Option<Duration>,
 }
 
 impl Default for Config {
@@ -44,6 +45,7 @@ impl Default for Config {
             retry_delay_min: DEFAULT_RETRY_DELAY_MIN,
             retry_delay_max: DEFAULT_RETRY_DELAY_MAX,
             retry_deadline: None,
+            restart_quarantine: None,
         }
     }
 }

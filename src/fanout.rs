@@ -93,12 +93,17 @@ impl Engine {
         let wait = self.config.connect_timeout;
         let mut gather = Gather::new(self.nodes.iter().enumerate().map(|(i, node)| {
             let node = node.clone();
+            let quarantine = self.config.restart_quarantine;
             async move {
-                let result = node.ping(wait).await;
-                let result = match result {
-                    Ok(()) => node.load_scripts(wait).await,
-                    Err(e) => Err(e),
-                };
+                let mut result = node.ping(wait).await;
+                if result.is_ok() {
+                    result = node.load_scripts(wait).await;
+                }
+                if let (Ok(()), Some(required)) = (&result, quarantine) {
+                    // Reads the uptime now, so a fresh node is known before
+                    // the first acquire.
+                    result = node.check_standing(required, wait).await;
+                }
                 (i, result)
             }
             .boxed()
@@ -134,9 +139,15 @@ impl Engine {
                 .iter()
                 .map(|node| {
                     let (node, keys, token) = (node.clone(), keys.clone(), token.clone());
-                    async move { node.acquire(&keys, &token, ttl, timeout).await }
-                        .boxed()
-                        .shared()
+                    let quarantine = self.config.restart_quarantine;
+                    async move {
+                        if let Some(required) = quarantine {
+                            node.check_standing(required, timeout).await?;
+                        }
+                        node.acquire(&keys, &token, ttl, timeout).await
+                    }
+                    .boxed()
+                    .shared()
                 })
                 .collect();
             let mut guard = CleanupOnDrop {
@@ -213,11 +224,13 @@ impl Engine {
                 failed = tally.failed(),
                 "attempt failed"
             );
-            // Wait for as many confirmations as nodes that granted (their keys
-            // would block the next attempt); failed and pending nodes get
-            // their release in the background, queued behind their SET.
+            // Release everywhere before the next attempt (a key left from
+            // this one would refuse it), but wait at most one node timeout:
+            // a hung node gets its release in the background, queued
+            // behind its SET.
             guard.sets = None;
-            self.release_after(keys, token, sets, tally.yes()).await;
+            let all = self.nodes.len();
+            let _ = tokio::time::timeout(timeout, self.release_after(keys, token, sets, all)).await;
             Attempt::Failed(AttemptFailure {
                 tally,
                 failures,

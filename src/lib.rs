@@ -58,6 +58,7 @@ mod fanout;
 mod keys;
 mod lock;
 mod node;
+mod quarantine;
 mod quorum;
 mod redlock;
 mod scripts;

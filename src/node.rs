@@ -1,7 +1,8 @@
 //! One Redis node: its long-lived multiplexed connection (reconnecting by
 //! itself), the per-node timeout, and the commands the lock sends to it.
 
-use std::time::Duration;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use redis::aio::ConnectionManager;
 use redis::{Client, ErrorKind, RedisError, Value};
@@ -9,6 +10,7 @@ use redis::{Client, ErrorKind, RedisError, Value};
 use crate::config::NodeSpec;
 use crate::error::{NodeFailure, NodeFailureKind};
 use crate::keys::Keys;
+use crate::quarantine::{self, Quarantine, Standing};
 use crate::quorum::{self, Vote};
 use crate::scripts;
 use crate::token::Token;
@@ -27,6 +29,7 @@ const STRAGGLER_TIMEOUT: Duration = Duration::from_secs(30);
 pub(crate) struct Node {
     label: String,
     conn: ConnectionManager,
+    restart: Arc<Quarantine>,
 }
 
 impl std::fmt::Debug for Node {
@@ -74,6 +77,7 @@ impl Node {
         Ok(Self {
             label: spec.label.clone(),
             conn,
+            restart: Arc::default(),
         })
     }
 
@@ -154,6 +158,45 @@ impl Node {
             Value::Nil => Ok(Grant::NO),
             other => Err(self.failure(NodeFailureKind::Protocol(format!("{other:?}")))),
         }
+    }
+
+    /// With a restart quarantine of `required`: whether this node may vote
+    /// now, reading its uptime first when it is unknown (at start and after
+    /// a connection error). `Err` when it may not.
+    pub(crate) async fn check_standing(
+        &self,
+        required: Duration,
+        timeout: Duration,
+    ) -> NodeResult<()> {
+        let standing = match self.restart.standing(Instant::now()) {
+            Standing::Unknown => {
+                let uptime = self.uptime(timeout).await?;
+                self.restart.observed(uptime, required, Instant::now())
+            }
+            known => known,
+        };
+        match standing {
+            Standing::Quarantined { uptime } => {
+                Err(self.failure(NodeFailureKind::Quarantined { uptime }))
+            }
+            _ => Ok(()),
+        }
+    }
+
+    async fn uptime(&self, timeout: Duration) -> NodeResult<Duration> {
+        let mut conn = self.conn.clone();
+        let mut cmd = redis::cmd("INFO");
+        cmd.arg("server");
+        let info = self
+            .timed(timeout, async move {
+                cmd.query_async::<String>(&mut conn).await
+            })
+            .await?;
+        quarantine::parse_uptime(&info).ok_or_else(|| {
+            self.failure(NodeFailureKind::Protocol(
+                "INFO server without uptime_in_seconds".to_owned(),
+            ))
+        })
     }
 
     /// Second phase of a fenced acquire: counter = max(counter, `fence`)
@@ -277,7 +320,13 @@ impl Node {
     ) -> NodeResult<T> {
         match tokio::time::timeout(timeout, fut).await {
             Ok(Ok(v)) => Ok(v),
-            Ok(Err(e)) => Err(self.failure(classify(&e))),
+            Ok(Err(e)) => {
+                let kind = classify(&e);
+                if matches!(kind, NodeFailureKind::Connection(_)) {
+                    self.restart.connection_failed();
+                }
+                Err(self.failure(kind))
+            }
             Err(_) => Err(self.failure(NodeFailureKind::Timeout(timeout))),
         }
     }

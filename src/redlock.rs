@@ -438,6 +438,27 @@ impl Builder {
         self
     }
 
+    /// Restart quarantine (default off): a node that has been up for less
+    /// than `required` does not vote for new locks. Its uptime is read
+    /// (`INFO server`) when the client starts and again after every
+    /// connection error, since the node may have restarted.
+    ///
+    /// Why: a node that restarts without persistence has forgotten every
+    /// key. If it votes at once, a second client can win a majority with it
+    /// while the first client's lock is still valid on the other nodes — two
+    /// holders. The Redlock specification's cure is a "delayed restart":
+    /// keep a restarted node out for longer than the largest TTL in use.
+    /// This does it in the client, whatever restarts the server. Set
+    /// `required` to at least your largest TTL; it is not needed when every
+    /// node runs with `appendonly yes` and `appendfsync always`.
+    ///
+    /// Release and extend still go to a quarantined node (they only remove
+    /// or keep this client's own keys).
+    pub fn restart_quarantine(mut self, required: Option<Duration>) -> Self {
+        self.config.restart_quarantine = required;
+        self
+    }
+
     /// Checks the configuration, parses the node URLs and opens the
     /// connections, waiting at most the connect timeout for them. Nodes that
     /// are down are not an error: they are retried on every operation, and
