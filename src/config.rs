@@ -33,6 +33,7 @@ pub(crate) struct Config {
     pub(crate) retry_delay_max: Duration,
     pub(crate) retry_deadline: Option<Duration>,
     pub(crate) restart_quarantine: Option<Duration>,
+    pub(crate) fast_handoff: bool,
 }
 
 impl Default for Config {
@@ -46,6 +47,7 @@ impl Default for Config {
             retry_delay_max: DEFAULT_RETRY_DELAY_MAX,
             retry_deadline: None,
             restart_quarantine: None,
+            fast_handoff: true,
         }
     }
 }

@@ -13,6 +13,7 @@ use tracing::{debug, Instrument};
 
 use crate::config::Config;
 use crate::error::{Error, LostReason, NodeFailure};
+use crate::handoff::Handoff;
 use crate::keys::Keys;
 use crate::node::{Grant, Node, NodeResult};
 use crate::quorum::{self, Decision, Tally, Vote};
@@ -80,6 +81,8 @@ pub(crate) struct AttemptFailure {
 pub(crate) struct Engine {
     pub(crate) nodes: Vec<Node>,
     pub(crate) config: Config,
+    /// Release announcements for waiters, when fast hand-off is on.
+    pub(crate) handoff: Option<Arc<Handoff>>,
 }
 
 impl Engine {

@@ -55,6 +55,7 @@
 mod config;
 mod error;
 mod fanout;
+mod handoff;
 mod keys;
 mod lock;
 mod node;

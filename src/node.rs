@@ -28,6 +28,7 @@ const STRAGGLER_TIMEOUT: Duration = Duration::from_secs(30);
 #[derive(Clone)]
 pub(crate) struct Node {
     label: String,
+    client: Client,
     conn: ConnectionManager,
     restart: Arc<Quarantine>,
 }
@@ -73,9 +74,10 @@ impl Node {
             .set_number_of_retries(1)
             .set_min_delay(Duration::from_millis(10))
             .set_max_delay(Duration::from_millis(100));
-        let conn = ConnectionManager::new_lazy_with_config(client, config)?;
+        let conn = ConnectionManager::new_lazy_with_config(client.clone(), config)?;
         Ok(Self {
             label: spec.label.clone(),
+            client,
             conn,
             restart: Arc::default(),
         })
@@ -84,6 +86,11 @@ impl Node {
     /// `host:port/db`.
     pub(crate) fn label(&self) -> &str {
         &self.label
+    }
+
+    /// The client, for connections of other kinds (subscriptions).
+    pub(crate) fn client(&self) -> &Client {
+        &self.client
     }
 
     /// Sends `PING`, used to open the connection early.

@@ -6,6 +6,7 @@ use std::time::{Duration, Instant};
 use crate::config::{self, Config};
 use crate::error::{Error, Result};
 use crate::fanout::{Attempt, AttemptFailure, Engine};
+use crate::handoff::{Handoff, Watch};
 use crate::keys::Keys;
 use crate::lock::Lock;
 use crate::node::Node;
@@ -322,6 +323,7 @@ impl Redlock {
         let cfg = &self.engine.config;
         let (ttl, drift) = cfg.check_ttl(ttl)?;
         let mut attempts: u32 = 0;
+        let mut watch: Option<Watch> = None;
         loop {
             attempts = attempts.saturating_add(1);
             let token = Token::generate();
@@ -350,7 +352,21 @@ impl Redlock {
                     if attempts > retries || out_of_time {
                         return Err(self.failure(&keys, ttl, attempts, failure));
                     }
-                    tokio::time::sleep(delay).await;
+                    let held = failure.tally.no() > 0;
+                    match (&self.engine.handoff, &watch) {
+                        (Some(handoff), None) if held => {
+                            // Subscribe, then retry at once: a release that
+                            // came before the subscription is not missed.
+                            watch = Some(handoff.watch(&keys, cfg.node_timeout).await);
+                        }
+                        (_, Some(w)) if held => {
+                            tokio::select! {
+                                _ = w.released() => {}
+                                _ = tokio::time::sleep(delay) => {}
+                            }
+                        }
+                        _ => tokio::time::sleep(delay).await,
+                    }
                 }
             }
         }
@@ -438,6 +454,17 @@ impl Builder {
         self
     }
 
+    /// Fast hand-off (default on): while [`Redlock::acquire`] waits for a
+    /// held lock, it subscribes on every node to the channel the release
+    /// script publishes on (`quorumlock:released:<resource>`) and retries as
+    /// soon as a release is announced, instead of only after the random
+    /// retry delay (which stays as the fallback). Costs one subscriber
+    /// connection per node, opened the first time a caller waits.
+    pub fn fast_handoff(mut self, on: bool) -> Self {
+        self.config.fast_handoff = on;
+        self
+    }
+
     /// Restart quarantine (default off): a node that has been up for less
     /// than `required` does not vote for new locks. Its uptime is read
     /// (`INFO server`) when the client starts and again after every
@@ -480,9 +507,17 @@ impl Builder {
                     .map_err(|e| Error::invalid(format!("cannot use node {}: {e}", spec.label)))
             })
             .collect::<Result<Vec<_>>>()?;
+        let handoff = self.config.fast_handoff.then(|| {
+            let clients = nodes
+                .iter()
+                .map(|n| (n.label().to_owned(), n.client().clone()))
+                .collect();
+            Arc::new(Handoff::new(clients, self.config.connect_timeout))
+        });
         let engine = Arc::new(Engine {
             nodes,
             config: self.config,
+            handoff,
         });
         engine.connect_all().await;
         Ok(Redlock { engine })
