@@ -1,0 +1,590 @@
+//! Results: collected in one place, written as JSON and CSV, printed as
+//! Markdown tables (with the ratios the targets are stated in), and drawn
+//! as an SVG plot.
+
+use std::fmt::Write as _;
+use std::path::Path;
+
+use plotters::prelude::*;
+use serde_json::{json, Value};
+
+use crate::contenders::Kind;
+use crate::measure::micros;
+use crate::scenarios::{Contention, Latency, Throughput};
+
+/// One latency scenario run: its name, node count, run number, and the
+/// three contenders' figures.
+#[derive(Debug, Clone)]
+pub struct LatencyRun {
+    pub scenario: String,
+    pub nodes: usize,
+    pub run: usize,
+    pub results: Vec<Latency>,
+}
+
+impl LatencyRun {
+    pub fn get(&self, kind: Kind) -> Option<&Latency> {
+        self.results.iter().find(|l| l.kind == kind)
+    }
+}
+
+#[derive(Debug, Default)]
+pub struct Results {
+    pub machine: Value,
+    pub quick: bool,
+    pub latency: Vec<LatencyRun>,
+    pub throughput: Vec<Throughput>,
+    pub contention: Vec<Contention>,
+    pub cpu: Vec<Value>,
+}
+
+fn us(v: f64) -> String {
+    if v >= 100_000.0 {
+        format!("{:.0} ms", v / 1000.0)
+    } else if v >= 10_000.0 {
+        format!("{:.1} ms", v / 1000.0)
+    } else {
+        format!("{v:.0} µs")
+    }
+}
+
+fn ratio(a: f64, b: f64) -> String {
+    if b > 0.0 {
+        format!("{:.2}×", a / b)
+    } else {
+        "–".to_owned()
+    }
+}
+
+impl Results {
+    pub fn to_json(&self) -> Value {
+        let latency: Vec<Value> = self
+            .latency
+            .iter()
+            .flat_map(|run| {
+                run.results.iter().map(move |l| {
+                    json!({
+                        "scenario": run.scenario, "nodes": run.nodes, "run": run.run,
+                        "contender": l.kind.name(), "samples": l.pooled.n, "errors": l.errors,
+                        "min_us": micros(l.pooled.min), "p50_us": micros(l.pooled.p50),
+                        "p99_us": micros(l.pooled.p99), "max_us": micros(l.pooled.max),
+                        "mean_us": micros(l.pooled.mean), "rounds": l.rounds,
+                        "p50_rounds_us": [l.p50_rounds.min, l.p50_rounds.median, l.p50_rounds.max],
+                        "p99_rounds_us": [l.p99_rounds.min, l.p99_rounds.median, l.p99_rounds.max],
+                    })
+                })
+            })
+            .collect();
+        let throughput: Vec<Value> = self
+            .throughput
+            .iter()
+            .map(|t| {
+                json!({
+                    "tasks": t.tasks, "contender": t.kind.name(),
+                    "cycles_per_s_median": t.rate.median,
+                    "cycles_per_s_min": t.rate.min, "cycles_per_s_max": t.rate.max,
+                    "errors": t.errors,
+                })
+            })
+            .collect();
+        let contention: Vec<Value> = self
+            .contention
+            .iter()
+            .map(|c| {
+                json!({
+                    "k": c.k, "contender": c.kind.name(), "grants_per_s": c.grants_per_s,
+                    "handoffs": c.handoff.n, "handoff_p50_us": micros(c.handoff.p50),
+                    "handoff_p99_us": micros(c.handoff.p99),
+                    "handoff_max_us": micros(c.handoff.max), "regrab_share": c.regrabs,
+                })
+            })
+            .collect();
+        json!({
+            "machine": self.machine, "quick": self.quick, "latency": latency,
+            "throughput": throughput, "contention": contention, "cpu_memory": self.cpu,
+        })
+    }
+
+    /// One CSV with a row per figure: scenario, parameter, contender,
+    /// metric, value.
+    pub fn to_csv(&self) -> String {
+        let mut out = String::from("scenario,param,run,contender,metric,value\n");
+        for run in &self.latency {
+            for l in &run.results {
+                for (m, v) in [
+                    ("p50_us", micros(l.pooled.p50)),
+                    ("p99_us", micros(l.pooled.p99)),
+                    ("min_us", micros(l.pooled.min)),
+                    ("max_us", micros(l.pooled.max)),
+                    ("mean_us", micros(l.pooled.mean)),
+                    ("samples", l.pooled.n as f64),
+                ] {
+                    let _ = writeln!(
+                        out,
+                        "{},{},{},{},{m},{v:.1}",
+                        run.scenario,
+                        run.nodes,
+                        run.run,
+                        l.kind.name()
+                    );
+                }
+            }
+        }
+        for t in &self.throughput {
+            let _ = writeln!(
+                out,
+                "throughput,{},1,{},cycles_per_s,{:.1}",
+                t.tasks,
+                t.kind.name(),
+                t.rate.median
+            );
+        }
+        for c in &self.contention {
+            let _ = writeln!(
+                out,
+                "contention,{},1,{},grants_per_s,{:.1}",
+                c.k,
+                c.kind.name(),
+                c.grants_per_s
+            );
+            let _ = writeln!(
+                out,
+                "contention,{},1,{},handoff_p50_us,{:.1}",
+                c.k,
+                c.kind.name(),
+                micros(c.handoff.p50)
+            );
+        }
+        for c in &self.cpu {
+            let kind = c["kind"].as_str().unwrap_or("?");
+            for (m, v) in [
+                ("seq_user_us", &c["sequential"]["user_us_per_cycle"]),
+                ("seq_sys_us", &c["sequential"]["sys_us_per_cycle"]),
+                ("soak_user_us", &c["soak"]["user_us_per_cycle"]),
+                ("soak_sys_us", &c["soak"]["sys_us_per_cycle"]),
+            ] {
+                if let Some(v) = v.as_f64() {
+                    let _ = writeln!(out, "cpu,,1,{kind},{m},{v:.2}");
+                }
+            }
+        }
+        out
+    }
+
+    /// The tables of BENCHMARKS.md.
+    pub fn to_markdown(&self) -> String {
+        let mut md = String::new();
+        if !self.latency.is_empty() {
+            md.push_str(
+                "### Acquire + release latency (one cycle at a time)\n\n\
+                 p50/p99 pooled over all rounds; [min–max] of the per-round p50 in brackets.\n\n\
+                 | scenario | N | run | quorumlock p50 | p99 | ideal p50 | p99 | rslock p50 | p99 \
+                 | ql/ideal p50 | ql/rslock p50 | ql p99 / healthy p99 |\n\
+                 |---|---|---|---|---|---|---|---|---|---|---|---|\n",
+            );
+            let healthy5 = self.healthy_p99(5);
+            for run in &self.latency {
+                let cell = |k: Kind| match run.get(k) {
+                    Some(l) if l.pooled.n > 0 => format!(
+                        "{} [{}–{}] | {}",
+                        us(micros(l.pooled.p50)),
+                        us(l.p50_rounds.min),
+                        us(l.p50_rounds.max),
+                        us(micros(l.pooled.p99))
+                    ),
+                    Some(l) => format!("– ({} errors) | –", l.errors),
+                    None => "– | –".to_owned(),
+                };
+                let p50 = |k: Kind| run.get(k).map_or(0.0, |l| micros(l.pooled.p50));
+                let ql99 = run
+                    .get(Kind::Quorumlock)
+                    .map_or(0.0, |l| micros(l.pooled.p99));
+                let vs_healthy = if run.scenario == "healthy" {
+                    "–".to_owned()
+                } else {
+                    ratio(ql99, healthy5)
+                };
+                let _ = writeln!(
+                    md,
+                    "| {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+                    run.scenario,
+                    run.nodes,
+                    run.run,
+                    cell(Kind::Quorumlock),
+                    cell(Kind::Ideal),
+                    cell(Kind::Rslock),
+                    ratio(p50(Kind::Quorumlock), p50(Kind::Ideal)),
+                    ratio(p50(Kind::Quorumlock), p50(Kind::Rslock)),
+                    vs_healthy,
+                );
+            }
+            let _ = writeln!(
+                md,
+                "\nSamples per contender and run: {}.\n",
+                self.latency
+                    .iter()
+                    .flat_map(|r| r.results.iter().map(move |l| format!(
+                        "{}/{}#{} {} {}",
+                        r.scenario,
+                        r.nodes,
+                        r.run,
+                        l.kind.name(),
+                        l.pooled.n
+                    )))
+                    .filter(|s| s.contains("rslock"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
+        }
+        if !self.throughput.is_empty() {
+            md.push_str(
+                "### Throughput: lock cycles per second, distinct resources\n\n\
+                 Median of the rounds, [min–max] in brackets.\n\n\
+                 | tasks | quorumlock | ideal | rslock | ql/ideal | ql/rslock |\n\
+                 |---|---|---|---|---|---|\n",
+            );
+            let mut tasks: Vec<usize> = self.throughput.iter().map(|t| t.tasks).collect();
+            tasks.dedup();
+            for n in tasks {
+                let get = |k: Kind| self.throughput.iter().find(|t| t.tasks == n && t.kind == k);
+                let cell = |k: Kind| {
+                    get(k).map_or("–".to_owned(), |t| {
+                        format!("{:.0} [{:.0}–{:.0}]", t.rate.median, t.rate.min, t.rate.max)
+                    })
+                };
+                let m = |k: Kind| get(k).map_or(0.0, |t| t.rate.median);
+                let _ = writeln!(
+                    md,
+                    "| {n} | {} | {} | {} | {} | {} |",
+                    cell(Kind::Quorumlock),
+                    cell(Kind::Ideal),
+                    cell(Kind::Rslock),
+                    ratio(m(Kind::Quorumlock), m(Kind::Ideal)),
+                    ratio(m(Kind::Quorumlock), m(Kind::Rslock)),
+                );
+            }
+            md.push('\n');
+        }
+        if !self.contention.is_empty() {
+            md.push_str(
+                "### Contention: K clients on one resource\n\n\
+                 Grants per second; the hand-off delay from a release to the grant of a \
+                 client that was already waiting; the share of grants that went back to the \
+                 client that had just released while others waited.\n\n\
+                 | K | contender | grants/s | hand-offs | hand-off p50 | p99 | max | re-grabs |\n\
+                 |---|---|---|---|---|---|---|---|\n",
+            );
+            for c in &self.contention {
+                let _ = writeln!(
+                    md,
+                    "| {} | {} | {:.0} | {} | {} | {} | {} | {:.0} % |",
+                    c.k,
+                    c.kind.name(),
+                    c.grants_per_s,
+                    c.handoff.n,
+                    us(micros(c.handoff.p50)),
+                    us(micros(c.handoff.p99)),
+                    us(micros(c.handoff.max)),
+                    c.regrabs * 100.0,
+                );
+            }
+            md.push('\n');
+        }
+        if !self.cpu.is_empty() {
+            md.push_str(
+                "### Client CPU per lock cycle and memory (a child process per contender)\n\n\
+                 | contender | sequential user+sys µs/cycle | concurrent user+sys µs/cycle \
+                 | cycles | RSS first → last sample | RSS growth |\n\
+                 |---|---|---|---|---|---|\n",
+            );
+            for c in &self.cpu {
+                let f = |v: &Value| v.as_f64().unwrap_or(0.0);
+                let seq = f(&c["sequential"]["user_us_per_cycle"])
+                    + f(&c["sequential"]["sys_us_per_cycle"]);
+                let soak = f(&c["soak"]["user_us_per_cycle"]) + f(&c["soak"]["sys_us_per_cycle"]);
+                let rss: Vec<f64> = c["soak"]["rss"]
+                    .as_array()
+                    .map(|a| a.iter().map(|s| f(&s["rss_bytes"]) / 1048576.0).collect())
+                    .unwrap_or_default();
+                // The first sample after warm-up is the baseline: the one at
+                // 0 cycles is taken before the tasks' buffers exist.
+                let (first, last) = (
+                    rss.get(1).copied().unwrap_or(0.0),
+                    rss.last().copied().unwrap_or(0.0),
+                );
+                let _ = writeln!(
+                    md,
+                    "| {} | {seq:.1} (user {:.1}, sys {:.1}) | {soak:.1} (user {:.1}, sys {:.1}) | {} | {first:.1} → {last:.1} MiB | {:+.1} MiB |",
+                    c["kind"].as_str().unwrap_or("?"),
+                    f(&c["sequential"]["user_us_per_cycle"]),
+                    f(&c["sequential"]["sys_us_per_cycle"]),
+                    f(&c["soak"]["user_us_per_cycle"]),
+                    f(&c["soak"]["sys_us_per_cycle"]),
+                    c["soak"]["cycles"],
+                    last - first,
+                );
+            }
+            md.push_str("\nRSS samples (MiB), every sample:\n\n");
+            for c in &self.cpu {
+                let samples: Vec<String> = c["soak"]["rss"]
+                    .as_array()
+                    .map(|a| {
+                        a.iter()
+                            .map(|s| {
+                                format!("{:.1}", s["rss_bytes"].as_f64().unwrap_or(0.0) / 1048576.0)
+                            })
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                let _ = writeln!(
+                    md,
+                    "- {}: {}",
+                    c["kind"].as_str().unwrap_or("?"),
+                    samples.join(", ")
+                );
+            }
+            md.push('\n');
+        }
+        md
+    }
+
+    /// Median over the healthy runs with `nodes` nodes of quorumlock's p99.
+    fn healthy_p99(&self, nodes: usize) -> f64 {
+        let mut v: Vec<f64> = self
+            .latency
+            .iter()
+            .filter(|r| r.scenario == "healthy" && r.nodes == nodes)
+            .filter_map(|r| r.get(Kind::Quorumlock).map(|l| micros(l.pooled.p99)))
+            .collect();
+        v.sort_by(f64::total_cmp);
+        v.get(v.len() / 2).copied().unwrap_or(0.0)
+    }
+
+    pub fn write(&self, dir: &Path) -> std::io::Result<()> {
+        std::fs::create_dir_all(dir)?;
+        std::fs::write(
+            dir.join("results.json"),
+            serde_json::to_string_pretty(&self.to_json())?,
+        )?;
+        std::fs::write(dir.join("results.csv"), self.to_csv())?;
+        std::fs::write(dir.join("summary.md"), self.to_markdown())?;
+        if let Err(e) = self.plot(&dir.join("benchmarks.svg")) {
+            eprintln!("plot failed: {e}");
+        }
+        Ok(())
+    }
+
+    fn color(kind: Kind) -> RGBColor {
+        match kind {
+            Kind::Quorumlock => RGBColor(31, 119, 180),
+            Kind::Ideal => RGBColor(44, 160, 44),
+            Kind::Rslock => RGBColor(214, 39, 40),
+        }
+    }
+
+    /// Left: p50 bars and p99 ticks per latency scenario (first run of
+    /// each), log scale. Middle: throughput by task count. Right: hand-off
+    /// delay p50 by K.
+    pub fn plot(&self, path: &Path) -> Result<(), Box<dyn std::error::Error>> {
+        let root = SVGBackend::new(path, (1500, 520)).into_drawing_area();
+        root.fill(&WHITE)?;
+        let (left, rest) = root.split_horizontally(700);
+        let (middle, right) = rest.split_horizontally(400);
+
+        // Latency scenarios, first run each.
+        let mut runs: Vec<&LatencyRun> = Vec::new();
+        for r in &self.latency {
+            if !runs
+                .iter()
+                .any(|s| s.scenario == r.scenario && s.nodes == r.nodes)
+            {
+                runs.push(r);
+            }
+        }
+        let label = |r: &LatencyRun| match r.scenario.as_str() {
+            "healthy" => format!("N={}", r.nodes),
+            "slow-node" => "+20 ms node".to_owned(),
+            "hung-node" => "hung node".to_owned(),
+            other => other.to_owned(),
+        };
+        let labels: Vec<String> = runs.iter().map(|r| label(r)).collect();
+        let (mut lo, mut hi) = (f64::MAX, 1.0f64);
+        for r in &runs {
+            for l in &r.results {
+                if l.pooled.n > 0 {
+                    lo = lo.min(micros(l.pooled.p50));
+                    hi = hi.max(micros(l.pooled.p99));
+                }
+            }
+        }
+        let lo = (lo / 2.0).max(1.0);
+        let hi = hi * 2.0;
+        let n = runs.len().max(1) as f64;
+        let mut chart = ChartBuilder::on(&left)
+            .caption(
+                "acquire+release latency (bar p50, tick p99)",
+                ("sans-serif", 18),
+            )
+            .margin(10)
+            .x_label_area_size(35)
+            .y_label_area_size(70)
+            .build_cartesian_2d(0f64..n, (lo..hi).log_scale())?;
+        chart
+            .configure_mesh()
+            .disable_x_mesh()
+            .x_labels(runs.len() * 2 + 1)
+            .x_label_formatter(&|x| {
+                let i = x.floor() as usize;
+                if (x.fract() - 0.5).abs() < 1e-6 {
+                    labels.get(i).cloned().unwrap_or_default()
+                } else {
+                    String::new()
+                }
+            })
+            .y_desc("µs (log)")
+            .y_label_formatter(&|y| format!("{y:.0}"))
+            .draw()?;
+        for (j, kind) in Kind::ALL.into_iter().enumerate() {
+            let color = Self::color(kind);
+            let mut bars = Vec::new();
+            let mut ticks = Vec::new();
+            for (i, r) in runs.iter().enumerate() {
+                let Some(l) = r.get(kind).filter(|l| l.pooled.n > 0) else {
+                    continue;
+                };
+                let x0 = i as f64 + 0.15 + j as f64 * 0.24;
+                let x1 = x0 + 0.2;
+                bars.push(Rectangle::new(
+                    [(x0, lo), (x1, micros(l.pooled.p50))],
+                    color.filled(),
+                ));
+                let p99 = micros(l.pooled.p99);
+                ticks.push(PathElement::new(
+                    vec![(x0, p99), (x1, p99)],
+                    color.stroke_width(3),
+                ));
+                ticks.push(PathElement::new(
+                    vec![
+                        ((x0 + x1) / 2.0, micros(l.pooled.p50)),
+                        ((x0 + x1) / 2.0, p99),
+                    ],
+                    color.stroke_width(1),
+                ));
+            }
+            chart
+                .draw_series(bars)?
+                .label(kind.name())
+                .legend(move |(x, y)| {
+                    Rectangle::new([(x, y - 5), (x + 10, y + 5)], color.filled())
+                });
+            chart.draw_series(ticks)?;
+        }
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::UpperLeft)
+            .background_style(WHITE.mix(0.8))
+            .border_style(BLACK)
+            .draw()?;
+
+        // Throughput.
+        if !self.throughput.is_empty() {
+            let max = self
+                .throughput
+                .iter()
+                .map(|t| t.rate.max)
+                .fold(1.0, f64::max);
+            let tmax = self.throughput.iter().map(|t| t.tasks).max().unwrap_or(1) as f64;
+            let mut chart = ChartBuilder::on(&middle)
+                .caption("throughput, distinct resources", ("sans-serif", 18))
+                .margin(10)
+                .x_label_area_size(35)
+                .y_label_area_size(60)
+                .build_cartesian_2d((0.8f64..tmax * 1.25).log_scale(), 0f64..max * 1.1)?;
+            chart
+                .configure_mesh()
+                .x_desc("concurrent tasks")
+                .y_desc("cycles/s")
+                .x_label_formatter(&|x| format!("{x:.0}"))
+                .y_label_formatter(&|y| format!("{y:.0}"))
+                .draw()?;
+            for kind in Kind::ALL {
+                let color = Self::color(kind);
+                let pts: Vec<(f64, f64)> = self
+                    .throughput
+                    .iter()
+                    .filter(|t| t.kind == kind)
+                    .map(|t| (t.tasks as f64, t.rate.median))
+                    .collect();
+                chart
+                    .draw_series(LineSeries::new(pts.clone(), color.stroke_width(2)))?
+                    .label(kind.name())
+                    .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 12, y)], color));
+                chart.draw_series(pts.into_iter().map(|p| Circle::new(p, 4, color.filled())))?;
+            }
+            chart
+                .configure_series_labels()
+                .position(SeriesLabelPosition::UpperLeft)
+                .background_style(WHITE.mix(0.8))
+                .border_style(BLACK)
+                .draw()?;
+        }
+
+        // Hand-off delay.
+        if !self.contention.is_empty() {
+            let ks: Vec<usize> = {
+                let mut k: Vec<usize> = self.contention.iter().map(|c| c.k).collect();
+                k.sort_unstable();
+                k.dedup();
+                k
+            };
+            let vals: Vec<f64> = self
+                .contention
+                .iter()
+                .filter(|c| c.handoff.n > 0)
+                .map(|c| micros(c.handoff.p50))
+                .collect();
+            let lo = vals.iter().copied().fold(f64::MAX, f64::min).max(1.0) / 2.0;
+            let hi = vals.iter().copied().fold(10.0, f64::max) * 2.0;
+            let kl: Vec<String> = ks.iter().map(|k| format!("K={k}")).collect();
+            let mut chart = ChartBuilder::on(&right)
+                .caption("hand-off delay p50", ("sans-serif", 18))
+                .margin(10)
+                .x_label_area_size(35)
+                .y_label_area_size(70)
+                .build_cartesian_2d(0f64..ks.len().max(1) as f64, (lo..hi).log_scale())?;
+            chart
+                .configure_mesh()
+                .disable_x_mesh()
+                .x_labels(ks.len() * 2 + 1)
+                .x_label_formatter(&|x| {
+                    if (x.fract() - 0.5).abs() < 1e-6 {
+                        kl.get(x.floor() as usize).cloned().unwrap_or_default()
+                    } else {
+                        String::new()
+                    }
+                })
+                .y_desc("µs (log)")
+                .y_label_formatter(&|y| format!("{y:.0}"))
+                .draw()?;
+            for (j, kind) in Kind::ALL.into_iter().enumerate() {
+                let color = Self::color(kind);
+                let bars: Vec<_> = self
+                    .contention
+                    .iter()
+                    .filter(|c| c.kind == kind && c.handoff.n > 0)
+                    .filter_map(|c| {
+                        let i = ks.iter().position(|k| *k == c.k)?;
+                        let x0 = i as f64 + 0.15 + j as f64 * 0.24;
+                        Some(Rectangle::new(
+                            [(x0, lo), (x0 + 0.2, micros(c.handoff.p50))],
+                            color.filled(),
+                        ))
+                    })
+                    .collect();
+                chart.draw_series(bars)?;
+            }
+        }
+        root.present()?;
+        Ok(())
+    }
+}
