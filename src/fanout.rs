@@ -4,6 +4,7 @@
 //! running in the background (the commands still reach their nodes) but is
 //! never waited for.
 
+use std::future::Future;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -26,29 +27,54 @@ pub(crate) type SetFuture = Shared<BoxFuture<'static, NodeResult<Grant>>>;
 /// Per-node futures driven together. Dropping a `Gather` (because the
 /// outcome is decided, or because the caller was cancelled) hands the
 /// unfinished futures to a background task, so every command still reaches
-/// its node and nothing waits for the slow ones.
-pub(crate) struct Gather<T: Send + 'static> {
-    pending: FuturesUnordered<BoxFuture<'static, (usize, T)>>,
+/// its node and nothing waits for the slow ones. (The redis crate's
+/// multiplexed connection skips a queued command whose reply future was
+/// dropped before its connection task wrote it: the futures must live on.)
+///
+/// Generic over the future type rather than boxed: a lock cycle builds
+/// two of these over five nodes, and each box is an allocation.
+pub(crate) struct Gather<F>
+where
+    F: Future + Send + 'static,
+    F::Output: Send,
+{
+    /// `None` once abandoned.
+    pending: Option<FuturesUnordered<F>>,
 }
 
-impl<T: Send + 'static> Gather<T> {
-    pub(crate) fn new(futures: impl IntoIterator<Item = BoxFuture<'static, (usize, T)>>) -> Self {
+impl<F> Gather<F>
+where
+    F: Future + Send + 'static,
+    F::Output: Send,
+{
+    pub(crate) fn new(futures: impl IntoIterator<Item = F>) -> Self {
         Self {
-            pending: futures.into_iter().collect(),
+            pending: Some(futures.into_iter().collect()),
         }
     }
 
-    pub(crate) async fn next(&mut self) -> Option<(usize, T)> {
-        self.pending.next().await
+    pub(crate) async fn next(&mut self) -> Option<F::Output> {
+        self.pending.as_mut()?.next().await
+    }
+
+    /// Drops the unfinished futures without driving them to the end. Only
+    /// for futures whose work another handle keeps alive: the acquire
+    /// wrappers around the shared `SET` futures, which the lock (or the
+    /// release after a failed attempt) still holds and awaits.
+    fn abandon(mut self) {
+        self.pending = None;
     }
 }
 
-impl<T: Send + 'static> Drop for Gather<T> {
+impl<F> Drop for Gather<F>
+where
+    F: Future + Send + 'static,
+    F::Output: Send,
+{
     fn drop(&mut self) {
-        if self.pending.is_empty() {
+        let Some(mut pending) = self.pending.take().filter(|p| !p.is_empty()) else {
             return;
-        }
-        let mut pending = std::mem::take(&mut self.pending);
+        };
         if let Ok(handle) = tokio::runtime::Handle::try_current() {
             handle.spawn(async move { while pending.next().await.is_some() {} });
         }
@@ -109,7 +135,6 @@ impl Engine {
                 }
                 (i, result)
             }
-            .boxed()
         }));
         while let Some((i, result)) = gather.next().await {
             if let Err(failure) = result {
@@ -167,7 +192,7 @@ impl Engine {
                 sets.iter()
                     .cloned()
                     .enumerate()
-                    .map(|(i, set)| async move { (i, set.await) }.boxed()),
+                    .map(|(i, set)| async move { (i, set.await) }),
             );
             let mut decision = None;
             while let Some((i, result)) = gather.next().await {
@@ -190,7 +215,11 @@ impl Engine {
                     break;
                 }
             }
-            drop(gather);
+            // The nodes still pending need no background task here: `sets`
+            // keeps their `SET` futures, and whatever comes next (the lock's
+            // release, or the release below) awaits each one before its
+            // release. Saves a spawn per acquire.
+            gather.abandon();
 
             let mut fence = None;
             if decision == Some(Decision::Reached) && keys.fence_key().is_some() {
@@ -230,10 +259,12 @@ impl Engine {
             // Release everywhere before the next attempt (a key left from
             // this one would refuse it), but wait at most one node timeout:
             // a hung node gets its release in the background, queued
-            // behind its SET.
+            // behind its SET. Silent: no lock was held, so waiters are not
+            // woken (see release.lua).
             guard.sets = None;
             let all = self.nodes.len();
-            let _ = tokio::time::timeout(timeout, self.release_after(keys, token, sets, all)).await;
+            let cleanup = self.release_after(keys, token, sets, all, false);
+            let _ = tokio::time::timeout(timeout, cleanup).await;
             Attempt::Failed(AttemptFailure {
                 tally,
                 failures,
@@ -260,7 +291,7 @@ impl Engine {
             .min(valid_until.saturating_duration_since(Instant::now()));
         let mut gather = Gather::new(self.nodes.iter().enumerate().map(|(i, node)| {
             let (node, keys, token) = (node.clone(), keys.clone(), token.clone());
-            async move { (i, node.commit_fence(&keys, &token, fence, timeout).await) }.boxed()
+            async move { (i, node.commit_fence(&keys, &token, fence, timeout).await) }
         }));
         let mut tally = Tally::majority(self.nodes.len());
         let mut failures = Vec::new();
@@ -286,13 +317,15 @@ impl Engine {
     /// Compare-and-delete on every node, each queued behind that node's
     /// `SET` when `sets` is given. Returns the tally once `needed` nodes have
     /// confirmed or that has become impossible; the rest goes on in the
-    /// background.
+    /// background. `announce` publishes the release to waiters: true for a
+    /// lock that was held, false for the cleanup of a failed attempt.
     pub(crate) async fn release_after(
         &self,
         keys: &Keys,
         token: &Token,
         sets: Vec<SetFuture>,
         needed: usize,
+        announce: bool,
     ) -> (Tally, Vec<NodeFailure>) {
         let timeout = self.config.node_timeout;
         let mut sets = sets.into_iter();
@@ -303,9 +336,8 @@ impl Engine {
                 if let Some(set) = set {
                     let _ = set.await;
                 }
-                (i, node.release(&keys, &token, timeout).await)
+                (i, node.release(&keys, &token, announce, timeout).await)
             }
-            .boxed()
         }));
         let mut tally = Tally::new(self.nodes.len(), needed);
         let mut failures = Vec::new();
@@ -341,7 +373,9 @@ impl Engine {
     ) -> Result<(), Error> {
         let span = tracing::debug_span!("release", resource = %keys, token = %token);
         async move {
-            let (tally, failures) = self.release_after(keys, token, sets, self.quorum()).await;
+            let (tally, failures) = self
+                .release_after(keys, token, sets, self.quorum(), true)
+                .await;
             if tally.decision() == Some(Decision::Reached) {
                 return Ok(());
             }
@@ -379,7 +413,7 @@ impl Engine {
             let timeout = self.config.node_timeout.min(remaining);
             let mut gather = Gather::new(self.nodes.iter().enumerate().map(|(i, node)| {
                 let (node, keys, token) = (node.clone(), keys.clone(), token.clone());
-                async move { (i, node.extend(&keys, &token, ttl, timeout).await) }.boxed()
+                async move { (i, node.extend(&keys, &token, ttl, timeout).await) }
             }));
             let mut tally = Tally::majority(self.nodes.len());
             let mut failures = Vec::new();
@@ -446,21 +480,30 @@ impl Drop for CleanupOnDrop {
         let Some(sets) = self.sets.take() else {
             return;
         };
-        spawn_release(
-            self.engine.clone(),
-            self.keys.clone(),
-            self.token.clone(),
-            sets,
-        );
+        let (engine, keys, token) = (self.engine.clone(), self.keys.clone(), self.token.clone());
+        spawn_release_after(engine, keys, token, sets, false);
     }
 }
 
-/// Best-effort release in the background, when a tokio runtime is present.
+/// Best-effort release of a held lock in the background, when a tokio
+/// runtime is present.
 pub(crate) fn spawn_release(engine: Arc<Engine>, keys: Keys, token: Token, sets: Vec<SetFuture>) {
+    spawn_release_after(engine, keys, token, sets, true);
+}
+
+fn spawn_release_after(
+    engine: Arc<Engine>,
+    keys: Keys,
+    token: Token,
+    sets: Vec<SetFuture>,
+    announce: bool,
+) {
     if let Ok(handle) = tokio::runtime::Handle::try_current() {
         handle.spawn(async move {
             let nodes = engine.nodes.len();
-            engine.release_after(&keys, &token, sets, nodes).await;
+            engine
+                .release_after(&keys, &token, sets, nodes, announce)
+                .await;
         });
     }
 }

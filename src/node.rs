@@ -25,10 +25,14 @@ const STRAGGLER_TIMEOUT: Duration = Duration::from_secs(30);
 /// creates when the node wakes up. The connection is never torn down for a
 /// slow reply (no response timeout inside the connection); the per-node
 /// timeout only stops *waiting*.
+///
+/// Cheap to clone: every fan-out clones each node into its per-node future,
+/// twice per lock cycle, so every field is a shared handle (a cloned
+/// `String` label and `Client` cost several allocations per node and call).
 #[derive(Clone)]
 pub(crate) struct Node {
-    label: String,
-    client: Client,
+    label: Arc<str>,
+    client: Arc<Client>,
     conn: ConnectionManager,
     restart: Arc<Quarantine>,
 }
@@ -76,8 +80,8 @@ impl Node {
             .set_max_delay(Duration::from_millis(100));
         let conn = ConnectionManager::new_lazy_with_config(client.clone(), config)?;
         Ok(Self {
-            label: spec.label.clone(),
-            client,
+            label: spec.label.as_str().into(),
+            client: Arc::new(client),
             conn,
             restart: Arc::default(),
         })
@@ -230,7 +234,9 @@ impl Node {
     }
 
     /// Compare-and-delete → true when our key(s) were deleted, false when
-    /// absent or holding another token.
+    /// absent or holding another token. With `announce`, the deletion is
+    /// published to waiters (the release of a held lock); without, it is the
+    /// silent cleanup of a failed attempt.
     ///
     /// When the node does not answer in time, a plain `EVAL` of the same
     /// script follows on the same connection in the background: if the
@@ -241,9 +247,11 @@ impl Node {
         &self,
         keys: &Keys,
         token: &Token,
+        announce: bool,
         timeout: Duration,
     ) -> NodeResult<bool> {
         let mut conn = self.conn.clone();
+        let announce = if announce { "1" } else { "0" };
         let (script, source) = if keys.is_multi() {
             (&*scripts::RELEASE_MULTI, scripts::RELEASE_MULTI_SOURCE)
         } else {
@@ -253,7 +261,7 @@ impl Node {
         for r in keys.resources() {
             inv.key(r.as_slice());
         }
-        inv.arg(token.as_str());
+        inv.arg(token.as_str()).arg(announce);
         let result = self
             .timed(
                 timeout,
@@ -267,7 +275,7 @@ impl Node {
             for r in keys.resources() {
                 cmd.arg(r.as_slice());
             }
-            cmd.arg(token.as_str());
+            cmd.arg(token.as_str()).arg(announce);
             if let Ok(handle) = tokio::runtime::Handle::try_current() {
                 handle.spawn(async move {
                     let _ = tokio::time::timeout(
@@ -340,7 +348,7 @@ impl Node {
 
     pub(crate) fn failure(&self, kind: NodeFailureKind) -> NodeFailure {
         NodeFailure {
-            node: self.label.clone(),
+            node: self.label.to_string(),
             kind,
         }
     }
