@@ -113,7 +113,9 @@ impl Settings {
     }
 
     fn wants(&self, scenario: &str) -> bool {
-        self.filter.as_ref().is_none_or(|f| scenario.contains(f))
+        self.filter
+            .as_ref()
+            .map_or(true, |f| scenario.contains(f.as_str()))
     }
 }
 
