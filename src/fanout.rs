@@ -16,6 +16,7 @@ use crate::config::Config;
 use crate::error::{Error, LostReason, NodeFailure, ResourceName};
 use crate::node::{Node, NodeResult};
 use crate::quorum::{self, Decision, Tally, Vote};
+use crate::stats::LeaseCounters;
 use crate::token::Token;
 
 /// A node's `SET NX` in flight, shareable so that a later release on that
@@ -93,6 +94,8 @@ pub(crate) struct AttemptFailure {
 pub(crate) struct Engine {
     pub(crate) nodes: Vec<Node>,
     pub(crate) config: Config,
+    /// Renewal and lost-signal counters of every lock taken through this engine.
+    pub(crate) leases: Arc<LeaseCounters>,
 }
 
 impl Engine {
@@ -356,6 +359,7 @@ impl Engine {
                 }
                 Ok(_) => Err(LostReason::NoQuorum {
                     extended: tally.yes(),
+                    refused: tally.no(),
                     needed: tally.needed(),
                     failures,
                 }),

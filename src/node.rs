@@ -2,7 +2,7 @@
 //! itself), the per-node timeout, and the commands the lock sends to it.
 
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use redis::aio::ConnectionManager;
 use redis::{Client, ErrorKind, RedisError, Value};
@@ -11,6 +11,7 @@ use crate::config::NodeSpec;
 use crate::error::{NodeFailure, NodeFailureKind};
 use crate::quorum::{self, Vote};
 use crate::scripts;
+use crate::stats::{NodeCounters, Op};
 use crate::token::Token;
 
 /// How long a background follow-up to a timed-out release may wait.
@@ -27,6 +28,7 @@ const STRAGGLER_TIMEOUT: Duration = Duration::from_secs(30);
 pub(crate) struct Node {
     label: String,
     conn: ConnectionManager,
+    counters: Arc<NodeCounters>,
 }
 
 impl std::fmt::Debug for Node {
@@ -52,12 +54,18 @@ impl Node {
         Ok(Self {
             label: spec.label.clone(),
             conn,
+            counters: Arc::default(),
         })
     }
 
     /// `host:port/db`.
     pub(crate) fn label(&self) -> &str {
         &self.label
+    }
+
+    /// This node's counters, shared by its clones.
+    pub(crate) fn counters(&self) -> &NodeCounters {
+        &self.counters
     }
 
     /// Sends `PING`, used to open the connection early.
@@ -94,8 +102,14 @@ impl Node {
             )
             .await?;
         match reply {
-            Value::Okay => Ok(Vote::Yes),
-            Value::Nil => Ok(Vote::No),
+            Value::Okay => {
+                self.counters.vote(Op::Acquire, true);
+                Ok(Vote::Yes)
+            }
+            Value::Nil => {
+                self.counters.vote(Op::Acquire, false);
+                Ok(Vote::No)
+            }
             other => Err(self.protocol(&other)),
         }
     }
@@ -139,7 +153,7 @@ impl Node {
                 });
             }
         }
-        result.map(|n| n == 1)
+        result.map(|n| self.counters.vote(Op::Release, n == 1))
     }
 
     /// Loads the scripts, so the first release does not meet `NOSCRIPT`.
@@ -168,7 +182,7 @@ impl Node {
             invocation.invoke_async::<i64>(&mut conn).await
         })
         .await
-        .map(|n| n == 1)
+        .map(|n| self.counters.vote(Op::Extend, n == 1))
     }
 
     async fn timed<T>(
@@ -176,14 +190,28 @@ impl Node {
         timeout: Duration,
         fut: impl std::future::Future<Output = redis::RedisResult<T>>,
     ) -> NodeResult<T> {
+        self.counters.sent();
+        let start = Instant::now();
         match tokio::time::timeout(timeout, fut).await {
-            Ok(Ok(v)) => Ok(v),
-            Ok(Err(e)) => Err(self.failure(classify(&e))),
-            Err(_) => Err(self.failure(NodeFailureKind::Timeout(timeout))),
+            Ok(Ok(v)) => {
+                self.counters.replied(start.elapsed());
+                Ok(v)
+            }
+            Ok(Err(e)) => {
+                let kind = classify(&e);
+                self.counters.failed(&kind, Some(start.elapsed()));
+                Err(self.failure(kind))
+            }
+            Err(_) => {
+                let kind = NodeFailureKind::Timeout(timeout);
+                self.counters.failed(&kind, None);
+                Err(self.failure(kind))
+            }
         }
     }
 
     fn protocol(&self, value: &Value) -> NodeFailure {
+        self.counters.protocol_error();
         self.failure(NodeFailureKind::Protocol(format!("{value:?}")))
     }
 

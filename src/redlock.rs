@@ -46,7 +46,7 @@ use crate::token::Token;
 /// ```
 #[derive(Clone, Debug)]
 pub struct Redlock {
-    engine: Arc<Engine>,
+    pub(crate) engine: Arc<Engine>,
 }
 
 /// Configures a [`Redlock`]. Every setting has a documented default.
@@ -231,6 +231,7 @@ impl Redlock {
                         resource,
                         token,
                         valid_until,
+                        ttl,
                         sets,
                     ));
                 }
@@ -356,6 +357,7 @@ impl Builder {
         let engine = Arc::new(Engine {
             nodes,
             config: self.config,
+            leases: Arc::default(),
         });
         engine.connect_all().await;
         Ok(Redlock { engine })
