@@ -17,6 +17,10 @@ use crate::token::Token;
 /// releasing it spawns a best-effort release on the current tokio runtime
 /// (never blocking); without a runtime the keys simply expire with their TTL.
 ///
+/// For work that may outlast the TTL, [`auto_renew`](Lock::auto_renew)
+/// renews the lock in the background, and [`lost_signal`](Lock::lost_signal)
+/// tells the holder when it can no longer count on it.
+///
 /// # Examples
 ///
 /// ```no_run

@@ -369,22 +369,20 @@ async fn settings_that_cannot_work_are_refused_before_anything_runs() {
         assert!(err.is_invalid_input(), "{bad:?}: {err}");
     }
     assert!(!lock.lost_signal().is_fired());
-    let err = redlock
+    let err: Result<(), Error> = redlock
         .with_lock_renewing(&name, TTL, Renewal::every(Duration::ZERO), |_| async {
             unreachable!("the work never runs")
         })
-        .await
-        .map(|()| ());
+        .await;
     assert!(err.is_err(), "contended or invalid");
     lock.release().await.expect("release");
 
-    let err = redlock
+    let result: Result<(), Error> = redlock
         .with_lock_renewing(&name, TTL, Renewal::every(Duration::ZERO), |_| async {
             unreachable!("the work never runs")
         })
-        .await
-        .map(|()| ())
-        .expect_err("invalid");
+        .await;
+    let err = result.expect_err("invalid");
     assert!(err.is_invalid_input(), "{err}");
     assert!(
         eventually(SOON, || cluster.holders(name.as_bytes()) == 0).await,
@@ -631,11 +629,10 @@ async fn with_lock_on_a_held_resource_is_contended_and_runs_nothing() {
         .expect("build");
     let name = unique("scoped-contended");
     let lock = redlock.acquire(&name, TTL).await.expect("acquire");
-    let err = redlock
+    let result: Result<(), Error> = redlock
         .with_lock(&name, TTL, |_| async { unreachable!("not run") })
-        .await
-        .map(|()| ())
-        .expect_err("contended");
+        .await;
+    let err = result.expect_err("contended");
     assert!(err.is_contended(), "{err}");
     lock.release().await.expect("release");
 }
