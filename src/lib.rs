@@ -73,3 +73,8 @@ pub use error::{Error, LostReason, NodeFailure, NodeFailureKind, ResourceName, R
 pub use keys::{FENCE_KEY_PREFIX, RELEASE_CHANNEL_PREFIX};
 pub use lock::Lock;
 pub use redlock::{Acquisition, Builder, Redlock};
+
+/// The README's examples, compiled as doctests.
+#[doc = include_str!("../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;
