@@ -63,6 +63,7 @@ mod quarantine;
 mod quorum;
 mod redlock;
 mod scripts;
+mod status;
 mod token;
 
 pub use config::{
@@ -73,6 +74,7 @@ pub use error::{Error, LostReason, NodeFailure, NodeFailureKind, ResourceName, R
 pub use keys::{FENCE_KEY_PREFIX, RELEASE_CHANNEL_PREFIX};
 pub use lock::Lock;
 pub use redlock::{Acquisition, Builder, Redlock};
+pub use status::{NodeView, Status};
 
 /// The README's examples, compiled as doctests.
 #[doc = include_str!("../README.md")]

@@ -105,6 +105,21 @@ impl Node {
         .map(|_| ())
     }
 
+    /// Reads a key's value and remaining TTL (one pipeline, no lock taken).
+    pub(crate) async fn peek(
+        &self,
+        key: &[u8],
+        timeout: Duration,
+    ) -> NodeResult<(Option<Vec<u8>>, i64)> {
+        let mut conn = self.conn.clone();
+        let mut pipe = redis::pipe();
+        pipe.cmd("GET").arg(key).cmd("PTTL").arg(key);
+        self.timed(timeout, async move {
+            pipe.query_async::<(Option<Vec<u8>>, i64)>(&mut conn).await
+        })
+        .await
+    }
+
     /// Takes the lock on this node: `SET resource token NX PX ttl` for one
     /// resource (what every Redlock client sends), the all-or-nothing
     /// script for several, the counter-reading script for a fenced lock.

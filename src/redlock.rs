@@ -11,6 +11,7 @@ use crate::keys::Keys;
 use crate::lock::Lock;
 use crate::node::Node;
 use crate::quorum;
+use crate::status::Status;
 use crate::token::Token;
 
 /// A Redlock client over a fixed set of independent Redis nodes.
@@ -279,6 +280,21 @@ impl Redlock {
         R: AsRef<[u8]>,
     {
         self.acquisition_all(resources, ttl).acquire().await
+    }
+
+    /// Reads who holds `resource` on every node, without taking anything:
+    /// per node, whether the key exists, a prefix of its value and its TTL.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # async fn demo(redlock: quorumlock::Redlock) {
+    /// let status = redlock.status("invoice:nightly").await;
+    /// println!("{status}"); // "invoice:nightly" is held by 3f9a0c1e… on 5 of 5 nodes, expires in 29.1s
+    /// # }
+    /// ```
+    pub async fn status(&self, resource: impl AsRef<[u8]>) -> Status {
+        self.engine.status(resource.as_ref()).await
     }
 
     /// Starts describing an acquisition of one resource, for the options
