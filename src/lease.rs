@@ -10,13 +10,14 @@ use std::time::{Duration, Instant};
 
 use tokio_util::sync::CancellationToken;
 
-use crate::error::{Error, LostReason, ResourceName};
+use crate::error::{Error, LostReason};
+use crate::keys::Keys;
 use crate::loss::{self, LossKind, SignalState, Transition};
 use crate::stats::LeaseCounters;
 
 /// The shared state of one held lock.
 pub(crate) struct Lease {
-    resource: Arc<[u8]>,
+    keys: Keys,
     granted: Instant,
     counters: Arc<LeaseCounters>,
     state: Mutex<State>,
@@ -50,13 +51,13 @@ pub(crate) struct View {
 impl Lease {
     /// A lease valid until `deadline`, granted with `ttl` just now.
     pub(crate) fn new(
-        resource: Arc<[u8]>,
+        keys: Keys,
         deadline: Instant,
         ttl: Duration,
         counters: Arc<LeaseCounters>,
     ) -> Self {
         Self {
-            resource,
+            keys,
             granted: Instant::now(),
             counters,
             state: Mutex::new(State {
@@ -397,7 +398,8 @@ impl LostSignal {
         self.lease.deadline()
     }
 
-    /// The resource, byte for byte as stored as the Redis key.
+    /// The resource, byte for byte as stored as the Redis key; for a lock
+    /// over several resources, the first one.
     ///
     /// # Examples
     ///
@@ -407,7 +409,7 @@ impl LostSignal {
     /// # }
     /// ```
     pub fn resource(&self) -> &[u8] {
-        &self.lease.resource
+        self.lease.keys.first()
     }
 
     /// A token cancelled when the signal first fires, for code that already
@@ -462,7 +464,7 @@ impl LostSignal {
     /// ```
     pub fn to_error(&self) -> Option<Error> {
         self.reason().map(|reason| Error::Lost {
-            resource: ResourceName::new(&self.lease.resource),
+            resource: self.lease.keys.name(),
             reason,
         })
     }
@@ -472,7 +474,7 @@ impl fmt::Debug for LostSignal {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let s = self.lease.state();
         f.debug_struct("LostSignal")
-            .field("resource", &ResourceName::new(&self.lease.resource))
+            .field("resource", &self.lease.keys.name())
             .field("kind", &s.signal.current())
             .field("deadline", &s.deadline)
             .finish()
@@ -488,7 +490,7 @@ mod tests {
     fn lease(valid: Duration) -> (Arc<Lease>, Arc<LeaseCounters>) {
         let counters = Arc::new(LeaseCounters::default());
         let lease = Lease::new(
-            Arc::from(&b"res"[..]),
+            Keys::one(b"res", false).expect("a valid resource"),
             Instant::now() + valid,
             valid,
             counters.clone(),

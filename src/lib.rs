@@ -86,10 +86,13 @@
 mod config;
 mod error;
 mod fanout;
+mod handoff;
+mod keys;
 mod lease;
 mod lock;
 mod loss;
 mod node;
+mod quarantine;
 mod quorum;
 mod redlock;
 mod renewal;
@@ -97,6 +100,7 @@ mod renewer;
 mod scoped;
 mod scripts;
 mod stats;
+mod status;
 mod token;
 
 pub use config::{
@@ -104,9 +108,16 @@ pub use config::{
     DEFAULT_RETRY_DELAY_MAX, DEFAULT_RETRY_DELAY_MIN, MAX_TTL,
 };
 pub use error::{Error, LostReason, NodeFailure, NodeFailureKind, ResourceName, Result};
+pub use keys::{FENCE_KEY_PREFIX, RELEASE_CHANNEL_PREFIX};
 pub use lease::LostSignal;
 pub use lock::Lock;
 pub use loss::LossKind;
-pub use redlock::{Builder, Redlock};
+pub use redlock::{Acquisition, Builder, Redlock};
 pub use renewal::Renewal;
 pub use stats::{Latency, LeaseStats, NodeStats, Stats, Votes};
+pub use status::{NodeView, Status};
+
+/// The README's examples, compiled as doctests.
+#[doc = include_str!("../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;

@@ -4,8 +4,9 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::error::{Error, LostReason, ResourceName, Result};
+use crate::error::{Error, LostReason, Result};
 use crate::fanout::{self, Engine, SetFuture};
+use crate::keys::Keys;
 use crate::lease::Lease;
 use crate::token::Token;
 
@@ -43,8 +44,9 @@ pub struct Lock {
 /// The state a lock shares with whatever extends it.
 pub(crate) struct Held {
     pub(crate) engine: Arc<Engine>,
-    pub(crate) resource: Arc<[u8]>,
+    pub(crate) keys: Keys,
     pub(crate) token: Token,
+    fence: Option<u64>,
     sets: Vec<SetFuture>,
     /// Deadline, TTL, lost flag and the lost-lock signal.
     pub(crate) lease: Arc<Lease>,
@@ -56,18 +58,20 @@ pub(crate) struct Held {
 impl Lock {
     pub(crate) fn new(
         engine: Arc<Engine>,
-        resource: Arc<[u8]>,
+        keys: Keys,
         token: Token,
         deadline: Instant,
         ttl: Duration,
         sets: Vec<SetFuture>,
+        fence: Option<u64>,
     ) -> Self {
-        let lease = Lease::new(resource.clone(), deadline, ttl, engine.leases.clone());
+        let lease = Lease::new(keys.clone(), deadline, ttl, engine.leases.clone());
         Self {
             held: Arc::new(Held {
                 engine,
-                resource,
+                keys,
                 token,
+                fence,
                 sets,
                 lease: Arc::new(lease),
                 extending: tokio::sync::Mutex::new(()),
@@ -77,8 +81,26 @@ impl Lock {
     }
 
     /// The resource name, byte for byte as it is stored as the Redis key.
+    /// For a lock over several resources, the first one.
     pub fn resource(&self) -> &[u8] {
-        &self.held.resource
+        self.held.keys.first()
+    }
+
+    /// Every resource this lock covers, in the order given (one for a
+    /// lock taken with [`acquire`](crate::Redlock::acquire)).
+    pub fn resources(&self) -> impl ExactSizeIterator<Item = &[u8]> + '_ {
+        self.held.keys.resources().iter().map(Vec::as_slice)
+    }
+
+    /// The fencing token of a lock taken with
+    /// [`acquire_fenced`](crate::Redlock::acquire_fenced): strictly larger
+    /// than that of every earlier holder of the resource. `None` for an
+    /// unfenced lock.
+    ///
+    /// Pass it with every write to the protected resource, and have the
+    /// resource reject a write whose token is lower than one it has seen.
+    pub fn fence(&self) -> Option<u64> {
+        self.held.fence
     }
 
     /// Time left in which the lock is known to be held; zero once it has
@@ -145,7 +167,7 @@ impl Lock {
         }
         match held
             .engine
-            .extend(&held.resource, &held.token, ttl, drift, state.deadline)
+            .extend(&held.keys, &held.token, ttl, drift, state.deadline)
             .await
         {
             Ok(deadline) => {
@@ -192,7 +214,7 @@ impl Lock {
         let held = &self.held;
         held.lease.end();
         held.engine
-            .release(&held.resource, &held.token, held.sets.clone())
+            .release(&held.keys, &held.token, held.sets.clone())
             .await
     }
 }
@@ -200,7 +222,7 @@ impl Lock {
 impl Held {
     pub(crate) fn lost(&self, reason: LostReason) -> Error {
         Error::Lost {
-            resource: ResourceName::new(&self.resource),
+            resource: self.keys.name(),
             reason,
         }
     }
@@ -215,7 +237,7 @@ impl Drop for Lock {
         held.lease.end();
         fanout::spawn_release(
             held.engine.clone(),
-            held.resource.clone(),
+            held.keys.clone(),
             held.token.clone(),
             held.sets.clone(),
         );
@@ -225,7 +247,9 @@ impl Drop for Lock {
 impl fmt::Debug for Lock {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Lock")
-            .field("resource", &ResourceName::new(&self.held.resource))
+            .field("resource", &self.held.keys.name())
+            .field("resources", &self.held.keys.resources().len())
+            .field("fence", &self.held.fence)
             .field("token", &self.held.token)
             .field("validity", &self.validity())
             .finish()

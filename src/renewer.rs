@@ -13,7 +13,6 @@ use tokio_util::sync::CancellationToken;
 use tracing::{debug, warn, Instrument};
 
 use crate::error::{Error, LostReason, NodeFailure, Result};
-use crate::fanout::Escaped;
 use crate::lease::LostSignal;
 use crate::lock::{Held, Lock};
 use crate::loss::{self, LossKind};
@@ -112,7 +111,7 @@ impl Lock {
         let stop = held.lease.start_renewal();
         let span = tracing::debug_span!(
             "renewal",
-            resource = %Escaped(&held.resource),
+            resource = %held.keys,
             token = %held.token
         );
         handle.spawn(run(held.clone(), renewal, stop).instrument(span));
@@ -255,7 +254,7 @@ async fn renew_once(held: &Held) -> Result<std::time::Duration, LostReason> {
     let drift = quorum::drift(view.ttl, held.engine.config.drift_factor);
     let deadline = held
         .engine
-        .extend(&held.resource, &held.token, view.ttl, drift, view.deadline)
+        .extend(&held.keys, &held.token, view.ttl, drift, view.deadline)
         .await?;
     held.lease.extended(deadline, view.ttl);
     Ok(deadline.saturating_duration_since(Instant::now()))

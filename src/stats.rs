@@ -132,7 +132,7 @@ pub(crate) struct NodeCounters {
     timeouts: AtomicU64,
     connection_errors: AtomicU64,
     protocol_errors: AtomicU64,
-    other_errors: AtomicU64,
+    quarantined: AtomicU64,
     redis_errors: [AtomicU64; CODES.len() + 1],
     latency: LatencyCounters,
 }
@@ -161,7 +161,7 @@ impl NodeCounters {
             NodeFailureKind::Connection(_) => &self.connection_errors,
             NodeFailureKind::Redis { code, .. } => &self.redis_errors[code_index(code)],
             NodeFailureKind::Protocol(_) => &self.protocol_errors,
-            _ => &self.other_errors,
+            NodeFailureKind::Quarantined { .. } => &self.quarantined,
         };
         counter.fetch_add(1, Relaxed);
     }
@@ -200,7 +200,7 @@ impl NodeCounters {
             timeouts: self.timeouts.load(Relaxed),
             connection_errors: self.connection_errors.load(Relaxed),
             protocol_errors: self.protocol_errors.load(Relaxed),
-            other_errors: self.other_errors.load(Relaxed),
+            quarantined: self.quarantined.load(Relaxed),
             redis_errors,
             latency: self.latency.snapshot(),
         }
@@ -362,8 +362,10 @@ pub struct NodeStats {
     pub connection_errors: u64,
     /// Replies this client could not interpret.
     pub protocol_errors: u64,
-    /// Failures of any other kind.
-    pub other_errors: u64,
+    /// Acquire votes withheld because the node restarted too recently
+    /// (see [`Builder::restart_quarantine`](crate::Builder::restart_quarantine));
+    /// no command was sent for these.
+    pub quarantined: u64,
     /// Error replies by code (`WRONGTYPE`, `OOM`, `NOSCRIPT`, `BUSY`,
     /// `NOAUTH`, `READONLY`, … and `OTHER` for any code not listed), only
     /// codes seen at least once.
@@ -392,8 +394,8 @@ impl NodeStats {
             .sum()
     }
 
-    /// Every failed command: timeouts, connection, protocol, error replies
-    /// and others.
+    /// Every failed command: timeouts, connection and protocol errors, error replies
+    /// (quarantine refusals are not commands and not counted).
     ///
     /// # Examples
     ///
@@ -407,7 +409,6 @@ impl NodeStats {
         self.timeouts
             .saturating_add(self.connection_errors)
             .saturating_add(self.protocol_errors)
-            .saturating_add(self.other_errors)
             .saturating_add(replies)
     }
 }
@@ -622,12 +623,23 @@ mod tests {
             );
         }
         c.protocol_error();
+        c.failed(
+            &NodeFailureKind::Quarantined {
+                uptime: Duration::from_secs(1),
+            },
+            None,
+        );
         let s = c.snapshot("n:1/0");
         assert_eq!(s.node, "n:1/0");
         assert_eq!(s.commands, 1);
         assert_eq!(
-            (s.timeouts, s.connection_errors, s.protocol_errors),
-            (1, 1, 1)
+            (
+                s.timeouts,
+                s.connection_errors,
+                s.protocol_errors,
+                s.quarantined
+            ),
+            (1, 1, 1, 1)
         );
         assert_eq!(s.redis_error_count("OOM"), 2);
         assert_eq!(s.redis_error_count("wrongtype"), 1);

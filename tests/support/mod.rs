@@ -375,3 +375,18 @@ pub fn seed(test: &str) -> u64 {
     eprintln!("{test}: seed={seed} (replay with QUORUMLOCK_SEED={seed})");
     seed
 }
+
+/// Polls `check` every 10 ms from synchronous code until it holds or
+/// `limit` passes.
+pub fn block_on_eventually(limit: Duration, mut check: impl FnMut() -> bool) -> bool {
+    let deadline = Instant::now() + limit;
+    loop {
+        if check() {
+            return true;
+        }
+        if Instant::now() >= deadline {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
