@@ -11,6 +11,7 @@ use futures::future::{BoxFuture, FutureExt, Shared};
 use futures::stream::{FuturesUnordered, StreamExt};
 use tracing::{debug, Instrument};
 
+use crate::background;
 use crate::config::Config;
 use crate::error::{Error, LostReason, NodeFailure};
 use crate::handoff::Handoff;
@@ -50,9 +51,7 @@ impl<T: Send + 'static> Drop for Gather<T> {
             return;
         }
         let mut pending = std::mem::take(&mut self.pending);
-        if let Ok(handle) = tokio::runtime::Handle::try_current() {
-            handle.spawn(async move { while pending.next().await.is_some() {} });
-        }
+        background::spawn(async move { while pending.next().await.is_some() {} });
     }
 }
 
@@ -461,10 +460,8 @@ impl Drop for CleanupOnDrop {
 
 /// Best-effort release in the background, when a tokio runtime is present.
 pub(crate) fn spawn_release(engine: Arc<Engine>, keys: Keys, token: Token, sets: Vec<SetFuture>) {
-    if let Ok(handle) = tokio::runtime::Handle::try_current() {
-        handle.spawn(async move {
-            let nodes = engine.nodes.len();
-            engine.release_after(&keys, &token, sets, nodes).await;
-        });
-    }
+    background::spawn(async move {
+        let nodes = engine.nodes.len();
+        engine.release_after(&keys, &token, sets, nodes).await;
+    });
 }

@@ -83,6 +83,7 @@
 #![warn(missing_docs, missing_debug_implementations, unreachable_pub)]
 #![forbid(unsafe_code)]
 
+mod background;
 mod config;
 mod error;
 mod fanout;

@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 use redis::aio::ConnectionManager;
 use redis::{Client, ErrorKind, RedisError, Value};
 
+use crate::background;
 use crate::config::NodeSpec;
 use crate::error::{NodeFailure, NodeFailureKind};
 use crate::keys::Keys;
@@ -302,15 +303,11 @@ impl Node {
                 cmd.arg(r.as_slice());
             }
             cmd.arg(token.as_str());
-            if let Ok(handle) = tokio::runtime::Handle::try_current() {
-                handle.spawn(async move {
-                    let _ = tokio::time::timeout(
-                        STRAGGLER_TIMEOUT,
-                        cmd.query_async::<Value>(&mut conn),
-                    )
-                    .await;
-                });
-            }
+            background::spawn(async move {
+                let _ =
+                    tokio::time::timeout(STRAGGLER_TIMEOUT, cmd.query_async::<Value>(&mut conn))
+                        .await;
+            });
         }
         result.map(|n| self.counters.vote(Op::Release, n >= 1))
     }
