@@ -12,12 +12,14 @@ use futures::future::{BoxFuture, FutureExt, Shared};
 use futures::stream::{FuturesUnordered, StreamExt};
 use tracing::{debug, Instrument};
 
+use crate::background;
 use crate::config::Config;
 use crate::error::{Error, LostReason, NodeFailure};
 use crate::handoff::Handoff;
 use crate::keys::Keys;
 use crate::node::{Grant, Node, NodeResult};
 use crate::quorum::{self, Decision, Tally, Vote};
+use crate::stats::LeaseCounters;
 use crate::token::Token;
 
 /// A node's `SET NX` in flight, shareable so that a later release on that
@@ -75,9 +77,7 @@ where
         let Some(mut pending) = self.pending.take().filter(|p| !p.is_empty()) else {
             return;
         };
-        if let Ok(handle) = tokio::runtime::Handle::try_current() {
-            handle.spawn(async move { while pending.next().await.is_some() {} });
-        }
+        background::spawn(async move { while pending.next().await.is_some() {} });
     }
 }
 
@@ -109,6 +109,8 @@ pub(crate) struct Engine {
     pub(crate) config: Config,
     /// Release announcements for waiters, when fast hand-off is on.
     pub(crate) handoff: Option<Arc<Handoff>>,
+    /// Renewal and lost-signal counters of every lock taken through this engine.
+    pub(crate) leases: Arc<LeaseCounters>,
 }
 
 impl Engine {
@@ -455,6 +457,7 @@ impl Engine {
                 }
                 Ok(_) => Err(LostReason::NoQuorum {
                     extended: tally.yes(),
+                    refused: tally.no(),
                     needed: tally.needed(),
                     failures,
                 }),
@@ -498,12 +501,10 @@ fn spawn_release_after(
     sets: Vec<SetFuture>,
     announce: bool,
 ) {
-    if let Ok(handle) = tokio::runtime::Handle::try_current() {
-        handle.spawn(async move {
-            let nodes = engine.nodes.len();
-            engine
-                .release_after(&keys, &token, sets, nodes, announce)
-                .await;
-        });
-    }
+    background::spawn(async move {
+        let nodes = engine.nodes.len();
+        engine
+            .release_after(&keys, &token, sets, nodes, announce)
+            .await;
+    });
 }

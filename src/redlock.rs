@@ -11,6 +11,7 @@ use crate::keys::Keys;
 use crate::lock::Lock;
 use crate::node::Node;
 use crate::quorum;
+use crate::status::Status;
 use crate::token::Token;
 
 /// A Redlock client over a fixed set of independent Redis nodes.
@@ -48,7 +49,7 @@ use crate::token::Token;
 /// ```
 #[derive(Clone, Debug)]
 pub struct Redlock {
-    engine: Arc<Engine>,
+    pub(crate) engine: Arc<Engine>,
 }
 
 /// Configures a [`Redlock`]. Every setting has a documented default.
@@ -281,6 +282,42 @@ impl Redlock {
         self.acquisition_all(resources, ttl).acquire().await
     }
 
+    /// Waits until the work this crate left running in the background has
+    /// finished — releases still travelling to slow nodes, cleanups of
+    /// cancelled attempts, releases spawned by dropped locks — or `limit`
+    /// has passed. Returns true when everything finished.
+    ///
+    /// [`Lock::release`] returns once a majority confirmed; a process that
+    /// exits right after it (a CLI, a cron job) should call this first, or
+    /// the slowest nodes may keep the key until its TTL.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # async fn demo(redlock: quorumlock::Redlock, lock: quorumlock::Lock) {
+    /// let _ = lock.release().await;
+    /// redlock.settle(std::time::Duration::from_millis(500)).await;
+    /// # }
+    /// ```
+    pub async fn settle(&self, limit: Duration) -> bool {
+        crate::background::settle(limit).await
+    }
+
+    /// Reads who holds `resource` on every node, without taking anything:
+    /// per node, whether the key exists, a prefix of its value and its TTL.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # async fn demo(redlock: quorumlock::Redlock) {
+    /// let status = redlock.status("invoice:nightly").await;
+    /// println!("{status}"); // "invoice:nightly" is held by 3f9a0c1e… on 5 of 5 nodes, expires in 29.1s
+    /// # }
+    /// ```
+    pub async fn status(&self, resource: impl AsRef<[u8]>) -> Status {
+        self.engine.status(resource.as_ref()).await
+    }
+
     /// Starts describing an acquisition of one resource, for the options
     /// the shorthand methods do not cover (e.g. fenced *and* waiting).
     ///
@@ -338,6 +375,7 @@ impl Redlock {
                         keys,
                         token,
                         valid_until,
+                        ttl,
                         sets,
                         fence,
                     ));
@@ -518,6 +556,7 @@ impl Builder {
             nodes,
             config: self.config,
             handoff,
+            leases: Arc::default(),
         });
         engine.connect_all().await;
         Ok(Redlock { engine })

@@ -13,19 +13,9 @@ const QUARANTINE: Duration = Duration::from_secs(30);
 /// Nodes have been up since the test started; wait until they are older
 /// than `age` by their own account (uptime has one-second resolution).
 async fn wait_uptime(cluster: &Cluster, age: Duration) {
-    for _ in 0..100 {
-        let info: String = cluster.exec(0, redis::cmd("INFO").arg("server"));
-        let up = info
-            .lines()
-            .find_map(|l| l.strip_prefix("uptime_in_seconds:"))
-            .and_then(|v| v.trim().parse::<u64>().ok())
-            .unwrap_or(0);
-        if Duration::from_secs(up) >= age {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
+    for node in 0..cluster.len() {
+        wait_uptime_of(cluster, node, age).await;
     }
-    panic!("nodes never reached an uptime of {age:?}");
 }
 
 #[tokio::test]

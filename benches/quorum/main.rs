@@ -115,7 +115,7 @@ impl Settings {
     fn wants(&self, scenario: &str) -> bool {
         self.filter
             .as_ref()
-            .map_or(true, |f| scenario.contains(f.as_str()))
+            .is_none_or(|f| scenario.contains(f.as_str()))
     }
 }
 
