@@ -40,7 +40,7 @@ where
     F: Future + Send + 'static,
     F::Output: Send,
 {
-    /// `None` once abandoned.
+    /// Taken by `drop`.
     pending: Option<FuturesUnordered<F>>,
 }
 
@@ -57,14 +57,6 @@ where
 
     pub(crate) async fn next(&mut self) -> Option<F::Output> {
         self.pending.as_mut()?.next().await
-    }
-
-    /// Drops the unfinished futures without driving them to the end. Only
-    /// for futures whose work another handle keeps alive: the acquire
-    /// wrappers around the shared `SET` futures, which the lock (or the
-    /// release after a failed attempt) still holds and awaits.
-    fn abandon(mut self) {
-        self.pending = None;
     }
 }
 
@@ -217,11 +209,7 @@ impl Engine {
                     break;
                 }
             }
-            // The nodes still pending need no background task here: `sets`
-            // keeps their `SET` futures, and whatever comes next (the lock's
-            // release, or the release below) awaits each one before its
-            // release. Saves a spawn per acquire.
-            gather.abandon();
+            drop(gather);
 
             let mut fence = None;
             if decision == Some(Decision::Reached) && keys.fence_key().is_some() {
