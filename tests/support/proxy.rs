@@ -1,0 +1,416 @@
+//! A fault-injecting TCP proxy, one per Redis node.
+//!
+//! The client connects to the proxy; the proxy opens one upstream connection
+//! per client connection and forwards bytes both ways. A [`FaultHandle`]
+//! (cheap to clone, usable from any thread) switches the fault at run time:
+//!
+//! | [`Fault`] | what the client sees |
+//! |---|---|
+//! | `None` | the node as it is |
+//! | `Latency { base, jitter }` | each reply `base + U(0, jitter)` later: the round trip grows by that much |
+//! | `Blackhole` | nothing: requests and replies are held, not lost, and flow again on heal (a partition that TCP rides out) |
+//! | `BlackholeReplies` | requests run on the node, replies are held until heal (lost acknowledgements) |
+//! | `Reset` | every open connection reset (RST) now; new ones reset at once while it stands |
+//! | `SlowReplies { bytes, every }` | replies trickle, `bytes` at a time every `every` |
+//!
+//! Delays are applied by timestamp, not by sleeping in the copy loop: each
+//! chunk read at `t` is queued with its delivery time `max(t + delay,
+//! previous delivery)` and a separate writer delivers it then. A steady
+//! stream therefore gets exactly `+delay` per reply, and pipelined replies
+//! are not serialised behind one sleep each.
+//!
+//! All proxies of the process share one runtime with a single worker thread,
+//! so they work the same under a current-thread test, a multi-thread test
+//! and a benchmark, and synchronous harness calls on the test thread never
+//! starve them.
+
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{mpsc, watch};
+use tokio::time::Instant;
+
+/// What a proxy does to the traffic passing through it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Fault {
+    /// Forward as fast as possible.
+    #[default]
+    None,
+    /// Delay every reply by `base` plus a uniformly random `0..=jitter`.
+    /// Requests are not delayed, so the round trip grows by exactly that.
+    Latency { base: Duration, jitter: Duration },
+    /// Hold all traffic both ways; deliver it in order on heal.
+    Blackhole,
+    /// Deliver requests, hold replies until heal.
+    BlackholeReplies,
+    /// Reset every connection now and every new one while this stands.
+    Reset,
+    /// Deliver replies `bytes` at a time, one piece every `every`.
+    SlowReplies { bytes: usize, every: Duration },
+}
+
+impl Fault {
+    /// A fixed added latency with no jitter.
+    pub fn latency(base: Duration) -> Self {
+        Fault::Latency {
+            base,
+            jitter: Duration::ZERO,
+        }
+    }
+
+    fn holds(&self, dir: Dir) -> bool {
+        match self {
+            Fault::Blackhole => true,
+            Fault::BlackholeReplies => dir == Dir::Reply,
+            _ => false,
+        }
+    }
+
+    fn delay(&self, dir: Dir) -> Duration {
+        match (self, dir) {
+            (Fault::Latency { base, jitter }, Dir::Reply) => {
+                let extra = if jitter.is_zero() {
+                    Duration::ZERO
+                } else {
+                    jitter.mul_f64(rand::random::<f64>())
+                };
+                *base + extra
+            }
+            _ => Duration::ZERO,
+        }
+    }
+
+    fn trickle(&self, dir: Dir) -> Option<(usize, Duration)> {
+        match (self, dir) {
+            (Fault::SlowReplies { bytes, every }, Dir::Reply) => Some(((*bytes).max(1), *every)),
+            _ => None,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Dir {
+    Request,
+    Reply,
+}
+
+/// The state every connection of a proxy watches.
+#[derive(Debug, Clone, Copy)]
+struct State {
+    fault: Fault,
+    /// Bumped by every `Reset`; a connection older than the current epoch
+    /// resets itself. Makes a `Reset` immediately followed by a heal still
+    /// reset the connections that existed.
+    epoch: u64,
+    /// The proxy was dropped: every connection ends.
+    closed: bool,
+}
+
+impl State {
+    fn ends(&self, epoch: u64) -> bool {
+        self.closed || self.epoch != epoch
+    }
+}
+
+/// Counters of a proxy, for tests of the tool itself.
+#[derive(Debug, Default)]
+struct Counters {
+    accepted: AtomicU64,
+    refused: AtomicU64,
+    request_bytes: AtomicU64,
+    reply_bytes: AtomicU64,
+}
+
+/// Switches the fault of one proxy. Cheap to clone; `Send + Sync`.
+#[derive(Clone, Debug)]
+pub struct FaultHandle {
+    state: Arc<watch::Sender<State>>,
+    counters: Arc<Counters>,
+}
+
+impl FaultHandle {
+    /// Applies `fault` to every connection, open or future.
+    pub fn set(&self, fault: Fault) {
+        self.state.send_modify(|s| {
+            if fault == Fault::Reset {
+                s.epoch += 1;
+            }
+            s.fault = fault;
+        });
+    }
+
+    /// Back to `Fault::None`; held traffic flows again.
+    pub fn heal(&self) {
+        self.set(Fault::None);
+    }
+
+    /// The fault in force.
+    pub fn fault(&self) -> Fault {
+        self.state.borrow().fault
+    }
+
+    /// Client connections accepted and forwarded so far.
+    pub fn accepted(&self) -> u64 {
+        self.counters.accepted.load(Ordering::Relaxed)
+    }
+
+    /// Client connections reset at accept (under `Reset`, or upstream down).
+    pub fn refused(&self) -> u64 {
+        self.counters.refused.load(Ordering::Relaxed)
+    }
+
+    /// Bytes delivered to the node and to the client.
+    pub fn bytes(&self) -> (u64, u64) {
+        (
+            self.counters.request_bytes.load(Ordering::Relaxed),
+            self.counters.reply_bytes.load(Ordering::Relaxed),
+        )
+    }
+}
+
+/// A proxy listening on `127.0.0.1:<free port>` in front of one node. Stops
+/// (and drops every connection) when dropped.
+#[derive(Debug)]
+pub struct Proxy {
+    addr: SocketAddr,
+    upstream: SocketAddr,
+    handle: FaultHandle,
+    accept: tokio::task::JoinHandle<()>,
+}
+
+fn runtime() -> &'static tokio::runtime::Runtime {
+    static RT: OnceLock<tokio::runtime::Runtime> = OnceLock::new();
+    RT.get_or_init(|| {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .thread_name("fault-proxy")
+            .enable_all()
+            .build()
+            .expect("proxy runtime")
+    })
+}
+
+impl Proxy {
+    /// Starts a proxy for `upstream`. Needs no runtime of the caller.
+    pub fn start(upstream: SocketAddr) -> Self {
+        let std_listener =
+            std::net::TcpListener::bind("127.0.0.1:0").expect("bind a proxy port on loopback");
+        std_listener.set_nonblocking(true).expect("nonblocking");
+        let addr = std_listener.local_addr().expect("proxy addr");
+        let (tx, rx) = watch::channel(State {
+            fault: Fault::None,
+            epoch: 0,
+            closed: false,
+        });
+        let handle = FaultHandle {
+            state: Arc::new(tx),
+            counters: Arc::default(),
+        };
+        let counters = handle.counters.clone();
+        let accept = runtime().spawn(async move {
+            let listener = TcpListener::from_std(std_listener).expect("tokio listener");
+            accept_loop(listener, upstream, rx, counters).await;
+        });
+        Self {
+            addr,
+            upstream,
+            handle,
+            accept,
+        }
+    }
+
+    /// Where clients connect.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// The node behind it.
+    pub fn upstream(&self) -> SocketAddr {
+        self.upstream
+    }
+
+    /// The fault switch.
+    pub fn handle(&self) -> FaultHandle {
+        self.handle.clone()
+    }
+
+    /// Shorthand for `handle().set(fault)`.
+    pub fn set(&self, fault: Fault) {
+        self.handle.set(fault);
+    }
+}
+
+impl Drop for Proxy {
+    fn drop(&mut self) {
+        self.accept.abort();
+        self.handle.state.send_modify(|s| s.closed = true);
+    }
+}
+
+async fn accept_loop(
+    listener: TcpListener,
+    upstream: SocketAddr,
+    rx: watch::Receiver<State>,
+    counters: Arc<Counters>,
+) {
+    loop {
+        let Ok((client, _)) = listener.accept().await else {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+            continue;
+        };
+        let state = *rx.borrow();
+        if state.closed {
+            return;
+        }
+        if state.fault == Fault::Reset {
+            counters.refused.fetch_add(1, Ordering::Relaxed);
+            reset(&client);
+            continue;
+        }
+        let (rx, counters) = (rx.clone(), counters.clone());
+        tokio::spawn(async move {
+            let _ = client.set_nodelay(true);
+            let server = match TcpStream::connect(upstream).await {
+                Ok(s) => s,
+                Err(_) => {
+                    // The node is down: the client sees its connection reset,
+                    // as close to "refused" as an accepted socket gets.
+                    counters.refused.fetch_add(1, Ordering::Relaxed);
+                    reset(&client);
+                    return;
+                }
+            };
+            counters.accepted.fetch_add(1, Ordering::Relaxed);
+            let _ = server.set_nodelay(true);
+            let epoch = state.epoch;
+            let (client_rd, client_wr) = client.into_split();
+            let (server_rd, server_wr) = server.into_split();
+            let up = pipe(
+                client_rd,
+                server_wr,
+                Dir::Request,
+                epoch,
+                rx.clone(),
+                counters.clone(),
+            );
+            let down = pipe(server_rd, client_wr, Dir::Reply, epoch, rx, counters);
+            tokio::join!(up, down);
+        });
+    }
+}
+
+fn reset(stream: &TcpStream) {
+    let _ = stream.set_zero_linger();
+}
+
+/// Waits until the state says this connection must end.
+async fn ended(rx: &mut watch::Receiver<State>, epoch: u64) {
+    loop {
+        if rx.borrow_and_update().ends(epoch) {
+            return;
+        }
+        if rx.changed().await.is_err() {
+            return;
+        }
+    }
+}
+
+/// Copies one direction: a reader queues timestamped chunks, a writer
+/// delivers each at its time (later while held).
+async fn pipe(
+    mut rd: OwnedReadHalf,
+    mut wr: OwnedWriteHalf,
+    dir: Dir,
+    epoch: u64,
+    rx: watch::Receiver<State>,
+    counters: Arc<Counters>,
+) {
+    let (tx, mut queue) = mpsc::unbounded_channel::<(Instant, Vec<u8>)>();
+    let mut reader_rx = rx.clone();
+    let reader = async move {
+        let mut buf = vec![0u8; 64 * 1024];
+        let mut last = Instant::now();
+        loop {
+            let n = tokio::select! {
+                r = rd.read(&mut buf) => match r {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => n,
+                },
+                () = ended(&mut reader_rx, epoch) => break,
+            };
+            let delay = reader_rx.borrow().fault.delay(dir);
+            let at = (Instant::now() + delay).max(last);
+            last = at;
+            if tx.send((at, buf[..n].to_vec())).is_err() {
+                break;
+            }
+        }
+        // Keep the read half until the writer is done: dropping both halves
+        // closes the socket.
+        rd
+    };
+    let mut writer_rx = rx;
+    let writer = async move {
+        'chunks: while let Some((at, data)) = queue.recv().await {
+            let trickle = loop {
+                let state = *writer_rx.borrow_and_update();
+                if state.ends(epoch) {
+                    break 'chunks;
+                }
+                if state.fault.holds(dir) {
+                    if writer_rx.changed().await.is_err() {
+                        break 'chunks;
+                    }
+                    continue;
+                }
+                if Instant::now() < at {
+                    tokio::select! {
+                        () = tokio::time::sleep_until(at) => {}
+                        r = writer_rx.changed() => if r.is_err() { break 'chunks },
+                    }
+                    continue;
+                }
+                break state.fault.trickle(dir);
+            };
+            let ok = match trickle {
+                None => wr.write_all(&data).await.is_ok(),
+                Some((bytes, every)) => {
+                    let mut ok = true;
+                    for piece in data.chunks(bytes) {
+                        if wr.write_all(piece).await.is_err() {
+                            ok = false;
+                            break;
+                        }
+                        tokio::time::sleep(every).await;
+                    }
+                    ok
+                }
+            };
+            if !ok {
+                break;
+            }
+            let counter = match dir {
+                Dir::Request => &counters.request_bytes,
+                Dir::Reply => &counters.reply_bytes,
+            };
+            counter.fetch_add(data.len() as u64, Ordering::Relaxed);
+        }
+        let state = *writer_rx.borrow();
+        if state.ends(epoch) {
+            // Reset: zero linger turns the close into an RST; forget skips the
+            // FIN a dropped write half would send first.
+            reset(wr.as_ref());
+            wr.forget();
+        } else {
+            let _ = wr.shutdown().await;
+        }
+    };
+    // The read half's socket is the other pipe's write half, which resets
+    // it; here it only has to live until the writer is done.
+    let (_rd, ()) = tokio::join!(reader, writer);
+}
