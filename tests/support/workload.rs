@@ -223,3 +223,117 @@ async fn client(
         tokio::time::sleep(think).await;
     }
 }
+
+/// A whole randomized safety run: its settings.
+#[derive(Debug, Clone)]
+pub struct SafetyRun {
+    pub seed: u64,
+    /// How long clients run; every fault is healed a second before the end.
+    pub duration: Duration,
+    pub nodes: usize,
+    /// Nodes faulted at once (keep it a minority).
+    pub max_faulty: usize,
+    pub workload: Workload,
+}
+
+/// What a safety run found. Holds the cluster, so a failing assertion on
+/// it prints the node logs.
+pub struct SafetyOutcome {
+    pub cluster: super::Cluster,
+    pub figures: super::checker::Figures,
+    pub overlaps: Vec<super::checker::Overlap>,
+    /// Episodes the nemesis applied, and their kinds.
+    pub faults: usize,
+    pub fault_kinds: String,
+    /// Keys of the run's resources left on any node once every TTL passed.
+    pub leaked_keys: usize,
+    /// How long a fresh client took, after the run, to take each resource
+    /// (the slowest), or `None` when one could not be taken in time.
+    pub recovery: Option<Duration>,
+}
+
+impl SafetyRun {
+    /// The one summary line.
+    pub fn line(&self, outcome: &SafetyOutcome) -> String {
+        let w = &self.workload;
+        let ttls: Vec<String> = w.ttls.iter().map(|t| t.as_millis().to_string()).collect();
+        format!(
+            "safety: seed={} secs={} clients={} nodes={} resources={} ttls_ms={} faults={} \
+             fault_kinds={} {} leaked_keys={} recovery={}",
+            self.seed,
+            self.duration.as_secs(),
+            w.clients,
+            self.nodes,
+            w.resources,
+            ttls.join("/"),
+            outcome.faults,
+            outcome.fault_kinds,
+            outcome.figures.line(),
+            outcome.leaked_keys,
+            outcome.recovery.map_or("none".to_owned(), |d| format!(
+                "{:.0}ms",
+                d.as_secs_f64() * 1e3
+            )),
+        )
+    }
+
+    /// Starts `nodes` local nodes behind proxies, plays a seeded fault
+    /// schedule on a minority of them while the workload runs, then checks
+    /// recovery and leftovers.
+    pub async fn run(&self, strategy: &Strategy) -> SafetyOutcome {
+        use super::nemesis::{Limits, Nemesis, Schedule};
+
+        let w = &self.workload;
+        let mut cluster = super::Cluster::local(self.nodes);
+        let urls = cluster.proxied();
+        let limits = Limits {
+            nodes: self.nodes,
+            span: self.duration.saturating_sub(Duration::from_secs(1)),
+            max_faulty: self.max_faulty,
+            max_ttl: w.max_ttl(),
+            process_faults: true,
+        };
+        let schedule = Schedule::generate(self.seed, &limits);
+        let fault_kinds = schedule.counts();
+        let prefix = super::unique("safety");
+        let checker = Arc::new(Checker::new(w.resources, (strategy.store)(w.resources)));
+        let until = Instant::now() + self.duration;
+        let nemesis = Nemesis::start(cluster, schedule);
+        run(&urls, w, strategy, &checker, &prefix, self.seed, until).await;
+        let (cluster, report) = nemesis.finish();
+
+        // Every fault is healed: a fresh client takes each resource within
+        // a TTL (orphans expire) plus retries.
+        let probe = strategy
+            .builder(w.builder(&urls))
+            .build()
+            .await
+            .expect("probe client");
+        let start = Instant::now();
+        let mut recovery = Some(Duration::ZERO);
+        for r in 0..w.resources {
+            let name = resource_name(&prefix, r);
+            let wait = w.max_ttl() + Duration::from_secs(3);
+            match probe.acquire_within(&name, w.max_ttl(), wait).await {
+                Ok(lock) => {
+                    recovery = recovery.map(|d| d.max(start.elapsed()));
+                    let _ = lock.release().await;
+                }
+                Err(_) => recovery = None,
+            }
+        }
+
+        // Nothing outlives its TTL.
+        tokio::time::sleep(w.max_ttl() + Duration::from_millis(500)).await;
+        let leaked_keys = cluster.count_keys(&format!("{prefix}:*"));
+        SafetyOutcome {
+            cluster,
+            figures: checker.figures(),
+            overlaps: checker.overlaps(),
+            faults: report.faults,
+            fault_kinds,
+            leaked_keys,
+            recovery,
+        }
+    }
+}
