@@ -205,6 +205,16 @@ fn classify(e: &RedisError) -> NodeFailureKind {
             message: e.detail().unwrap_or_default().to_owned(),
         };
     }
+    if e.kind() == ErrorKind::AuthenticationFailed {
+        // The server's WRONGPASS reply to AUTH; redis-rs replaces it with its
+        // own error kind while connecting, so restore the code here.
+        return NodeFailureKind::Redis {
+            code: "WRONGPASS".to_owned(),
+            message: "authentication failed: wrong user name or password, the user is \
+                      disabled, or a password was sent to a node that has none"
+                .to_owned(),
+        };
+    }
     if e.is_io_error() || e.is_connection_refusal() || e.is_connection_dropped() {
         return NodeFailureKind::Connection(e.to_string());
     }
