@@ -32,6 +32,9 @@ pub(crate) struct Config {
     pub(crate) retry_delay_min: Duration,
     pub(crate) retry_delay_max: Duration,
     pub(crate) retry_deadline: Option<Duration>,
+    /// Root CA and client certificate for `rediss://` nodes.
+    #[cfg(feature = "tls")]
+    pub(crate) tls: Option<redis::TlsCertificates>,
 }
 
 impl Default for Config {
@@ -44,6 +47,8 @@ impl Default for Config {
             retry_delay_min: DEFAULT_RETRY_DELAY_MIN,
             retry_delay_max: DEFAULT_RETRY_DELAY_MAX,
             retry_deadline: None,
+            #[cfg(feature = "tls")]
+            tls: None,
         }
     }
 }
@@ -107,6 +112,9 @@ pub(crate) struct NodeSpec {
     pub(crate) info: redis::ConnectionInfo,
     /// `host:port/db`, with the host lower-cased; never holds a password.
     pub(crate) label: String,
+    /// Certificates for a `rediss://` node (set by the builder).
+    #[cfg(feature = "tls")]
+    pub(crate) tls: Option<redis::TlsCertificates>,
 }
 
 /// Parses and checks the node list: at least one node, every URL valid, no
@@ -126,7 +134,12 @@ pub(crate) fn parse_nodes(urls: &[String]) -> Result<Vec<NodeSpec>> {
                 "node {label} is listed twice; it would vote twice"
             )));
         }
-        specs.push(NodeSpec { info, label });
+        specs.push(NodeSpec {
+            info,
+            label,
+            #[cfg(feature = "tls")]
+            tls: None,
+        });
     }
     Ok(specs)
 }

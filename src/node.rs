@@ -41,7 +41,7 @@ pub(crate) type NodeResult<T> = Result<T, NodeFailure>;
 impl Node {
     /// Prepares the connection without waiting for it.
     pub(crate) fn new(spec: &NodeSpec, connect_timeout: Duration) -> Result<Self, RedisError> {
-        let client = Client::open(spec.info.clone())?;
+        let client = client(spec)?;
         let config = redis::aio::ConnectionManagerConfig::new()
             .set_connection_timeout(Some(connect_timeout))
             .set_response_timeout(None)
@@ -192,6 +192,26 @@ impl Node {
             node: self.label.clone(),
             kind,
         }
+    }
+}
+
+#[cfg(not(feature = "tls"))]
+fn client(spec: &NodeSpec) -> Result<Client, RedisError> {
+    Client::open(spec.info.clone())
+}
+
+/// A `rediss://` node with certificates from the builder gets them; any
+/// other node connects as its URL says.
+#[cfg(feature = "tls")]
+fn client(spec: &NodeSpec) -> Result<Client, RedisError> {
+    match (&spec.tls, spec.info.addr()) {
+        (Some(certs), redis::ConnectionAddr::TcpTls { .. }) => {
+            // rustls needs a process-wide crypto provider; install ring
+            // unless the application installed one already.
+            let _ = rustls::crypto::ring::default_provider().install_default();
+            Client::build_with_tls(spec.info.clone(), certs.clone())
+        }
+        _ => Client::open(spec.info.clone()),
     }
 }
 

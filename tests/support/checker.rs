@@ -478,10 +478,10 @@ impl Checker {
                     Kind::Read if a.accepted => {
                         newest_reader = newest_reader.max(Some(a.granted_at));
                     }
-                    Kind::Write if a.accepted => {
-                        if newest_reader.is_some_and(|r| r > a.granted_at) {
-                            stale += 1;
-                        }
+                    Kind::Write
+                        if a.accepted && newest_reader.is_some_and(|r| r > a.granted_at) =>
+                    {
+                        stale += 1;
                     }
                     _ => {}
                 }
