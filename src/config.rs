@@ -32,6 +32,8 @@ pub(crate) struct Config {
     pub(crate) retry_delay_min: Duration,
     pub(crate) retry_delay_max: Duration,
     pub(crate) retry_deadline: Option<Duration>,
+    pub(crate) restart_quarantine: Option<Duration>,
+    pub(crate) fast_handoff: bool,
     /// Root CA and client certificate for `rediss://` nodes.
     #[cfg(feature = "tls")]
     pub(crate) tls: Option<redis::TlsCertificates>,
@@ -47,6 +49,8 @@ impl Default for Config {
             retry_delay_min: DEFAULT_RETRY_DELAY_MIN,
             retry_delay_max: DEFAULT_RETRY_DELAY_MAX,
             retry_deadline: None,
+            restart_quarantine: None,
+            fast_handoff: true,
             #[cfg(feature = "tls")]
             tls: None,
         }
@@ -95,14 +99,6 @@ impl Config {
         }
         Ok((whole, drift))
     }
-}
-
-/// Rejects an empty resource name.
-pub(crate) fn check_resource(resource: &[u8]) -> Result<()> {
-    if resource.is_empty() {
-        return Err(Error::invalid("resource name must not be empty"));
-    }
-    Ok(())
 }
 
 /// A parsed node address: what is needed to connect, and the identity used
@@ -237,7 +233,5 @@ mod tests {
             assert!(c.validate().unwrap_err().is_invalid_input(), "{c:?}");
         }
         assert!(Config::default().validate().is_ok());
-        assert!(check_resource(b"").is_err());
-        assert!(check_resource(b"\0").is_ok());
     }
 }

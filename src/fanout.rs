@@ -4,7 +4,6 @@
 //! running in the background (the commands still reach their nodes) but is
 //! never waited for.
 
-use std::fmt;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -13,14 +12,16 @@ use futures::stream::{FuturesUnordered, StreamExt};
 use tracing::{debug, Instrument};
 
 use crate::config::Config;
-use crate::error::{Error, LostReason, NodeFailure, ResourceName};
-use crate::node::{Node, NodeResult};
+use crate::error::{Error, LostReason, NodeFailure};
+use crate::handoff::Handoff;
+use crate::keys::Keys;
+use crate::node::{Grant, Node, NodeResult};
 use crate::quorum::{self, Decision, Tally, Vote};
 use crate::token::Token;
 
 /// A node's `SET NX` in flight, shareable so that a later release on that
 /// node can wait for it and be queued behind it.
-pub(crate) type SetFuture = Shared<BoxFuture<'static, NodeResult<Vote>>>;
+pub(crate) type SetFuture = Shared<BoxFuture<'static, NodeResult<Grant>>>;
 
 /// Per-node futures driven together. Dropping a `Gather` (because the
 /// outcome is decided, or because the caller was cancelled) hands the
@@ -54,27 +55,14 @@ impl<T: Send + 'static> Drop for Gather<T> {
     }
 }
 
-/// Bytes shown escaped, formatted only when a log line is actually written.
-pub(crate) struct Escaped<'a>(pub(crate) &'a [u8]);
-
-impl fmt::Display for Escaped<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        const MAX: usize = 96;
-        let shown = &self.0[..self.0.len().min(MAX)];
-        write!(f, "{}", shown.escape_ascii())?;
-        if self.0.len() > MAX {
-            write!(f, "…({} bytes)", self.0.len())?;
-        }
-        Ok(())
-    }
-}
-
 /// How one acquisition attempt ended.
 pub(crate) enum Attempt {
     /// A quorum said yes in time.
     Granted {
         deadline: Instant,
         sets: Vec<SetFuture>,
+        /// The fencing token, for a fenced lock.
+        fence: Option<u64>,
     },
     /// No lock; every node was told to release.
     Failed(AttemptFailure),
@@ -93,6 +81,8 @@ pub(crate) struct AttemptFailure {
 pub(crate) struct Engine {
     pub(crate) nodes: Vec<Node>,
     pub(crate) config: Config,
+    /// Release announcements for waiters, when fast hand-off is on.
+    pub(crate) handoff: Option<Arc<Handoff>>,
 }
 
 impl Engine {
@@ -106,12 +96,17 @@ impl Engine {
         let wait = self.config.connect_timeout;
         let mut gather = Gather::new(self.nodes.iter().enumerate().map(|(i, node)| {
             let node = node.clone();
+            let quarantine = self.config.restart_quarantine;
             async move {
-                let result = node.ping(wait).await;
-                let result = match result {
-                    Ok(()) => node.load_scripts(wait).await,
-                    Err(e) => Err(e),
-                };
+                let mut result = node.ping(wait).await;
+                if result.is_ok() {
+                    result = node.load_scripts(wait).await;
+                }
+                if let (Ok(()), Some(required)) = (&result, quarantine) {
+                    // Reads the uptime now, so a fresh node is known before
+                    // the first acquire.
+                    result = node.check_standing(required, wait).await;
+                }
                 (i, result)
             }
             .boxed()
@@ -123,43 +118,51 @@ impl Engine {
         }
     }
 
-    /// One Redlock attempt: `SET NX PX` everywhere, decided at quorum.
+    /// One Redlock attempt: `SET NX PX` everywhere, decided at quorum; for
+    /// a fenced lock, followed by the commit of the fencing token.
     ///
     /// On failure every node is told to release before this returns (each
     /// release queued behind that node's `SET`). If this future is dropped
     /// mid-flight, the same cleanup is spawned.
     pub(crate) async fn acquire_once(
         self: &Arc<Self>,
-        resource: &Arc<[u8]>,
+        keys: &Keys,
         token: &Token,
         ttl: Duration,
         drift: Duration,
     ) -> Attempt {
-        let span =
-            tracing::debug_span!("acquire_attempt", resource = %Escaped(resource), token = %token);
+        let span = tracing::debug_span!("acquire_attempt", resource = %keys, token = %token);
         async move {
             let start = Instant::now();
             let budget = ttl.saturating_sub(drift);
+            let valid_until = start + budget;
             let timeout = self.config.node_timeout.min(budget);
             let sets: Vec<SetFuture> = self
                 .nodes
                 .iter()
                 .map(|node| {
-                    let (node, resource, token) = (node.clone(), resource.clone(), token.clone());
-                    async move { node.set_nx(&resource, token.as_str(), ttl, timeout).await }
-                        .boxed()
-                        .shared()
+                    let (node, keys, token) = (node.clone(), keys.clone(), token.clone());
+                    let quarantine = self.config.restart_quarantine;
+                    async move {
+                        if let Some(required) = quarantine {
+                            node.check_standing(required, timeout).await?;
+                        }
+                        node.acquire(&keys, &token, ttl, timeout).await
+                    }
+                    .boxed()
+                    .shared()
                 })
                 .collect();
             let mut guard = CleanupOnDrop {
                 engine: self.clone(),
-                resource: resource.clone(),
+                keys: keys.clone(),
                 token: token.clone(),
                 sets: Some(sets.clone()),
             };
 
             let mut tally = Tally::majority(self.nodes.len());
             let mut failures = Vec::new();
+            let mut highest = 0u64;
             let mut gather = Gather::new(
                 sets.iter()
                     .cloned()
@@ -168,24 +171,53 @@ impl Engine {
             );
             let mut decision = None;
             while let Some((i, result)) = gather.next().await {
-                let vote = self.vote(i, result, &mut failures);
+                let vote = match result {
+                    Ok(grant) => {
+                        debug!(node = %self.nodes[i].label(), vote = ?grant.vote, "node answered");
+                        if grant.vote == Vote::Yes {
+                            highest = highest.max(grant.counter);
+                        }
+                        grant.vote
+                    }
+                    Err(failure) => {
+                        debug!(%failure, "node failed");
+                        failures.push(failure);
+                        Vote::Failed
+                    }
+                };
                 decision = tally.record(vote);
                 if decision.is_some() {
                     break;
                 }
             }
             drop(gather);
+
+            let mut fence = None;
+            if decision == Some(Decision::Reached) && keys.fence_key().is_some() {
+                let proposed = highest.saturating_add(1);
+                let (commit, commit_failures) =
+                    self.commit_fence(keys, token, proposed, valid_until).await;
+                if commit.decision() == Some(Decision::Reached) {
+                    fence = Some(proposed);
+                } else {
+                    debug!(yes = commit.yes(), no = commit.no(), "fence commit failed");
+                    decision = Some(Decision::Impossible);
+                    failures.extend(commit_failures);
+                    tally = commit;
+                }
+            }
             let elapsed = start.elapsed();
 
-            if decision == Some(Decision::Reached) {
-                if let Some(valid) = quorum::validity(ttl, elapsed, drift) {
-                    guard.sets = None;
-                    debug!(?elapsed, ?valid, yes = tally.yes(), "granted");
-                    return Attempt::Granted {
-                        deadline: start + budget,
-                        sets,
-                    };
-                }
+            if decision == Some(Decision::Reached)
+                && quorum::validity(ttl, elapsed, drift).is_some()
+            {
+                guard.sets = None;
+                debug!(?elapsed, yes = tally.yes(), ?fence, "granted");
+                return Attempt::Granted {
+                    deadline: valid_until,
+                    sets,
+                    fence,
+                };
             }
             let exhausted = (decision == Some(Decision::Reached)).then_some(elapsed);
             debug!(
@@ -195,11 +227,13 @@ impl Engine {
                 failed = tally.failed(),
                 "attempt failed"
             );
-            // Wait for as many confirmations as nodes that granted (their keys
-            // would block the next attempt); failed and pending nodes get
-            // their release in the background, queued behind their SET.
+            // Release everywhere before the next attempt (a key left from
+            // this one would refuse it), but wait at most one node timeout:
+            // a hung node gets its release in the background, queued
+            // behind its SET.
             guard.sets = None;
-            self.release_after(resource, token, sets, tally.yes()).await;
+            let all = self.nodes.len();
+            let _ = tokio::time::timeout(timeout, self.release_after(keys, token, sets, all)).await;
             Attempt::Failed(AttemptFailure {
                 tally,
                 failures,
@@ -210,13 +244,52 @@ impl Engine {
         .await
     }
 
+    /// Second phase of a fenced acquire: raise the counter to `fence` on
+    /// every node still holding the token; decided at quorum, and before the
+    /// validity ends.
+    async fn commit_fence(
+        &self,
+        keys: &Keys,
+        token: &Token,
+        fence: u64,
+        valid_until: Instant,
+    ) -> (Tally, Vec<NodeFailure>) {
+        let timeout = self
+            .config
+            .node_timeout
+            .min(valid_until.saturating_duration_since(Instant::now()));
+        let mut gather = Gather::new(self.nodes.iter().enumerate().map(|(i, node)| {
+            let (node, keys, token) = (node.clone(), keys.clone(), token.clone());
+            async move { (i, node.commit_fence(&keys, &token, fence, timeout).await) }.boxed()
+        }));
+        let mut tally = Tally::majority(self.nodes.len());
+        let mut failures = Vec::new();
+        let _ = tokio::time::timeout_at(valid_until.into(), async {
+            while let Some((_, result)) = gather.next().await {
+                let vote = match result {
+                    Ok(true) => Vote::Yes,
+                    Ok(false) => Vote::No,
+                    Err(failure) => {
+                        failures.push(failure);
+                        Vote::Failed
+                    }
+                };
+                if tally.record(vote).is_some() {
+                    break;
+                }
+            }
+        })
+        .await;
+        (tally, failures)
+    }
+
     /// Compare-and-delete on every node, each queued behind that node's
     /// `SET` when `sets` is given. Returns the tally once `needed` nodes have
     /// confirmed or that has become impossible; the rest goes on in the
     /// background.
     pub(crate) async fn release_after(
         &self,
-        resource: &Arc<[u8]>,
+        keys: &Keys,
         token: &Token,
         sets: Vec<SetFuture>,
         needed: usize,
@@ -224,13 +297,13 @@ impl Engine {
         let timeout = self.config.node_timeout;
         let mut sets = sets.into_iter();
         let mut gather = Gather::new(self.nodes.iter().enumerate().map(|(i, node)| {
-            let (node, resource, token) = (node.clone(), resource.clone(), token.clone());
+            let (node, keys, token) = (node.clone(), keys.clone(), token.clone());
             let set = sets.next();
             async move {
                 if let Some(set) = set {
                     let _ = set.await;
                 }
-                (i, node.release(&resource, &token, timeout).await)
+                (i, node.release(&keys, &token, timeout).await)
             }
             .boxed()
         }));
@@ -262,21 +335,19 @@ impl Engine {
     /// no longer carries the token (deleted now, or expired before).
     pub(crate) async fn release(
         &self,
-        resource: &Arc<[u8]>,
+        keys: &Keys,
         token: &Token,
         sets: Vec<SetFuture>,
     ) -> Result<(), Error> {
-        let span = tracing::debug_span!("release", resource = %Escaped(resource), token = %token);
+        let span = tracing::debug_span!("release", resource = %keys, token = %token);
         async move {
-            let (tally, failures) = self
-                .release_after(resource, token, sets, self.quorum())
-                .await;
+            let (tally, failures) = self.release_after(keys, token, sets, self.quorum()).await;
             if tally.decision() == Some(Decision::Reached) {
                 return Ok(());
             }
             Err(Error::Unavailable {
                 operation: "release",
-                resource: ResourceName::new(resource),
+                resource: keys.name(),
                 granted: tally.yes(),
                 needed: tally.needed(),
                 nodes: self.nodes.len(),
@@ -292,13 +363,13 @@ impl Engine {
     /// extended before `deadline`, the reason the lock is lost otherwise.
     pub(crate) async fn extend(
         &self,
-        resource: &Arc<[u8]>,
+        keys: &Keys,
         token: &Token,
         ttl: Duration,
         drift: Duration,
         deadline: Instant,
     ) -> Result<Instant, LostReason> {
-        let span = tracing::debug_span!("extend", resource = %Escaped(resource), token = %token);
+        let span = tracing::debug_span!("extend", resource = %keys, token = %token);
         async move {
             let start = Instant::now();
             let remaining = deadline.saturating_duration_since(start);
@@ -307,14 +378,8 @@ impl Engine {
             }
             let timeout = self.config.node_timeout.min(remaining);
             let mut gather = Gather::new(self.nodes.iter().enumerate().map(|(i, node)| {
-                let (node, resource, token) = (node.clone(), resource.clone(), token.clone());
-                async move {
-                    (
-                        i,
-                        node.extend(&resource, token.as_str(), ttl, timeout).await,
-                    )
-                }
-                .boxed()
+                let (node, keys, token) = (node.clone(), keys.clone(), token.clone());
+                async move { (i, node.extend(&keys, &token, ttl, timeout).await) }.boxed()
             }));
             let mut tally = Tally::majority(self.nodes.len());
             let mut failures = Vec::new();
@@ -364,20 +429,6 @@ impl Engine {
         .instrument(span)
         .await
     }
-
-    fn vote(&self, i: usize, result: NodeResult<Vote>, failures: &mut Vec<NodeFailure>) -> Vote {
-        match result {
-            Ok(vote) => {
-                debug!(node = %self.nodes[i].label(), ?vote, "node answered");
-                vote
-            }
-            Err(failure) => {
-                debug!(%failure, "node failed");
-                failures.push(failure);
-                Vote::Failed
-            }
-        }
-    }
 }
 
 /// Spawns the release of a half-finished attempt when the future running
@@ -385,7 +436,7 @@ impl Engine {
 /// linger until their TTL.
 struct CleanupOnDrop {
     engine: Arc<Engine>,
-    resource: Arc<[u8]>,
+    keys: Keys,
     token: Token,
     sets: Option<Vec<SetFuture>>,
 }
@@ -397,7 +448,7 @@ impl Drop for CleanupOnDrop {
         };
         spawn_release(
             self.engine.clone(),
-            self.resource.clone(),
+            self.keys.clone(),
             self.token.clone(),
             sets,
         );
@@ -405,16 +456,11 @@ impl Drop for CleanupOnDrop {
 }
 
 /// Best-effort release in the background, when a tokio runtime is present.
-pub(crate) fn spawn_release(
-    engine: Arc<Engine>,
-    resource: Arc<[u8]>,
-    token: Token,
-    sets: Vec<SetFuture>,
-) {
+pub(crate) fn spawn_release(engine: Arc<Engine>, keys: Keys, token: Token, sets: Vec<SetFuture>) {
     if let Ok(handle) = tokio::runtime::Handle::try_current() {
         handle.spawn(async move {
             let nodes = engine.nodes.len();
-            engine.release_after(&resource, &token, sets, nodes).await;
+            engine.release_after(&keys, &token, sets, nodes).await;
         });
     }
 }

@@ -55,11 +55,15 @@
 mod config;
 mod error;
 mod fanout;
+mod handoff;
+mod keys;
 mod lock;
 mod node;
+mod quarantine;
 mod quorum;
 mod redlock;
 mod scripts;
+mod status;
 mod token;
 
 pub use config::{
@@ -67,5 +71,12 @@ pub use config::{
     DEFAULT_RETRY_DELAY_MAX, DEFAULT_RETRY_DELAY_MIN, MAX_TTL,
 };
 pub use error::{Error, LostReason, NodeFailure, NodeFailureKind, ResourceName, Result};
+pub use keys::{FENCE_KEY_PREFIX, RELEASE_CHANNEL_PREFIX};
 pub use lock::Lock;
-pub use redlock::{Builder, Redlock};
+pub use redlock::{Acquisition, Builder, Redlock};
+pub use status::{NodeView, Status};
+
+/// The README's examples, compiled as doctests.
+#[doc = include_str!("../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;

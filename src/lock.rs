@@ -4,8 +4,9 @@ use std::fmt;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use crate::error::{Error, LostReason, ResourceName, Result};
+use crate::error::{Error, LostReason, Result};
 use crate::fanout::{self, Engine, SetFuture};
+use crate::keys::Keys;
 use crate::token::Token;
 
 /// A lock held on a quorum of nodes.
@@ -38,8 +39,9 @@ pub struct Lock {
 /// The state a lock shares with whatever extends it.
 pub(crate) struct Held {
     engine: Arc<Engine>,
-    resource: Arc<[u8]>,
+    keys: Keys,
     token: Token,
+    fence: Option<u64>,
     sets: Vec<SetFuture>,
     state: Mutex<State>,
     /// Serialises extensions, so two racing ones cannot leave the nodes with
@@ -56,16 +58,18 @@ struct State {
 impl Lock {
     pub(crate) fn new(
         engine: Arc<Engine>,
-        resource: Arc<[u8]>,
+        keys: Keys,
         token: Token,
         deadline: Instant,
         sets: Vec<SetFuture>,
+        fence: Option<u64>,
     ) -> Self {
         Self {
             held: Arc::new(Held {
                 engine,
-                resource,
+                keys,
                 token,
+                fence,
                 sets,
                 state: Mutex::new(State {
                     deadline,
@@ -78,8 +82,26 @@ impl Lock {
     }
 
     /// The resource name, byte for byte as it is stored as the Redis key.
+    /// For a lock over several resources, the first one.
     pub fn resource(&self) -> &[u8] {
-        &self.held.resource
+        self.held.keys.first()
+    }
+
+    /// Every resource this lock covers, in the order given (one for a
+    /// lock taken with [`acquire`](crate::Redlock::acquire)).
+    pub fn resources(&self) -> impl ExactSizeIterator<Item = &[u8]> + '_ {
+        self.held.keys.resources().iter().map(Vec::as_slice)
+    }
+
+    /// The fencing token of a lock taken with
+    /// [`acquire_fenced`](crate::Redlock::acquire_fenced): strictly larger
+    /// than that of every earlier holder of the resource. `None` for an
+    /// unfenced lock.
+    ///
+    /// Pass it with every write to the protected resource, and have the
+    /// resource reject a write whose token is lower than one it has seen.
+    pub fn fence(&self) -> Option<u64> {
+        self.held.fence
     }
 
     /// Time left in which the lock is known to be held; zero once it has
@@ -150,7 +172,7 @@ impl Lock {
         }
         match held
             .engine
-            .extend(&held.resource, &held.token, ttl, drift, state.deadline)
+            .extend(&held.keys, &held.token, ttl, drift, state.deadline)
             .await
         {
             Ok(deadline) => {
@@ -198,7 +220,7 @@ impl Lock {
         let held = &self.held;
         held.mark_lost();
         held.engine
-            .release(&held.resource, &held.token, held.sets.clone())
+            .release(&held.keys, &held.token, held.sets.clone())
             .await
     }
 }
@@ -217,7 +239,7 @@ impl Held {
 
     fn lost(&self, reason: LostReason) -> Error {
         Error::Lost {
-            resource: ResourceName::new(&self.resource),
+            resource: self.keys.name(),
             reason,
         }
     }
@@ -232,7 +254,7 @@ impl Drop for Lock {
         held.mark_lost();
         fanout::spawn_release(
             held.engine.clone(),
-            held.resource.clone(),
+            held.keys.clone(),
             held.token.clone(),
             held.sets.clone(),
         );
@@ -242,7 +264,9 @@ impl Drop for Lock {
 impl fmt::Debug for Lock {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Lock")
-            .field("resource", &ResourceName::new(&self.held.resource))
+            .field("resource", &self.held.keys.name())
+            .field("resources", &self.held.keys.resources().len())
+            .field("fence", &self.held.fence)
             .field("token", &self.held.token)
             .field("validity", &self.validity())
             .finish()

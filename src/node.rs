@@ -2,13 +2,15 @@
 //! itself), the per-node timeout, and the commands the lock sends to it.
 
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use redis::aio::ConnectionManager;
 use redis::{Client, ErrorKind, RedisError, Value};
 
 use crate::config::NodeSpec;
 use crate::error::{NodeFailure, NodeFailureKind};
+use crate::keys::Keys;
+use crate::quarantine::{self, Quarantine, Standing};
 use crate::quorum::{self, Vote};
 use crate::scripts;
 use crate::token::Token;
@@ -26,12 +28,36 @@ const STRAGGLER_TIMEOUT: Duration = Duration::from_secs(30);
 #[derive(Clone)]
 pub(crate) struct Node {
     label: String,
+    client: Client,
     conn: ConnectionManager,
+    restart: Arc<Quarantine>,
 }
 
 impl std::fmt::Debug for Node {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Node").field("label", &self.label).finish()
+    }
+}
+
+/// One node's answer to an acquire: its vote and, for a fenced lock, the
+/// fencing counter it held when the key was set.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Grant {
+    pub(crate) vote: Vote,
+    pub(crate) counter: u64,
+}
+
+impl Grant {
+    const NO: Grant = Grant {
+        vote: Vote::No,
+        counter: 0,
+    };
+
+    fn yes(counter: u64) -> Self {
+        Grant {
+            vote: Vote::Yes,
+            counter,
+        }
     }
 }
 
@@ -48,16 +74,23 @@ impl Node {
             .set_number_of_retries(1)
             .set_min_delay(Duration::from_millis(10))
             .set_max_delay(Duration::from_millis(100));
-        let conn = ConnectionManager::new_lazy_with_config(client, config)?;
+        let conn = ConnectionManager::new_lazy_with_config(client.clone(), config)?;
         Ok(Self {
             label: spec.label.clone(),
+            client,
             conn,
+            restart: Arc::default(),
         })
     }
 
     /// `host:port/db`.
     pub(crate) fn label(&self) -> &str {
         &self.label
+    }
+
+    /// The client, for connections of other kinds (subscriptions).
+    pub(crate) fn client(&self) -> &Client {
+        &self.client
     }
 
     /// Sends `PING`, used to open the connection early.
@@ -72,21 +105,70 @@ impl Node {
         .map(|_| ())
     }
 
-    /// `SET resource token NX PX ttl` → Yes when set, No when the key exists.
-    pub(crate) async fn set_nx(
+    /// Reads a key's value and remaining TTL (one pipeline, no lock taken).
+    pub(crate) async fn peek(
         &self,
-        resource: &[u8],
-        token: &str,
+        key: &[u8],
+        timeout: Duration,
+    ) -> NodeResult<(Option<Vec<u8>>, i64)> {
+        let mut conn = self.conn.clone();
+        let mut pipe = redis::pipe();
+        pipe.cmd("GET").arg(key).cmd("PTTL").arg(key);
+        self.timed(timeout, async move {
+            pipe.query_async::<(Option<Vec<u8>>, i64)>(&mut conn).await
+        })
+        .await
+    }
+
+    /// Takes the lock on this node: `SET resource token NX PX ttl` for one
+    /// resource (what every Redlock client sends), the all-or-nothing
+    /// script for several, the counter-reading script for a fenced lock.
+    pub(crate) async fn acquire(
+        &self,
+        keys: &Keys,
+        token: &Token,
         ttl: Duration,
         timeout: Duration,
-    ) -> NodeResult<Vote> {
+    ) -> NodeResult<Grant> {
         let mut conn = self.conn.clone();
+        let ttl_ms = quorum::millis(ttl);
+        if let Some(fence_key) = keys.fence_key() {
+            let mut inv = scripts::ACQUIRE_FENCED.prepare_invoke();
+            inv.key(keys.first())
+                .key(fence_key)
+                .arg(token.as_str())
+                .arg(ttl_ms);
+            let n = self
+                .timed(
+                    timeout,
+                    async move { inv.invoke_async::<i64>(&mut conn).await },
+                )
+                .await?;
+            return Ok(match u64::try_from(n) {
+                Ok(counter) => Grant::yes(counter),
+                Err(_) => Grant::NO,
+            });
+        }
+        if keys.is_multi() {
+            let mut inv = scripts::ACQUIRE_MULTI.prepare_invoke();
+            for r in keys.resources() {
+                inv.key(r.as_slice());
+            }
+            inv.arg(token.as_str()).arg(ttl_ms);
+            let n = self
+                .timed(
+                    timeout,
+                    async move { inv.invoke_async::<i64>(&mut conn).await },
+                )
+                .await?;
+            return Ok(if n == 1 { Grant::yes(0) } else { Grant::NO });
+        }
         let mut cmd = redis::cmd("SET");
-        cmd.arg(resource)
-            .arg(token)
+        cmd.arg(keys.first())
+            .arg(token.as_str())
             .arg("NX")
             .arg("PX")
-            .arg(quorum::millis(ttl));
+            .arg(ttl_ms);
         let reply = self
             .timed(
                 timeout,
@@ -94,14 +176,76 @@ impl Node {
             )
             .await?;
         match reply {
-            Value::Okay => Ok(Vote::Yes),
-            Value::Nil => Ok(Vote::No),
-            other => Err(self.protocol(&other)),
+            Value::Okay => Ok(Grant::yes(0)),
+            Value::Nil => Ok(Grant::NO),
+            other => Err(self.failure(NodeFailureKind::Protocol(format!("{other:?}")))),
         }
     }
 
-    /// Compare-and-delete → true when our key was deleted, false when the
-    /// key is absent or holds another token.
+    /// With a restart quarantine of `required`: whether this node may vote
+    /// now, reading its uptime first when it is unknown (at start and after
+    /// a connection error). `Err` when it may not.
+    pub(crate) async fn check_standing(
+        &self,
+        required: Duration,
+        timeout: Duration,
+    ) -> NodeResult<()> {
+        let standing = match self.restart.standing(Instant::now()) {
+            Standing::Unknown => {
+                let uptime = self.uptime(timeout).await?;
+                self.restart.observed(uptime, required, Instant::now())
+            }
+            known => known,
+        };
+        match standing {
+            Standing::Quarantined { uptime } => {
+                Err(self.failure(NodeFailureKind::Quarantined { uptime }))
+            }
+            _ => Ok(()),
+        }
+    }
+
+    async fn uptime(&self, timeout: Duration) -> NodeResult<Duration> {
+        let mut conn = self.conn.clone();
+        let mut cmd = redis::cmd("INFO");
+        cmd.arg("server");
+        let info = self
+            .timed(timeout, async move {
+                cmd.query_async::<String>(&mut conn).await
+            })
+            .await?;
+        quarantine::parse_uptime(&info).ok_or_else(|| {
+            self.failure(NodeFailureKind::Protocol(
+                "INFO server without uptime_in_seconds".to_owned(),
+            ))
+        })
+    }
+
+    /// Second phase of a fenced acquire: counter = max(counter, `fence`)
+    /// where the token is still held → true when committed.
+    pub(crate) async fn commit_fence(
+        &self,
+        keys: &Keys,
+        token: &Token,
+        fence: u64,
+        timeout: Duration,
+    ) -> NodeResult<bool> {
+        let mut conn = self.conn.clone();
+        let mut inv = scripts::FENCE_COMMIT.prepare_invoke();
+        inv.key(keys.first())
+            .key(keys.fence_key().unwrap_or_default())
+            .arg(token.as_str())
+            .arg(fence);
+        self.timed(
+            timeout,
+            async move { inv.invoke_async::<i64>(&mut conn).await },
+        )
+        .await
+        .map(|n| n == 1)
+    }
+
+    /// Compare-and-delete → true when our key(s) were deleted, false when
+    /// absent or holding another token.
     ///
     /// When the node does not answer in time, a plain `EVAL` of the same
     /// script follows on the same connection in the background: if the
@@ -110,25 +254,35 @@ impl Node {
     /// to fall back, and a key set by a `SET` queued before it would stay.
     pub(crate) async fn release(
         &self,
-        resource: &Arc<[u8]>,
+        keys: &Keys,
         token: &Token,
         timeout: Duration,
     ) -> NodeResult<bool> {
         let mut conn = self.conn.clone();
-        let mut invocation = scripts::RELEASE.prepare_invoke();
-        invocation.key(&**resource).arg(token.as_str());
+        let (script, source) = if keys.is_multi() {
+            (&*scripts::RELEASE_MULTI, scripts::RELEASE_MULTI_SOURCE)
+        } else {
+            (&*scripts::RELEASE, scripts::RELEASE_SOURCE)
+        };
+        let mut inv = script.prepare_invoke();
+        for r in keys.resources() {
+            inv.key(r.as_slice());
+        }
+        inv.arg(token.as_str());
         let result = self
-            .timed(timeout, async move {
-                invocation.invoke_async::<i64>(&mut conn).await
-            })
+            .timed(
+                timeout,
+                async move { inv.invoke_async::<i64>(&mut conn).await },
+            )
             .await;
         if matches!(&result, Err(f) if f.kind.is_timeout()) {
             let mut conn = self.conn.clone();
             let mut cmd = redis::cmd("EVAL");
-            cmd.arg(scripts::RELEASE_SOURCE)
-                .arg(1)
-                .arg(&**resource)
-                .arg(token.as_str());
+            cmd.arg(source).arg(keys.resources().len());
+            for r in keys.resources() {
+                cmd.arg(r.as_slice());
+            }
+            cmd.arg(token.as_str());
             if let Ok(handle) = tokio::runtime::Handle::try_current() {
                 handle.spawn(async move {
                     let _ = tokio::time::timeout(
@@ -139,34 +293,44 @@ impl Node {
                 });
             }
         }
-        result.map(|n| n == 1)
+        result.map(|n| n >= 1)
     }
 
     /// Loads the scripts, so the first release does not meet `NOSCRIPT`.
     pub(crate) async fn load_scripts(&self, timeout: Duration) -> NodeResult<()> {
         let mut conn = self.conn.clone();
         self.timed(timeout, async move {
-            scripts::RELEASE.load_async(&mut conn).await?;
-            scripts::EXTEND.load_async(&mut conn).await
+            for script in scripts::all() {
+                script.load_async(&mut conn).await?;
+            }
+            Ok(())
         })
         .await
-        .map(|_| ())
     }
 
-    /// Compare-and-pexpire → true when our key got the new TTL.
+    /// Compare-and-pexpire → true when our key(s) got the new TTL.
     pub(crate) async fn extend(
         &self,
-        resource: &[u8],
-        token: &str,
+        keys: &Keys,
+        token: &Token,
         ttl: Duration,
         timeout: Duration,
     ) -> NodeResult<bool> {
         let mut conn = self.conn.clone();
-        let mut invocation = scripts::EXTEND.prepare_invoke();
-        invocation.key(resource).arg(token).arg(quorum::millis(ttl));
-        self.timed(timeout, async move {
-            invocation.invoke_async::<i64>(&mut conn).await
-        })
+        let script = if keys.is_multi() {
+            &*scripts::EXTEND_MULTI
+        } else {
+            &*scripts::EXTEND
+        };
+        let mut inv = script.prepare_invoke();
+        for r in keys.resources() {
+            inv.key(r.as_slice());
+        }
+        inv.arg(token.as_str()).arg(quorum::millis(ttl));
+        self.timed(
+            timeout,
+            async move { inv.invoke_async::<i64>(&mut conn).await },
+        )
         .await
         .map(|n| n == 1)
     }
@@ -178,13 +342,15 @@ impl Node {
     ) -> NodeResult<T> {
         match tokio::time::timeout(timeout, fut).await {
             Ok(Ok(v)) => Ok(v),
-            Ok(Err(e)) => Err(self.failure(classify(&e))),
+            Ok(Err(e)) => {
+                let kind = classify(&e);
+                if matches!(kind, NodeFailureKind::Connection(_)) {
+                    self.restart.connection_failed();
+                }
+                Err(self.failure(kind))
+            }
             Err(_) => Err(self.failure(NodeFailureKind::Timeout(timeout))),
         }
-    }
-
-    fn protocol(&self, value: &Value) -> NodeFailure {
-        self.failure(NodeFailureKind::Protocol(format!("{value:?}")))
     }
 
     pub(crate) fn failure(&self, kind: NodeFailureKind) -> NodeFailure {

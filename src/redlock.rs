@@ -4,11 +4,14 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::config::{self, Config};
-use crate::error::{Error, ResourceName, Result};
+use crate::error::{Error, Result};
 use crate::fanout::{Attempt, AttemptFailure, Engine};
+use crate::handoff::{Handoff, Watch};
+use crate::keys::Keys;
 use crate::lock::Lock;
 use crate::node::Node;
 use crate::quorum;
+use crate::status::Status;
 use crate::token::Token;
 
 /// A Redlock client over a fixed set of independent Redis nodes.
@@ -137,10 +140,7 @@ impl Redlock {
     /// # }
     /// ```
     pub async fn acquire(&self, resource: impl AsRef<[u8]>, ttl: Duration) -> Result<Lock> {
-        let cfg = &self.engine.config;
-        let deadline = cfg.retry_deadline.map(|d| Instant::now() + d);
-        self.acquire_with(resource.as_ref(), ttl, cfg.retry_count, deadline)
-            .await
+        self.acquisition(resource, ttl).acquire().await
     }
 
     /// Makes one attempt, without retries.
@@ -166,7 +166,7 @@ impl Redlock {
     /// # }
     /// ```
     pub async fn try_acquire(&self, resource: impl AsRef<[u8]>, ttl: Duration) -> Result<Lock> {
-        self.acquire_with(resource.as_ref(), ttl, 0, None).await
+        self.acquisition(resource, ttl).once().acquire().await
     }
 
     /// Keeps trying (random delays as configured, no retry count) until the
@@ -197,41 +197,165 @@ impl Redlock {
         ttl: Duration,
         wait: Duration,
     ) -> Result<Lock> {
-        let deadline = Instant::now() + wait;
-        self.acquire_with(resource.as_ref(), ttl, u32::MAX, Some(deadline))
-            .await
+        self.acquisition(resource, ttl).wait(wait).acquire().await
     }
 
-    async fn acquire_with(
+    /// Takes the lock and a **fencing token** ([`Lock::fence`]) that
+    /// strictly increases across successive holders of the resource.
+    ///
+    /// The token goes through the quorum in two phases. Each node reads its
+    /// counter (`quorumlock:fence:<resource>`) atomically with the
+    /// `SET NX`; the client proposes `T = max + 1` over the granting nodes;
+    /// then every node still holding this lock's token raises its counter to
+    /// `max(counter, T)`, and `T` is handed out only after a majority
+    /// committed, inside the validity window.
+    ///
+    /// Why it increases: let A commit `T` on a majority `C`. A later holder
+    /// B's `SET NX` succeeded on a majority `M`; `C` and `M` share a node
+    /// `x`. On `x`, A's commit ran while A's key was present, and B's
+    /// `SET NX` could only succeed once that key was gone, so after the
+    /// commit: B read a counter ≥ `T` on `x` and proposes at least `T + 1`.
+    /// This survives a node's clock jumping (early expiry) — it needs no
+    /// timing at all — but not the loss of counters: a node that restarts
+    /// empty forgets its counter. Run nodes with `appendfsync always` where
+    /// tokens must survive restarts.
+    ///
+    /// Cost: one more round trip per acquire, and one counter key per
+    /// resource that never expires (about 80 bytes of memory per resource
+    /// on each node).
+    ///
+    /// # Errors
+    ///
+    /// As for [`acquire`](Redlock::acquire); a commit that reaches no
+    /// majority in time fails the attempt (it is released and retried).
+    ///
+    /// # Cancel safety
+    ///
+    /// As for [`acquire`](Redlock::acquire).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # async fn demo(redlock: quorumlock::Redlock) -> Result<(), quorumlock::Error> {
+    /// let lock = redlock.acquire_fenced("ledger", std::time::Duration::from_secs(10)).await?;
+    /// let fence = lock.fence().expect("fenced locks carry a token");
+    /// // UPDATE ledger SET ..., fence = $fence WHERE fence < $fence
+    /// # lock.release().await
+    /// # }
+    /// ```
+    pub async fn acquire_fenced(&self, resource: impl AsRef<[u8]>, ttl: Duration) -> Result<Lock> {
+        self.acquisition(resource, ttl).fenced().acquire().await
+    }
+
+    /// Takes one lock over several resources, all or nothing on each node
+    /// (one script per node sets every key or none), with retries per the
+    /// builder's policy. Released and extended together; validity and
+    /// quorum as for one resource.
+    ///
+    /// Two locks whose resource sets overlap exclude each other.
+    ///
+    /// # Errors
+    ///
+    /// As for [`acquire`](Redlock::acquire); also
+    /// [`Error::InvalidInput`] for no resources or one listed twice.
+    ///
+    /// # Cancel safety
+    ///
+    /// As for [`acquire`](Redlock::acquire).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # async fn demo(redlock: quorumlock::Redlock) -> Result<(), quorumlock::Error> {
+    /// let lock = redlock
+    ///     .acquire_all(["account:17", "account:42"], std::time::Duration::from_secs(5))
+    ///     .await?;
+    /// // transfer between the two accounts
+    /// # lock.release().await
+    /// # }
+    /// ```
+    pub async fn acquire_all<I, R>(&self, resources: I, ttl: Duration) -> Result<Lock>
+    where
+        I: IntoIterator<Item = R>,
+        R: AsRef<[u8]>,
+    {
+        self.acquisition_all(resources, ttl).acquire().await
+    }
+
+    /// Reads who holds `resource` on every node, without taking anything:
+    /// per node, whether the key exists, a prefix of its value and its TTL.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # async fn demo(redlock: quorumlock::Redlock) {
+    /// let status = redlock.status("invoice:nightly").await;
+    /// println!("{status}"); // "invoice:nightly" is held by 3f9a0c1e… on 5 of 5 nodes, expires in 29.1s
+    /// # }
+    /// ```
+    pub async fn status(&self, resource: impl AsRef<[u8]>) -> Status {
+        self.engine.status(resource.as_ref()).await
+    }
+
+    /// Starts describing an acquisition of one resource, for the options
+    /// the shorthand methods do not cover (e.g. fenced *and* waiting).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # async fn demo(redlock: quorumlock::Redlock) -> Result<(), quorumlock::Error> {
+    /// use std::time::Duration;
+    /// let lock = redlock
+    ///     .acquisition("ledger", Duration::from_secs(10))
+    ///     .fenced()
+    ///     .wait(Duration::from_secs(30))
+    ///     .acquire()
+    ///     .await?;
+    /// # lock.release().await
+    /// # }
+    /// ```
+    pub fn acquisition(&self, resource: impl AsRef<[u8]>, ttl: Duration) -> Acquisition<'_> {
+        Acquisition::new(self, Target::One(resource.as_ref().to_vec()), ttl)
+    }
+
+    /// Like [`acquisition`](Redlock::acquisition), over several resources
+    /// taken all or nothing.
+    pub fn acquisition_all<I, R>(&self, resources: I, ttl: Duration) -> Acquisition<'_>
+    where
+        I: IntoIterator<Item = R>,
+        R: AsRef<[u8]>,
+    {
+        let keys = Keys::many(resources);
+        Acquisition::new(self, Target::Many(keys), ttl)
+    }
+
+    async fn run(
         &self,
-        resource: &[u8],
+        keys: Keys,
         ttl: Duration,
         retries: u32,
         deadline: Option<Instant>,
     ) -> Result<Lock> {
         let cfg = &self.engine.config;
-        config::check_resource(resource)?;
         let (ttl, drift) = cfg.check_ttl(ttl)?;
-        let resource: Arc<[u8]> = Arc::from(resource);
         let mut attempts: u32 = 0;
+        let mut watch: Option<Watch> = None;
         loop {
             attempts = attempts.saturating_add(1);
             let token = Token::generate();
-            match self
-                .engine
-                .acquire_once(&resource, &token, ttl, drift)
-                .await
-            {
+            match self.engine.acquire_once(&keys, &token, ttl, drift).await {
                 Attempt::Granted {
                     deadline: valid_until,
                     sets,
+                    fence,
                 } => {
                     return Ok(Lock::new(
                         self.engine.clone(),
-                        resource,
+                        keys,
                         token,
                         valid_until,
                         sets,
+                        fence,
                     ));
                 }
                 Attempt::Failed(failure) => {
@@ -242,16 +366,30 @@ impl Redlock {
                     );
                     let out_of_time = deadline.is_some_and(|d| Instant::now() + delay >= d);
                     if attempts > retries || out_of_time {
-                        return Err(self.failure(&resource, ttl, attempts, failure));
+                        return Err(self.failure(&keys, ttl, attempts, failure));
                     }
-                    tokio::time::sleep(delay).await;
+                    let held = failure.tally.no() > 0;
+                    match (&self.engine.handoff, &watch) {
+                        (Some(handoff), None) if held => {
+                            // Subscribe, then retry at once: a release that
+                            // came before the subscription is not missed.
+                            watch = Some(handoff.watch(&keys, cfg.node_timeout).await);
+                        }
+                        (_, Some(w)) if held => {
+                            tokio::select! {
+                                _ = w.released() => {}
+                                _ = tokio::time::sleep(delay) => {}
+                            }
+                        }
+                        _ => tokio::time::sleep(delay).await,
+                    }
                 }
             }
         }
     }
 
-    fn failure(&self, resource: &[u8], ttl: Duration, attempts: u32, f: AttemptFailure) -> Error {
-        let resource = ResourceName::new(resource);
+    fn failure(&self, keys: &Keys, ttl: Duration, attempts: u32, f: AttemptFailure) -> Error {
+        let resource = keys.name();
         let nodes = self.engine.nodes.len();
         if let Some(elapsed) = f.exhausted {
             return Error::ValidityExhausted {
@@ -332,6 +470,38 @@ impl Builder {
         self
     }
 
+    /// Fast hand-off (default on): while [`Redlock::acquire`] waits for a
+    /// held lock, it subscribes on every node to the channel the release
+    /// script publishes on (`quorumlock:released:<resource>`) and retries as
+    /// soon as a release is announced, instead of only after the random
+    /// retry delay (which stays as the fallback). Costs one subscriber
+    /// connection per node, opened the first time a caller waits.
+    pub fn fast_handoff(mut self, on: bool) -> Self {
+        self.config.fast_handoff = on;
+        self
+    }
+
+    /// Restart quarantine (default off): a node that has been up for less
+    /// than `required` does not vote for new locks. Its uptime is read
+    /// (`INFO server`) when the client starts and again after every
+    /// connection error, since the node may have restarted.
+    ///
+    /// Why: a node that restarts without persistence has forgotten every
+    /// key. If it votes at once, a second client can win a majority with it
+    /// while the first client's lock is still valid on the other nodes — two
+    /// holders. The Redlock specification's cure is a "delayed restart":
+    /// keep a restarted node out for longer than the largest TTL in use.
+    /// This does it in the client, whatever restarts the server. Set
+    /// `required` to at least your largest TTL; it is not needed when every
+    /// node runs with `appendonly yes` and `appendfsync always`.
+    ///
+    /// Release and extend still go to a quarantined node (they only remove
+    /// or keep this client's own keys).
+    pub fn restart_quarantine(mut self, required: Option<Duration>) -> Self {
+        self.config.restart_quarantine = required;
+        self
+    }
+
     /// Trusts `pem` (one or more PEM certificates) as the root CA of
     /// `rediss://` nodes, instead of the system's roots. Needs the `tls`
     /// feature.
@@ -403,11 +573,118 @@ impl Builder {
                     .map_err(|e| Error::invalid(format!("cannot use node {}: {e}", spec.label)))
             })
             .collect::<Result<Vec<_>>>()?;
+        let handoff = self.config.fast_handoff.then(|| {
+            let clients = nodes
+                .iter()
+                .map(|n| (n.label().to_owned(), n.client().clone()))
+                .collect();
+            Arc::new(Handoff::new(clients, self.config.connect_timeout))
+        });
         let engine = Arc::new(Engine {
             nodes,
             config: self.config,
+            handoff,
         });
         engine.connect_all().await;
         Ok(Redlock { engine })
+    }
+}
+
+enum Target {
+    One(Vec<u8>),
+    Many(Result<Keys>),
+}
+
+/// One acquisition, described step by step; see [`Redlock::acquisition`].
+///
+/// By default it retries per the builder's policy, unfenced.
+#[derive(Debug)]
+#[must_use = "an acquisition does nothing until acquire() is awaited"]
+pub struct Acquisition<'a> {
+    redlock: &'a Redlock,
+    target: Target,
+    ttl: Duration,
+    fenced: bool,
+    retries: u32,
+    wait: Option<Duration>,
+}
+
+impl std::fmt::Debug for Target {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Target::One(r) => write!(f, "{}", crate::ResourceName::new(r)),
+            Target::Many(Ok(keys)) => write!(f, "{keys}"),
+            Target::Many(Err(e)) => write!(f, "{e}"),
+        }
+    }
+}
+
+impl<'a> Acquisition<'a> {
+    fn new(redlock: &'a Redlock, target: Target, ttl: Duration) -> Self {
+        let cfg = &redlock.engine.config;
+        Self {
+            redlock,
+            target,
+            ttl,
+            fenced: false,
+            retries: cfg.retry_count,
+            wait: cfg.retry_deadline,
+        }
+    }
+
+    /// Hands out a fencing token; see [`Redlock::acquire_fenced`]. Only for
+    /// a single resource.
+    pub fn fenced(mut self) -> Self {
+        self.fenced = true;
+        self
+    }
+
+    /// One attempt, no retries.
+    pub fn once(mut self) -> Self {
+        self.retries = 0;
+        self.wait = None;
+        self
+    }
+
+    /// This many retries after the first attempt.
+    pub fn retries(mut self, retries: u32) -> Self {
+        self.retries = retries;
+        self
+    }
+
+    /// Retries without a count limit until `wait` has passed.
+    pub fn wait(mut self, wait: Duration) -> Self {
+        self.retries = u32::MAX;
+        self.wait = Some(wait);
+        self
+    }
+
+    /// Runs the acquisition.
+    ///
+    /// # Errors
+    ///
+    /// As for [`Redlock::acquire`]; [`Error::InvalidInput`] also for a
+    /// fenced lock over several resources.
+    ///
+    /// # Cancel safety
+    ///
+    /// As for [`Redlock::acquire`].
+    pub async fn acquire(self) -> Result<Lock> {
+        let deadline = self.wait.map(|w| Instant::now() + w);
+        let keys = match self.target {
+            Target::One(resource) => Keys::one(&resource, self.fenced)?,
+            Target::Many(keys) => {
+                let keys = keys?;
+                if self.fenced {
+                    return Err(Error::invalid(
+                        "fencing tokens are for single-resource locks",
+                    ));
+                }
+                keys
+            }
+        };
+        self.redlock
+            .run(keys, self.ttl, self.retries, deadline)
+            .await
     }
 }

@@ -19,18 +19,29 @@ const LOCKER_ACL: &[&str] = &[
     "reset",
     "on",
     ">locker-pw",
+    // The locks, and their fencing counters.
     "~lock:*",
+    "~quorumlock:fence:lock:*",
+    // Release announcements for fast hand-off.
     "resetchannels",
+    "&quorumlock:released:lock:*",
     "-@all",
     "+set",
-    // Run by the release and extend scripts.
-    "+get",
-    "+del",
-    "+pexpire",
     "+eval",
     "+evalsha",
     "+script|load",
     "+ping",
+    // Called by the scripts.
+    "+get",
+    "+del",
+    "+pexpire",
+    "+exists",
+    "+publish",
+    // Waiters' hand-off subscriptions.
+    "+subscribe",
+    "+unsubscribe",
+    // Restart quarantine reads the uptime.
+    "+info",
 ];
 
 fn with_user(url: &str, user: &str, password: &str) -> String {
@@ -48,9 +59,12 @@ async fn an_acl_user_limited_to_the_lock_commands_is_enough() {
         .iter()
         .map(|u| with_user(u, "locker", "locker-pw"))
         .collect();
+    // Restart quarantine reads each node's uptime in whole seconds.
+    tokio::time::sleep(Duration::from_millis(1100)).await;
     let redlock = Redlock::builder(&urls)
         .node_timeout(Duration::from_millis(200))
         .retry_count(0)
+        .restart_quarantine(Some(Duration::from_millis(500)))
         .build()
         .await
         .expect("build");
@@ -61,7 +75,29 @@ async fn an_acl_user_limited_to_the_lock_commands_is_enough() {
         .await
         .expect("acquire");
     lock.extend(Duration::from_secs(10)).await.expect("extend");
+    // A waiter subscribes for the release announcement meanwhile.
+    let waiter = {
+        let (redlock, name) = (redlock.clone(), name.clone());
+        tokio::spawn(async move {
+            redlock
+                .acquire_within(&name, Duration::from_secs(10), Duration::from_secs(5))
+                .await
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(200)).await;
     lock.release().await.expect("release");
+    let next = waiter.await.expect("waiter").expect("the waiter takes it");
+    next.release().await.expect("release");
+    let fenced = redlock
+        .acquire_fenced(&name, Duration::from_secs(10))
+        .await
+        .expect("fenced acquire");
+    assert!(fenced.fence().is_some());
+    fenced.release().await.expect("release fenced");
+    for i in 0..3 {
+        let denied: Vec<redis::Value> = cluster.exec(i, redis::cmd("ACL").arg("LOG"));
+        assert!(denied.is_empty(), "node {i} denied: {denied:?}");
+    }
     assert!(
         eventually(Duration::from_secs(2), || cluster.holders(name.as_bytes())
             == 0)

@@ -4,8 +4,9 @@
 //! answer, and stops them on drop — printing each node's log when the test
 //! is failing. It can pause (SIGSTOP), resume, kill and restart a node.
 //! [`Cluster::shared`] uses the nodes named in `QUORUMLOCK_TEST_NODES`
-//! (comma-separated URLs) when set, for tests that need no process control.
-//! Benches reuse this file through `#[path]`.
+//! (comma-separated URLs) when set, for tests that need no process control;
+//! [`Cluster::external`] uses nodes given by the test itself (the Docker
+//! fault tests). Benches reuse this file through `#[path]`.
 //!
 //! Fault tools live beside it: [`proxy`] (latency, blackhole, reset, slow
 //! replies in front of each node, see [`Cluster::proxied`]), [`inject`]
@@ -23,6 +24,7 @@ use std::fmt::Write as _;
 use std::net::TcpListener;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
+use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use quorumlock::Redlock;
@@ -221,9 +223,15 @@ impl Cluster {
         panic!("could not start a redis-server: {last}");
     }
 
-    /// The nodes of `QUORUMLOCK_TEST_NODES` when set (and `n` matches or is
-    /// ignored), else `n` local nodes. Tests using this must not need
-    /// process control and must use [`unique`] resource names.
+    /// The first `n` nodes of `QUORUMLOCK_TEST_NODES` when it is set, else
+    /// `n` local nodes. Tests using this must not need process control and
+    /// must use [`unique`] resource names: other tests use the same nodes
+    /// at the same time, and earlier runs may have left keys behind.
+    ///
+    /// # Panics
+    ///
+    /// When the variable names fewer than `n` nodes, or a node it names
+    /// does not answer `PING` (checked once per test binary).
     pub fn shared(n: usize) -> Self {
         match std::env::var(NODES_ENV) {
             Ok(list) if !list.trim().is_empty() => {
@@ -237,12 +245,21 @@ impl Cluster {
                     "{NODES_ENV} names {} nodes, this test needs {n}",
                     urls.len()
                 );
-                Self {
-                    nodes: Nodes::External(urls.into_iter().take(n).collect()),
-                    proxies: Vec::new(),
+                static REACHABLE: OnceLock<Result<(), String>> = OnceLock::new();
+                if let Err(e) = REACHABLE.get_or_init(|| ping_all(&urls)) {
+                    panic!("{NODES_ENV}={list}: {e}");
                 }
+                Self::external(urls.into_iter().take(n).collect())
             }
             _ => Self::local(n),
+        }
+    }
+
+    /// Nodes that run elsewhere (no process control), as URLs.
+    pub fn external(urls: Vec<String>) -> Self {
+        Self {
+            nodes: Nodes::External(urls),
+            proxies: Vec::new(),
         }
     }
 
@@ -443,13 +460,23 @@ impl Cluster {
     /// Each node's log, for failure reports.
     pub fn logs(&self) -> String {
         let mut out = String::new();
-        if let Nodes::Local(nodes) = &self.nodes {
-            for (i, n) in nodes.iter().enumerate() {
+        match &self.nodes {
+            Nodes::Local(nodes) => {
+                for (i, n) in nodes.iter().enumerate() {
+                    let _ = writeln!(
+                        out,
+                        "----- node {i} (port {}) log -----\n{}",
+                        n.port,
+                        n.log()
+                    );
+                }
+            }
+            Nodes::External(urls) => {
                 let _ = writeln!(
                     out,
-                    "----- node {i} (port {}) log -----\n{}",
-                    n.port,
-                    n.log()
+                    "----- external nodes {} -----\ntheir logs are where they run \
+                     (for the Docker nodes: docker/cluster.sh logs)",
+                    urls.join(",")
                 );
             }
         }
@@ -489,6 +516,26 @@ pub fn report(line: &str) {
     let _ = writeln!(err, "{line}");
 }
 
+/// Checks that every node answers `PING`, so that a test run against nodes
+/// that are not up fails with one clear message instead of many timeouts.
+fn ping_all(urls: &[String]) -> Result<(), String> {
+    for url in urls {
+        let answered = redis::Client::open(url.as_str())
+            .and_then(|c| c.get_connection_with_timeout(Duration::from_secs(2)))
+            .and_then(|mut c| {
+                c.set_read_timeout(Some(Duration::from_secs(2)))?;
+                redis::cmd("PING").query::<String>(&mut c)
+            });
+        if let Err(e) = answered {
+            return Err(format!(
+                "node {url} does not answer PING ({e}); are the nodes up \
+                 (docker/cluster.sh up)?"
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// A resource name no other test (or earlier run on shared nodes) uses.
 pub fn unique(name: &str) -> String {
     format!("{name}:{:016x}", rand::random::<u64>())
@@ -517,4 +564,19 @@ pub fn seed(test: &str) -> u64 {
         .unwrap_or_else(rand::random);
     eprintln!("{test}: seed={seed} (replay with QUORUMLOCK_SEED={seed})");
     seed
+}
+
+/// Polls `check` every 10 ms from synchronous code until it holds or
+/// `limit` passes.
+pub fn block_on_eventually(limit: Duration, mut check: impl FnMut() -> bool) -> bool {
+    let deadline = Instant::now() + limit;
+    loop {
+        if check() {
+            return true;
+        }
+        if Instant::now() >= deadline {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
 }

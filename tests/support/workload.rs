@@ -46,6 +46,9 @@ pub type MakeStore = fn(usize) -> Arc<dyn Store>;
 #[derive(Clone)]
 pub struct Strategy {
     pub name: &'static str,
+    /// How long nodes must have been up before this strategy can lock
+    /// (a restart quarantine); runs wait that long after starting them.
+    pub warmup: Duration,
     pub customize: Customize,
     pub acquire: AcquireFn,
     pub store: MakeStore,
@@ -64,6 +67,7 @@ impl Strategy {
     pub fn plain() -> Self {
         Self {
             name: "plain",
+            warmup: Duration::ZERO,
             customize: Arc::new(|b| b),
             acquire: Arc::new(|redlock, resource, ttl| {
                 async move { redlock.acquire(resource, ttl).await.map(|l| (l, None)) }.boxed()
@@ -79,6 +83,38 @@ impl Strategy {
             acquire: Arc::new(|redlock, resource, ttl| {
                 async move { redlock.try_acquire(resource, ttl).await.map(|l| (l, None)) }.boxed()
             }),
+            ..Self::plain()
+        }
+    }
+
+    /// `Redlock::acquire_fenced`, its token checked by a [`FencedStore`].
+    ///
+    /// [`FencedStore`]: super::checker::FencedStore
+    pub fn fenced() -> Self {
+        Self {
+            name: "fenced",
+            warmup: Duration::ZERO,
+            customize: Arc::new(|b| b),
+            acquire: Arc::new(|redlock, resource, ttl| {
+                async move {
+                    let lock = redlock.acquire_fenced(resource, ttl).await?;
+                    let fence = lock.fence();
+                    Ok((lock, fence))
+                }
+                .boxed()
+            }),
+            store: super::checker::FencedStore::shared,
+        }
+    }
+
+    /// As [`Strategy::plain`], with nodes younger than `required` kept out
+    /// of the vote (restart quarantine).
+    pub fn quarantined(required: Duration) -> Self {
+        Self {
+            name: "quarantine",
+            // Uptime is read in whole seconds.
+            warmup: required + Duration::from_secs(1),
+            customize: Arc::new(move |b| b.restart_quarantine(Some(required))),
             ..Self::plain()
         }
     }
@@ -286,6 +322,7 @@ impl SafetyRun {
         let w = &self.workload;
         let mut cluster = super::Cluster::local(self.nodes);
         let urls = cluster.proxied();
+        tokio::time::sleep(strategy.warmup).await;
         let limits = Limits {
             nodes: self.nodes,
             span: self.duration.saturating_sub(Duration::from_secs(1)),

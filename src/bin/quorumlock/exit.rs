@@ -1,0 +1,33 @@
+//! Exit statuses of the `quorumlock` command.
+
+/// Success (for `status`: the resource is held by a quorum).
+pub const OK: u8 = 0;
+/// `status`: the resource is not held by a quorum.
+pub const NOT_HELD: u8 = 1;
+/// Bad flags or arguments (also clap's own usage errors).
+pub const USAGE: u8 = 2;
+/// No quorum of nodes could be reached.
+pub const UNAVAILABLE: u8 = 69;
+/// Internal error (e.g. a signal handler could not be installed).
+pub const SOFTWARE: u8 = 70;
+/// The lock is held by someone else (`--no-wait`, or `--wait` ran out).
+pub const BUSY: u8 = 75;
+/// The lock was lost while the command ran; the command was terminated.
+pub const LOST: u8 = 79;
+/// The command could not be executed (permission).
+pub const CANNOT_EXECUTE: u8 = 126;
+/// The command was not found.
+pub const NOT_FOUND: u8 = 127;
+
+/// The text of the exit status table, for `--help`.
+pub const TABLE: &str = "\
+Exit status of `run`: the command's own status, or
+    75  the lock is held elsewhere (--no-wait, or --wait ran out)
+    69  no quorum of Redis nodes could be reached
+    79  the lock was lost while the command ran; it was sent SIGTERM
+        (SIGKILL after --grace) and this status is returned
+   126  the command could not be executed
+   127  the command was not found
+  128+N the command was killed by signal N
+     2  bad flags or arguments
+Exit status of `status`: 0 held by a quorum, 1 not held, 69 no quorum reachable.";

@@ -1,0 +1,265 @@
+//! Fast hand-off: waiters subscribe (on every node) to the channel the
+//! release script publishes on, and retry as soon as a release is announced
+//! instead of sleeping out a random 0–200 ms delay. The random delay stays
+//! as the fallback: a missed message costs latency, never correctness.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError, Weak};
+use std::time::Duration;
+
+use futures::stream::{FuturesUnordered, StreamExt};
+use redis::aio::PubSubSink;
+use redis::Client;
+use tokio::sync::Notify;
+use tokio_util::sync::CancellationToken;
+use tracing::debug;
+
+use crate::keys::{Keys, RELEASE_CHANNEL_PREFIX};
+
+/// Subscriptions shared by every waiter of one [`Redlock`](crate::Redlock).
+pub(crate) struct Handoff {
+    clients: Vec<(String, Client)>,
+    connect_timeout: Duration,
+    state: Mutex<State>,
+    stop: CancellationToken,
+}
+
+#[derive(Default)]
+struct State {
+    channels: HashMap<Vec<u8>, Channel>,
+    sinks: Vec<Option<PubSubSink>>,
+    started: bool,
+}
+
+struct Channel {
+    notify: Arc<Notify>,
+    watchers: usize,
+}
+
+impl std::fmt::Debug for Handoff {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Handoff")
+            .field("nodes", &self.clients.len())
+            .finish()
+    }
+}
+
+impl Drop for Handoff {
+    fn drop(&mut self) {
+        self.stop.cancel();
+    }
+}
+
+/// The channel the release script publishes on for `resource`.
+pub(crate) fn channel(resource: &[u8]) -> Vec<u8> {
+    [RELEASE_CHANNEL_PREFIX, resource].concat()
+}
+
+impl Handoff {
+    pub(crate) fn new(clients: Vec<(String, Client)>, connect_timeout: Duration) -> Self {
+        let sinks = vec![None; clients.len()];
+        Self {
+            clients,
+            connect_timeout,
+            state: Mutex::new(State {
+                sinks,
+                ..State::default()
+            }),
+            stop: CancellationToken::new(),
+        }
+    }
+
+    fn state(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Registers interest in the release of `keys` and subscribes on the
+    /// nodes already connected (waiting at most `timeout` for them).
+    pub(crate) async fn watch(self: &Arc<Self>, keys: &Keys, timeout: Duration) -> Watch {
+        let mut fresh = Vec::new();
+        let mut channels = Vec::new();
+        let sinks = {
+            let mut state = self.state();
+            if !state.started {
+                state.started = true;
+                for i in 0..self.clients.len() {
+                    tokio::spawn(run_node(Arc::downgrade(self), i, self.stop.clone()));
+                }
+            }
+            for resource in keys.resources() {
+                let name = channel(resource);
+                let entry = state.channels.entry(name.clone()).or_insert_with(|| {
+                    fresh.push(name.clone());
+                    Channel {
+                        notify: Arc::new(Notify::new()),
+                        watchers: 0,
+                    }
+                });
+                entry.watchers += 1;
+                channels.push((name, entry.notify.clone()));
+            }
+            state.sinks.iter().flatten().cloned().collect::<Vec<_>>()
+        };
+        if !fresh.is_empty() {
+            let mut subscribing: FuturesUnordered<_> = sinks
+                .into_iter()
+                .map(|mut sink| {
+                    let fresh = fresh.clone();
+                    async move {
+                        let _ = tokio::time::timeout(timeout, sink.subscribe(fresh)).await;
+                    }
+                })
+                .collect();
+            while subscribing.next().await.is_some() {}
+        }
+        Watch {
+            handoff: self.clone(),
+            channels,
+        }
+    }
+
+    fn unwatch(&self, channels: &[(Vec<u8>, Arc<Notify>)]) {
+        let mut gone = Vec::new();
+        let sinks = {
+            let mut state = self.state();
+            for (name, _) in channels {
+                if let Some(entry) = state.channels.get_mut(name) {
+                    entry.watchers = entry.watchers.saturating_sub(1);
+                    if entry.watchers == 0 {
+                        state.channels.remove(name);
+                        gone.push(name.clone());
+                    }
+                }
+            }
+            state.sinks.iter().flatten().cloned().collect::<Vec<_>>()
+        };
+        if gone.is_empty() {
+            return;
+        }
+        if let Ok(handle) = tokio::runtime::Handle::try_current() {
+            let timeout = self.connect_timeout;
+            for mut sink in sinks {
+                let gone = gone.clone();
+                handle.spawn(async move {
+                    let _ = tokio::time::timeout(timeout, sink.unsubscribe(gone)).await;
+                });
+            }
+        }
+    }
+
+    fn announce(&self, channel: &[u8]) {
+        if let Some(entry) = self.state().channels.get(channel) {
+            // One waiter per announcement: the others keep waiting for the
+            // next release instead of stampeding at once.
+            entry.notify.notify_one();
+        }
+    }
+}
+
+/// A waiter's registration; dropping it ends the subscription when no
+/// other waiter of this client needs it.
+pub(crate) struct Watch {
+    handoff: Arc<Handoff>,
+    channels: Vec<(Vec<u8>, Arc<Notify>)>,
+}
+
+impl Watch {
+    /// Resolves when a release of one of the watched resources is announced.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: a dropped wait does not consume an announcement.
+    pub(crate) async fn released(&self) {
+        let mut waits: FuturesUnordered<_> =
+            self.channels.iter().map(|(_, n)| n.notified()).collect();
+        let _ = waits.next().await;
+    }
+}
+
+impl Drop for Watch {
+    fn drop(&mut self) {
+        self.handoff.unwatch(&self.channels);
+    }
+}
+
+impl std::fmt::Debug for Watch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Watch")
+            .field("channels", &self.channels.len())
+            .finish()
+    }
+}
+
+/// Keeps one node's subscriber connection up: connects, subscribes to every
+/// channel in use, forwards announcements, reconnects after errors.
+async fn run_node(handoff: Weak<Handoff>, i: usize, stop: CancellationToken) {
+    let mut backoff = Duration::from_millis(50);
+    loop {
+        let Some(h) = handoff.upgrade() else { return };
+        let (label, client) = h.clients[i].clone();
+        let connect_timeout = h.connect_timeout;
+        drop(h);
+        let connected = tokio::select! {
+            _ = stop.cancelled() => return,
+            r = tokio::time::timeout(connect_timeout, client.get_async_pubsub()) => r,
+        };
+        let pubsub = match connected {
+            Ok(Ok(p)) => p,
+            Ok(Err(e)) => {
+                debug!(node = %label, error = %e, "hand-off subscriber cannot connect");
+                wait_or_stop(&stop, &mut backoff).await;
+                continue;
+            }
+            Err(_) => {
+                debug!(node = %label, "hand-off subscriber connect timed out");
+                wait_or_stop(&stop, &mut backoff).await;
+                continue;
+            }
+        };
+        let (mut sink, mut stream) = pubsub.split();
+        let current: Vec<Vec<u8>> = {
+            let Some(h) = handoff.upgrade() else { return };
+            let mut state = h.state();
+            state.sinks[i] = Some(sink.clone());
+            state.channels.keys().cloned().collect()
+        };
+        if !current.is_empty() {
+            let _ = tokio::time::timeout(connect_timeout, sink.subscribe(current)).await;
+        }
+        backoff = Duration::from_millis(50);
+        loop {
+            let msg = tokio::select! {
+                _ = stop.cancelled() => return,
+                m = stream.next() => m,
+            };
+            let Some(msg) = msg else { break };
+            let Some(h) = handoff.upgrade() else { return };
+            if let Ok(name) = msg.get_channel::<Vec<u8>>() {
+                h.announce(&name);
+            }
+        }
+        if let Some(h) = handoff.upgrade() {
+            h.state().sinks[i] = None;
+        }
+        debug!(node = %label, "hand-off subscriber disconnected");
+        wait_or_stop(&stop, &mut backoff).await;
+    }
+}
+
+async fn wait_or_stop(stop: &CancellationToken, backoff: &mut Duration) {
+    tokio::select! {
+        _ = stop.cancelled() => {}
+        _ = tokio::time::sleep(*backoff) => {}
+    }
+    *backoff = (*backoff * 2).min(Duration::from_secs(2));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn channels_are_prefixed_resource_bytes() {
+        assert_eq!(channel(b"job\x00"), b"quorumlock:released:job\x00".to_vec());
+    }
+}

@@ -1,0 +1,157 @@
+//! What a lock covers on each node: one resource or several taken
+//! all-or-nothing, and, for a fenced lock, the counter key beside it.
+
+use std::fmt;
+use std::sync::Arc;
+
+use crate::error::{Error, ResourceName, Result};
+
+/// Prefix of the fencing counter keys: `quorumlock:fence:<resource>`.
+/// Resource names starting with it are reserved.
+pub const FENCE_KEY_PREFIX: &[u8] = b"quorumlock:fence:";
+
+/// Prefix of the channels the release script publishes on:
+/// `quorumlock:released:<resource>`.
+pub const RELEASE_CHANNEL_PREFIX: &[u8] = b"quorumlock:released:";
+
+/// The keys of one lock. Cheap to clone.
+#[derive(Clone)]
+pub(crate) struct Keys(Arc<Inner>);
+
+struct Inner {
+    resources: Vec<Vec<u8>>,
+    fence_key: Option<Vec<u8>>,
+}
+
+impl Keys {
+    /// One resource, optionally fenced.
+    pub(crate) fn one(resource: &[u8], fenced: bool) -> Result<Self> {
+        check_resource(resource)?;
+        let fence_key = fenced.then(|| [FENCE_KEY_PREFIX, resource].concat());
+        Ok(Self(Arc::new(Inner {
+            resources: vec![resource.to_vec()],
+            fence_key,
+        })))
+    }
+
+    /// Several distinct resources, locked together.
+    pub(crate) fn many<I, R>(resources: I) -> Result<Self>
+    where
+        I: IntoIterator<Item = R>,
+        R: AsRef<[u8]>,
+    {
+        let mut list: Vec<Vec<u8>> = Vec::new();
+        for r in resources {
+            let r = r.as_ref();
+            check_resource(r)?;
+            if list.iter().any(|seen| seen.as_slice() == r) {
+                return Err(Error::invalid(format!(
+                    "resource {} is listed twice",
+                    ResourceName::new(r)
+                )));
+            }
+            list.push(r.to_vec());
+        }
+        if list.is_empty() {
+            return Err(Error::invalid("no resources given"));
+        }
+        Ok(Self(Arc::new(Inner {
+            resources: list,
+            fence_key: None,
+        })))
+    }
+
+    /// The resources, in the order given.
+    pub(crate) fn resources(&self) -> &[Vec<u8>] {
+        &self.0.resources
+    }
+
+    /// The first (for a single lock: the only) resource.
+    pub(crate) fn first(&self) -> &[u8] {
+        self.0
+            .resources
+            .first()
+            .map(Vec::as_slice)
+            .unwrap_or_default()
+    }
+
+    /// True for a lock over more than one resource.
+    pub(crate) fn is_multi(&self) -> bool {
+        self.0.resources.len() > 1
+    }
+
+    /// The fencing counter key, for a fenced lock.
+    pub(crate) fn fence_key(&self) -> Option<&[u8]> {
+        self.0.fence_key.as_deref()
+    }
+
+    /// The resource for messages.
+    pub(crate) fn name(&self) -> ResourceName {
+        ResourceName::new(self.first())
+    }
+}
+
+fn check_resource(resource: &[u8]) -> Result<()> {
+    if resource.is_empty() {
+        return Err(Error::invalid("resource name must not be empty"));
+    }
+    if resource.starts_with(FENCE_KEY_PREFIX) {
+        return Err(Error::invalid(format!(
+            "resource {} uses the reserved prefix of fencing counters",
+            ResourceName::new(resource)
+        )));
+    }
+    Ok(())
+}
+
+impl fmt::Debug for Keys {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Keys({self})")
+    }
+}
+
+/// Shows the first resource escaped (and how many more), formatted only
+/// when a log line is actually written.
+impl fmt::Display for Keys {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        const MAX: usize = 96;
+        let first = self.first();
+        write!(f, "{}", first[..first.len().min(MAX)].escape_ascii())?;
+        if first.len() > MAX {
+            write!(f, "…({} bytes)", first.len())?;
+        }
+        if self.is_multi() {
+            write!(f, " (+{} more)", self.0.resources.len() - 1)?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn single_keys_carry_an_optional_fence_counter() {
+        let k = Keys::one(b"job", true).unwrap();
+        assert_eq!(k.fence_key(), Some(&b"quorumlock:fence:job"[..]));
+        assert!(!k.is_multi());
+        assert!(Keys::one(b"job", false).unwrap().fence_key().is_none());
+        assert!(Keys::one(b"", false).unwrap_err().is_invalid_input());
+        assert!(Keys::one(b"quorumlock:fence:x", false).is_err());
+    }
+
+    #[test]
+    fn many_keys_must_be_distinct_and_non_empty() {
+        let k = Keys::many(["a", "b"]).unwrap();
+        assert!(k.is_multi());
+        assert_eq!(k.to_string(), "a (+1 more)");
+        assert!(Keys::many(["a", "a"])
+            .unwrap_err()
+            .to_string()
+            .contains("twice"));
+        assert!(Keys::many(Vec::<&str>::new()).is_err());
+        assert!(Keys::many(["a", ""]).is_err());
+        assert!(!Keys::many(["only"]).unwrap().is_multi());
+    }
+}

@@ -1,0 +1,142 @@
+//! Who holds a resource: a read-only look at every node, for operators and
+//! for showing waiters what they wait for.
+
+use std::fmt;
+use std::time::Duration;
+
+use futures::FutureExt;
+
+use crate::error::{NodeFailure, ResourceName};
+use crate::fanout::{Engine, Gather};
+use crate::quorum;
+use crate::token::Token;
+
+/// What one node holds for a resource.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum NodeView {
+    /// The key is absent.
+    Free,
+    /// The key holds a value (a lock token, normally).
+    Held {
+        /// The first characters of the value.
+        token_prefix: String,
+        /// Time until the key expires; `None` when it has no expiry.
+        expires_in: Option<Duration>,
+    },
+    /// The node did not answer usably.
+    Failed(NodeFailure),
+}
+
+/// A resource as seen by every node at one moment.
+#[derive(Debug, Clone)]
+pub struct Status {
+    /// The resource, printable.
+    pub resource: ResourceName,
+    /// Per node, in the order the nodes were given: its label and view.
+    pub nodes: Vec<(String, NodeView)>,
+    /// Votes a quorum needs.
+    pub quorum: usize,
+}
+
+impl Status {
+    /// The value prefix held on the most nodes, and on how many.
+    pub fn leading_holder(&self) -> Option<(&str, usize)> {
+        let mut best: Option<(&str, usize)> = None;
+        for (_, view) in &self.nodes {
+            if let NodeView::Held { token_prefix, .. } = view {
+                let n = self
+                    .nodes
+                    .iter()
+                    .filter(|(_, v)| matches!(v, NodeView::Held { token_prefix: p, .. } if p == token_prefix))
+                    .count();
+                if best.is_none_or(|(_, m)| n > m) {
+                    best = Some((token_prefix.as_str(), n));
+                }
+            }
+        }
+        best
+    }
+
+    /// True when one value is held on a majority of nodes.
+    pub fn held_by_quorum(&self) -> bool {
+        self.leading_holder().is_some_and(|(_, n)| n >= self.quorum)
+    }
+
+    /// The time until the leading holder's key expires on the last of the
+    /// majority of nodes that hold it (an upper bound of the lock's life).
+    pub fn expires_in(&self) -> Option<Duration> {
+        let (prefix, _) = self.leading_holder()?;
+        self.nodes
+            .iter()
+            .filter_map(|(_, v)| match v {
+                NodeView::Held {
+                    token_prefix,
+                    expires_in,
+                } if token_prefix == prefix => *expires_in,
+                _ => None,
+            })
+            .max()
+    }
+}
+
+impl fmt::Display for Status {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.leading_holder() {
+            Some((prefix, n)) if n >= self.quorum => write!(
+                f,
+                "{} is held by {prefix}… on {n} of {} nodes",
+                self.resource,
+                self.nodes.len()
+            )?,
+            Some((prefix, n)) => write!(
+                f,
+                "{} is not held by a quorum ({prefix}… on {n} of {} nodes, {} needed)",
+                self.resource,
+                self.nodes.len(),
+                self.quorum
+            )?,
+            None => write!(f, "{} is free", self.resource)?,
+        }
+        if let Some(left) = self.expires_in() {
+            write!(f, ", expires in {:.1}s", left.as_secs_f64())?;
+        }
+        Ok(())
+    }
+}
+
+impl Engine {
+    /// Reads the resource's key on every node, in parallel.
+    pub(crate) async fn status(&self, resource: &[u8]) -> Status {
+        let timeout = self.config.node_timeout;
+        let key: std::sync::Arc<[u8]> = resource.into();
+        let mut gather = Gather::new(self.nodes.iter().enumerate().map(|(i, node)| {
+            let (node, key) = (node.clone(), key.clone());
+            async move { (i, node.peek(&key, timeout).await) }.boxed()
+        }));
+        let mut views: Vec<NodeView> = vec![NodeView::Free; self.nodes.len()];
+        while let Some((i, result)) = gather.next().await {
+            views[i] = match result {
+                Ok((None, _)) => NodeView::Free,
+                Ok((Some(value), pttl)) => {
+                    let text = String::from_utf8_lossy(&value);
+                    NodeView::Held {
+                        token_prefix: text.chars().take(Token::SHOWN).collect(),
+                        expires_in: u64::try_from(pttl).ok().map(Duration::from_millis),
+                    }
+                }
+                Err(failure) => NodeView::Failed(failure),
+            };
+        }
+        Status {
+            resource: ResourceName::new(resource),
+            nodes: self
+                .nodes
+                .iter()
+                .map(|n| n.label().to_owned())
+                .zip(views)
+                .collect(),
+            quorum: quorum::quorum(self.nodes.len()),
+        }
+    }
+}

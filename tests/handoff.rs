@@ -1,0 +1,122 @@
+//! Fast hand-off: a waiter retries when the holder's release is announced,
+//! not after its random delay.
+
+mod support;
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use support::{unique, Cluster};
+
+const TTL: Duration = Duration::from_secs(10);
+/// A retry delay so long that a waiter finishing well before it can only
+/// have been woken by the release announcement.
+const SLOW_RETRY: Duration = Duration::from_secs(4);
+
+#[tokio::test]
+async fn a_waiter_is_woken_by_the_release_not_by_its_retry_delay() {
+    let cluster = Cluster::shared(5);
+    let redlock = cluster
+        .builder()
+        .retry_count(10)
+        .retry_delay(SLOW_RETRY, SLOW_RETRY)
+        .build()
+        .await
+        .expect("build");
+    let name = unique("handoff");
+    let holder = redlock.acquire(&name, TTL).await.expect("holder");
+    let waiter = {
+        let (r, n) = (redlock.clone(), name.clone());
+        tokio::spawn(async move {
+            let lock = r.acquire(&n, TTL).await;
+            (Instant::now(), lock)
+        })
+    };
+    // Let the waiter fail, subscribe, fail again and start waiting.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let released_at = Instant::now();
+    holder.release().await.expect("release");
+    let (granted_at, lock) = tokio::time::timeout(Duration::from_secs(30), waiter)
+        .await
+        .expect("waiter ends")
+        .expect("task");
+    let lock = lock.expect("waiter acquires");
+    let gap = granted_at - released_at;
+    assert!(
+        gap < SLOW_RETRY / 2,
+        "woken after {gap:?}: the announcement was missed"
+    );
+    lock.release().await.expect("release");
+}
+
+#[tokio::test]
+async fn the_release_script_announces_on_the_resource_channel() {
+    let cluster = Cluster::shared(3);
+    let redlock = cluster.redlock().await;
+    let name = unique("announce");
+    let client = redis::Client::open(cluster.url(0)).expect("url");
+    let mut pubsub = client.get_async_pubsub().await.expect("pubsub");
+    let channel = [quorumlock::RELEASE_CHANNEL_PREFIX, name.as_bytes()].concat();
+    pubsub.subscribe(&channel).await.expect("subscribe");
+    let lock = redlock.acquire(&name, TTL).await.expect("acquire");
+    lock.release().await.expect("release");
+    let msg = tokio::time::timeout(Duration::from_secs(5), async {
+        use futures::StreamExt;
+        pubsub.on_message().next().await
+    })
+    .await
+    .expect("announced")
+    .expect("message");
+    assert_eq!(msg.get_channel::<Vec<u8>>().expect("channel"), channel);
+}
+
+#[tokio::test]
+async fn thirty_two_waiters_all_get_their_turn_one_at_a_time() {
+    let cluster = Cluster::shared(5);
+    let redlock = cluster
+        .builder()
+        .retry_count(u32::MAX)
+        .retry_delay(Duration::from_millis(500), Duration::from_secs(1))
+        .build()
+        .await
+        .expect("build");
+    let name = unique("herd");
+    let holder = redlock.acquire(&name, TTL).await.expect("holder");
+    let inside = Arc::new(AtomicUsize::new(0));
+    let overlaps = Arc::new(AtomicUsize::new(0));
+    let mut waiters = Vec::new();
+    for _ in 0..32 {
+        let (r, n, inside, overlaps) = (
+            redlock.clone(),
+            name.clone(),
+            inside.clone(),
+            overlaps.clone(),
+        );
+        waiters.push(tokio::spawn(async move {
+            let lock = r
+                .acquisition(&n, TTL)
+                .wait(Duration::from_secs(60))
+                .acquire()
+                .await
+                .expect("every waiter gets a turn");
+            if inside.fetch_add(1, Ordering::SeqCst) != 0 {
+                overlaps.fetch_add(1, Ordering::SeqCst);
+            }
+            tokio::time::sleep(Duration::from_millis(2)).await;
+            inside.fetch_sub(1, Ordering::SeqCst);
+            lock.release().await.expect("release");
+        }));
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let start = Instant::now();
+    holder.release().await.expect("release");
+    for w in waiters {
+        tokio::time::timeout(Duration::from_secs(90), w)
+            .await
+            .expect("waiter ends")
+            .expect("task");
+    }
+    eprintln!("handoff: 32 waiters served in {:?}", start.elapsed());
+    assert_eq!(overlaps.load(Ordering::SeqCst), 0);
+}

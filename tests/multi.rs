@@ -1,0 +1,183 @@
+//! Locks over several resources: all or nothing on each node, released and
+//! extended together, overlapping sets exclude each other.
+
+mod support;
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use support::{eventually, unique, Cluster};
+
+const TTL: Duration = Duration::from_secs(10);
+
+#[tokio::test]
+async fn all_resources_are_taken_released_and_extended_together() {
+    let cluster = Cluster::shared(5);
+    let redlock = cluster.redlock().await;
+    let (a, b, c) = (unique("acct-a"), unique("acct-b"), unique("acct-c"));
+    let lock = redlock
+        .acquire_all([&a, &b, &c], TTL)
+        .await
+        .expect("acquire");
+    assert_eq!(lock.resources().count(), 3);
+    assert_eq!(lock.resource(), a.as_bytes());
+    let token = cluster.values(a.as_bytes())[0].clone().expect("set");
+    for r in [&a, &b, &c] {
+        assert!(cluster
+            .values(r.as_bytes())
+            .iter()
+            .all(|v| v.as_ref() == Some(&token)));
+    }
+    // Each resource alone is now taken.
+    assert!(redlock
+        .try_acquire(&b, TTL)
+        .await
+        .unwrap_err()
+        .is_contended());
+    lock.extend(Duration::from_secs(20))
+        .await
+        .expect("extend all");
+    let pttl: i64 = cluster.exec(2, redis::cmd("PTTL").arg(&c));
+    assert!(pttl > 15_000, "{pttl}");
+    lock.release().await.expect("release");
+    for r in [&a, &b, &c] {
+        assert!(
+            eventually(Duration::from_secs(2), || cluster.holders(r.as_bytes())
+                == 0)
+            .await
+        );
+    }
+}
+
+#[tokio::test]
+async fn one_taken_resource_blocks_the_set_and_nothing_is_set() {
+    let cluster = Cluster::shared(5);
+    let redlock = cluster
+        .builder()
+        .retry_count(0)
+        .build()
+        .await
+        .expect("build");
+    let (a, b) = (unique("free"), unique("taken"));
+    let holder = redlock.acquire(&b, TTL).await.expect("b");
+    let err = redlock
+        .acquire_all([&a, &b], TTL)
+        .await
+        .expect_err("b is held");
+    assert!(err.is_contended(), "{err}");
+    assert_eq!(
+        cluster.holders(a.as_bytes()),
+        0,
+        "all or nothing: a never set"
+    );
+    holder.release().await.expect("release");
+}
+
+#[tokio::test]
+async fn extend_fails_when_one_resource_was_lost() {
+    let cluster = Cluster::shared(5);
+    let redlock = cluster.redlock().await;
+    let (a, b) = (unique("x"), unique("y"));
+    let lock = redlock.acquire_all([&a, &b], TTL).await.expect("acquire");
+    for i in 0..3 {
+        let _: () = cluster.exec(i, redis::cmd("DEL").arg(&b));
+    }
+    let err = lock.extend(TTL).await.expect_err("b gone on a majority");
+    assert!(err.is_lost(), "{err}");
+    assert_eq!(cluster.holders(b.as_bytes()), 2, "never re-created");
+    lock.release().await.expect("release");
+}
+
+#[tokio::test]
+async fn bad_resource_lists_are_rejected() {
+    let cluster = Cluster::shared(3);
+    let redlock = cluster.redlock().await;
+    let none: [&str; 0] = [];
+    assert!(redlock
+        .acquire_all(none, TTL)
+        .await
+        .unwrap_err()
+        .is_invalid_input());
+    assert!(redlock
+        .acquire_all(["a", "a"], TTL)
+        .await
+        .unwrap_err()
+        .is_invalid_input());
+    assert!(redlock
+        .acquire_all(["a", ""], TTL)
+        .await
+        .unwrap_err()
+        .is_invalid_input());
+    let err = redlock
+        .acquisition_all(["a", "b"], TTL)
+        .fenced()
+        .acquire()
+        .await
+        .expect_err("fencing is per resource");
+    assert!(err.is_invalid_input(), "{err}");
+}
+
+#[tokio::test]
+async fn overlapping_sets_never_hold_a_resource_twice() {
+    let cluster = Cluster::shared(5);
+    let redlock = cluster
+        .builder()
+        .retry_count(200)
+        .retry_delay(Duration::from_millis(1), Duration::from_millis(20))
+        .build()
+        .await
+        .expect("build");
+    let names: Vec<String> = (0..4).map(|i| unique(&format!("ring-{i}"))).collect();
+    // Sets around a ring: each overlaps its neighbours.
+    let sets: Vec<Vec<String>> = (0..4)
+        .map(|i| vec![names[i].clone(), names[(i + 1) % 4].clone()])
+        .collect();
+    let occupied: Arc<Mutex<HashMap<String, usize>>> = Arc::default();
+    let violations = Arc::new(Mutex::new(0usize));
+    let mut tasks = Vec::new();
+    for (who, set) in sets.into_iter().enumerate() {
+        for _ in 0..2 {
+            let (r, set, occ, bad) = (
+                redlock.clone(),
+                set.clone(),
+                occupied.clone(),
+                violations.clone(),
+            );
+            tasks.push(tokio::spawn(async move {
+                let mut held = 0;
+                for _ in 0..10 {
+                    let lock = r.acquire_all(&set, TTL).await.expect("eventually free");
+                    {
+                        let mut occ = occ.lock().expect("map");
+                        for name in &set {
+                            if occ.insert(name.clone(), who).is_some() {
+                                *bad.lock().expect("count") += 1;
+                            }
+                        }
+                    }
+                    tokio::time::sleep(Duration::from_millis(2)).await;
+                    {
+                        let mut occ = occ.lock().expect("map");
+                        for name in &set {
+                            occ.remove(name);
+                        }
+                    }
+                    lock.release().await.expect("release");
+                    held += 1;
+                }
+                held
+            }));
+        }
+    }
+    let mut total = 0;
+    for t in tasks {
+        total += t.await.expect("task");
+    }
+    assert_eq!(total, 80);
+    assert_eq!(
+        *violations.lock().expect("count"),
+        0,
+        "a resource was held twice"
+    );
+}
