@@ -134,7 +134,8 @@ impl Error {
         match self {
             Error::Contended { failures, .. } | Error::Unavailable { failures, .. } => failures,
             Error::Lost {
-                reason: LostReason::NoQuorum { failures, .. },
+                reason:
+                    LostReason::NoQuorum { failures, .. } | LostReason::Uncertain { failures, .. },
                 ..
             } => failures,
             _ => &[],
@@ -156,6 +157,10 @@ pub enum LostReason {
     NoQuorum {
         /// Nodes that still held the token and extended it.
         extended: usize,
+        /// Nodes that answered that the key is absent or holds another
+        /// token. When so many refused that the rest cannot be a majority,
+        /// the lock is certainly gone; otherwise it may still be held.
+        refused: usize,
         /// Votes a quorum needs.
         needed: usize,
         /// Nodes that failed to answer, and why.
@@ -165,6 +170,24 @@ pub enum LostReason {
     TooSlow,
     /// The lock was already marked lost by an earlier failed extension.
     AlreadyLost,
+    /// Automatic renewal did not confirm the lock before its validity fell
+    /// below the safety margin; the keys may still be there.
+    Uncertain {
+        /// Validity that was left when this was decided.
+        validity_left: Duration,
+        /// Why the last renewal attempt failed (empty while it was still
+        /// waiting for replies).
+        failures: Vec<NodeFailure>,
+    },
+    /// Automatic renewal reached its cap on renewals or on hold time.
+    LimitReached {
+        /// Renewals that succeeded.
+        renewals: u32,
+        /// Time since the lock was granted.
+        held_for: Duration,
+    },
+    /// The holder released or dropped the lock.
+    Released,
 }
 
 impl fmt::Display for LostReason {
@@ -173,15 +196,30 @@ impl fmt::Display for LostReason {
             LostReason::Expired => f.write_str("its validity ran out"),
             LostReason::NoQuorum {
                 extended,
+                refused,
                 needed,
                 failures,
             } => write!(
                 f,
-                "extension reached {extended} of {needed} needed nodes{}",
+                "extension reached {extended} of {needed} needed nodes \
+                 ({refused} no longer held the token){}",
                 NodeFailures(failures)
             ),
             LostReason::TooSlow => f.write_str("the extension came back with no validity left"),
             LostReason::AlreadyLost => f.write_str("an earlier extension failed"),
+            LostReason::Uncertain {
+                validity_left,
+                failures,
+            } => write!(
+                f,
+                "no renewal succeeded and only {validity_left:?} of validity was left{}",
+                NodeFailures(failures)
+            ),
+            LostReason::LimitReached { renewals, held_for } => write!(
+                f,
+                "renewal cap reached after {renewals} renewal(s) and {held_for:?} held"
+            ),
+            LostReason::Released => f.write_str("it was released"),
         }
     }
 }

@@ -11,12 +11,14 @@ use futures::future::{BoxFuture, FutureExt, Shared};
 use futures::stream::{FuturesUnordered, StreamExt};
 use tracing::{debug, Instrument};
 
+use crate::background;
 use crate::config::Config;
 use crate::error::{Error, LostReason, NodeFailure};
 use crate::handoff::Handoff;
 use crate::keys::Keys;
 use crate::node::{Grant, Node, NodeResult};
 use crate::quorum::{self, Decision, Tally, Vote};
+use crate::stats::LeaseCounters;
 use crate::token::Token;
 
 /// A node's `SET NX` in flight, shareable so that a later release on that
@@ -49,9 +51,7 @@ impl<T: Send + 'static> Drop for Gather<T> {
             return;
         }
         let mut pending = std::mem::take(&mut self.pending);
-        if let Ok(handle) = tokio::runtime::Handle::try_current() {
-            handle.spawn(async move { while pending.next().await.is_some() {} });
-        }
+        background::spawn(async move { while pending.next().await.is_some() {} });
     }
 }
 
@@ -83,6 +83,8 @@ pub(crate) struct Engine {
     pub(crate) config: Config,
     /// Release announcements for waiters, when fast hand-off is on.
     pub(crate) handoff: Option<Arc<Handoff>>,
+    /// Renewal and lost-signal counters of every lock taken through this engine.
+    pub(crate) leases: Arc<LeaseCounters>,
 }
 
 impl Engine {
@@ -421,6 +423,7 @@ impl Engine {
                 }
                 Ok(_) => Err(LostReason::NoQuorum {
                     extended: tally.yes(),
+                    refused: tally.no(),
                     needed: tally.needed(),
                     failures,
                 }),
@@ -457,10 +460,8 @@ impl Drop for CleanupOnDrop {
 
 /// Best-effort release in the background, when a tokio runtime is present.
 pub(crate) fn spawn_release(engine: Arc<Engine>, keys: Keys, token: Token, sets: Vec<SetFuture>) {
-    if let Ok(handle) = tokio::runtime::Handle::try_current() {
-        handle.spawn(async move {
-            let nodes = engine.nodes.len();
-            engine.release_after(&keys, &token, sets, nodes).await;
-        });
-    }
+    background::spawn(async move {
+        let nodes = engine.nodes.len();
+        engine.release_after(&keys, &token, sets, nodes).await;
+    });
 }

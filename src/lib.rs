@@ -42,27 +42,65 @@
 //! double run does real damage, check a fencing token in the protected
 //! resource as well.
 //!
+//! ## Long jobs: renewal, the lost-lock signal, scoped locking
+//!
+//! [`Lock::auto_renew`] renews a held lock in the background (by default
+//! every third of its TTL) and returns a [`LostSignal`] that fires once when
+//! the lock is lost, when renewal is late enough that the validity fell
+//! below a safety margin ([`LossKind::Uncertain`], *before* the validity
+//! ends), when it expired, or when a renewal cap was reached.
+//! [`Redlock::with_lock`] wraps all of it: acquire, renew, run a future,
+//! cancel it if the lock is lost, release on every way out.
+//!
+//! ```no_run
+//! use std::time::Duration;
+//!
+//! # async fn demo(redlock: quorumlock::Redlock) -> Result<(), quorumlock::Error> {
+//! let report = redlock
+//!     .with_lock("report:monthly", Duration::from_secs(30), |signal| async move {
+//!         // runs for as long as it needs; dropped if the lock is lost
+//!         format!("built with {:?} of validity left", signal.validity())
+//!     })
+//!     .await?;
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! [`Redlock::stats`] reads per-node counters (commands, votes, timeouts,
+//! errors by kind, latency) and renewal counters.
+//!
 //! ## Layout
 //!
 //! `quorum` holds the pure arithmetic (majority, drift, validity, the running
 //! tally, backoff); `node` one node's connection and commands; `fanout`
 //! sends an operation to all nodes and decides as replies arrive; `redlock`
-//! is the handle with retries; `lock` the held lock.
+//! is the handle with retries; `lock` the held lock. The lease lifecycle:
+//! `renewal` (settings and the pure renewal schedule) and `loss` (the pure
+//! rules of the lost-lock signal) feed `lease` (a held lock's shared state
+//! and [`LostSignal`]), `renewer` (the background renewal task) and
+//! `scoped` ([`Redlock::with_lock`]). `stats` holds the counters.
 
 #![warn(missing_docs, missing_debug_implementations, unreachable_pub)]
 #![forbid(unsafe_code)]
 
+mod background;
 mod config;
 mod error;
 mod fanout;
 mod handoff;
 mod keys;
+mod lease;
 mod lock;
+mod loss;
 mod node;
 mod quarantine;
 mod quorum;
 mod redlock;
+mod renewal;
+mod renewer;
+mod scoped;
 mod scripts;
+mod stats;
 mod status;
 mod token;
 
@@ -72,8 +110,12 @@ pub use config::{
 };
 pub use error::{Error, LostReason, NodeFailure, NodeFailureKind, ResourceName, Result};
 pub use keys::{FENCE_KEY_PREFIX, RELEASE_CHANNEL_PREFIX};
+pub use lease::LostSignal;
 pub use lock::Lock;
+pub use loss::LossKind;
 pub use redlock::{Acquisition, Builder, Redlock};
+pub use renewal::Renewal;
+pub use stats::{Latency, LeaseStats, NodeStats, Stats, Votes};
 pub use status::{NodeView, Status};
 
 /// The README's examples, compiled as doctests.

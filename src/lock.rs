@@ -1,12 +1,13 @@
 //! The held lock: its validity, extension, release, and release on drop.
 
 use std::fmt;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::error::{Error, LostReason, Result};
 use crate::fanout::{self, Engine, SetFuture};
 use crate::keys::Keys;
+use crate::lease::Lease;
 use crate::token::Token;
 
 /// A lock held on a quorum of nodes.
@@ -16,6 +17,10 @@ use crate::token::Token;
 /// [`release`](Lock::release) ends it early. Dropping a `Lock` without
 /// releasing it spawns a best-effort release on the current tokio runtime
 /// (never blocking); without a runtime the keys simply expire with their TTL.
+///
+/// For work that may outlast the TTL, [`auto_renew`](Lock::auto_renew)
+/// renews the lock in the background, and [`lost_signal`](Lock::lost_signal)
+/// tells the holder when it can no longer count on it.
 ///
 /// # Examples
 ///
@@ -32,27 +37,22 @@ use crate::token::Token;
 /// ```
 #[must_use = "a dropped Lock is released at once; keep it while the work runs"]
 pub struct Lock {
-    held: Arc<Held>,
+    pub(crate) held: Arc<Held>,
     released: bool,
 }
 
 /// The state a lock shares with whatever extends it.
 pub(crate) struct Held {
-    engine: Arc<Engine>,
-    keys: Keys,
-    token: Token,
+    pub(crate) engine: Arc<Engine>,
+    pub(crate) keys: Keys,
+    pub(crate) token: Token,
     fence: Option<u64>,
     sets: Vec<SetFuture>,
-    state: Mutex<State>,
+    /// Deadline, TTL, lost flag and the lost-lock signal.
+    pub(crate) lease: Arc<Lease>,
     /// Serialises extensions, so two racing ones cannot leave the nodes with
     /// a shorter TTL than the deadline recorded here.
-    extending: tokio::sync::Mutex<()>,
-}
-
-#[derive(Debug, Clone, Copy)]
-struct State {
-    deadline: Instant,
-    lost: bool,
+    pub(crate) extending: tokio::sync::Mutex<()>,
 }
 
 impl Lock {
@@ -61,9 +61,11 @@ impl Lock {
         keys: Keys,
         token: Token,
         deadline: Instant,
+        ttl: Duration,
         sets: Vec<SetFuture>,
         fence: Option<u64>,
     ) -> Self {
+        let lease = Lease::new(keys.clone(), deadline, ttl, engine.leases.clone());
         Self {
             held: Arc::new(Held {
                 engine,
@@ -71,10 +73,7 @@ impl Lock {
                 token,
                 fence,
                 sets,
-                state: Mutex::new(State {
-                    deadline,
-                    lost: false,
-                }),
+                lease: Arc::new(lease),
                 extending: tokio::sync::Mutex::new(()),
             }),
             released: false,
@@ -107,17 +106,12 @@ impl Lock {
     /// Time left in which the lock is known to be held; zero once it has
     /// expired or was found lost. Measured on the monotonic clock.
     pub fn validity(&self) -> Duration {
-        let state = self.held.state();
-        if state.lost {
-            Duration::ZERO
-        } else {
-            state.deadline.saturating_duration_since(Instant::now())
-        }
+        self.held.lease.validity()
     }
 
     /// The monotonic instant at which the validity ends.
     pub fn deadline(&self) -> Instant {
-        self.held.state().deadline
+        self.held.lease.deadline()
     }
 
     /// True once an extension failed or the validity ran out.
@@ -144,8 +138,9 @@ impl Lock {
     /// [`Error::InvalidInput`] for a TTL of zero, not above the drift, or
     /// beyond [`MAX_TTL`](crate::MAX_TTL) (the lock is untouched).
     /// [`Error::Lost`] when no majority extended in time; the lock then
-    /// counts as lost for good: [`validity`](Lock::validity) is zero and later
-    /// calls fail at once.
+    /// counts as lost for good: [`validity`](Lock::validity) is zero, later
+    /// calls fail at once, and the [lost-lock signal](Lock::lost_signal)
+    /// fires.
     ///
     /// # Cancel safety
     ///
@@ -166,7 +161,7 @@ impl Lock {
         let held = &self.held;
         let (ttl, drift) = held.engine.config.check_ttl(ttl)?;
         let _serial = held.extending.lock().await;
-        let state = held.state();
+        let state = held.lease.view();
         if state.lost {
             return Err(held.lost(LostReason::AlreadyLost));
         }
@@ -176,12 +171,11 @@ impl Lock {
             .await
         {
             Ok(deadline) => {
-                let mut state = held.state.lock().unwrap_or_else(PoisonError::into_inner);
-                state.deadline = deadline;
+                held.lease.extended(deadline, ttl);
                 Ok(deadline.saturating_duration_since(Instant::now()))
             }
             Err(reason) => {
-                held.mark_lost();
+                held.lease.fail(reason.clone(), held.engine.nodes.len());
                 Err(held.lost(reason))
             }
         }
@@ -218,7 +212,7 @@ impl Lock {
     pub async fn release(mut self) -> Result<()> {
         self.released = true;
         let held = &self.held;
-        held.mark_lost();
+        held.lease.end();
         held.engine
             .release(&held.keys, &held.token, held.sets.clone())
             .await
@@ -226,18 +220,7 @@ impl Lock {
 }
 
 impl Held {
-    fn state(&self) -> State {
-        *self.state.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    fn mark_lost(&self) {
-        self.state
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .lost = true;
-    }
-
-    fn lost(&self, reason: LostReason) -> Error {
+    pub(crate) fn lost(&self, reason: LostReason) -> Error {
         Error::Lost {
             resource: self.keys.name(),
             reason,
@@ -251,7 +234,7 @@ impl Drop for Lock {
             return;
         }
         let held = &self.held;
-        held.mark_lost();
+        held.lease.end();
         fanout::spawn_release(
             held.engine.clone(),
             held.keys.clone(),

@@ -7,12 +7,14 @@ use std::time::{Duration, Instant};
 use redis::aio::ConnectionManager;
 use redis::{Client, ErrorKind, RedisError, Value};
 
+use crate::background;
 use crate::config::NodeSpec;
 use crate::error::{NodeFailure, NodeFailureKind};
 use crate::keys::Keys;
 use crate::quarantine::{self, Quarantine, Standing};
 use crate::quorum::{self, Vote};
 use crate::scripts;
+use crate::stats::{NodeCounters, Op};
 use crate::token::Token;
 
 /// How long a background follow-up to a timed-out release may wait.
@@ -31,6 +33,7 @@ pub(crate) struct Node {
     client: Client,
     conn: ConnectionManager,
     restart: Arc<Quarantine>,
+    counters: Arc<NodeCounters>,
 }
 
 impl std::fmt::Debug for Node {
@@ -80,12 +83,24 @@ impl Node {
             client,
             conn,
             restart: Arc::default(),
+            counters: Arc::default(),
         })
     }
 
     /// `host:port/db`.
     pub(crate) fn label(&self) -> &str {
         &self.label
+    }
+
+    /// This node's counters, shared by its clones.
+    pub(crate) fn counters(&self) -> &NodeCounters {
+        &self.counters
+    }
+
+    /// Counts an acquire vote and passes the grant on.
+    fn granted(&self, grant: Grant) -> Grant {
+        self.counters.vote(Op::Acquire, grant.vote == Vote::Yes);
+        grant
     }
 
     /// The client, for connections of other kinds (subscriptions).
@@ -144,10 +159,10 @@ impl Node {
                     async move { inv.invoke_async::<i64>(&mut conn).await },
                 )
                 .await?;
-            return Ok(match u64::try_from(n) {
+            return Ok(self.granted(match u64::try_from(n) {
                 Ok(counter) => Grant::yes(counter),
                 Err(_) => Grant::NO,
-            });
+            }));
         }
         if keys.is_multi() {
             let mut inv = scripts::ACQUIRE_MULTI.prepare_invoke();
@@ -161,7 +176,7 @@ impl Node {
                     async move { inv.invoke_async::<i64>(&mut conn).await },
                 )
                 .await?;
-            return Ok(if n == 1 { Grant::yes(0) } else { Grant::NO });
+            return Ok(self.granted(if n == 1 { Grant::yes(0) } else { Grant::NO }));
         }
         let mut cmd = redis::cmd("SET");
         cmd.arg(keys.first())
@@ -176,9 +191,12 @@ impl Node {
             )
             .await?;
         match reply {
-            Value::Okay => Ok(Grant::yes(0)),
-            Value::Nil => Ok(Grant::NO),
-            other => Err(self.failure(NodeFailureKind::Protocol(format!("{other:?}")))),
+            Value::Okay => Ok(self.granted(Grant::yes(0))),
+            Value::Nil => Ok(self.granted(Grant::NO)),
+            other => {
+                self.counters.protocol_error();
+                Err(self.failure(NodeFailureKind::Protocol(format!("{other:?}"))))
+            }
         }
     }
 
@@ -199,7 +217,9 @@ impl Node {
         };
         match standing {
             Standing::Quarantined { uptime } => {
-                Err(self.failure(NodeFailureKind::Quarantined { uptime }))
+                let kind = NodeFailureKind::Quarantined { uptime };
+                self.counters.failed(&kind, None);
+                Err(self.failure(kind))
             }
             _ => Ok(()),
         }
@@ -283,17 +303,13 @@ impl Node {
                 cmd.arg(r.as_slice());
             }
             cmd.arg(token.as_str());
-            if let Ok(handle) = tokio::runtime::Handle::try_current() {
-                handle.spawn(async move {
-                    let _ = tokio::time::timeout(
-                        STRAGGLER_TIMEOUT,
-                        cmd.query_async::<Value>(&mut conn),
-                    )
-                    .await;
-                });
-            }
+            background::spawn(async move {
+                let _ =
+                    tokio::time::timeout(STRAGGLER_TIMEOUT, cmd.query_async::<Value>(&mut conn))
+                        .await;
+            });
         }
-        result.map(|n| n >= 1)
+        result.map(|n| self.counters.vote(Op::Release, n >= 1))
     }
 
     /// Loads the scripts, so the first release does not meet `NOSCRIPT`.
@@ -332,7 +348,7 @@ impl Node {
             async move { inv.invoke_async::<i64>(&mut conn).await },
         )
         .await
-        .map(|n| n == 1)
+        .map(|n| self.counters.vote(Op::Extend, n == 1))
     }
 
     async fn timed<T>(
@@ -340,16 +356,26 @@ impl Node {
         timeout: Duration,
         fut: impl std::future::Future<Output = redis::RedisResult<T>>,
     ) -> NodeResult<T> {
+        self.counters.sent();
+        let start = Instant::now();
         match tokio::time::timeout(timeout, fut).await {
-            Ok(Ok(v)) => Ok(v),
+            Ok(Ok(v)) => {
+                self.counters.replied(start.elapsed());
+                Ok(v)
+            }
             Ok(Err(e)) => {
                 let kind = classify(&e);
                 if matches!(kind, NodeFailureKind::Connection(_)) {
                     self.restart.connection_failed();
                 }
+                self.counters.failed(&kind, Some(start.elapsed()));
                 Err(self.failure(kind))
             }
-            Err(_) => Err(self.failure(NodeFailureKind::Timeout(timeout))),
+            Err(_) => {
+                let kind = NodeFailureKind::Timeout(timeout);
+                self.counters.failed(&kind, None);
+                Err(self.failure(kind))
+            }
         }
     }
 

@@ -49,7 +49,7 @@ use crate::token::Token;
 /// ```
 #[derive(Clone, Debug)]
 pub struct Redlock {
-    engine: Arc<Engine>,
+    pub(crate) engine: Arc<Engine>,
 }
 
 /// Configures a [`Redlock`]. Every setting has a documented default.
@@ -282,6 +282,27 @@ impl Redlock {
         self.acquisition_all(resources, ttl).acquire().await
     }
 
+    /// Waits until the work this crate left running in the background has
+    /// finished — releases still travelling to slow nodes, cleanups of
+    /// cancelled attempts, releases spawned by dropped locks — or `limit`
+    /// has passed. Returns true when everything finished.
+    ///
+    /// [`Lock::release`] returns once a majority confirmed; a process that
+    /// exits right after it (a CLI, a cron job) should call this first, or
+    /// the slowest nodes may keep the key until its TTL.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # async fn demo(redlock: quorumlock::Redlock, lock: quorumlock::Lock) {
+    /// let _ = lock.release().await;
+    /// redlock.settle(std::time::Duration::from_millis(500)).await;
+    /// # }
+    /// ```
+    pub async fn settle(&self, limit: Duration) -> bool {
+        crate::background::settle(limit).await
+    }
+
     /// Reads who holds `resource` on every node, without taking anything:
     /// per node, whether the key exists, a prefix of its value and its TTL.
     ///
@@ -354,6 +375,7 @@ impl Redlock {
                         keys,
                         token,
                         valid_until,
+                        ttl,
                         sets,
                         fence,
                     ));
@@ -584,6 +606,7 @@ impl Builder {
             nodes,
             config: self.config,
             handoff,
+            leases: Arc::default(),
         });
         engine.connect_all().await;
         Ok(Redlock { engine })

@@ -1,13 +1,12 @@
 //! `quorumlock run RESOURCE -- CMD [ARGS…]`.
 
 use std::io::ErrorKind;
-use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use clap::Args;
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
-use quorumlock::{Lock, Redlock};
+use quorumlock::{Lock, Redlock, Renewal};
 use tokio::process::{Child, Command};
 use tokio::signal::unix::{signal, SignalKind};
 
@@ -65,7 +64,6 @@ pub async fn run(common: &Common, args: RunArgs) -> u8 {
                 .unwrap_or_default()
         ));
     }
-    let lock = Arc::new(lock);
     let child = match spawn(&args, &lock) {
         Ok(child) => child,
         Err(e) => {
@@ -76,10 +74,14 @@ pub async fn run(common: &Common, args: RunArgs) -> u8 {
             };
             out.error(&format!("cannot run {:?}: {e}", args.command[0]));
             release(lock, out).await;
+            redlock.settle(common.node_timeout * 4).await;
             return code;
         }
     };
-    supervise(child, lock, &args, out).await
+    let code = supervise(child, lock, &args, out).await;
+    // Releases still on their way to the slowest nodes finish before exit.
+    redlock.settle(common.node_timeout * 4).await;
+    code
 }
 
 /// Takes the lock; `None` when it is busy, `Some(Err(code))` on other errors.
@@ -170,28 +172,25 @@ fn spawn(args: &RunArgs, lock: &Lock) -> std::io::Result<Child> {
     cmd.spawn()
 }
 
-/// Renews the lock while the child runs; returns why it was lost.
-async fn renew(lock: Arc<Lock>, ttl: Duration) -> String {
-    let every = ttl / 3;
-    loop {
-        let left = lock.validity();
-        if left.is_zero() {
-            return "its validity ran out before a renewal succeeded".into();
-        }
-        tokio::time::sleep(every.min(left)).await;
-        if let Err(e) = lock.extend(ttl).await {
-            return e.to_string();
-        }
-    }
-}
-
-/// Waits for the child, forwarding signals; kills it if the lock is lost.
-async fn supervise(mut child: Child, lock: Arc<Lock>, args: &RunArgs, out: Out) -> u8 {
+/// Waits for the child, forwarding signals, while the lock renews itself;
+/// terminates the child as soon as the lock is lost or its renewal is late.
+async fn supervise(mut child: Child, lock: Lock, args: &RunArgs, out: Out) -> u8 {
     let pid = child
         .id()
         .and_then(|id| i32::try_from(id).ok())
         .map(Pid::from_raw);
-    let mut renewal = tokio::spawn(renew(lock.clone(), args.ttl));
+    let lost = match lock.auto_renew(Renewal::default()) {
+        Ok(signal) => signal,
+        Err(e) => {
+            out.error(&format!("cannot renew the lock: {e}"));
+            if let Some(pid) = pid {
+                let _ = kill(pid, Signal::SIGTERM);
+            }
+            let _ = child.wait().await;
+            release(lock, out).await;
+            return exit::SOFTWARE;
+        }
+    };
     let mut signals: Vec<(Signal, Option<tokio::signal::unix::Signal>)> = [
         (Signal::SIGINT, SignalKind::interrupt()),
         (Signal::SIGTERM, SignalKind::terminate()),
@@ -213,7 +212,6 @@ async fn supervise(mut child: Child, lock: Arc<Lock>, args: &RunArgs, out: Out) 
         };
         tokio::select! {
             status = child.wait() => {
-                renewal.abort();
                 let code = match status {
                     Ok(status) => code_of(status),
                     Err(e) => {
@@ -224,11 +222,17 @@ async fn supervise(mut child: Child, lock: Arc<Lock>, args: &RunArgs, out: Out) 
                 release(lock, out).await;
                 return code;
             }
-            reason = &mut renewal => {
-                let reason = reason.unwrap_or_else(|e| format!("renewal stopped: {e}"));
+            kind = lost.lost() => {
+                let why = lost
+                    .reason()
+                    .map(|r| r.to_string())
+                    .unwrap_or_else(|| kind.as_str().to_owned());
                 out.error(&format!(
-                    "LOCK LOST on {:?}: {reason}; terminating the command (SIGTERM, SIGKILL after {:?})",
-                    args.resource, args.grace
+                    "LOCK LOST on {:?} ({}): {why}; terminating the command \
+                     (SIGTERM, SIGKILL after {:?})",
+                    args.resource,
+                    kind.as_str(),
+                    args.grace
                 ));
                 if let Some(pid) = pid {
                     let _ = kill(pid, Signal::SIGTERM);
@@ -263,23 +267,10 @@ fn code_of(status: std::process::ExitStatus) -> u8 {
         .unwrap_or(exit::SOFTWARE)
 }
 
-async fn release(lock: Arc<Lock>, out: Out) {
-    // The renewal task held the other reference; wait for it to let go.
-    let mut lock = lock;
-    for _ in 0..100 {
-        match Arc::try_unwrap(lock) {
-            Ok(owned) => {
-                if let Err(e) = owned.release().await {
-                    out.say(&format!("release: {e} (the keys expire with their TTL)"));
-                }
-                return;
-            }
-            Err(shared) => {
-                lock = shared;
-                tokio::time::sleep(Duration::from_millis(5)).await;
-            }
-        }
+/// Releases the lock and waits (briefly) until every node got the
+/// release, since the process exits right after.
+async fn release(lock: Lock, out: Out) {
+    if let Err(e) = lock.release().await {
+        out.say(&format!("release: {e} (the keys expire with their TTL)"));
     }
-    // Dropping the last reference spawns the release in the background.
-    drop(lock);
 }

@@ -1,0 +1,701 @@
+//! Automatic renewal: the public settings with their defaults, and the pure
+//! schedule that decides, from the lock's deadline and what happened so
+//! far, whether to renew now, wait, or fire the lost-lock signal. The task
+//! that follows the schedule lives in `renewer`; nothing here does I/O or
+//! reads the clock.
+
+use std::time::{Duration, Instant};
+
+/// Shortest delay between two renewal attempts, whatever the settings.
+const MIN_SPACING: Duration = Duration::from_millis(1);
+
+/// Settings of automatic renewal, for [`Lock::auto_renew`](crate::Lock::auto_renew)
+/// and [`Redlock::with_lock_renewing`](crate::Redlock::with_lock_renewing).
+///
+/// Every renewal is the same compare-and-pexpire fan-out as
+/// [`Lock::extend`](crate::Lock::extend), with the lock's current TTL: it
+/// counts only with a majority inside the current validity, and never
+/// re-creates an expired key.
+///
+/// | setting | default |
+/// |---|---|
+/// | [`interval`](Renewal::interval) | `TTL / 3` (shortened if it would reach the safety margin) |
+/// | [`margin`](Renewal::margin) | `max(TTL / 10, 2 × node timeout)`, at most half the validity budget `TTL − drift` |
+/// | [`max_renewals`](Renewal::max_renewals) | unlimited |
+/// | [`max_hold`](Renewal::max_hold) | unlimited |
+///
+/// After a failed attempt that leaves the lock uncertain (timeouts,
+/// connection or error replies, but no majority saying the key is gone),
+/// the next attempt follows after a tenth of the interval (at least the
+/// node timeout) until the lock is renewed or its validity runs out.
+///
+/// # Examples
+///
+/// ```
+/// use std::time::Duration;
+/// use quorumlock::Renewal;
+///
+/// // Every 5 s; tell me when less than 4 s are left without a renewal;
+/// // never hold for more than an hour.
+/// let renewal = Renewal::every(Duration::from_secs(5))
+///     .margin(Duration::from_secs(4))
+///     .max_hold(Duration::from_secs(3600));
+/// assert_ne!(renewal, Renewal::default());
+/// ```
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[must_use = "settings do nothing until passed to auto_renew or with_lock_renewing"]
+pub struct Renewal {
+    interval: Option<Duration>,
+    margin: Option<Duration>,
+    max_renewals: Option<u32>,
+    max_hold: Option<Duration>,
+}
+
+impl Renewal {
+    /// The defaults: renew every third of the TTL, no caps.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// assert_eq!(quorumlock::Renewal::new(), quorumlock::Renewal::default());
+    /// ```
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The defaults, renewing every `interval`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let renewal = quorumlock::Renewal::every(Duration::from_secs(10));
+    /// # let _ = renewal;
+    /// ```
+    pub fn every(interval: Duration) -> Self {
+        Self::default().interval(interval)
+    }
+
+    /// Time from one successful renewal (or the acquisition) to the next
+    /// attempt. Must be above zero and, with the margin, below the validity
+    /// budget `TTL − drift`; [`Lock::auto_renew`](crate::Lock::auto_renew)
+    /// checks this against the lock's TTL.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let renewal = quorumlock::Renewal::new().interval(Duration::from_millis(500));
+    /// # let _ = renewal;
+    /// ```
+    pub fn interval(mut self, interval: Duration) -> Self {
+        self.interval = Some(interval);
+        self
+    }
+
+    /// The safety margin: when the validity left drops below it and no
+    /// renewal has confirmed the lock, the signal fires
+    /// [`LossKind::Uncertain`](crate::LossKind::Uncertain) — before the
+    /// validity reaches zero, so the holder can stop in time. Must be below
+    /// the validity budget `TTL − drift`; zero turns the early warning off
+    /// (the signal then fires only at expiry).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let renewal = quorumlock::Renewal::new().margin(Duration::from_secs(2));
+    /// # let _ = renewal;
+    /// ```
+    pub fn margin(mut self, margin: Duration) -> Self {
+        self.margin = Some(margin);
+        self
+    }
+
+    /// Renew at most `count` times. After the last renewal the signal fires
+    /// [`LossKind::LimitReached`](crate::LossKind::LimitReached), renewal
+    /// ends, and the lock runs out the validity that renewal gave it.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let renewal = quorumlock::Renewal::new().max_renewals(100);
+    /// # let _ = renewal;
+    /// ```
+    pub fn max_renewals(mut self, count: u32) -> Self {
+        self.max_renewals = Some(count);
+        self
+    }
+
+    /// Renew only until `limit` has passed since the lock was granted. Then
+    /// the signal fires [`LossKind::LimitReached`](crate::LossKind::LimitReached),
+    /// renewal ends, and the lock runs out the validity it has left (at
+    /// most one TTL more).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let renewal = quorumlock::Renewal::new().max_hold(Duration::from_secs(15 * 60));
+    /// # let _ = renewal;
+    /// ```
+    pub fn max_hold(mut self, limit: Duration) -> Self {
+        self.max_hold = Some(limit);
+        self
+    }
+
+    pub(crate) fn max_renewals_setting(&self) -> Option<u32> {
+        self.max_renewals
+    }
+
+    pub(crate) fn max_hold_setting(&self) -> Option<Duration> {
+        self.max_hold
+    }
+
+    /// The schedule's durations for a lock of `ttl` with this `drift`,
+    /// or why these settings cannot work for it.
+    pub(crate) fn timing(
+        &self,
+        ttl: Duration,
+        drift: Duration,
+        node_timeout: Duration,
+    ) -> Result<Timing, String> {
+        let budget = ttl.saturating_sub(drift);
+        let margin = match self.margin {
+            Some(m) if m >= budget => {
+                return Err(format!(
+                    "renewal margin {m:?} must be below the validity budget {budget:?} \
+                     of a {ttl:?} TTL"
+                ))
+            }
+            Some(m) => m,
+            None => default_margin(ttl, budget, node_timeout),
+        };
+        let interval = match self.interval {
+            Some(i) if i.is_zero() => {
+                return Err("renewal interval must be larger than zero".to_owned())
+            }
+            Some(i) if i.saturating_add(margin) >= budget => {
+                return Err(format!(
+                    "renewal every {i:?} would come after the safety margin {margin:?}: \
+                     interval + margin must be below the validity budget {budget:?} \
+                     of a {ttl:?} TTL"
+                ))
+            }
+            Some(i) => i,
+            None => default_interval(ttl, budget, margin),
+        };
+        Ok(Timing::new(interval, margin, node_timeout))
+    }
+
+    /// As [`timing`](Self::timing), for a TTL that changed after the
+    /// settings were checked: out-of-range values are clamped, not refused.
+    pub(crate) fn timing_lenient(
+        &self,
+        ttl: Duration,
+        drift: Duration,
+        node_timeout: Duration,
+    ) -> Timing {
+        let budget = ttl.saturating_sub(drift);
+        let margin = self
+            .margin
+            .unwrap_or_else(|| default_margin(ttl, budget, node_timeout))
+            .min(budget);
+        let interval = self
+            .interval
+            .unwrap_or_else(|| default_interval(ttl, budget, margin))
+            .max(MIN_SPACING);
+        Timing::new(interval, margin, node_timeout)
+    }
+}
+
+/// Default safety margin: `max(ttl / 10, 2 × node_timeout)`, at most half
+/// the validity budget.
+pub(crate) fn default_margin(ttl: Duration, budget: Duration, node_timeout: Duration) -> Duration {
+    (ttl / 10)
+        .max(node_timeout.saturating_mul(2))
+        .min(budget / 2)
+}
+
+/// Default interval: a third of the TTL, shortened to half of what the
+/// margin leaves of the budget, so renewal always comes before the margin.
+pub(crate) fn default_interval(ttl: Duration, budget: Duration, margin: Duration) -> Duration {
+    (ttl / 3)
+        .min(budget.saturating_sub(margin) / 2)
+        .max(MIN_SPACING)
+}
+
+/// Delay before retrying after a failed attempt: a tenth of the interval,
+/// at least the node timeout, at most the interval.
+pub(crate) fn retry_delay(interval: Duration, node_timeout: Duration) -> Duration {
+    (interval / 10)
+        .max(node_timeout)
+        .min(interval)
+        .max(MIN_SPACING)
+}
+
+/// The durations the schedule works with, resolved for one TTL.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Timing {
+    pub(crate) interval: Duration,
+    pub(crate) margin: Duration,
+    pub(crate) retry: Duration,
+    /// How long before the margin a renewal starts at the latest.
+    pub(crate) lead: Duration,
+}
+
+impl Timing {
+    fn new(interval: Duration, margin: Duration, node_timeout: Duration) -> Self {
+        Self {
+            interval,
+            margin,
+            retry: retry_delay(interval, node_timeout),
+            lead: node_timeout,
+        }
+    }
+}
+
+/// Caps that end renewal.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Limits {
+    pub(crate) max_renewals: Option<u32>,
+    /// When the hold-time cap is reached; `None` for no cap (or one so far
+    /// away that it cannot be represented).
+    pub(crate) hold_until: Option<Instant>,
+}
+
+/// What renewal has done so far.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Progress {
+    /// Renewals that succeeded.
+    pub(crate) renewals: u32,
+    /// When the last attempt started.
+    pub(crate) last_attempt: Option<Instant>,
+    /// The last attempt failed (and left the lock uncertain).
+    pub(crate) last_failed: bool,
+    /// The signal already fired `Uncertain`.
+    pub(crate) uncertain: bool,
+}
+
+/// The schedule's decision.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Step {
+    /// The validity is over: fire `Expired`, stop.
+    Expired,
+    /// A cap was reached: fire `LimitReached`, stop.
+    LimitReached,
+    /// The margin was crossed without a renewal: fire `Uncertain`, go on.
+    Uncertain,
+    /// Send a renewal now.
+    Renew,
+    /// Nothing to do before this instant.
+    Sleep(Instant),
+}
+
+/// The instant at which the safety margin is crossed.
+pub(crate) fn uncertain_at(deadline: Instant, margin: Duration) -> Instant {
+    deadline.checked_sub(margin).unwrap_or(deadline)
+}
+
+/// Decides what renewal does at `now` for a lock valid until `deadline`
+/// whose renewals each buy `budget` (`ttl − drift`) of validity.
+///
+/// The next renewal is due `interval` after the last successful one (that
+/// is, at `deadline − budget + interval`, so a manual extension moves it
+/// too), but at the latest `lead` before the margin is crossed; after a
+/// failed attempt, `retry` after it. Attempts are never closer than
+/// `retry`.
+pub(crate) fn next_step(
+    now: Instant,
+    deadline: Instant,
+    budget: Duration,
+    timing: &Timing,
+    limits: &Limits,
+    progress: &Progress,
+) -> Step {
+    if now >= deadline {
+        return Step::Expired;
+    }
+    let count_reached = limits
+        .max_renewals
+        .is_some_and(|max| progress.renewals >= max);
+    let time_reached = limits.hold_until.is_some_and(|until| now >= until);
+    if count_reached || time_reached {
+        return Step::LimitReached;
+    }
+    let warn_at = uncertain_at(deadline, timing.margin);
+    if !progress.uncertain && now >= warn_at {
+        return Step::Uncertain;
+    }
+    let after_attempt = |t: Instant| t.checked_add(timing.retry).unwrap_or(t);
+    let mut due = match progress.last_attempt {
+        Some(t) if progress.last_failed => after_attempt(t),
+        _ => {
+            let latest = warn_at.checked_sub(timing.lead).unwrap_or(warn_at);
+            deadline
+                .checked_sub(budget)
+                .and_then(|anchor| anchor.checked_add(timing.interval))
+                .map_or(latest, |by_interval| by_interval.min(latest))
+        }
+    };
+    if let Some(t) = progress.last_attempt {
+        due = due.max(after_attempt(t));
+    }
+    if now >= due {
+        return Step::Renew;
+    }
+    let mut wake = due.min(deadline);
+    if !progress.uncertain {
+        wake = wake.min(warn_at);
+    }
+    if let Some(until) = limits.hold_until {
+        wake = wake.min(until);
+    }
+    Step::Sleep(wake)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MS: Duration = Duration::from_millis(1);
+    const S: Duration = Duration::from_secs(1);
+    const NODE_TIMEOUT: Duration = Duration::from_millis(50);
+
+    fn timing_for(ttl: Duration) -> Timing {
+        let drift = crate::quorum::drift(ttl, 0.01);
+        Renewal::default()
+            .timing(ttl, drift, NODE_TIMEOUT)
+            .expect("defaults work")
+    }
+
+    #[test]
+    fn defaults_renew_every_third_with_a_tenth_or_two_timeouts_of_margin() {
+        let t = timing_for(30 * S);
+        assert_eq!(t.interval, 10 * S);
+        assert_eq!(t.margin, 3 * S);
+        assert_eq!(t.retry, S, "a tenth of the interval");
+        // Short TTL: two node timeouts beat a tenth.
+        let t = timing_for(600 * MS);
+        assert_eq!(t.margin, 100 * MS);
+        assert_eq!(t.interval, 200 * MS);
+        assert_eq!(t.retry, NODE_TIMEOUT, "at least the node timeout");
+    }
+
+    #[test]
+    fn default_margin_stays_inside_the_budget_for_tiny_ttls() {
+        let ttl = 60 * MS;
+        let drift = crate::quorum::drift(ttl, 0.01);
+        let t = Renewal::default()
+            .timing(ttl, drift, NODE_TIMEOUT)
+            .expect("defaults always work");
+        let budget = ttl - drift;
+        assert!(t.margin <= budget / 2, "{t:?}");
+        assert!(t.interval + t.margin < budget, "{t:?}");
+        assert!(!t.interval.is_zero());
+        // A huge drift factor shortens the default interval too.
+        let drift = crate::quorum::drift(S, 0.6);
+        let t = Renewal::default().timing(S, drift, NODE_TIMEOUT).unwrap();
+        assert!(t.interval + t.margin < S - drift, "{t:?}");
+    }
+
+    #[test]
+    fn settings_that_cannot_work_are_refused() {
+        let (ttl, drift) = (S, crate::quorum::drift(S, 0.01));
+        let zero = Renewal::every(Duration::ZERO).timing(ttl, drift, NODE_TIMEOUT);
+        assert!(zero.unwrap_err().contains("larger than zero"));
+        let big_margin = Renewal::new().margin(ttl).timing(ttl, drift, NODE_TIMEOUT);
+        assert!(big_margin.unwrap_err().contains("margin"));
+        let late = Renewal::every(900 * MS).timing(ttl, drift, NODE_TIMEOUT);
+        assert!(late.unwrap_err().contains("after the safety margin"));
+        let ok = Renewal::every(500 * MS)
+            .margin(Duration::ZERO)
+            .timing(ttl, drift, NODE_TIMEOUT)
+            .unwrap();
+        assert_eq!((ok.interval, ok.margin), (500 * MS, Duration::ZERO));
+    }
+
+    #[test]
+    fn lenient_timing_clamps_instead_of_refusing() {
+        let t = Renewal::every(Duration::ZERO)
+            .margin(10 * S)
+            .timing_lenient(S, 12 * MS, NODE_TIMEOUT);
+        assert_eq!(t.margin, S - 12 * MS);
+        assert_eq!(t.interval, MIN_SPACING);
+        assert!(!t.retry.is_zero());
+    }
+
+    #[test]
+    fn retry_delay_is_bounded() {
+        assert_eq!(retry_delay(10 * S, NODE_TIMEOUT), S);
+        assert_eq!(retry_delay(200 * MS, NODE_TIMEOUT), NODE_TIMEOUT);
+        assert_eq!(retry_delay(20 * MS, NODE_TIMEOUT), 20 * MS);
+        assert_eq!(retry_delay(Duration::ZERO, Duration::ZERO), MIN_SPACING);
+    }
+
+    struct Clock {
+        t0: Instant,
+        budget: Duration,
+        timing: Timing,
+    }
+
+    impl Clock {
+        fn new() -> Self {
+            let ttl = 30 * S;
+            Self {
+                t0: Instant::now(),
+                budget: ttl - crate::quorum::drift(ttl, 0.01),
+                timing: timing_for(ttl),
+            }
+        }
+
+        fn at(&self, d: Duration) -> Instant {
+            self.t0 + d
+        }
+
+        /// Deadline of a lock granted or renewed at `d`.
+        fn renewed_at(&self, d: Duration) -> Instant {
+            self.at(d) + self.budget
+        }
+
+        fn step(&self, now: Duration, deadline: Instant, limits: Limits, p: Progress) -> Step {
+            next_step(
+                self.at(now),
+                deadline,
+                self.budget,
+                &self.timing,
+                &limits,
+                &p,
+            )
+        }
+    }
+
+    #[test]
+    fn healthy_renewal_sleeps_until_a_third_of_the_ttl() {
+        let c = Clock::new();
+        let deadline = c.renewed_at(Duration::ZERO);
+        let p = Progress::default();
+        assert_eq!(
+            c.step(Duration::ZERO, deadline, Limits::default(), p),
+            Step::Sleep(c.at(10 * S))
+        );
+        assert_eq!(c.step(10 * S, deadline, Limits::default(), p), Step::Renew);
+        // After a renewal at 10 s the next is due at 20 s.
+        let p = Progress {
+            renewals: 1,
+            last_attempt: Some(c.at(10 * S)),
+            ..p
+        };
+        assert_eq!(
+            c.step(10 * S + MS, c.renewed_at(10 * S), Limits::default(), p),
+            Step::Sleep(c.at(20 * S))
+        );
+    }
+
+    #[test]
+    fn a_manual_extension_moves_the_next_renewal() {
+        let c = Clock::new();
+        let p = Progress::default();
+        // Extended by hand at 7 s: the next renewal is due at 17 s.
+        assert_eq!(
+            c.step(8 * S, c.renewed_at(7 * S), Limits::default(), p),
+            Step::Sleep(c.at(17 * S))
+        );
+    }
+
+    #[test]
+    fn failures_are_retried_then_uncertain_then_expired() {
+        let c = Clock::new();
+        let deadline = c.renewed_at(Duration::ZERO);
+        let failed = Progress {
+            last_attempt: Some(c.at(10 * S)),
+            last_failed: true,
+            ..Progress::default()
+        };
+        assert_eq!(
+            c.step(10 * S + 50 * MS, deadline, Limits::default(), failed),
+            Step::Sleep(c.at(11 * S)),
+            "retry after a tenth of the interval"
+        );
+        assert_eq!(
+            c.step(11 * S, deadline, Limits::default(), failed),
+            Step::Renew
+        );
+        // Still failing when the margin (3 s before the deadline) is crossed.
+        let warn = deadline - 3 * S;
+        let late = Progress {
+            last_attempt: Some(warn - 500 * MS),
+            ..failed
+        };
+        assert_eq!(
+            next_step(
+                warn,
+                deadline,
+                c.budget,
+                &c.timing,
+                &Limits::default(),
+                &late
+            ),
+            Step::Uncertain
+        );
+        let warned = Progress {
+            uncertain: true,
+            ..late
+        };
+        assert_eq!(
+            next_step(
+                warn,
+                deadline,
+                c.budget,
+                &c.timing,
+                &Limits::default(),
+                &warned
+            ),
+            Step::Sleep(warn + 500 * MS),
+            "keeps retrying after the warning"
+        );
+        assert_eq!(
+            next_step(
+                deadline,
+                deadline,
+                c.budget,
+                &c.timing,
+                &Limits::default(),
+                &warned
+            ),
+            Step::Expired
+        );
+    }
+
+    #[test]
+    fn the_margin_wakes_the_task_even_while_waiting_for_a_retry() {
+        let c = Clock::new();
+        let deadline = c.renewed_at(Duration::ZERO);
+        let warn = deadline - 3 * S;
+        // Retry due after the margin point: wake at the margin first.
+        let p = Progress {
+            last_attempt: Some(warn - 100 * MS),
+            last_failed: true,
+            ..Progress::default()
+        };
+        assert_eq!(
+            next_step(
+                warn - 50 * MS,
+                deadline,
+                c.budget,
+                &c.timing,
+                &Limits::default(),
+                &p
+            ),
+            Step::Sleep(warn)
+        );
+    }
+
+    #[test]
+    fn renewal_comes_before_the_margin_even_with_a_long_interval() {
+        let mut c = Clock::new();
+        c.timing.interval = c.budget; // as if the TTL had shrunk
+        let deadline = c.renewed_at(Duration::ZERO);
+        let latest = deadline - c.timing.margin - c.timing.lead;
+        assert_eq!(
+            c.step(
+                Duration::ZERO,
+                deadline,
+                Limits::default(),
+                Progress::default()
+            ),
+            Step::Sleep(latest)
+        );
+    }
+
+    #[test]
+    fn attempts_are_never_closer_than_the_retry_delay() {
+        let mut c = Clock::new();
+        c.timing.margin = c.budget; // the margin point is already passed
+        let deadline = c.renewed_at(Duration::ZERO);
+        let p = Progress {
+            last_attempt: Some(c.at(S)),
+            uncertain: true,
+            ..Progress::default()
+        };
+        assert_eq!(
+            c.step(S + MS, deadline, Limits::default(), p),
+            Step::Sleep(c.at(S) + c.timing.retry),
+            "no busy loop"
+        );
+    }
+
+    #[test]
+    fn caps_end_renewal() {
+        let c = Clock::new();
+        let deadline = c.renewed_at(20 * S);
+        let count = Limits {
+            max_renewals: Some(2),
+            hold_until: None,
+        };
+        let p = Progress {
+            renewals: 2,
+            last_attempt: Some(c.at(20 * S)),
+            ..Progress::default()
+        };
+        assert_eq!(c.step(20 * S, deadline, count, p), Step::LimitReached);
+        let under = Progress { renewals: 1, ..p };
+        assert!(matches!(
+            c.step(20 * S, deadline, count, under),
+            Step::Sleep(_)
+        ));
+
+        let time = Limits {
+            max_renewals: None,
+            hold_until: Some(c.at(25 * S)),
+        };
+        assert_eq!(
+            c.step(21 * S, deadline, time, under),
+            Step::Sleep(c.at(25 * S)),
+            "wakes at the hold cap, before the next renewal at 30 s"
+        );
+        assert_eq!(c.step(25 * S, deadline, time, under), Step::LimitReached);
+        let zero = Limits {
+            max_renewals: Some(0),
+            hold_until: None,
+        };
+        assert_eq!(
+            c.step(
+                Duration::ZERO,
+                c.renewed_at(Duration::ZERO),
+                zero,
+                Progress::default()
+            ),
+            Step::LimitReached
+        );
+    }
+
+    #[test]
+    fn expiry_beats_everything() {
+        let c = Clock::new();
+        let deadline = c.renewed_at(Duration::ZERO);
+        let limits = Limits {
+            max_renewals: Some(0),
+            hold_until: Some(c.t0),
+        };
+        assert_eq!(
+            next_step(
+                deadline + S,
+                deadline,
+                c.budget,
+                &c.timing,
+                &limits,
+                &Progress::default()
+            ),
+            Step::Expired
+        );
+    }
+
+    #[test]
+    fn uncertain_at_never_underflows() {
+        let now = Instant::now();
+        assert_eq!(uncertain_at(now, Duration::ZERO), now);
+        assert!(uncertain_at(now, S) < now);
+        assert_eq!(uncertain_at(now, Duration::MAX), now);
+    }
+}

@@ -1,0 +1,730 @@
+//! The lease lifecycle on real nodes: automatic renewal, the lost-lock
+//! signal on every path, renewal caps, node restarts, scoped locking on
+//! every way out, and the counters. Runs on local nodes (process control).
+//!
+//! The tests run on a multi-threaded runtime because the harness' side
+//! connections block; waits are bounded with `eventually` or a timeout,
+//! and nothing asserts how long an operation took.
+
+mod support;
+
+use std::future::pending;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use futures::FutureExt;
+use quorumlock::{Error, LossKind, LostReason, Redlock, Renewal};
+use support::{eventually, unique, Cluster};
+
+const MS: Duration = Duration::from_millis(1);
+/// Short enough that several renewals happen in a test, long against the
+/// 100 ms node timeout of the harness.
+const TTL: Duration = Duration::from_millis(1500);
+/// Upper bound for anything that should happen "soon".
+const SOON: Duration = Duration::from_secs(5);
+
+/// Every command the client sent to any node so far.
+fn commands(redlock: &Redlock) -> u64 {
+    redlock.stats().nodes.iter().map(|n| n.commands).sum()
+}
+
+/// Waits for the signal, failing the test instead of hanging.
+async fn fired(signal: &quorumlock::LostSignal) -> LossKind {
+    tokio::time::timeout(SOON * 2, signal.lost())
+        .await
+        .expect("the signal fired in time")
+}
+
+/// Asserts that, once the keys are gone, the client sends nothing more
+/// for this lock: no renewal outlives release or drop.
+async fn assert_renewal_stopped(cluster: &Cluster, redlock: &Redlock, name: &str) {
+    assert!(
+        eventually(SOON, || cluster.holders(name.as_bytes()) == 0).await,
+        "keys released: {:?}",
+        cluster.values(name.as_bytes())
+    );
+    // Let the background release reach the last node.
+    tokio::time::sleep(200 * MS).await;
+    let before = commands(redlock);
+    // Several renewal intervals (TTL / 3) and more than a TTL.
+    tokio::time::sleep(TTL + TTL / 2).await;
+    assert_eq!(
+        commands(redlock),
+        before,
+        "a command was sent after the end"
+    );
+    assert_eq!(
+        cluster.holders(name.as_bytes()),
+        0,
+        "keys stay gone: {:?}",
+        cluster.values(name.as_bytes())
+    );
+}
+
+struct SetOnDrop(Arc<AtomicBool>);
+
+impl Drop for SetOnDrop {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::SeqCst);
+    }
+}
+
+// ---------------------------------------------------------------- renewal
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn renewal_keeps_the_lock_held_for_several_ttls_then_release_ends_it() {
+    let cluster = Cluster::local(5);
+    let redlock = cluster.redlock().await;
+    let name = unique("renew");
+    let lock = redlock.acquire(&name, TTL).await.expect("acquire");
+    let signal = lock.auto_renew(Renewal::default()).expect("auto_renew");
+    let first_deadline = lock.deadline();
+
+    // Three TTLs: without renewal the keys would be gone twice over.
+    let until = Instant::now() + 3 * TTL;
+    while Instant::now() < until {
+        tokio::time::sleep(200 * MS).await;
+        assert!(!signal.is_fired(), "{:?}", signal.reason());
+        assert!(lock.validity() > Duration::ZERO);
+    }
+    assert!(lock.deadline() > first_deadline + TTL, "deadline moved on");
+    assert_eq!(cluster.holders(name.as_bytes()), 5);
+    let pttl: i64 = cluster.exec(0, redis::cmd("PTTL").arg(&name));
+    assert!(pttl > 0, "PTTL {pttl}");
+    let other = redlock.try_acquire(&name, TTL).await.expect_err("held");
+    assert!(other.is_contended(), "{other}");
+    let leases = redlock.stats().leases;
+    assert!(leases.renewals >= 3, "{leases:?}");
+
+    lock.release().await.expect("release");
+    assert_eq!(signal.kind(), Some(LossKind::Released));
+    assert_eq!(fired(&signal).await, LossKind::Released);
+    assert_renewal_stopped(&cluster, &redlock, &name).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn renewal_stops_when_the_lock_is_dropped() {
+    let cluster = Cluster::local(5);
+    let redlock = cluster.redlock().await;
+    let name = unique("renew-drop");
+    let lock = redlock.acquire(&name, TTL).await.expect("acquire");
+    let signal = lock.auto_renew(Renewal::default()).expect("auto_renew");
+    let waiter = tokio::spawn({
+        let signal = signal.clone();
+        async move { signal.lost().await }
+    });
+    tokio::time::sleep(TTL).await;
+    assert!(!signal.is_fired());
+    drop(lock);
+    let kind = tokio::time::timeout(SOON, waiter)
+        .await
+        .expect("a waiter is woken by the drop")
+        .expect("task");
+    assert_eq!(kind, LossKind::Released);
+    assert_renewal_stopped(&cluster, &redlock, &name).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_majority_refusing_a_renewal_fires_lost_and_nothing_is_recreated() {
+    let cluster = Cluster::local(5);
+    let redlock = cluster.redlock().await;
+    let name = unique("renew-lost");
+    let lock = redlock.acquire(&name, TTL).await.expect("acquire");
+    let signal = lock
+        .auto_renew(Renewal::every(200 * MS))
+        .expect("auto_renew");
+    let token = signal.cancellation_token();
+    // The keys vanish on three nodes (as after an early expiry there).
+    for i in 0..3 {
+        let _: () = cluster.exec(i, redis::cmd("DEL").arg(&name));
+    }
+    assert_eq!(fired(&signal).await, LossKind::Lost);
+    assert!(token.is_cancelled());
+    assert!(lock.is_lost());
+    assert_eq!(lock.validity(), Duration::ZERO);
+    match signal.reason() {
+        Some(LostReason::NoQuorum {
+            refused, needed, ..
+        }) => {
+            assert_eq!((refused, needed), (3, 3));
+        }
+        other => panic!("{other:?}"),
+    }
+    let err = lock.extend(TTL).await.expect_err("stays lost");
+    assert!(matches!(
+        err,
+        Error::Lost {
+            reason: LostReason::AlreadyLost,
+            ..
+        }
+    ));
+    let values = cluster.values(name.as_bytes());
+    assert!(
+        values[..3].iter().all(Option::is_none),
+        "renewal never re-creates a key: {values:?}"
+    );
+    assert_eq!(redlock.stats().leases.lost, 1);
+    lock.release().await.expect("release");
+    assert_eq!(signal.kind(), Some(LossKind::Lost), "a final kind stays");
+    assert!(eventually(SOON, || cluster.holders(name.as_bytes()) == 0).await);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hung_majority_fires_uncertain_before_the_validity_ends_then_expired() {
+    let mut cluster = Cluster::local(5);
+    let redlock = cluster.redlock().await;
+    let name = unique("renew-hung");
+    let ttl = Duration::from_secs(2);
+    let margin = 500 * MS;
+    let lock = redlock.acquire(&name, ttl).await.expect("acquire");
+    let signal = lock
+        .auto_renew(Renewal::every(300 * MS).margin(margin))
+        .expect("auto_renew");
+    // One renewal gets through first.
+    assert!(eventually(SOON, || redlock.stats().leases.renewals >= 1).await);
+    for i in [0, 2, 4] {
+        cluster.pause(i);
+    }
+    assert_eq!(fired(&signal).await, LossKind::Uncertain);
+    let fired_at = signal.fired_at().expect("fired");
+    // No renewal got through since the pause, so this is the deadline the
+    // holder was working against when the signal fired.
+    let deadline = signal.deadline();
+    assert!(
+        fired_at < deadline,
+        "Uncertain must come before the validity ends"
+    );
+    eprintln!(
+        "uncertain fired {:?} before the end of validity (margin {margin:?})",
+        deadline - fired_at
+    );
+    match signal.reason() {
+        Some(LostReason::Uncertain { failures, .. }) => {
+            assert!(failures.iter().all(|f| f.kind.is_timeout()), "{failures:?}");
+        }
+        other => panic!("{other:?}"),
+    }
+    // Renewal keeps trying; the validity runs out; the kind becomes final.
+    assert!(
+        eventually(SOON, || signal.kind() == Some(LossKind::Expired)).await,
+        "{:?}",
+        signal.kind()
+    );
+    assert_eq!(fired(&signal).await, LossKind::Uncertain, "first kind kept");
+    assert!(lock.is_lost());
+    let stats = redlock.stats();
+    assert!(stats.leases.renewal_failures >= 1, "{:?}", stats.leases);
+    assert_eq!((stats.leases.uncertain, stats.leases.expired), (1, 1));
+    for i in [0, 2] {
+        assert!(stats.nodes[i].timeouts >= 1, "{:?}", stats.nodes[i]);
+    }
+    for i in [0, 2, 4] {
+        cluster.resume(i);
+    }
+    lock.release().await.expect("release");
+    assert!(eventually(SOON, || cluster.holders(name.as_bytes()) == 0).await);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn renewal_survives_a_minority_outage() {
+    let mut cluster = Cluster::local(5);
+    let redlock = cluster.redlock().await;
+    let name = unique("renew-minority");
+    let lock = redlock.acquire(&name, TTL).await.expect("acquire");
+    let signal = lock.auto_renew(Renewal::default()).expect("auto_renew");
+    cluster.pause(1);
+    cluster.kill(3);
+    tokio::time::sleep(2 * TTL).await;
+    assert!(!signal.is_fired(), "{:?}", signal.reason());
+    assert!(lock.validity() > Duration::ZERO);
+    cluster.resume(1);
+    lock.release().await.expect("release");
+}
+
+// -------------------------------------------------------- node restarts
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn renewal_goes_on_through_a_node_restart_and_reaches_the_new_process() {
+    let mut cluster = Cluster::local(5);
+    let redlock = cluster.redlock().await;
+    let name = unique("renew-restart");
+    let lock = redlock.acquire(&name, TTL).await.expect("acquire");
+    let signal = lock.auto_renew(Renewal::default()).expect("auto_renew");
+    tokio::time::sleep(TTL / 2).await;
+    tokio::task::block_in_place(|| cluster.restart(2));
+    let answered = |r: &Redlock| {
+        let n = &r.stats().nodes[2];
+        n.extend.yes + n.extend.no
+    };
+    let before = answered(&redlock);
+    tokio::time::sleep(2 * TTL).await;
+    assert!(!signal.is_fired(), "{:?}", signal.reason());
+    assert_eq!(
+        cluster.values(name.as_bytes())[2],
+        None,
+        "the restarted node came back empty, and renewal never re-creates"
+    );
+    assert!(
+        eventually(SOON, || answered(&redlock) >= before + 2).await,
+        "later renewals reach the restarted node: {:?}",
+        redlock.stats().nodes[2]
+    );
+    assert!(redlock.stats().nodes[2].extend.no >= 1);
+    assert_eq!(cluster.holders(name.as_bytes()), 4);
+    lock.release().await.expect("release");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn renewal_keeps_the_key_fresh_on_a_restarted_persistent_node() {
+    let mut cluster = Cluster::local_with(5, true);
+    let redlock = cluster.redlock().await;
+    let name = unique("renew-aof");
+    let lock = redlock.acquire(&name, TTL).await.expect("acquire");
+    let signal = lock.auto_renew(Renewal::default()).expect("auto_renew");
+    tokio::task::block_in_place(|| cluster.restart(2));
+    // The key survived the restart (appendfsync always). Two TTLs later it
+    // is still there only because renewals reached the new process.
+    tokio::time::sleep(2 * TTL).await;
+    assert!(!signal.is_fired(), "{:?}", signal.reason());
+    let values = cluster.values(name.as_bytes());
+    assert!(values[2].is_some(), "{values:?}");
+    assert_eq!(values[2], values[0], "the same token");
+    lock.release().await.expect("release");
+    assert!(eventually(SOON, || cluster.holders(name.as_bytes()) == 0).await);
+}
+
+// ----------------------------------------------------------------- caps
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_renewal_count_cap_fires_limit_reached_and_the_lock_runs_out() {
+    let cluster = Cluster::local(5);
+    let redlock = cluster.redlock().await;
+    let name = unique("cap-count");
+    let lock = redlock.acquire(&name, TTL).await.expect("acquire");
+    let signal = lock
+        .auto_renew(Renewal::every(200 * MS).max_renewals(2))
+        .expect("auto_renew");
+    assert_eq!(fired(&signal).await, LossKind::LimitReached);
+    assert!(
+        matches!(
+            signal.reason(),
+            Some(LostReason::LimitReached { renewals: 2, .. })
+        ),
+        "{:?}",
+        signal.reason()
+    );
+    assert!(
+        lock.validity() > Duration::ZERO,
+        "the last renewal's validity is still there"
+    );
+    assert_eq!(redlock.stats().leases.renewals, 2);
+    // No more renewals: the keys expire with their TTL.
+    assert!(
+        eventually(SOON, || cluster.holders(name.as_bytes()) == 0).await,
+        "{:?}",
+        cluster.values(name.as_bytes())
+    );
+    assert!(eventually(SOON, || signal.kind() == Some(LossKind::Expired)).await);
+    assert_eq!(redlock.stats().leases.renewals, 2);
+    drop(lock);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_hold_time_cap_fires_limit_reached() {
+    let cluster = Cluster::local(5);
+    let redlock = cluster.redlock().await;
+    let name = unique("cap-time");
+    let lock = redlock.acquire(&name, TTL).await.expect("acquire");
+    let cap = 700 * MS;
+    let signal = lock
+        .auto_renew(Renewal::every(200 * MS).max_hold(cap))
+        .expect("auto_renew");
+    assert_eq!(fired(&signal).await, LossKind::LimitReached);
+    match signal.reason() {
+        Some(LostReason::LimitReached { held_for, renewals }) => {
+            assert!(held_for >= cap, "{held_for:?}");
+            assert!(renewals >= 1, "{renewals}");
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(lock.validity() > Duration::ZERO);
+    lock.release().await.expect("release");
+    assert_eq!(signal.kind(), Some(LossKind::Released));
+    assert!(eventually(SOON, || cluster.holders(name.as_bytes()) == 0).await);
+}
+
+#[tokio::test]
+async fn settings_that_cannot_work_are_refused_before_anything_runs() {
+    let cluster = Cluster::shared(3);
+    let redlock = cluster.redlock().await;
+    let name = unique("renew-bad");
+    let lock = redlock.acquire(&name, TTL).await.expect("acquire");
+    for bad in [
+        Renewal::every(Duration::ZERO),
+        Renewal::new().margin(TTL),
+        Renewal::every(TTL),
+    ] {
+        let err = lock.auto_renew(bad.clone()).expect_err("refused");
+        assert!(err.is_invalid_input(), "{bad:?}: {err}");
+    }
+    assert!(!lock.lost_signal().is_fired());
+    let err: Result<(), Error> = redlock
+        .with_lock_renewing(&name, TTL, Renewal::every(Duration::ZERO), |_| async {
+            unreachable!("the work never runs")
+        })
+        .await;
+    assert!(err.is_err(), "contended or invalid");
+    lock.release().await.expect("release");
+
+    let result: Result<(), Error> = redlock
+        .with_lock_renewing(&name, TTL, Renewal::every(Duration::ZERO), |_| async {
+            unreachable!("the work never runs")
+        })
+        .await;
+    let err = result.expect_err("invalid");
+    assert!(err.is_invalid_input(), "{err}");
+    assert!(
+        eventually(SOON, || cluster.holders(name.as_bytes()) == 0).await,
+        "the lock taken for it was released"
+    );
+}
+
+// --------------------------------------------- the signal without renewal
+
+#[tokio::test]
+async fn without_renewal_the_signal_fires_expired_when_validity_runs_out() {
+    let cluster = Cluster::shared(5);
+    let redlock = cluster.redlock().await;
+    let name = unique("signal-expiry");
+    let lock = redlock.acquire(&name, 400 * MS).await.expect("acquire");
+    let signal = lock.lost_signal();
+    let token = signal.cancellation_token();
+    assert!(!signal.is_fired());
+    tokio::time::timeout(SOON, token.cancelled())
+        .await
+        .expect("token cancelled at expiry");
+    assert_eq!(fired(&signal).await, LossKind::Expired);
+    let fired_at = signal.fired_at().expect("fired");
+    assert!(
+        fired_at >= lock.deadline(),
+        "never before the validity ends"
+    );
+    assert!(lock.is_lost());
+    drop(lock);
+}
+
+#[tokio::test]
+async fn a_refused_extend_fires_lost() {
+    let cluster = Cluster::shared(5);
+    let redlock = cluster.redlock().await;
+    let name = unique("signal-extend");
+    let lock = redlock.acquire(&name, TTL).await.expect("acquire");
+    let signal = lock.lost_signal();
+    let token = signal.cancellation_token();
+    for i in 0..3 {
+        let _: () = cluster.exec(i, redis::cmd("SET").arg(&name).arg("someone-else"));
+    }
+    let err = lock.extend(TTL).await.expect_err("no quorum");
+    assert!(err.is_lost(), "{err}");
+    assert_eq!(signal.kind(), Some(LossKind::Lost));
+    assert!(token.is_cancelled());
+    let shown = signal.to_error().expect("fired").to_string();
+    assert!(shown.contains("no longer held the token"), "{shown}");
+    lock.release().await.expect("release");
+    for i in 0..3 {
+        let _: () = cluster.exec(i, redis::cmd("DEL").arg(&name));
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_extend_that_times_out_fires_uncertain() {
+    let mut cluster = Cluster::local(5);
+    let redlock = cluster.redlock().await;
+    let name = unique("signal-extend-hung");
+    let lock = redlock
+        .acquire(&name, Duration::from_secs(10))
+        .await
+        .expect("acquire");
+    let signal = lock.lost_signal();
+    for i in [1, 2, 3] {
+        cluster.pause(i);
+    }
+    let err = lock
+        .extend(Duration::from_secs(10))
+        .await
+        .expect_err("no quorum");
+    assert!(err.is_lost(), "{err}");
+    assert_eq!(
+        signal.kind(),
+        Some(LossKind::Uncertain),
+        "timeouts do not prove the keys gone"
+    );
+    assert!(lock.is_lost(), "but the lock is not counted on any more");
+    for i in [1, 2, 3] {
+        cluster.resume(i);
+    }
+    lock.release().await.expect("release");
+    assert_eq!(signal.kind(), Some(LossKind::Released));
+    assert!(eventually(SOON, || cluster.holders(name.as_bytes()) == 0).await);
+}
+
+// ------------------------------------------------------- scoped locking
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_lock_returns_the_output_renews_meanwhile_and_releases() {
+    let cluster = Cluster::local(5);
+    let redlock = cluster.redlock().await;
+    let name = unique("scoped-ok");
+    let (inner, inner_name) = (redlock.clone(), name.clone());
+    let out = redlock
+        .with_lock(&name, TTL, |signal| async move {
+            // Longer than the TTL: only renewal keeps the lock.
+            tokio::time::sleep(2 * TTL).await;
+            assert!(!signal.is_fired());
+            assert!(signal.validity() > Duration::ZERO);
+            let err = inner.try_acquire(&inner_name, TTL).await.expect_err("held");
+            assert!(err.is_contended(), "{err}");
+            42
+        })
+        .await
+        .expect("with_lock");
+    assert_eq!(out, 42);
+    assert!(redlock.stats().leases.renewals >= 2);
+    assert_renewal_stopped(&cluster, &redlock, &name).await;
+}
+
+#[tokio::test]
+async fn with_lock_releases_when_the_work_returns_an_error() {
+    let cluster = Cluster::shared(5);
+    let redlock = cluster.redlock().await;
+    let name = unique("scoped-err");
+    let out = redlock
+        .with_lock(&name, TTL, |_| async { Err::<(), _>("boom") })
+        .await
+        .expect("the lock was held throughout");
+    assert_eq!(out, Err("boom"));
+    assert!(eventually(SOON, || cluster.holders(name.as_bytes()) == 0).await);
+    // Free again at once, not after a TTL.
+    let lock = redlock.try_acquire(&name, TTL).await.expect("free");
+    lock.release().await.expect("release");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_lock_releases_when_the_work_panics() {
+    let cluster = Cluster::local(5);
+    let redlock = cluster.redlock().await;
+
+    // Inside a spawned task: the panic ends up in the JoinError.
+    let name = unique("scoped-panic-task");
+    let (r, n) = (redlock.clone(), name.clone());
+    let joined = tokio::spawn(async move {
+        r.with_lock(&n, TTL, |_| async { panic!("work failed") })
+            .await
+    })
+    .await;
+    assert!(joined.expect_err("panicked").is_panic());
+    assert!(
+        eventually(SOON, || cluster.holders(name.as_bytes()) == 0).await,
+        "{:?}",
+        cluster.values(name.as_bytes())
+    );
+
+    // Caught in place.
+    let name = unique("scoped-panic-caught");
+    let caught = std::panic::AssertUnwindSafe(
+        redlock.with_lock(&name, TTL, |_| async { panic!("work failed") }),
+    )
+    .catch_unwind()
+    .await;
+    assert!(caught.is_err());
+    assert_renewal_stopped(&cluster, &redlock, &name).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_lock_releases_when_the_caller_drops_it() {
+    let cluster = Cluster::local(5);
+    let redlock = cluster.redlock().await;
+    let name = unique("scoped-drop");
+    let dropped = Arc::new(AtomicBool::new(false));
+    let flag = dropped.clone();
+    let outcome = tokio::time::timeout(
+        TTL,
+        redlock.with_lock(&name, TTL, |_| async move {
+            let _flag = SetOnDrop(flag);
+            pending::<()>().await
+        }),
+    )
+    .await;
+    assert!(outcome.is_err(), "timed out");
+    assert!(dropped.load(Ordering::SeqCst), "the work was dropped");
+    assert_renewal_stopped(&cluster, &redlock, &name).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_lock_cancels_the_work_when_the_lock_is_lost() {
+    let cluster = Cluster::local(5);
+    let redlock = cluster.redlock().await;
+    let name = unique("scoped-lost");
+    let dropped = Arc::new(AtomicBool::new(false));
+    let started = Arc::new(AtomicBool::new(false));
+    let (flag, go) = (dropped.clone(), started.clone());
+    let r = redlock.clone();
+    let n = name.clone();
+    let task = tokio::spawn(async move {
+        r.with_lock_renewing(&n, TTL, Renewal::every(200 * MS), |_| async move {
+            let _flag = SetOnDrop(flag);
+            go.store(true, Ordering::SeqCst);
+            pending::<()>().await
+        })
+        .await
+    });
+    assert!(eventually(SOON, || started.load(Ordering::SeqCst)).await);
+    // Someone else's token replaces ours on a majority.
+    for i in 0..3 {
+        let _: () = cluster.exec(i, redis::cmd("SET").arg(&name).arg("someone-else"));
+    }
+    let err = tokio::time::timeout(SOON, task)
+        .await
+        .expect("with_lock returned")
+        .expect("task")
+        .expect_err("lost");
+    assert!(err.is_lost(), "{err}");
+    assert!(
+        matches!(
+            &err,
+            Error::Lost {
+                reason: LostReason::NoQuorum { refused: 3, .. },
+                ..
+            }
+        ),
+        "{err:?}"
+    );
+    assert!(dropped.load(Ordering::SeqCst), "the work was cancelled");
+    assert!(
+        eventually(SOON, || {
+            let v = cluster.values(name.as_bytes());
+            v[3].is_none() && v[4].is_none()
+        })
+        .await,
+        "our remaining keys were released"
+    );
+    let values = cluster.values(name.as_bytes());
+    for v in &values[..3] {
+        assert_eq!(v.as_deref(), Some(&b"someone-else"[..]), "untouched");
+    }
+    for i in 0..3 {
+        let _: () = cluster.exec(i, redis::cmd("DEL").arg(&name));
+    }
+}
+
+#[tokio::test]
+async fn with_lock_on_a_held_resource_is_contended_and_runs_nothing() {
+    let cluster = Cluster::shared(5);
+    let redlock = cluster
+        .builder()
+        .retry_count(0)
+        .build()
+        .await
+        .expect("build");
+    let name = unique("scoped-contended");
+    let lock = redlock.acquire(&name, TTL).await.expect("acquire");
+    let result: Result<(), Error> = redlock
+        .with_lock(&name, TTL, |_| async { unreachable!("not run") })
+        .await;
+    let err = result.expect_err("contended");
+    assert!(err.is_contended(), "{err}");
+    lock.release().await.expect("release");
+}
+
+// ------------------------------------------------------------- counters
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stats_count_votes_timeouts_error_replies_renewals_and_latency() {
+    let mut cluster = Cluster::local(5);
+    let redlock = cluster
+        .builder()
+        .retry_count(0)
+        .build()
+        .await
+        .expect("build");
+    let start = redlock.stats();
+    assert_eq!(start.nodes.len(), 5);
+    assert_eq!(start.nodes[3].node, redlock.node_labels()[3]);
+
+    let name = unique("stats");
+    let lock = redlock.acquire(&name, TTL).await.expect("acquire");
+    let err = redlock.try_acquire(&name, TTL).await.expect_err("held");
+    assert!(err.is_contended());
+    assert!(
+        eventually(SOON, || {
+            let s = redlock.stats();
+            let yes: u64 = s.nodes.iter().map(|n| n.acquire.yes).sum();
+            let no: u64 = s.nodes.iter().map(|n| n.acquire.no).sum();
+            yes == 5 && no == 5
+        })
+        .await,
+        "{:?}",
+        redlock.stats()
+    );
+    let signal = lock
+        .auto_renew(Renewal::every(200 * MS))
+        .expect("auto_renew");
+    assert!(eventually(SOON, || redlock.stats().leases.renewals >= 2).await);
+    let s = redlock.stats();
+    assert!(s.nodes.iter().all(|n| n.extend.yes >= 2), "{s:?}");
+    lock.release().await.expect("release");
+    assert_eq!(signal.kind(), Some(LossKind::Released));
+    assert!(
+        eventually(SOON, || redlock
+            .stats()
+            .nodes
+            .iter()
+            .map(|n| n.release.yes)
+            .sum::<u64>()
+            == 5)
+        .await
+    );
+
+    // An error reply: a hash where the lock key should be.
+    let wrong = unique("stats-wrongtype");
+    let _: () = cluster.exec(0, redis::cmd("HSET").arg(&wrong).arg("f").arg("v"));
+    let lock = redlock.acquire(&wrong, TTL).await.expect("4 of 5 grant");
+    lock.extend(TTL).await.expect("4 of 5 extend");
+    lock.release().await.expect("release");
+    assert!(
+        eventually(SOON, || redlock.stats().nodes[0]
+            .redis_error_count("WRONGTYPE")
+            >= 2)
+        .await,
+        "{:?}",
+        redlock.stats().nodes[0]
+    );
+
+    // A timeout: node 4 hangs.
+    cluster.pause(4);
+    let hung = unique("stats-timeout");
+    let lock = redlock.acquire(&hung, TTL).await.expect("4 of 5 grant");
+    assert!(
+        eventually(SOON, || redlock.stats().nodes[4].timeouts >= 1).await,
+        "{:?}",
+        redlock.stats().nodes[4]
+    );
+    lock.release().await.expect("release");
+    cluster.resume(4);
+
+    let s = redlock.stats();
+    for n in &s.nodes {
+        assert!(n.latency.count > 0, "{n:?}");
+        assert!(n.latency.max >= n.latency.quantile(0.5).expect("replies"));
+        assert!(n.latency.mean().expect("replies") <= n.latency.max);
+        assert_eq!(
+            n.latency.buckets.iter().map(|b| b.1).sum::<u64>(),
+            n.latency.count
+        );
+        assert!(n.commands >= n.latency.count, "{n:?}");
+    }
+    assert_eq!(s.nodes[1].failures(), 0, "{:?}", s.nodes[1]);
+    let shown = format!("{s:?}");
+    assert!(!shown.is_empty());
+}
