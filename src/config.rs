@@ -34,6 +34,9 @@ pub(crate) struct Config {
     pub(crate) retry_deadline: Option<Duration>,
     pub(crate) restart_quarantine: Option<Duration>,
     pub(crate) fast_handoff: bool,
+    /// Root CA and client certificate for `rediss://` nodes.
+    #[cfg(feature = "tls")]
+    pub(crate) tls: Option<redis::TlsCertificates>,
 }
 
 impl Default for Config {
@@ -48,6 +51,8 @@ impl Default for Config {
             retry_deadline: None,
             restart_quarantine: None,
             fast_handoff: true,
+            #[cfg(feature = "tls")]
+            tls: None,
         }
     }
 }
@@ -103,6 +108,9 @@ pub(crate) struct NodeSpec {
     pub(crate) info: redis::ConnectionInfo,
     /// `host:port/db`, with the host lower-cased; never holds a password.
     pub(crate) label: String,
+    /// Certificates for a `rediss://` node (set by the builder).
+    #[cfg(feature = "tls")]
+    pub(crate) tls: Option<redis::TlsCertificates>,
 }
 
 /// Parses and checks the node list: at least one node, every URL valid, no
@@ -122,7 +130,12 @@ pub(crate) fn parse_nodes(urls: &[String]) -> Result<Vec<NodeSpec>> {
                 "node {label} is listed twice; it would vote twice"
             )));
         }
-        specs.push(NodeSpec { info, label });
+        specs.push(NodeSpec {
+            info,
+            label,
+            #[cfg(feature = "tls")]
+            tls: None,
+        });
     }
     Ok(specs)
 }

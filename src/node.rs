@@ -74,7 +74,7 @@ pub(crate) type NodeResult<T> = Result<T, NodeFailure>;
 impl Node {
     /// Prepares the connection without waiting for it.
     pub(crate) fn new(spec: &NodeSpec, connect_timeout: Duration) -> Result<Self, RedisError> {
-        let client = Client::open(spec.info.clone())?;
+        let client = client(spec)?;
         let config = redis::aio::ConnectionManagerConfig::new()
             .set_connection_timeout(Some(connect_timeout))
             .set_response_timeout(None)
@@ -395,6 +395,26 @@ impl Node {
     }
 }
 
+#[cfg(not(feature = "tls"))]
+fn client(spec: &NodeSpec) -> Result<Client, RedisError> {
+    Client::open(spec.info.clone())
+}
+
+/// A `rediss://` node with certificates from the builder gets them; any
+/// other node connects as its URL says.
+#[cfg(feature = "tls")]
+fn client(spec: &NodeSpec) -> Result<Client, RedisError> {
+    match (&spec.tls, spec.info.addr()) {
+        (Some(certs), redis::ConnectionAddr::TcpTls { .. }) => {
+            // rustls needs a process-wide crypto provider; install ring
+            // unless the application installed one already.
+            let _ = rustls::crypto::ring::default_provider().install_default();
+            Client::build_with_tls(spec.info.clone(), certs.clone())
+        }
+        _ => Client::open(spec.info.clone()),
+    }
+}
+
 fn classify(e: &RedisError) -> NodeFailureKind {
     if e.is_timeout() {
         return NodeFailureKind::Timeout(Duration::ZERO);
@@ -403,6 +423,16 @@ fn classify(e: &RedisError) -> NodeFailureKind {
         return NodeFailureKind::Redis {
             code: code.to_owned(),
             message: e.detail().unwrap_or_default().to_owned(),
+        };
+    }
+    if e.kind() == ErrorKind::AuthenticationFailed {
+        // The server's WRONGPASS reply to AUTH; redis-rs replaces it with its
+        // own error kind while connecting, so restore the code here.
+        return NodeFailureKind::Redis {
+            code: "WRONGPASS".to_owned(),
+            message: "authentication failed: wrong user name or password, the user is \
+                      disabled, or a password was sent to a node that has none"
+                .to_owned(),
         };
     }
     if e.is_io_error() || e.is_connection_refusal() || e.is_connection_dropped() {

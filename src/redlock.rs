@@ -524,6 +524,51 @@ impl Builder {
         self
     }
 
+    /// Trusts `pem` (one or more PEM certificates) as the root CA of
+    /// `rediss://` nodes, instead of the system's roots. Needs the `tls`
+    /// feature.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # async fn demo() -> Result<(), quorumlock::Error> {
+    /// let ca = std::fs::read("ca.pem").expect("CA certificate");
+    /// let redlock = quorumlock::Redlock::builder(["rediss://redis-1.internal:6380"])
+    ///     .tls_root_ca(ca)
+    ///     .build()
+    ///     .await?;
+    /// # Ok(())
+    /// # }
+    /// ```
+    #[cfg(feature = "tls")]
+    pub fn tls_root_ca(mut self, pem: impl Into<Vec<u8>>) -> Self {
+        self.tls_certificates().root_cert = Some(pem.into());
+        self
+    }
+
+    /// Presents this client certificate and key (PEM) to `rediss://` nodes
+    /// that require one (`tls-auth-clients yes`). Needs the `tls` feature.
+    #[cfg(feature = "tls")]
+    pub fn tls_client_auth(
+        mut self,
+        cert_pem: impl Into<Vec<u8>>,
+        key_pem: impl Into<Vec<u8>>,
+    ) -> Self {
+        self.tls_certificates().client_tls = Some(redis::ClientTlsConfig {
+            client_cert: cert_pem.into(),
+            client_key: key_pem.into(),
+        });
+        self
+    }
+
+    #[cfg(feature = "tls")]
+    fn tls_certificates(&mut self) -> &mut redis::TlsCertificates {
+        self.config.tls.get_or_insert(redis::TlsCertificates {
+            client_tls: None,
+            root_cert: None,
+        })
+    }
+
     /// Checks the configuration, parses the node URLs and opens the
     /// connections, waiting at most the connect timeout for them. Nodes that
     /// are down are not an error: they are retried on every operation, and
@@ -537,7 +582,12 @@ impl Builder {
     /// (host, port, database) twice, or a setting out of range.
     pub async fn build(self) -> Result<Redlock> {
         self.config.validate()?;
-        let specs = config::parse_nodes(&self.urls)?;
+        #[cfg_attr(not(feature = "tls"), allow(unused_mut))]
+        let mut specs = config::parse_nodes(&self.urls)?;
+        #[cfg(feature = "tls")]
+        for spec in &mut specs {
+            spec.tls = self.config.tls.clone();
+        }
         let nodes = specs
             .iter()
             .map(|spec| {

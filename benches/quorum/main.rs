@@ -16,10 +16,6 @@
 #[path = "../../tests/support/mod.rs"]
 mod support;
 
-#[allow(dead_code, unreachable_pub)]
-#[path = "../../tests/support/proxy.rs"]
-mod proxy;
-
 mod contenders;
 mod measure;
 mod report;
@@ -35,7 +31,7 @@ use serde_json::json;
 use contenders::{Contender, Kind, TTL};
 use report::{LatencyRun, Results};
 use scenarios::Sampling;
-use support::Cluster;
+use support::{Cluster, Fault, Proxy};
 
 /// The client side's runtime: two workers, as many as the machine's cores.
 pub fn runtime() -> tokio::runtime::Runtime {
@@ -229,15 +225,15 @@ fn run_all(s: &Settings, results: &mut Results) {
         let upstream = format!("127.0.0.1:{}", port_of(&urls[victim]))
             .parse()
             .expect("node address");
-        let proxy = proxy::Proxy::start(upstream);
+        let proxy = Proxy::start(upstream);
         urls[victim] = format!("redis://{}", proxy.addr());
         let mut sampling = s.latency;
         sampling.rslock_per_round = s.rslock_slow_per_round.min(sampling.per_round);
         let r = rt.block_on(async {
             let c = connect_all(&urls).await;
-            proxy.set(proxy::Fault::latency(Duration::from_millis(20)));
+            proxy.set(Fault::latency(Duration::from_millis(20)));
             let r = scenarios::latency(&c, sampling, "bench:slow").await;
-            proxy.set(proxy::Fault::None);
+            proxy.set(Fault::None);
             r
         });
         eprintln!("slow node: {}", brief(&r));

@@ -7,7 +7,18 @@
 //! (comma-separated URLs) when set, for tests that need no process control;
 //! [`Cluster::external`] uses nodes given by the test itself (the Docker
 //! fault tests). Benches reuse this file through `#[path]`.
+//!
+//! Fault tools live beside it: [`proxy`] (latency, blackhole, reset, slow
+//! replies in front of each node, see [`Cluster::proxied`]), [`inject`]
+//! (early expiry and per-node error replies on real servers), [`nemesis`]
+//! (seeded fault schedules) and [`checker`] (the safety history).
 #![allow(dead_code, unreachable_pub)]
+
+pub mod checker;
+pub mod inject;
+pub mod nemesis;
+pub mod proxy;
+pub mod workload;
 
 use std::fmt::Write as _;
 use std::net::TcpListener;
@@ -18,16 +29,34 @@ use std::time::{Duration, Instant};
 
 use quorumlock::Redlock;
 
+pub use proxy::{Fault, FaultHandle, Proxy};
+
 /// The environment variable naming external nodes.
 pub const NODES_ENV: &str = "QUORUMLOCK_TEST_NODES";
 
 /// A node started by the harness.
 pub struct LocalNode {
+    /// The plain-TCP port (side connections always use it).
     pub port: u16,
+    /// The TLS port, when the node serves TLS; clients then use it.
+    pub tls_port: Option<u16>,
     dir: tempfile::TempDir,
     child: Option<Child>,
-    aof: bool,
+    options: NodeOptions,
     paused: bool,
+}
+
+/// How [`Cluster::local_custom`] starts its nodes.
+#[derive(Debug, Clone, Default)]
+pub struct NodeOptions {
+    /// `appendonly yes` with `appendfsync always`.
+    pub aof: bool,
+    /// When set, the node also listens for TLS on a second port with these
+    /// extra arguments (`--tls-cert-file …`), and clients connect there with
+    /// `rediss://`.
+    pub tls_args: Option<Vec<String>>,
+    /// Any further `redis-server` arguments.
+    pub args: Vec<String>,
 }
 
 impl LocalNode {
@@ -53,11 +82,15 @@ impl LocalNode {
             .arg(self.dir.path())
             .arg("--logfile")
             .arg(self.log_path());
-        if self.aof {
+        if self.options.aof {
             cmd.args(["--appendonly", "yes", "--appendfsync", "always"]);
         } else {
             cmd.args(["--appendonly", "no"]);
         }
+        if let (Some(tls_port), Some(args)) = (self.tls_port, &self.options.tls_args) {
+            cmd.arg("--tls-port").arg(tls_port.to_string()).args(args);
+        }
+        cmd.args(&self.options.args);
         cmd.stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::null());
@@ -105,6 +138,8 @@ enum Nodes {
 /// A set of Redis nodes for one test.
 pub struct Cluster {
     nodes: Nodes,
+    /// One per node once [`Cluster::proxied`] was called.
+    proxies: Vec<Proxy>,
 }
 
 fn free_port() -> u16 {
@@ -144,20 +179,33 @@ impl Cluster {
     /// Starts `n` local nodes; with `aof`, each runs `appendonly yes` and
     /// `appendfsync always`.
     pub fn local_with(n: usize, aof: bool) -> Self {
-        let nodes = (0..n).map(|_| Self::start_node(aof)).collect();
+        Self::local_custom(
+            n,
+            &NodeOptions {
+                aof,
+                ..NodeOptions::default()
+            },
+        )
+    }
+
+    /// Starts `n` local nodes with these options.
+    pub fn local_custom(n: usize, options: &NodeOptions) -> Self {
+        let nodes = (0..n).map(|_| Self::start_node(options)).collect();
         Self {
             nodes: Nodes::Local(nodes),
+            proxies: Vec::new(),
         }
     }
 
-    fn start_node(aof: bool) -> LocalNode {
+    fn start_node(options: &NodeOptions) -> LocalNode {
         let mut last = String::new();
         for _ in 0..5 {
             let mut node = LocalNode {
                 port: free_port(),
+                tls_port: options.tls_args.as_ref().map(|_| free_port()),
                 dir: tempfile::tempdir().expect("temp dir"),
                 child: None,
-                aof,
+                options: options.clone(),
                 paused: false,
             };
             if let Err(e) = node.spawn() {
@@ -211,6 +259,7 @@ impl Cluster {
     pub fn external(urls: Vec<String>) -> Self {
         Self {
             nodes: Nodes::External(urls),
+            proxies: Vec::new(),
         }
     }
 
@@ -226,12 +275,15 @@ impl Cluster {
         }
     }
 
-    /// The node URLs.
+    /// The node URLs clients use (`rediss://` for TLS nodes).
     pub fn urls(&self) -> Vec<String> {
         match &self.nodes {
             Nodes::Local(nodes) => nodes
                 .iter()
-                .map(|n| format!("redis://127.0.0.1:{}", n.port))
+                .map(|n| match n.tls_port {
+                    Some(tls) => format!("rediss://127.0.0.1:{tls}"),
+                    None => format!("redis://127.0.0.1:{}", n.port),
+                })
                 .collect(),
             Nodes::External(urls) => urls.clone(),
         }
@@ -239,6 +291,78 @@ impl Cluster {
 
     pub fn url(&self, i: usize) -> String {
         self.urls()[i].clone()
+    }
+
+    /// The plain URL of node `i` for side connections (the non-TLS port of
+    /// a TLS node).
+    pub fn side_url(&self, i: usize) -> String {
+        match &self.nodes {
+            Nodes::Local(nodes) => format!("redis://127.0.0.1:{}", nodes[i].port),
+            Nodes::External(urls) => urls[i].clone(),
+        }
+    }
+
+    /// The node addresses (`127.0.0.1:port`; the TLS port of a TLS node).
+    fn addrs(&self) -> Vec<std::net::SocketAddr> {
+        (0..self.len())
+            .map(|i| {
+                let info = redis::IntoConnectionInfo::into_connection_info(self.url(i).as_str())
+                    .expect("node url");
+                let (host, port) = match info.addr() {
+                    redis::ConnectionAddr::Tcp(h, p) => (h.clone(), *p),
+                    redis::ConnectionAddr::TcpTls { host, port, .. } => (host.clone(), *port),
+                    other => panic!("cannot proxy {other}"),
+                };
+                std::net::ToSocketAddrs::to_socket_addrs(&(host.as_str(), port))
+                    .expect("resolve node")
+                    .next()
+                    .expect("node address")
+            })
+            .collect()
+    }
+
+    /// Starts a fault-injecting proxy in front of every node (once) and
+    /// returns the URLs that go through them, in node order. Control the
+    /// faults with [`Cluster::proxy`].
+    pub fn proxied(&mut self) -> Vec<String> {
+        if self.proxies.is_empty() {
+            self.proxies = self.addrs().into_iter().map(Proxy::start).collect();
+        }
+        (0..self.len())
+            .map(|i| with_authority(&self.url(i), &self.proxies[i].addr().to_string()))
+            .collect()
+    }
+
+    /// The fault switch of node `i`'s proxy.
+    ///
+    /// # Panics
+    ///
+    /// When [`Cluster::proxied`] was not called.
+    pub fn proxy(&self, i: usize) -> FaultHandle {
+        assert!(
+            !self.proxies.is_empty(),
+            "call Cluster::proxied() before using proxies"
+        );
+        self.proxies[i].handle()
+    }
+
+    /// Every proxy's fault switch, in node order.
+    pub fn proxies(&self) -> Vec<FaultHandle> {
+        self.proxies.iter().map(Proxy::handle).collect()
+    }
+
+    /// Heals every proxy.
+    pub fn heal_proxies(&self) {
+        for p in &self.proxies {
+            p.set(Fault::None);
+        }
+    }
+
+    /// Like [`Cluster::builder`], through the proxies.
+    pub fn proxied_builder(&mut self) -> quorumlock::Builder {
+        Redlock::builder(self.proxied())
+            .node_timeout(Duration::from_millis(100))
+            .connect_timeout(Duration::from_millis(500))
     }
 
     /// A builder with test-friendly settings: 100 ms node timeout (generous
@@ -303,7 +427,7 @@ impl Cluster {
     /// A plain synchronous side connection to node `i`, for inspecting and
     /// injecting state behind the client's back.
     pub fn conn(&self, i: usize) -> redis::Connection {
-        let client = redis::Client::open(self.url(i)).expect("node url");
+        let client = redis::Client::open(self.side_url(i)).expect("node url");
         client
             .get_connection_with_timeout(Duration::from_secs(2))
             .expect("side connection")
@@ -313,7 +437,7 @@ impl Cluster {
     pub fn values(&self, key: &[u8]) -> Vec<Option<Vec<u8>>> {
         (0..self.len())
             .map(|i| {
-                let client = redis::Client::open(self.url(i)).ok()?;
+                let client = redis::Client::open(self.side_url(i)).ok()?;
                 let mut c = client
                     .get_connection_with_timeout(Duration::from_millis(300))
                     .ok()?;
@@ -371,6 +495,25 @@ impl Drop for Cluster {
             }
         }
     }
+}
+
+/// `url` with its `host:port` replaced (user info, path and scheme kept).
+fn with_authority(url: &str, authority: &str) -> String {
+    let (scheme, rest) = url.split_once("://").expect("URL with a scheme");
+    let (userinfo, rest) = match rest.rfind('@') {
+        Some(at) => rest.split_at(at + 1),
+        None => ("", rest),
+    };
+    let path = rest.find('/').map_or("", |p| &rest[p..]);
+    format!("{scheme}://{userinfo}{authority}{path}")
+}
+
+/// Writes one line to the real stderr, past the test harness' capture, so
+/// figures show in CI logs of passing tests too.
+pub fn report(line: &str) {
+    use std::io::Write as _;
+    let mut err = std::io::stderr().lock();
+    let _ = writeln!(err, "{line}");
 }
 
 /// Checks that every node answers `PING`, so that a test run against nodes

@@ -1,0 +1,361 @@
+//! The fault tools themselves: the proxy's faults, AOF across kill -9, early
+//! expiry, the error injections, seeded schedules and the checker's own
+//! arithmetic. Only lower bounds of time are asserted (a delay cannot come
+//! early); how precise the delays are is for the benches.
+
+mod support;
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use support::checker::{find_overlaps, Checker, FencedStore, Grant, Outcome, PlainStore};
+use support::nemesis::{Action, Limits, Schedule};
+use support::{unique, Cluster, Fault};
+
+fn connect(url: &str) -> redis::RedisResult<redis::Connection> {
+    let c = redis::Client::open(url)?.get_connection_with_timeout(Duration::from_secs(2))?;
+    c.set_read_timeout(Some(Duration::from_secs(2)))?;
+    Ok(c)
+}
+
+fn ping(c: &mut redis::Connection) -> redis::RedisResult<String> {
+    redis::cmd("PING").query(c)
+}
+
+#[test]
+fn latency_is_added_to_each_round_trip() {
+    let mut cluster = Cluster::local(1);
+    let url = cluster.proxied().remove(0);
+    let mut c = connect(&url).expect("through the proxy");
+    assert_eq!(ping(&mut c).expect("ping"), "PONG");
+    cluster
+        .proxy(0)
+        .set(Fault::latency(Duration::from_millis(20)));
+    for _ in 0..3 {
+        let t = Instant::now();
+        ping(&mut c).expect("ping");
+        assert!(
+            t.elapsed() >= Duration::from_millis(20),
+            "{:?}",
+            t.elapsed()
+        );
+    }
+    // Pipelined replies share one delay instead of queueing behind each other.
+    let t = Instant::now();
+    let mut pipe = redis::pipe();
+    for _ in 0..50 {
+        pipe.cmd("PING");
+    }
+    let replies: Vec<String> = pipe.query(&mut c).expect("pipeline");
+    assert_eq!(replies.len(), 50);
+    let pipelined = t.elapsed();
+    assert!(pipelined >= Duration::from_millis(20), "{pipelined:?}");
+    cluster.proxy(0).heal();
+    ping(&mut c).expect("healed");
+    let (up, down) = cluster.proxy(0).bytes();
+    assert!(up > 0 && down > 0);
+}
+
+#[test]
+fn blackhole_holds_traffic_and_heal_delivers_it() {
+    let mut cluster = Cluster::local(1);
+    let url = cluster.proxied().remove(0);
+    let key = unique("blackhole");
+    let mut c = connect(&url).expect("connect");
+    c.set_read_timeout(Some(Duration::from_millis(200)))
+        .expect("timeout");
+    cluster.proxy(0).set(Fault::Blackhole);
+    let r: redis::RedisResult<()> = redis::cmd("SET").arg(&key).arg("1").query(&mut c);
+    assert!(r.is_err_and(|e| e.is_timeout()), "no answer while held");
+    assert_eq!(cluster.holders(key.as_bytes()), 0, "request held too");
+    cluster.proxy(0).heal();
+    assert!(
+        wait(|| cluster.holders(key.as_bytes()) == 1),
+        "held request delivered on heal"
+    );
+
+    // One way: requests run, replies are held.
+    let key2 = unique("blackhole-replies");
+    let mut c = connect(&url).expect("connect");
+    c.set_read_timeout(Some(Duration::from_millis(200)))
+        .expect("timeout");
+    cluster.proxy(0).set(Fault::BlackholeReplies);
+    let r: redis::RedisResult<()> = redis::cmd("SET").arg(&key2).arg("1").query(&mut c);
+    assert!(r.is_err_and(|e| e.is_timeout()));
+    assert!(
+        wait(|| cluster.holders(key2.as_bytes()) == 1),
+        "the command ran"
+    );
+    cluster.proxy(0).heal();
+}
+
+#[test]
+fn reset_breaks_connections_until_healed() {
+    let mut cluster = Cluster::local(1);
+    let url = cluster.proxied().remove(0);
+    let mut c = connect(&url).expect("connect");
+    ping(&mut c).expect("ping");
+    cluster.proxy(0).set(Fault::Reset);
+    assert!(wait(|| ping(&mut c).is_err()), "open connection reset");
+    assert!(
+        connect(&url).and_then(|mut c| ping(&mut c)).is_err(),
+        "new connections reset while the fault stands"
+    );
+    assert!(cluster.proxy(0).refused() >= 1);
+    cluster.proxy(0).heal();
+    let mut c = connect(&url).expect("connect after heal");
+    assert_eq!(ping(&mut c).expect("ping"), "PONG");
+}
+
+#[test]
+fn slow_replies_trickle() {
+    let mut cluster = Cluster::local(1);
+    let url = cluster.proxied().remove(0);
+    let key = unique("slow");
+    let _: () = cluster.exec(0, redis::cmd("SET").arg(&key).arg(vec![b'x'; 4000]));
+    let mut c = connect(&url).expect("connect");
+    cluster.proxy(0).set(Fault::SlowReplies {
+        bytes: 1000,
+        every: Duration::from_millis(20),
+    });
+    let t = Instant::now();
+    let v: Vec<u8> = redis::cmd("GET").arg(&key).query(&mut c).expect("get");
+    assert_eq!(v.len(), 4000);
+    assert!(
+        t.elapsed() >= Duration::from_millis(60),
+        "{:?}",
+        t.elapsed()
+    );
+}
+
+#[test]
+fn a_killed_node_keeps_its_keys_with_aof_and_loses_them_without() {
+    for aof in [true, false] {
+        let mut cluster = Cluster::local_with(1, aof);
+        let key = unique("aof");
+        let _: () = cluster.exec(
+            0,
+            redis::cmd("SET").arg(&key).arg("v").arg("PX").arg(60_000),
+        );
+        cluster.kill(0);
+        cluster.restart(0);
+        let kept = cluster.values(key.as_bytes())[0].is_some();
+        assert_eq!(kept, aof, "aof={aof}");
+        if aof {
+            let pttl: i64 = cluster.exec(0, redis::cmd("PTTL").arg(&key));
+            assert!(pttl > 0, "the TTL survives too: {pttl}");
+        }
+    }
+}
+
+#[test]
+fn early_expiry_hits_one_node_only() {
+    let cluster = Cluster::local(3);
+    let key = unique("early");
+    for i in 0..3 {
+        let _: () = cluster.exec(
+            i,
+            redis::cmd("SET").arg(&key).arg("v").arg("PX").arg(60_000),
+        );
+    }
+    assert!(cluster.expire_early(1, key.as_bytes()));
+    assert!(cluster.shorten_ttl(2, key.as_bytes(), Duration::from_millis(1)));
+    assert!(wait(
+        || cluster.values(key.as_bytes()) == vec![Some(b"v".to_vec()), None, None]
+    ));
+}
+
+fn code<T: std::fmt::Debug>(r: redis::RedisResult<T>) -> String {
+    let e = r.expect_err("an error reply");
+    e.code().map(str::to_owned).unwrap_or_else(|| e.to_string())
+}
+
+#[test]
+fn each_injection_gives_its_error_reply() {
+    let cluster = Cluster::local(2);
+    let key = unique("inject");
+    let mut c = cluster.conn(0);
+
+    cluster.plant_hash(0, key.as_bytes());
+    let r: redis::RedisResult<i64> = redis::cmd("EVAL")
+        .arg("return redis.call('GET', KEYS[1])")
+        .arg(1)
+        .arg(&key)
+        .query(&mut c);
+    assert!(code(r).contains("WRONGTYPE"));
+    let _: () = cluster.exec(0, redis::cmd("DEL").arg(&key));
+
+    let _: String = redis::cmd("SCRIPT")
+        .arg("LOAD")
+        .arg("return 1")
+        .query(&mut c)
+        .expect("load");
+    cluster.flush_scripts(0);
+    let r: redis::RedisResult<i64> = redis::cmd("EVALSHA")
+        .arg("e0e1f9fabfc9d4800c877a703b823ac0578ff8db")
+        .arg(0)
+        .query(&mut c);
+    assert_eq!(code(r), "NOSCRIPT");
+
+    cluster.oom(0);
+    let r: redis::RedisResult<()> = redis::cmd("SET").arg(&key).arg("v").query(&mut c);
+    assert_eq!(code(r), "OOM");
+    cluster.heal_oom(0);
+    let _: () = redis::cmd("SET")
+        .arg(&key)
+        .arg("v")
+        .query(&mut c)
+        .expect("healed");
+
+    let busy = cluster.busy(0);
+    let r: redis::RedisResult<()> = redis::cmd("SET").arg(&key).arg("v").query(&mut c);
+    assert_eq!(code(r), "BUSY");
+    busy.heal();
+    let _: () = redis::cmd("SET")
+        .arg(&key)
+        .arg("v")
+        .query(&mut c)
+        .expect("healed");
+
+    cluster.require_pass(0, "sesame");
+    let mut fresh = connect(&cluster.side_url(0)).expect("connect");
+    assert_eq!(code(ping(&mut fresh)), "NOAUTH");
+    let wrong = cluster
+        .side_url(0)
+        .replacen("redis://", "redis://:wrong@", 1);
+    let e = connect(&wrong)
+        .and_then(|mut c| ping(&mut c))
+        .expect_err("wrong password");
+    // The server answers WRONGPASS; redis-rs reports it as its own kind.
+    assert_eq!(e.kind(), redis::ErrorKind::AuthenticationFailed, "{e}");
+    cluster.heal_pass(0, "sesame");
+    ping(&mut connect(&cluster.side_url(0)).expect("connect")).expect("healed");
+
+    cluster.make_replica(0, cluster.side_addr(1));
+    let r: redis::RedisResult<()> = redis::cmd("SET").arg(&key).arg("v").query(&mut c);
+    assert_eq!(code(r), "READONLY");
+    cluster.heal_replica(0);
+    let _: () = redis::cmd("SET")
+        .arg(&key)
+        .arg("v")
+        .query(&mut c)
+        .expect("healed");
+}
+
+#[test]
+fn schedules_replay_from_their_seed_and_keep_a_minority() {
+    let limits = Limits {
+        nodes: 5,
+        span: Duration::from_secs(60),
+        max_faulty: 2,
+        max_ttl: Duration::from_millis(500),
+        process_faults: true,
+    };
+    let a = Schedule::generate(42, &limits);
+    let b = Schedule::generate(42, &limits);
+    let c = Schedule::generate(43, &limits);
+    assert_eq!(format!("{:?}", a.episodes), format!("{:?}", b.episodes));
+    assert_ne!(format!("{:?}", a.episodes), format!("{:?}", c.episodes));
+    assert!(a.episodes.len() > 20, "{}", a.episodes.len());
+    for s in [&a, &c] {
+        assert!(s.max_concurrent() <= 2);
+        for e in &s.episodes {
+            assert!(e.end <= limits.span);
+            if e.action == Action::Kill {
+                assert!(e.end - e.start > limits.max_ttl, "delayed restart");
+            }
+            let same_node = s
+                .episodes
+                .iter()
+                .filter(|o| o.node == e.node && o.start < e.end && e.start < o.end)
+                .count();
+            assert_eq!(same_node, 1, "one episode per node at a time");
+        }
+    }
+    let kinds = a.counts();
+    for k in ["kill", "pause", "latency", "blackhole", "reset"] {
+        assert!(kinds.contains(k), "{kinds}");
+    }
+}
+
+fn grant(id: u64, resource: usize, from_ms: u64, to_ms: u64, t0: Instant) -> Grant {
+    Grant {
+        id,
+        client: id as usize,
+        resource,
+        fence: None,
+        granted_at: t0 + Duration::from_millis(from_ms),
+        end: t0 + Duration::from_millis(to_ms),
+    }
+}
+
+#[test]
+fn the_checker_finds_overlaps_and_lost_updates() {
+    let t0 = Instant::now();
+    let disjoint = [
+        grant(0, 0, 0, 10, t0),
+        grant(1, 0, 10, 20, t0),
+        grant(2, 1, 5, 15, t0),
+    ];
+    assert!(find_overlaps(&disjoint).is_empty());
+    let nested = [
+        grant(0, 0, 0, 100, t0),
+        grant(1, 0, 10, 20, t0),
+        grant(2, 0, 30, 40, t0),
+        grant(3, 0, 100, 110, t0),
+    ];
+    let found = find_overlaps(&nested);
+    assert_eq!(found.len(), 2, "both grants inside the long one");
+    assert!(found.iter().all(|o| o.first.id == 0));
+
+    // Two holders interleave a read–write on a plain store: one lost update,
+    // one stale write accepted.
+    let checker = Checker::new(1, Arc::new(PlainStore::new(1)));
+    let now = Instant::now();
+    let far = now + Duration::from_secs(60);
+    let mut a = checker.granted(0, 0, None, now - Duration::from_millis(10), far);
+    let mut b = checker.granted(1, 0, None, now - Duration::from_millis(5), far);
+    let (_, va) = a.read(|| true);
+    let (_, vb) = b.read(|| true);
+    assert_eq!(b.write(vb + 1, || true), Outcome::Accepted);
+    assert_eq!(a.write(va + 1, || true), Outcome::Accepted);
+    assert_eq!(a.write(9, || false), Outcome::Expired);
+    drop((a, b));
+    let f = checker.figures();
+    assert_eq!((f.grants, f.overlaps), (2, 1));
+    assert_eq!((f.lost_updates, f.stale_writes_accepted), (1, 1));
+    assert_eq!(f.expired_before_write, 1);
+
+    // The same interleaving on a fenced store: the older token is refused.
+    let checker = Checker::new(1, Arc::new(FencedStore::new(1)));
+    let mut a = checker.granted(0, 0, Some(7), now - Duration::from_millis(10), far);
+    let mut b = checker.granted(1, 0, Some(8), now - Duration::from_millis(5), far);
+    let (_, va) = a.read(|| true);
+    let (_, vb) = b.read(|| true);
+    assert_eq!(b.write(vb + 1, || true), Outcome::Accepted);
+    assert_eq!(a.write(va + 1, || true), Outcome::Refused);
+    assert_eq!(a.read(|| true).0, Outcome::Refused);
+    drop((a, b));
+    let f = checker.figures();
+    assert_eq!(f.overlaps, 1, "the windows still overlap");
+    assert_eq!((f.lost_updates, f.stale_writes_accepted), (0, 0));
+    assert_eq!(f.writes_refused, 1);
+    let mut none = checker.granted(2, 0, None, Instant::now(), far);
+    assert_eq!(
+        none.read(|| true).0,
+        Outcome::Refused,
+        "no token, no access"
+    );
+}
+
+/// Polls for up to 5 s.
+fn wait(mut check: impl FnMut() -> bool) -> bool {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while Instant::now() < deadline {
+        if check() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    check()
+}

@@ -1,0 +1,183 @@
+//! Security: a Redis ACL user limited to the lock's commands and keys is
+//! enough, and wrong or missing credentials are typed per-node failures that
+//! never echo the password. Tokens in logs: `tests/token_logs.rs`; TLS:
+//! `tests/tls.rs` (feature `tls`).
+
+mod support;
+
+use std::time::Duration;
+
+use quorumlock::Redlock;
+use support::{eventually, unique, Cluster};
+
+/// The ACL of a user that can take, extend and release locks on `lock:*`
+/// and nothing else: the commands the client sends and those its scripts
+/// call. (redis-rs also sends `CLIENT SETINFO` on connect and
+/// ignores its failure; Redis 7.0 does not know it, so it is not listed.)
+const LOCKER_ACL: &[&str] = &[
+    "locker",
+    "reset",
+    "on",
+    ">locker-pw",
+    // The locks, and their fencing counters.
+    "~lock:*",
+    "~quorumlock:fence:lock:*",
+    // Release announcements for fast hand-off.
+    "resetchannels",
+    "&quorumlock:released:lock:*",
+    "-@all",
+    "+set",
+    "+eval",
+    "+evalsha",
+    "+script|load",
+    "+ping",
+    // Called by the scripts.
+    "+get",
+    "+del",
+    "+pexpire",
+    "+exists",
+    "+publish",
+    // Waiters' hand-off subscriptions.
+    "+subscribe",
+    "+unsubscribe",
+    // Restart quarantine reads the uptime.
+    "+info",
+];
+
+fn with_user(url: &str, user: &str, password: &str) -> String {
+    url.replacen("redis://", &format!("redis://{user}:{password}@"), 1)
+}
+
+#[tokio::test]
+async fn an_acl_user_limited_to_the_lock_commands_is_enough() {
+    let cluster = Cluster::local(3);
+    for i in 0..3 {
+        let _: () = cluster.exec(i, redis::cmd("ACL").arg("SETUSER").arg(LOCKER_ACL));
+    }
+    let urls: Vec<String> = cluster
+        .urls()
+        .iter()
+        .map(|u| with_user(u, "locker", "locker-pw"))
+        .collect();
+    // Restart quarantine reads each node's uptime in whole seconds.
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    let redlock = Redlock::builder(&urls)
+        .node_timeout(Duration::from_millis(200))
+        .retry_count(0)
+        .restart_quarantine(Some(Duration::from_millis(500)))
+        .build()
+        .await
+        .expect("build");
+
+    let name = unique("lock:acl");
+    let lock = redlock
+        .try_acquire(&name, Duration::from_secs(10))
+        .await
+        .expect("acquire");
+    lock.extend(Duration::from_secs(10)).await.expect("extend");
+    // A waiter subscribes for the release announcement meanwhile.
+    let waiter = {
+        let (redlock, name) = (redlock.clone(), name.clone());
+        tokio::spawn(async move {
+            redlock
+                .acquire_within(&name, Duration::from_secs(10), Duration::from_secs(5))
+                .await
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    lock.release().await.expect("release");
+    let next = waiter.await.expect("waiter").expect("the waiter takes it");
+    next.release().await.expect("release");
+    let fenced = redlock
+        .acquire_fenced(&name, Duration::from_secs(10))
+        .await
+        .expect("fenced acquire");
+    assert!(fenced.fence().is_some());
+    fenced.release().await.expect("release fenced");
+    for i in 0..3 {
+        let denied: Vec<redis::Value> = cluster.exec(i, redis::cmd("ACL").arg("LOG"));
+        assert!(denied.is_empty(), "node {i} denied: {denied:?}");
+    }
+    assert!(
+        eventually(Duration::from_secs(2), || cluster.holders(name.as_bytes())
+            == 0)
+        .await
+    );
+
+    // The scripts load again after a flush with the same rights.
+    for i in 0..3 {
+        cluster.flush_scripts(i);
+    }
+    let lock = redlock
+        .try_acquire(&name, Duration::from_secs(10))
+        .await
+        .expect("acquire after SCRIPT FLUSH");
+    lock.release().await.expect("release after SCRIPT FLUSH");
+
+    // Keys outside the pattern are refused per node, as NOPERM.
+    let err = redlock
+        .try_acquire(unique("other:acl"), Duration::from_secs(10))
+        .await
+        .expect_err("outside ~lock:*");
+    assert!(err.is_unavailable(), "{err}");
+    assert!(
+        err.node_failures()
+            .iter()
+            .all(|f| f.kind.is_redis_error("NOPERM")),
+        "{err}"
+    );
+
+    // And the user really is limited.
+    let mut c = redis::Client::open(urls[0].as_str())
+        .expect("url")
+        .get_connection_with_timeout(Duration::from_secs(2))
+        .expect("connect as locker");
+    let denied: redis::RedisResult<()> = redis::cmd("FLUSHALL").query(&mut c);
+    assert_eq!(denied.expect_err("denied").code(), Some("NOPERM"));
+}
+
+#[tokio::test]
+async fn wrong_or_missing_credentials_are_typed_and_never_echoed() {
+    let cluster = Cluster::local(3);
+    for i in 0..3 {
+        let _: () = cluster.exec(i, redis::cmd("ACL").arg("SETUSER").arg(LOCKER_ACL));
+        cluster.require_pass(i, "default-pw");
+    }
+    let cases = [
+        (None, "NOAUTH"),
+        (Some(("default", "wrong-pw-1")), "WRONGPASS"),
+        (Some(("locker", "wrong-pw-2")), "WRONGPASS"),
+        (Some(("nobody", "wrong-pw-3")), "WRONGPASS"),
+    ];
+    for (credentials, code) in cases {
+        let urls: Vec<String> = cluster
+            .urls()
+            .iter()
+            .map(|u| match credentials {
+                Some((user, pw)) => with_user(u, user, pw),
+                None => u.clone(),
+            })
+            .collect();
+        let redlock = Redlock::builder(&urls)
+            .retry_count(0)
+            .build()
+            .await
+            .expect("building does not need the nodes");
+        let err = redlock
+            .try_acquire(unique("lock:auth"), Duration::from_secs(5))
+            .await
+            .expect_err("refused");
+        assert!(err.is_unavailable(), "{err}");
+        assert!(
+            err.node_failures()
+                .iter()
+                .all(|f| f.kind.is_redis_error(code)),
+            "{code}: {err}"
+        );
+        let text = format!("{err} {err:?}");
+        assert!(!text.contains("wrong-pw"), "password echoed: {text}");
+    }
+    for i in 0..3 {
+        cluster.heal_pass(i, "default-pw");
+    }
+}

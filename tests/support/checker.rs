@@ -1,0 +1,555 @@
+//! The safety checker: a history of lock grants on one monotonic clock, and
+//! a protected resource outside Redis that every holder updates with a
+//! read–sleep–write. From them it computes the figures that say whether
+//! mutual exclusion held:
+//!
+//! - **overlaps**: two grants of the same resource whose windows
+//!   `[granted_at, end)` intersect, where `end` is the lock's deadline or
+//!   the moment its holder stopped (began releasing), whichever came first;
+//! - **lost updates**: accepted writes minus the counter's final value (each
+//!   holder writes `read + 1`, so a write based on a stale read loses one);
+//! - **stale writes accepted**: writes the store accepted although a holder
+//!   granted later had already read the resource — judged from the access
+//!   log alone, whatever the store does.
+//!
+//! The resource is a [`Store`]. [`PlainStore`] accepts everything (what most
+//! users have); [`FencedStore`] checks fencing tokens and refuses a reader or
+//! writer whose token is below the highest it has seen. A lock
+//! implementation with fencing tokens passes them through [`Session::read`]
+//! and [`Session::write`]; nothing else in the checker changes.
+//!
+//! Each access runs under a per-resource mutex *together with* the holder's
+//! validity check, so a holder that is preempted between the check and the
+//! write still cannot interleave with another holder's access: a lost update
+//! needs a real overlap of validity windows.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+/// The protected resource: one counter per lock resource.
+///
+/// Calls for one resource never run concurrently (the checker serialises
+/// them), so an implementation needs no ordering of its own.
+pub trait Store: Send + Sync {
+    /// Short name for reports, e.g. `plain` or `fenced`.
+    fn name(&self) -> &'static str;
+    /// The counter of `resource`, or `None` when the store refuses the
+    /// reader (a stale fencing token).
+    fn read(&self, resource: usize, fence: Option<u64>) -> Option<u64>;
+    /// Sets the counter; false when the store refuses the writer.
+    fn write(&self, resource: usize, fence: Option<u64>, value: u64) -> bool;
+    /// The counter as it is now.
+    fn value(&self, resource: usize) -> u64;
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// A store with no protection: every read and write is accepted.
+#[derive(Debug)]
+pub struct PlainStore {
+    values: Mutex<Vec<u64>>,
+}
+
+impl PlainStore {
+    pub fn new(resources: usize) -> Self {
+        Self {
+            values: Mutex::new(vec![0; resources]),
+        }
+    }
+
+    /// As a shared [`Store`], for a workload strategy.
+    pub fn shared(resources: usize) -> Arc<dyn Store> {
+        Arc::new(Self::new(resources))
+    }
+}
+
+impl Store for PlainStore {
+    fn name(&self) -> &'static str {
+        "plain"
+    }
+    fn read(&self, resource: usize, _fence: Option<u64>) -> Option<u64> {
+        Some(lock(&self.values)[resource])
+    }
+    fn write(&self, resource: usize, _fence: Option<u64>, value: u64) -> bool {
+        lock(&self.values)[resource] = value;
+        true
+    }
+    fn value(&self, resource: usize) -> u64 {
+        lock(&self.values)[resource]
+    }
+}
+
+/// A store that checks fencing tokens: it remembers the highest token seen
+/// (on a read or a write) and refuses any access with a lower one, or with
+/// none. The holder of the highest token may read and then write; anyone
+/// older is turned away, so a read–modify–write by a superseded holder can
+/// never land.
+#[derive(Debug)]
+pub struct FencedStore {
+    cells: Mutex<Vec<(u64, Option<u64>)>>,
+}
+
+impl FencedStore {
+    pub fn new(resources: usize) -> Self {
+        Self {
+            cells: Mutex::new(vec![(0, None); resources]),
+        }
+    }
+
+    /// As a shared [`Store`].
+    pub fn shared(resources: usize) -> Arc<dyn Store> {
+        Arc::new(Self::new(resources))
+    }
+
+    fn admit(highest: &mut Option<u64>, fence: Option<u64>) -> bool {
+        match (fence, *highest) {
+            (None, _) => false,
+            (Some(f), Some(h)) if f < h => false,
+            (Some(f), _) => {
+                *highest = Some(f);
+                true
+            }
+        }
+    }
+}
+
+impl Store for FencedStore {
+    fn name(&self) -> &'static str {
+        "fenced"
+    }
+    fn read(&self, resource: usize, fence: Option<u64>) -> Option<u64> {
+        let mut cells = lock(&self.cells);
+        let (value, highest) = &mut cells[resource];
+        Self::admit(highest, fence).then_some(*value)
+    }
+    fn write(&self, resource: usize, fence: Option<u64>, value: u64) -> bool {
+        let mut cells = lock(&self.cells);
+        let cell = &mut cells[resource];
+        let ok = Self::admit(&mut cell.1, fence);
+        if ok {
+            cell.0 = value;
+        }
+        ok
+    }
+    fn value(&self, resource: usize) -> u64 {
+        lock(&self.cells)[resource].0
+    }
+}
+
+/// One grant as its holder saw it.
+#[derive(Debug, Clone)]
+pub struct Grant {
+    pub id: u64,
+    pub client: usize,
+    pub resource: usize,
+    pub fence: Option<u64>,
+    /// When `acquire` returned.
+    pub granted_at: Instant,
+    /// The lock's deadline, or when the holder stopped, whichever is first.
+    pub end: Instant,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Read,
+    Write,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Access {
+    granted_at: Instant,
+    kind: Kind,
+    accepted: bool,
+}
+
+/// What happened to a holder's access.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    /// The store took it.
+    Accepted,
+    /// The store turned it away (stale fencing token).
+    Refused,
+    /// The holder's validity had run out; it did not touch the store.
+    Expired,
+}
+
+#[derive(Debug, Default)]
+struct Tallies {
+    reads_refused: AtomicU64,
+    writes_accepted: AtomicU64,
+    writes_refused: AtomicU64,
+    expired_before_read: AtomicU64,
+    expired_before_write: AtomicU64,
+    extended: AtomicU64,
+    extend_lost: AtomicU64,
+    contended: AtomicU64,
+    unavailable: AtomicU64,
+    other_errors: AtomicU64,
+    release_errors: AtomicU64,
+}
+
+/// Collects the history of a run. Share it (`Arc`) between the holders.
+pub struct Checker {
+    store: Arc<dyn Store>,
+    logs: Vec<Mutex<Vec<Access>>>,
+    grants: Mutex<Vec<Grant>>,
+    latencies: Mutex<Vec<Duration>>,
+    next_id: AtomicU64,
+    tallies: Tallies,
+}
+
+impl std::fmt::Debug for Checker {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Checker")
+            .field("store", &self.store.name())
+            .field("resources", &self.logs.len())
+            .finish()
+    }
+}
+
+/// A grant in progress: the holder's accesses go through it. Dropping it
+/// records the grant (ending at the drop, or at [`Session::stop`]).
+pub struct Session<'a> {
+    checker: &'a Checker,
+    grant: Grant,
+    deadline: Instant,
+    stopped: Option<Instant>,
+}
+
+impl Session<'_> {
+    /// The grant's fencing token.
+    pub fn fence(&self) -> Option<u64> {
+        self.grant.fence
+    }
+
+    /// Reads the counter if `still_valid()` holds at that moment (checked
+    /// under the resource's mutex).
+    pub fn read(&mut self, still_valid: impl FnOnce() -> bool) -> (Outcome, u64) {
+        let c = self.checker;
+        let mut log = lock(&c.logs[self.grant.resource]);
+        if !still_valid() {
+            c.tallies
+                .expired_before_read
+                .fetch_add(1, Ordering::Relaxed);
+            return (Outcome::Expired, 0);
+        }
+        let got = c.store.read(self.grant.resource, self.grant.fence);
+        log.push(Access {
+            granted_at: self.grant.granted_at,
+            kind: Kind::Read,
+            accepted: got.is_some(),
+        });
+        match got {
+            Some(v) => (Outcome::Accepted, v),
+            None => {
+                c.tallies.reads_refused.fetch_add(1, Ordering::Relaxed);
+                (Outcome::Refused, 0)
+            }
+        }
+    }
+
+    /// Writes the counter if `still_valid()` holds at that moment.
+    pub fn write(&mut self, value: u64, still_valid: impl FnOnce() -> bool) -> Outcome {
+        let c = self.checker;
+        let mut log = lock(&c.logs[self.grant.resource]);
+        if !still_valid() {
+            c.tallies
+                .expired_before_write
+                .fetch_add(1, Ordering::Relaxed);
+            return Outcome::Expired;
+        }
+        let ok = c.store.write(self.grant.resource, self.grant.fence, value);
+        log.push(Access {
+            granted_at: self.grant.granted_at,
+            kind: Kind::Write,
+            accepted: ok,
+        });
+        if ok {
+            c.tallies.writes_accepted.fetch_add(1, Ordering::Relaxed);
+            Outcome::Accepted
+        } else {
+            c.tallies.writes_refused.fetch_add(1, Ordering::Relaxed);
+            Outcome::Refused
+        }
+    }
+
+    /// The lock was extended: its window now runs to `deadline`.
+    pub fn extended(&mut self, deadline: Instant) {
+        self.deadline = self.deadline.max(deadline);
+        self.checker
+            .tallies
+            .extended
+            .fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// An extension failed: the lock counts as lost.
+    pub fn extend_lost(&mut self) {
+        self.checker
+            .tallies
+            .extend_lost
+            .fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// The holder stops using the resource now (call right before release).
+    pub fn stop(mut self) {
+        self.stopped = Some(Instant::now());
+    }
+}
+
+impl Drop for Session<'_> {
+    fn drop(&mut self) {
+        let stopped = self.stopped.unwrap_or_else(Instant::now);
+        let mut grant = self.grant.clone();
+        grant.end = self.deadline.min(stopped).max(grant.granted_at);
+        lock(&self.checker.grants).push(grant);
+    }
+}
+
+/// An overlap found in the history.
+#[derive(Debug, Clone)]
+pub struct Overlap {
+    pub first: Grant,
+    pub second: Grant,
+}
+
+impl Overlap {
+    /// How long both were held.
+    pub fn length(&self) -> Duration {
+        self.first.end.min(self.second.end) - self.second.granted_at
+    }
+}
+
+/// Every figure of a run.
+#[derive(Debug, Clone, Default)]
+pub struct Figures {
+    pub store: &'static str,
+    pub grants: usize,
+    pub overlaps: usize,
+    pub longest_overlap: Duration,
+    pub lost_updates: u64,
+    pub stale_writes_accepted: u64,
+    pub writes_accepted: u64,
+    pub reads_refused: u64,
+    pub writes_refused: u64,
+    pub expired_before_read: u64,
+    pub expired_before_write: u64,
+    pub extended: u64,
+    pub extend_lost: u64,
+    pub contended: u64,
+    pub unavailable: u64,
+    pub other_errors: u64,
+    pub release_errors: u64,
+    pub acquire_p50: Duration,
+    pub acquire_p99: Duration,
+    pub acquire_max: Duration,
+}
+
+impl Figures {
+    /// `key=value` pairs of the safety figures, for one summary line.
+    pub fn line(&self) -> String {
+        format!(
+            "store={} grants={} overlaps={} lost_updates={} stale_writes_accepted={} \
+             writes={} refused_writes={} expired_before_write={} extended={} extend_lost={} \
+             contended={} unavailable={} other_errors={} acquire_p50={:.1}ms \
+             acquire_p99={:.1}ms acquire_max={:.1}ms",
+            self.store,
+            self.grants,
+            self.overlaps,
+            self.lost_updates,
+            self.stale_writes_accepted,
+            self.writes_accepted,
+            self.writes_refused,
+            self.expired_before_write,
+            self.extended,
+            self.extend_lost,
+            self.contended,
+            self.unavailable,
+            self.other_errors,
+            ms(self.acquire_p50),
+            ms(self.acquire_p99),
+            ms(self.acquire_max),
+        )
+    }
+}
+
+/// Milliseconds as a float, for reports.
+pub fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}
+
+/// The `q` quantile (0..=1) of `sorted`, nearest rank.
+pub fn quantile(sorted: &[Duration], q: f64) -> Duration {
+    if sorted.is_empty() {
+        return Duration::ZERO;
+    }
+    let rank = ((sorted.len() - 1) as f64 * q.clamp(0.0, 1.0)).round() as usize;
+    sorted[rank]
+}
+
+impl Checker {
+    /// A checker for `resources` counters kept in `store`.
+    pub fn new(resources: usize, store: Arc<dyn Store>) -> Self {
+        Self {
+            store,
+            logs: (0..resources).map(|_| Mutex::new(Vec::new())).collect(),
+            grants: Mutex::new(Vec::new()),
+            latencies: Mutex::new(Vec::new()),
+            next_id: AtomicU64::new(0),
+            tallies: Tallies::default(),
+        }
+    }
+
+    /// Resources checked.
+    pub fn resources(&self) -> usize {
+        self.logs.len()
+    }
+
+    /// Records a grant that `acquire` returned at `granted_at` (taken right
+    /// after it returned), valid until `deadline`.
+    pub fn granted(
+        &self,
+        client: usize,
+        resource: usize,
+        fence: Option<u64>,
+        granted_at: Instant,
+        deadline: Instant,
+    ) -> Session<'_> {
+        Session {
+            checker: self,
+            grant: Grant {
+                id: self.next_id.fetch_add(1, Ordering::Relaxed),
+                client,
+                resource,
+                fence,
+                granted_at,
+                end: deadline,
+            },
+            deadline,
+            stopped: None,
+        }
+    }
+
+    /// Records how long a successful acquire took.
+    pub fn acquire_latency(&self, d: Duration) {
+        lock(&self.latencies).push(d);
+    }
+
+    /// Counts a failed acquire by its kind.
+    pub fn acquire_failed(&self, e: &quorumlock::Error) {
+        let t = &self.tallies;
+        let counter = if e.is_contended() {
+            &t.contended
+        } else if e.is_unavailable() {
+            &t.unavailable
+        } else {
+            &t.other_errors
+        };
+        counter.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Counts a failed release.
+    pub fn release_failed(&self) {
+        self.tallies.release_errors.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// The grants recorded so far.
+    pub fn grants(&self) -> Vec<Grant> {
+        lock(&self.grants).clone()
+    }
+
+    /// Every overlap: each grant that starts inside an earlier grant's
+    /// window on the same resource, paired with that earlier grant.
+    pub fn overlaps(&self) -> Vec<Overlap> {
+        find_overlaps(&self.grants())
+    }
+
+    /// Writes the store accepted from a holder after a holder granted later
+    /// had already read: the writer's lock had been superseded and the store
+    /// could have known.
+    pub fn stale_writes_accepted(&self) -> u64 {
+        let mut stale = 0;
+        for log in &self.logs {
+            let mut newest_reader: Option<Instant> = None;
+            for a in lock(log).iter() {
+                match a.kind {
+                    Kind::Read if a.accepted => {
+                        newest_reader = newest_reader.max(Some(a.granted_at));
+                    }
+                    Kind::Write
+                        if a.accepted && newest_reader.is_some_and(|r| r > a.granted_at) =>
+                    {
+                        stale += 1;
+                    }
+                    _ => {}
+                }
+            }
+        }
+        stale
+    }
+
+    /// All figures.
+    pub fn figures(&self) -> Figures {
+        let overlaps = self.overlaps();
+        let mut lat = lock(&self.latencies).clone();
+        lat.sort();
+        let t = &self.tallies;
+        let get = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        let writes = get(&t.writes_accepted);
+        let total: u64 = (0..self.resources()).map(|r| self.store.value(r)).sum();
+        Figures {
+            store: self.store.name(),
+            grants: lock(&self.grants).len(),
+            overlaps: overlaps.len(),
+            longest_overlap: overlaps
+                .iter()
+                .map(Overlap::length)
+                .max()
+                .unwrap_or_default(),
+            lost_updates: writes.saturating_sub(total),
+            stale_writes_accepted: self.stale_writes_accepted(),
+            writes_accepted: writes,
+            reads_refused: get(&t.reads_refused),
+            writes_refused: get(&t.writes_refused),
+            expired_before_read: get(&t.expired_before_read),
+            expired_before_write: get(&t.expired_before_write),
+            extended: get(&t.extended),
+            extend_lost: get(&t.extend_lost),
+            contended: get(&t.contended),
+            unavailable: get(&t.unavailable),
+            other_errors: get(&t.other_errors),
+            release_errors: get(&t.release_errors),
+            acquire_p50: quantile(&lat, 0.5),
+            acquire_p99: quantile(&lat, 0.99),
+            acquire_max: lat.last().copied().unwrap_or_default(),
+        }
+    }
+}
+
+/// Overlapping windows among `grants`, per resource: sorted by start, each
+/// grant is compared with the furthest-reaching window before it.
+pub fn find_overlaps(grants: &[Grant]) -> Vec<Overlap> {
+    let mut sorted: Vec<&Grant> = grants.iter().collect();
+    sorted.sort_by_key(|g| (g.resource, g.granted_at, g.id));
+    let mut found = Vec::new();
+    let mut reach: Option<&Grant> = None;
+    for g in sorted {
+        match reach {
+            Some(r) if r.resource == g.resource => {
+                if g.granted_at < r.end {
+                    found.push(Overlap {
+                        first: r.clone(),
+                        second: g.clone(),
+                    });
+                }
+                if g.end > r.end {
+                    reach = Some(g);
+                }
+            }
+            _ => reach = Some(g),
+        }
+    }
+    found
+}

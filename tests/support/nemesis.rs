@@ -1,0 +1,299 @@
+//! Seeded fault schedules, and a thread that plays one on a [`Cluster`].
+//!
+//! A [`Schedule`] is a list of episodes — a fault on one node from `start` to
+//! `end` — drawn from a seed, so a failing run can be replayed. At any moment
+//! at most `max_faulty` nodes (a minority) are in an episode, and a node is
+//! in at most one. Every fault stays inside the Redlock model: a killed node
+//! restarts (empty) only after more than the largest TTL, the spec's delayed
+//! restart; early expiry and immediate restarts are left to the negative
+//! controls.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+
+use super::{Cluster, Fault};
+
+/// What an episode does to its node.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Action {
+    /// SIGSTOP at start, SIGCONT at end.
+    Pause,
+    /// kill -9 at start, restart without data at end (always longer than the
+    /// largest TTL after the kill).
+    Kill,
+    /// A proxy fault from start to end.
+    Net(Fault),
+}
+
+impl Action {
+    /// Short name for reports.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Action::Pause => "pause",
+            Action::Kill => "kill",
+            Action::Net(Fault::None) => "none",
+            Action::Net(Fault::Latency { .. }) => "latency",
+            Action::Net(Fault::Blackhole) => "blackhole",
+            Action::Net(Fault::BlackholeReplies) => "blackhole_replies",
+            Action::Net(Fault::Reset) => "reset",
+            Action::Net(Fault::SlowReplies { .. }) => "slow",
+        }
+    }
+
+    /// Whether it needs the nodes to be local processes.
+    pub fn needs_process_control(&self) -> bool {
+        matches!(self, Action::Pause | Action::Kill)
+    }
+}
+
+/// A fault on one node for a while.
+#[derive(Debug, Clone, Copy)]
+pub struct Episode {
+    pub node: usize,
+    /// Offset from the start of the run.
+    pub start: Duration,
+    pub end: Duration,
+    pub action: Action,
+}
+
+/// Bounds of a schedule.
+#[derive(Debug, Clone)]
+pub struct Limits {
+    pub nodes: usize,
+    /// Every episode ends by then.
+    pub span: Duration,
+    /// Nodes faulted at once; keep it a minority.
+    pub max_faulty: usize,
+    /// The largest TTL the workload uses; kills last longer than this.
+    pub max_ttl: Duration,
+    /// Include pause and kill (needs local nodes).
+    pub process_faults: bool,
+}
+
+/// A seeded list of episodes.
+#[derive(Debug, Clone)]
+pub struct Schedule {
+    pub seed: u64,
+    pub episodes: Vec<Episode>,
+}
+
+fn ms(rng: &mut StdRng, lo: u64, hi: u64) -> Duration {
+    Duration::from_millis(rng.random_range(lo..=hi))
+}
+
+impl Schedule {
+    /// Draws a schedule from `seed`: `max_faulty` lanes of back-to-back
+    /// episodes with random gaps, each on a node no other lane is faulting
+    /// at that time.
+    pub fn generate(seed: u64, limits: &Limits) -> Self {
+        let mut rng = StdRng::seed_from_u64(seed);
+        let mut episodes: Vec<Episode> = Vec::new();
+        let margin = Duration::from_millis(50);
+        let ttl_ms = u64::try_from(limits.max_ttl.as_millis()).unwrap_or(u64::MAX);
+        for _lane in 0..limits.max_faulty {
+            let mut t = ms(&mut rng, 0, 300);
+            loop {
+                let pick = rng.random_range(0..if limits.process_faults { 8 } else { 6 });
+                let (action, length) = match pick {
+                    0 => (
+                        Action::Net(Fault::Latency {
+                            base: ms(&mut rng, 5, 60),
+                            jitter: ms(&mut rng, 0, 20),
+                        }),
+                        ms(&mut rng, 300, 2_000),
+                    ),
+                    1 => (Action::Net(Fault::Blackhole), ms(&mut rng, 100, 1_500)),
+                    2 => (
+                        Action::Net(Fault::BlackholeReplies),
+                        ms(&mut rng, 100, 1_500),
+                    ),
+                    3 => (Action::Net(Fault::Reset), ms(&mut rng, 20, 500)),
+                    4 => (
+                        Action::Net(Fault::SlowReplies {
+                            bytes: rng.random_range(1..=8),
+                            every: ms(&mut rng, 1, 5),
+                        }),
+                        ms(&mut rng, 200, 1_500),
+                    ),
+                    5 => (
+                        Action::Net(Fault::latency(Duration::from_millis(20))),
+                        ms(&mut rng, 300, 1_000),
+                    ),
+                    6 => (Action::Pause, ms(&mut rng, 100, 1_500)),
+                    _ => (Action::Kill, ms(&mut rng, ttl_ms + 200, ttl_ms + 1_000)),
+                };
+                let (start, end) = (t, t + length);
+                if end > limits.span {
+                    break;
+                }
+                let busy = |node: usize| {
+                    episodes
+                        .iter()
+                        .any(|e| e.node == node && e.start < end + margin && start < e.end + margin)
+                };
+                let free: Vec<usize> = (0..limits.nodes).filter(|&n| !busy(n)).collect();
+                if !free.is_empty() {
+                    let node = free[rng.random_range(0..free.len())];
+                    episodes.push(Episode {
+                        node,
+                        start,
+                        end,
+                        action,
+                    });
+                }
+                t = end + ms(&mut rng, 0, 600);
+            }
+        }
+        episodes.sort_by_key(|e| (e.start, e.node));
+        Self { seed, episodes }
+    }
+
+    /// Episodes per kind, e.g. `kill=2 latency=5 pause=3`.
+    pub fn counts(&self) -> String {
+        let mut by: BTreeMap<&str, usize> = BTreeMap::new();
+        for e in &self.episodes {
+            *by.entry(e.action.name()).or_default() += 1;
+        }
+        let mut out = String::new();
+        for (k, v) in by {
+            let _ = write!(out, "{}{k}={v}", if out.is_empty() { "" } else { "," });
+        }
+        out
+    }
+
+    /// The most nodes faulted at the same time.
+    pub fn max_concurrent(&self) -> usize {
+        self.episodes
+            .iter()
+            .map(|e| {
+                self.episodes
+                    .iter()
+                    .filter(|o| o.start <= e.start && e.start < o.end)
+                    .count()
+            })
+            .max()
+            .unwrap_or(0)
+    }
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Step {
+    Begin,
+    End,
+}
+
+/// What the nemesis did.
+#[derive(Debug, Clone, Default)]
+pub struct Report {
+    /// Episodes begun.
+    pub faults: usize,
+    /// Episodes healed on schedule.
+    pub healed: usize,
+}
+
+/// Plays a schedule on its own thread. It owns the cluster meanwhile;
+/// [`Nemesis::finish`] gives it back. Dropped early (a failing test), it
+/// heals what it broke at once and drops the cluster, which prints the node
+/// logs while panicking.
+pub struct Nemesis {
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<(Cluster, Report)>>,
+}
+
+impl Nemesis {
+    /// Starts playing `schedule` now.
+    pub fn start(cluster: Cluster, schedule: Schedule) -> Self {
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = stop.clone();
+        let thread = std::thread::Builder::new()
+            .name("nemesis".into())
+            .spawn(move || play(cluster, &schedule, &flag))
+            .expect("spawn nemesis");
+        Self {
+            stop,
+            thread: Some(thread),
+        }
+    }
+
+    /// Waits for the schedule to end (every fault healed) and returns the
+    /// cluster.
+    pub fn finish(mut self) -> (Cluster, Report) {
+        let thread = self.thread.take().expect("not finished twice");
+        match thread.join() {
+            Ok(done) => done,
+            Err(panic) => std::panic::resume_unwind(panic),
+        }
+    }
+}
+
+impl Drop for Nemesis {
+    fn drop(&mut self) {
+        if let Some(thread) = self.thread.take() {
+            self.stop.store(true, Ordering::Relaxed);
+            let _ = thread.join();
+        }
+    }
+}
+
+fn play(mut cluster: Cluster, schedule: &Schedule, stop: &AtomicBool) -> (Cluster, Report) {
+    let start = Instant::now();
+    let mut steps: Vec<(Duration, usize, Step, Action)> = Vec::new();
+    for e in &schedule.episodes {
+        steps.push((e.start, e.node, Step::Begin, e.action));
+        steps.push((e.end, e.node, Step::End, e.action));
+    }
+    // Ends before begins at the same instant, so a node is free again first.
+    steps.sort_by_key(|(t, node, step, _)| (*t, matches!(step, Step::Begin), *node));
+    let mut report = Report::default();
+    let mut active: Vec<Option<Action>> = vec![None; cluster.len()];
+    for (at, node, step, action) in steps {
+        let when = start + at;
+        while Instant::now() < when && !stop.load(Ordering::Relaxed) {
+            std::thread::sleep((when - Instant::now()).min(Duration::from_millis(10)));
+        }
+        if stop.load(Ordering::Relaxed) {
+            break;
+        }
+        match step {
+            Step::Begin => {
+                begin(&mut cluster, node, action);
+                active[node] = Some(action);
+                report.faults += 1;
+            }
+            Step::End => {
+                end(&mut cluster, node, action);
+                active[node] = None;
+                report.healed += 1;
+            }
+        }
+    }
+    for (node, action) in active.into_iter().enumerate() {
+        if let Some(action) = action {
+            end(&mut cluster, node, action);
+        }
+    }
+    (cluster, report)
+}
+
+fn begin(cluster: &mut Cluster, node: usize, action: Action) {
+    match action {
+        Action::Pause => cluster.pause(node),
+        Action::Kill => cluster.kill(node),
+        Action::Net(fault) => cluster.proxy(node).set(fault),
+    }
+}
+
+fn end(cluster: &mut Cluster, node: usize, action: Action) {
+    match action {
+        Action::Pause => cluster.resume(node),
+        Action::Kill => cluster.restart(node),
+        Action::Net(_) => cluster.proxy(node).heal(),
+    }
+}

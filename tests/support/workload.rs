@@ -1,0 +1,376 @@
+//! The safety checker's workload: M clients, each with its own `Redlock`
+//! (its own connections, as separate processes would have), taking a few
+//! resources with short TTLs. While it holds a lock a client reads the
+//! checker's counter, sleeps, sometimes extends, and writes `read + 1` —
+//! each access only while validity is left.
+//!
+//! How a lock is taken is a [`Strategy`]: the builder settings, the acquire
+//! call (which may return a fencing token) and the store that protects the
+//! counter. [`Strategy::plain`] is the library's `acquire` on a store that
+//! accepts everything. A strategy with fencing tokens plugs in an acquire
+//! that returns `Some(token)` and [`FencedStore::shared`]; one with restart
+//! quarantine customises the builder. The checker and the figures are the
+//! same for all.
+//!
+//! [`FencedStore::shared`]: super::checker::FencedStore::shared
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use futures::future::{BoxFuture, FutureExt};
+use quorumlock::{Builder, Lock, Redlock};
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+
+use super::checker::{Checker, Outcome, PlainStore, Store};
+
+/// Takes a lock: `(redlock, resource, ttl)` → the lock and its fencing
+/// token, if the strategy has one.
+pub type AcquireFn = Arc<
+    dyn Fn(
+            Redlock,
+            Vec<u8>,
+            Duration,
+        ) -> BoxFuture<'static, quorumlock::Result<(Lock, Option<u64>)>>
+        + Send
+        + Sync,
+>;
+
+/// Adjusts each client's builder (e.g. a restart quarantine).
+pub type Customize = Arc<dyn Fn(Builder) -> Builder + Send + Sync>;
+
+/// Makes the store for a number of resources.
+pub type MakeStore = fn(usize) -> Arc<dyn Store>;
+
+/// How clients take locks and what protects the counter.
+#[derive(Clone)]
+pub struct Strategy {
+    pub name: &'static str,
+    /// How long nodes must have been up before this strategy can lock
+    /// (a restart quarantine); runs wait that long after starting them.
+    pub warmup: Duration,
+    pub customize: Customize,
+    pub acquire: AcquireFn,
+    pub store: MakeStore,
+}
+
+impl std::fmt::Debug for Strategy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Strategy")
+            .field("name", &self.name)
+            .finish()
+    }
+}
+
+impl Strategy {
+    /// `Redlock::acquire`, no fencing token, a store that accepts all.
+    pub fn plain() -> Self {
+        Self {
+            name: "plain",
+            warmup: Duration::ZERO,
+            customize: Arc::new(|b| b),
+            acquire: Arc::new(|redlock, resource, ttl| {
+                async move { redlock.acquire(resource, ttl).await.map(|l| (l, None)) }.boxed()
+            }),
+            store: PlainStore::shared,
+        }
+    }
+
+    /// One attempt (`try_acquire`), otherwise as [`Strategy::plain`].
+    pub fn plain_once() -> Self {
+        Self {
+            name: "plain-once",
+            acquire: Arc::new(|redlock, resource, ttl| {
+                async move { redlock.try_acquire(resource, ttl).await.map(|l| (l, None)) }.boxed()
+            }),
+            ..Self::plain()
+        }
+    }
+
+    /// `Redlock::acquire_fenced`, its token checked by a [`FencedStore`].
+    ///
+    /// [`FencedStore`]: super::checker::FencedStore
+    pub fn fenced() -> Self {
+        Self {
+            name: "fenced",
+            warmup: Duration::ZERO,
+            customize: Arc::new(|b| b),
+            acquire: Arc::new(|redlock, resource, ttl| {
+                async move {
+                    let lock = redlock.acquire_fenced(resource, ttl).await?;
+                    let fence = lock.fence();
+                    Ok((lock, fence))
+                }
+                .boxed()
+            }),
+            store: super::checker::FencedStore::shared,
+        }
+    }
+
+    /// As [`Strategy::plain`], with nodes younger than `required` kept out
+    /// of the vote (restart quarantine).
+    pub fn quarantined(required: Duration) -> Self {
+        Self {
+            name: "quarantine",
+            // Uptime is read in whole seconds.
+            warmup: required + Duration::from_secs(1),
+            customize: Arc::new(move |b| b.restart_quarantine(Some(required))),
+            ..Self::plain()
+        }
+    }
+
+    /// Applies [`Strategy::customize`] to `builder`.
+    pub fn builder(&self, builder: Builder) -> Builder {
+        (self.customize)(builder)
+    }
+}
+
+/// The shape of the load.
+#[derive(Debug, Clone)]
+pub struct Workload {
+    pub clients: usize,
+    pub resources: usize,
+    /// Each acquisition picks one of these.
+    pub ttls: Vec<Duration>,
+    /// Time holding the lock between read and write: `U(0, work)`.
+    pub work: Duration,
+    /// One in `extend_one_in` holds extends mid-way (0: never).
+    pub extend_one_in: u32,
+    /// Pause between a client's acquisitions: `U(0, think)`.
+    pub think: Duration,
+    pub node_timeout: Duration,
+    pub retry_count: u32,
+    pub retry_delay_max: Duration,
+}
+
+impl Workload {
+    /// The largest TTL in use.
+    pub fn max_ttl(&self) -> Duration {
+        self.ttls.iter().copied().max().unwrap_or_default()
+    }
+
+    /// The builder every client starts from.
+    pub fn builder(&self, urls: &[String]) -> Builder {
+        Redlock::builder(urls)
+            .node_timeout(self.node_timeout)
+            .connect_timeout(Duration::from_millis(500))
+            .retry_count(self.retry_count)
+            .retry_delay(Duration::ZERO, self.retry_delay_max)
+    }
+}
+
+/// The Redis key of resource `r`.
+pub fn resource_name(prefix: &str, r: usize) -> String {
+    format!("{prefix}:{r}")
+}
+
+/// Runs every client until `until`, then waits for them to release.
+///
+/// # Panics
+///
+/// When a client cannot be built or an operation reports invalid input
+/// (the workload only sends valid requests).
+pub async fn run(
+    urls: &[String],
+    workload: &Workload,
+    strategy: &Strategy,
+    checker: &Arc<Checker>,
+    prefix: &str,
+    seed: u64,
+    until: Instant,
+) {
+    let mut tasks = Vec::new();
+    for id in 0..workload.clients {
+        let redlock = strategy
+            .builder(workload.builder(urls))
+            .build()
+            .await
+            .expect("build a client");
+        let (w, acquire, checker, prefix) = (
+            workload.clone(),
+            strategy.acquire.clone(),
+            checker.clone(),
+            prefix.to_owned(),
+        );
+        let seed = seed ^ (id as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        tasks.push(tokio::spawn(async move {
+            client(id, redlock, &w, &acquire, &checker, &prefix, seed, until).await;
+        }));
+    }
+    for t in tasks {
+        if let Err(e) = t.await {
+            if e.is_panic() {
+                std::panic::resume_unwind(e.into_panic());
+            }
+        }
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn client(
+    id: usize,
+    redlock: Redlock,
+    w: &Workload,
+    acquire: &AcquireFn,
+    checker: &Checker,
+    prefix: &str,
+    seed: u64,
+    until: Instant,
+) {
+    let mut rng = StdRng::seed_from_u64(seed);
+    while Instant::now() < until {
+        let r = rng.random_range(0..w.resources);
+        let ttl = w.ttls[rng.random_range(0..w.ttls.len())];
+        let work = w.work.mul_f64(rng.random::<f64>());
+        let extend = w.extend_one_in > 0 && rng.random_range(0..w.extend_one_in) == 0;
+        let think = w.think.mul_f64(rng.random::<f64>());
+        let name = resource_name(prefix, r).into_bytes();
+        let t0 = Instant::now();
+        match acquire(redlock.clone(), name, ttl).await {
+            Ok((lock, fence)) => {
+                let granted_at = Instant::now();
+                checker.acquire_latency(granted_at - t0);
+                let mut session = checker.granted(id, r, fence, granted_at, lock.deadline());
+                let (read, value) = session.read(|| !lock.validity().is_zero());
+                if read == Outcome::Accepted {
+                    tokio::time::sleep(work / 2).await;
+                    if extend {
+                        match lock.extend(ttl).await {
+                            Ok(_) => session.extended(lock.deadline()),
+                            Err(e) => {
+                                assert!(e.is_lost(), "extend: {e}");
+                                session.extend_lost();
+                            }
+                        }
+                    }
+                    tokio::time::sleep(work / 2).await;
+                    session.write(value + 1, || !lock.validity().is_zero());
+                }
+                session.stop();
+                if lock.release().await.is_err() {
+                    checker.release_failed();
+                }
+            }
+            Err(e) => {
+                assert!(!e.is_invalid_input(), "acquire: {e}");
+                checker.acquire_failed(&e);
+            }
+        }
+        tokio::time::sleep(think).await;
+    }
+}
+
+/// A whole randomized safety run: its settings.
+#[derive(Debug, Clone)]
+pub struct SafetyRun {
+    pub seed: u64,
+    /// How long clients run; every fault is healed a second before the end.
+    pub duration: Duration,
+    pub nodes: usize,
+    /// Nodes faulted at once (keep it a minority).
+    pub max_faulty: usize,
+    pub workload: Workload,
+}
+
+/// What a safety run found. Holds the cluster, so a failing assertion on
+/// it prints the node logs.
+pub struct SafetyOutcome {
+    pub cluster: super::Cluster,
+    pub figures: super::checker::Figures,
+    pub overlaps: Vec<super::checker::Overlap>,
+    /// Episodes the nemesis applied, and their kinds.
+    pub faults: usize,
+    pub fault_kinds: String,
+    /// Keys of the run's resources left on any node once every TTL passed.
+    pub leaked_keys: usize,
+    /// How long a fresh client took, after the run, to take each resource
+    /// (the slowest), or `None` when one could not be taken in time.
+    pub recovery: Option<Duration>,
+}
+
+impl SafetyRun {
+    /// The one summary line.
+    pub fn line(&self, outcome: &SafetyOutcome) -> String {
+        let w = &self.workload;
+        let ttls: Vec<String> = w.ttls.iter().map(|t| t.as_millis().to_string()).collect();
+        format!(
+            "safety: seed={} secs={} clients={} nodes={} resources={} ttls_ms={} faults={} \
+             fault_kinds={} {} leaked_keys={} recovery={}",
+            self.seed,
+            self.duration.as_secs(),
+            w.clients,
+            self.nodes,
+            w.resources,
+            ttls.join("/"),
+            outcome.faults,
+            outcome.fault_kinds,
+            outcome.figures.line(),
+            outcome.leaked_keys,
+            outcome.recovery.map_or("none".to_owned(), |d| format!(
+                "{:.0}ms",
+                d.as_secs_f64() * 1e3
+            )),
+        )
+    }
+
+    /// Starts `nodes` local nodes behind proxies, plays a seeded fault
+    /// schedule on a minority of them while the workload runs, then checks
+    /// recovery and leftovers.
+    pub async fn run(&self, strategy: &Strategy) -> SafetyOutcome {
+        use super::nemesis::{Limits, Nemesis, Schedule};
+
+        let w = &self.workload;
+        let mut cluster = super::Cluster::local(self.nodes);
+        let urls = cluster.proxied();
+        tokio::time::sleep(strategy.warmup).await;
+        let limits = Limits {
+            nodes: self.nodes,
+            span: self.duration.saturating_sub(Duration::from_secs(1)),
+            max_faulty: self.max_faulty,
+            max_ttl: w.max_ttl(),
+            process_faults: true,
+        };
+        let schedule = Schedule::generate(self.seed, &limits);
+        let fault_kinds = schedule.counts();
+        let prefix = super::unique("safety");
+        let checker = Arc::new(Checker::new(w.resources, (strategy.store)(w.resources)));
+        let until = Instant::now() + self.duration;
+        let nemesis = Nemesis::start(cluster, schedule);
+        run(&urls, w, strategy, &checker, &prefix, self.seed, until).await;
+        let (cluster, report) = nemesis.finish();
+
+        // Every fault is healed: a fresh client takes each resource within
+        // a TTL (orphans expire) plus retries.
+        let probe = strategy
+            .builder(w.builder(&urls))
+            .build()
+            .await
+            .expect("probe client");
+        let start = Instant::now();
+        let mut recovery = Some(Duration::ZERO);
+        for r in 0..w.resources {
+            let name = resource_name(&prefix, r);
+            let wait = w.max_ttl() + Duration::from_secs(3);
+            match probe.acquire_within(&name, w.max_ttl(), wait).await {
+                Ok(lock) => {
+                    recovery = recovery.map(|d| d.max(start.elapsed()));
+                    let _ = lock.release().await;
+                }
+                Err(_) => recovery = None,
+            }
+        }
+
+        // Nothing outlives its TTL.
+        tokio::time::sleep(w.max_ttl() + Duration::from_millis(500)).await;
+        let leaked_keys = cluster.count_keys(&format!("{prefix}:*"));
+        SafetyOutcome {
+            cluster,
+            figures: checker.figures(),
+            overlaps: checker.overlaps(),
+            faults: report.faults,
+            fault_kinds,
+            leaked_keys,
+            recovery,
+        }
+    }
+}

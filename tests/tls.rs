@@ -1,0 +1,192 @@
+//! TLS (feature `tls`): real `redis-server` nodes serving TLS with a CA and
+//! certificates generated here; the client connects with `rediss://`,
+//! trusting that CA through `Builder::tls_root_ca`. A client trusting
+//! another CA, or the system roots, is refused per node; with
+//! `tls-auth-clients yes` the client certificate is required; and the fault
+//! proxy works on TLS traffic too.
+
+mod support;
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use quorumlock::{NodeFailureKind, Redlock};
+use rcgen::{
+    BasicConstraints, CertificateParams, CertifiedIssuer, DnType, ExtendedKeyUsagePurpose, IsCa,
+    KeyPair, KeyUsagePurpose,
+};
+use support::{eventually, unique, Cluster, Fault, NodeOptions};
+
+const TTL: Duration = Duration::from_secs(10);
+
+fn ca(name: &str) -> CertifiedIssuer<'static, KeyPair> {
+    let mut params = CertificateParams::new(Vec::<String>::new()).expect("params");
+    params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    params.distinguished_name.push(DnType::CommonName, name);
+    params.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign];
+    CertifiedIssuer::self_signed(params, KeyPair::generate().expect("key")).expect("CA")
+}
+
+/// A certificate and its key, both PEM.
+struct Leaf {
+    cert: String,
+    key: String,
+}
+
+fn leaf(issuer: &CertifiedIssuer<'static, KeyPair>, usage: ExtendedKeyUsagePurpose) -> Leaf {
+    let mut params = CertificateParams::new(vec!["localhost".to_owned(), "127.0.0.1".to_owned()])
+        .expect("params");
+    params
+        .distinguished_name
+        .push(DnType::CommonName, "quorumlock test");
+    params.extended_key_usages = vec![usage];
+    let key = KeyPair::generate().expect("key");
+    let cert = params.signed_by(&key, issuer).expect("sign");
+    Leaf {
+        cert: cert.pem(),
+        key: key.serialize_pem(),
+    }
+}
+
+/// The test PKI: a CA, a server and a client certificate from it, and an
+/// unrelated CA.
+struct Pki {
+    dir: tempfile::TempDir,
+    ca: String,
+    other_ca: String,
+    client: Leaf,
+}
+
+impl Pki {
+    fn new() -> Self {
+        let ca = ca("quorumlock test CA");
+        let server = leaf(&ca, ExtendedKeyUsagePurpose::ServerAuth);
+        let client = leaf(&ca, ExtendedKeyUsagePurpose::ClientAuth);
+        let dir = tempfile::tempdir().expect("temp dir");
+        let write = |name: &str, text: &str| std::fs::write(dir.path().join(name), text);
+        write("ca.crt", &ca.pem()).expect("write");
+        write("server.crt", &server.cert).expect("write");
+        write("server.key", &server.key).expect("write");
+        Self {
+            ca: ca.pem(),
+            other_ca: self::ca("someone else's CA").pem(),
+            client,
+            dir,
+        }
+    }
+
+    fn path(&self, name: &str) -> String {
+        let p: PathBuf = Path::new(self.dir.path()).join(name);
+        p.to_string_lossy().into_owned()
+    }
+
+    fn node_options(&self, auth_clients: bool) -> NodeOptions {
+        NodeOptions {
+            tls_args: Some(vec![
+                "--tls-cert-file".into(),
+                self.path("server.crt"),
+                "--tls-key-file".into(),
+                self.path("server.key"),
+                "--tls-ca-cert-file".into(),
+                self.path("ca.crt"),
+                "--tls-auth-clients".into(),
+                if auth_clients { "yes" } else { "no" }.into(),
+            ]),
+            ..NodeOptions::default()
+        }
+    }
+}
+
+fn builder(urls: &[String]) -> quorumlock::Builder {
+    Redlock::builder(urls)
+        .node_timeout(Duration::from_millis(500))
+        .connect_timeout(Duration::from_secs(2))
+        .retry_count(0)
+}
+
+async fn refused_over_tls(builder: quorumlock::Builder) -> String {
+    let redlock = builder.build().await.expect("build");
+    let err = redlock
+        .try_acquire(unique("tls"), TTL)
+        .await
+        .expect_err("the server's certificate is not trusted");
+    assert!(err.is_unavailable(), "{err}");
+    assert!(
+        err.node_failures()
+            .iter()
+            .all(|f| matches!(f.kind, NodeFailureKind::Connection(_))),
+        "{err}"
+    );
+    err.to_string()
+}
+
+#[tokio::test]
+async fn rediss_with_the_test_ca_works_and_other_cas_are_refused() {
+    let pki = Pki::new();
+    let mut cluster = Cluster::local_custom(3, &pki.node_options(false));
+    let urls = cluster.urls();
+    assert!(urls.iter().all(|u| u.starts_with("rediss://")), "{urls:?}");
+
+    let redlock = builder(&urls)
+        .tls_root_ca(pki.ca.as_bytes())
+        .build()
+        .await
+        .expect("build");
+    let name = unique("tls");
+    let lock = redlock.try_acquire(&name, TTL).await.expect("acquire");
+    assert_eq!(cluster.holders(name.as_bytes()), 3, "set over TLS");
+    lock.extend(TTL).await.expect("extend");
+    lock.release().await.expect("release");
+    assert!(
+        eventually(Duration::from_secs(2), || cluster.holders(name.as_bytes())
+            == 0)
+        .await
+    );
+
+    let text = refused_over_tls(builder(&urls).tls_root_ca(pki.other_ca.as_bytes())).await;
+    assert!(text.to_lowercase().contains("certificate"), "{text}");
+    refused_over_tls(builder(&urls)).await;
+
+    // The fault proxy relays TLS unchanged: a slow node still votes, a
+    // blackholed one does not block the quorum.
+    let proxied = cluster.proxied();
+    let redlock = builder(&proxied)
+        .tls_root_ca(pki.ca.as_bytes())
+        .build()
+        .await
+        .expect("build");
+    cluster
+        .proxy(0)
+        .set(Fault::latency(Duration::from_millis(20)));
+    cluster.proxy(2).set(Fault::Blackhole);
+    let lock = redlock
+        .try_acquire(&name, TTL)
+        .await
+        .expect("acquire through proxies");
+    lock.release().await.expect("release");
+    cluster.heal_proxies();
+    assert!(
+        eventually(Duration::from_secs(5), || cluster.holders(name.as_bytes())
+            == 0)
+        .await
+    );
+}
+
+#[tokio::test]
+async fn mutual_tls_needs_the_client_certificate() {
+    let pki = Pki::new();
+    let cluster = Cluster::local_custom(3, &pki.node_options(true));
+    let urls = cluster.urls();
+    refused_over_tls(builder(&urls).tls_root_ca(pki.ca.as_bytes())).await;
+
+    let redlock = builder(&urls)
+        .tls_root_ca(pki.ca.as_bytes())
+        .tls_client_auth(pki.client.cert.as_bytes(), pki.client.key.as_bytes())
+        .build()
+        .await
+        .expect("build");
+    let name = unique("mtls");
+    let lock = redlock.try_acquire(&name, TTL).await.expect("acquire");
+    assert_eq!(cluster.holders(name.as_bytes()), 3);
+    lock.release().await.expect("release");
+}
