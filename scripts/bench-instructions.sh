@@ -17,7 +17,7 @@ kinds=("$@")
 
 cargo bench --bench quorum --no-run 2>/dev/null
 bin=$(cargo bench --bench quorum --no-run --message-format=json 2>/dev/null |
-    sed -n 's/.*"executable":"\([^"]*\)".*/\1/p' | tail -n 1)
+    grep '"name":"quorum"' | sed -n 's/.*"executable":"\([^"]*\)".*/\1/p' | tail -n 1)
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 

@@ -249,12 +249,10 @@ impl Engine {
             // Release everywhere before the next attempt (a key left from
             // this one would refuse it), but wait at most one node timeout:
             // a hung node gets its release in the background, queued
-            // behind its SET. Silent: no lock was held, so waiters are not
-            // woken (see release.lua).
+            // behind its SET.
             guard.sets = None;
             let all = self.nodes.len();
-            let cleanup = self.release_after(keys, token, sets, all, false);
-            let _ = tokio::time::timeout(timeout, cleanup).await;
+            let _ = tokio::time::timeout(timeout, self.release_after(keys, token, sets, all)).await;
             Attempt::Failed(AttemptFailure {
                 tally,
                 failures,
@@ -307,15 +305,13 @@ impl Engine {
     /// Compare-and-delete on every node, each queued behind that node's
     /// `SET` when `sets` is given. Returns the tally once `needed` nodes have
     /// confirmed or that has become impossible; the rest goes on in the
-    /// background. `announce` publishes the release to waiters: true for a
-    /// lock that was held, false for the cleanup of a failed attempt.
+    /// background.
     pub(crate) async fn release_after(
         &self,
         keys: &Keys,
         token: &Token,
         sets: Vec<SetFuture>,
         needed: usize,
-        announce: bool,
     ) -> (Tally, Vec<NodeFailure>) {
         let timeout = self.config.node_timeout;
         let mut sets = sets.into_iter();
@@ -326,7 +322,7 @@ impl Engine {
                 if let Some(set) = set {
                     let _ = set.await;
                 }
-                (i, node.release(&keys, &token, announce, timeout).await)
+                (i, node.release(&keys, &token, timeout).await)
             }
         }));
         let mut tally = Tally::new(self.nodes.len(), needed);
@@ -363,9 +359,7 @@ impl Engine {
     ) -> Result<(), Error> {
         let span = tracing::debug_span!("release", resource = %keys, token = %token);
         async move {
-            let (tally, failures) = self
-                .release_after(keys, token, sets, self.quorum(), true)
-                .await;
+            let (tally, failures) = self.release_after(keys, token, sets, self.quorum()).await;
             if tally.decision() == Some(Decision::Reached) {
                 return Ok(());
             }
@@ -471,28 +465,19 @@ impl Drop for CleanupOnDrop {
         let Some(sets) = self.sets.take() else {
             return;
         };
-        let (engine, keys, token) = (self.engine.clone(), self.keys.clone(), self.token.clone());
-        spawn_release_after(engine, keys, token, sets, false);
+        spawn_release(
+            self.engine.clone(),
+            self.keys.clone(),
+            self.token.clone(),
+            sets,
+        );
     }
 }
 
-/// Best-effort release of a held lock in the background, when a tokio
-/// runtime is present.
+/// Best-effort release in the background, when a tokio runtime is present.
 pub(crate) fn spawn_release(engine: Arc<Engine>, keys: Keys, token: Token, sets: Vec<SetFuture>) {
-    spawn_release_after(engine, keys, token, sets, true);
-}
-
-fn spawn_release_after(
-    engine: Arc<Engine>,
-    keys: Keys,
-    token: Token,
-    sets: Vec<SetFuture>,
-    announce: bool,
-) {
     background::spawn(async move {
         let nodes = engine.nodes.len();
-        engine
-            .release_after(&keys, &token, sets, nodes, announce)
-            .await;
+        engine.release_after(&keys, &token, sets, nodes).await;
     });
 }

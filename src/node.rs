@@ -269,9 +269,7 @@ impl Node {
     }
 
     /// Compare-and-delete → true when our key(s) were deleted, false when
-    /// absent or holding another token. With `announce`, the deletion is
-    /// published to waiters (the release of a held lock); without, it is the
-    /// silent cleanup of a failed attempt.
+    /// absent or holding another token.
     ///
     /// When the node does not answer in time, a plain `EVAL` of the same
     /// script follows on the same connection in the background: if the
@@ -282,11 +280,9 @@ impl Node {
         &self,
         keys: &Keys,
         token: &Token,
-        announce: bool,
         timeout: Duration,
     ) -> NodeResult<bool> {
         let mut conn = self.conn.clone();
-        let announce = if announce { "1" } else { "0" };
         let (script, source) = if keys.is_multi() {
             (&*scripts::RELEASE_MULTI, scripts::RELEASE_MULTI_SOURCE)
         } else {
@@ -296,7 +292,7 @@ impl Node {
         for r in keys.resources() {
             inv.key(r.as_slice());
         }
-        inv.arg(token.as_str()).arg(announce);
+        inv.arg(token.as_str());
         let result = self
             .timed(
                 timeout,
@@ -310,7 +306,7 @@ impl Node {
             for r in keys.resources() {
                 cmd.arg(r.as_slice());
             }
-            cmd.arg(token.as_str()).arg(announce);
+            cmd.arg(token.as_str());
             background::spawn(async move {
                 let _ =
                     tokio::time::timeout(STRAGGLER_TIMEOUT, cmd.query_async::<Value>(&mut conn))
