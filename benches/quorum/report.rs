@@ -408,6 +408,9 @@ impl Results {
             other => other.to_owned(),
         };
         let labels: Vec<String> = runs.iter().map(|r| label(r)).collect();
+        if runs.is_empty() {
+            return self.plot_rest(&root, &middle, &right);
+        }
         let (mut lo, mut hi) = (f64::MAX, 1.0f64);
         for r in &runs {
             for l in &r.results {
@@ -485,7 +488,16 @@ impl Results {
             .background_style(WHITE.mix(0.8))
             .border_style(BLACK)
             .draw()?;
+        self.plot_rest(&root, &middle, &right)
+    }
 
+    /// The throughput and hand-off panels.
+    fn plot_rest(
+        &self,
+        root: &DrawingArea<SVGBackend<'_>, plotters::coord::Shift>,
+        middle: &DrawingArea<SVGBackend<'_>, plotters::coord::Shift>,
+        right: &DrawingArea<SVGBackend<'_>, plotters::coord::Shift>,
+    ) -> Result<(), Box<dyn std::error::Error>> {
         // Throughput.
         if !self.throughput.is_empty() {
             let max = self
@@ -494,7 +506,7 @@ impl Results {
                 .map(|t| t.rate.max)
                 .fold(1.0, f64::max);
             let tmax = self.throughput.iter().map(|t| t.tasks).max().unwrap_or(1) as f64;
-            let mut chart = ChartBuilder::on(&middle)
+            let mut chart = ChartBuilder::on(middle)
                 .caption("throughput, distinct resources", ("sans-serif", 18))
                 .margin(10)
                 .x_label_area_size(35)
@@ -546,7 +558,7 @@ impl Results {
             let lo = vals.iter().copied().fold(f64::MAX, f64::min).max(1.0) / 2.0;
             let hi = vals.iter().copied().fold(10.0, f64::max) * 2.0;
             let kl: Vec<String> = ks.iter().map(|k| format!("K={k}")).collect();
-            let mut chart = ChartBuilder::on(&right)
+            let mut chart = ChartBuilder::on(right)
                 .caption("hand-off delay p50", ("sans-serif", 18))
                 .margin(10)
                 .x_label_area_size(35)
