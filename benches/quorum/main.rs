@@ -297,11 +297,14 @@ fn run_all(s: &Settings, results: &mut Results) {
             for kind in Kind::ALL {
                 let r = rt.block_on(scenarios::contention(kind, &urls, k, s.contention_window));
                 eprintln!(
-                    "contention K={k} {}: {:.0} grants/s, hand-off p50 {:.0} µs ({} samples), re-grabs {:.0} %",
+                    "contention K={k} {}: {:.0} grants/s, next grant p50 {:.0} µs, \
+                     hand-off p50 {:.0} µs ({} samples), wait p99 {:.0} µs, re-grabs {:.0} %",
                     kind.name(),
                     r.grants_per_s,
+                    measure::micros(r.next_grant.p50),
                     measure::micros(r.handoff.p50),
                     r.handoff.n,
+                    measure::micros(r.wait.p99),
                     r.regrabs * 100.0
                 );
                 results.contention.push(r);

@@ -160,9 +160,14 @@ pub struct Contention {
     pub kind: Kind,
     pub k: usize,
     pub grants_per_s: f64,
+    /// Delay from a release made while someone waited to the next grant,
+    /// whoever got it.
+    pub next_grant: Summary,
     /// Delay from a release to the grant of a client that was already
     /// waiting when it happened (the hand-off).
     pub handoff: Summary,
+    /// How long each client waited, from calling acquire to its grant.
+    pub wait: Summary,
     /// Share of grants that went back to the client that released last
     /// while another client was waiting.
     pub regrabs: f64,
@@ -187,7 +192,9 @@ struct Shared {
     /// When each client started waiting (None while it holds or thinks).
     waiting_since: Mutex<Vec<Option<Instant>>>,
     last_release: Mutex<Option<Release>>,
+    next_grants: Mutex<Vec<Duration>>,
     handoffs: Mutex<Vec<Duration>>,
+    waits: Mutex<Vec<Duration>>,
 }
 
 /// `k` clients (one client each, as `k` processes would have) loop on one
@@ -226,7 +233,11 @@ pub async fn contention(kind: Kind, urls: &[String], k: usize, window: Duration)
                     let now = Instant::now();
                     if now < until {
                         shared.grants.fetch_add(1, Ordering::Relaxed);
+                        shared.waits.lock().unwrap().push(now - since);
                         if let Some(r) = shared.last_release.lock().unwrap().take() {
+                            if r.waiters {
+                                shared.next_grants.lock().unwrap().push(now - r.at);
+                            }
                             if r.by != me && since < r.at {
                                 shared.handoffs.lock().unwrap().push(now - r.at);
                             } else if r.by == me && r.waiters {
@@ -257,13 +268,20 @@ pub async fn contention(kind: Kind, urls: &[String], k: usize, window: Duration)
     for h in handles {
         let _ = h.await;
     }
-    let handoffs = shared.handoffs.lock().unwrap().clone();
     let grants = shared.grants.load(Ordering::Relaxed);
+    let summary = |v: &Mutex<Vec<Duration>>| Summary::of(&v.lock().unwrap());
+    let (next_grant, handoff, wait) = (
+        summary(&shared.next_grants),
+        summary(&shared.handoffs),
+        summary(&shared.waits),
+    );
     Contention {
         kind,
         k,
         grants_per_s: grants as f64 / window.as_secs_f64(),
-        handoff: Summary::of(&handoffs),
+        next_grant,
+        handoff,
+        wait,
         regrabs: shared.regrabs.load(Ordering::Relaxed) as f64 / grants.max(1) as f64,
     }
 }
