@@ -3,7 +3,7 @@
 //! scenario measures and how to read the results.
 //!
 //! ```text
-//! cargo bench --bench quorum                 # everything (about 15 minutes)
+//! cargo bench --bench quorum                 # everything (about 8 minutes)
 //! cargo bench --bench quorum -- --quick      # the short version (under a minute)
 //! cargo bench --bench quorum -- throughput   # only scenarios whose name matches
 //! ```
