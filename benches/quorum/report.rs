@@ -195,7 +195,9 @@ impl Results {
         if !self.latency.is_empty() {
             md.push_str(
                 "### Acquire + release latency (one cycle at a time)\n\n\
-                 p50/p99 pooled over all rounds; [min–max] of the per-round p50 in brackets.\n\n\
+                 p50/p99 pooled over all rounds; [min–max] of the per-round p50 in brackets. \
+                 The last column divides quorumlock's p99 by the median of its p99 over the \
+                 healthy five-node runs.\n\n\
                  | scenario | N | run | quorumlock p50 | p99 | ideal p50 | p99 | rslock p50 | p99 \
                  | ql/ideal p50 | ql/rslock p50 | ql p99 / healthy p99 |\n\
                  |---|---|---|---|---|---|---|---|---|---|---|---|\n",
@@ -238,7 +240,7 @@ impl Results {
             }
             let _ = writeln!(
                 md,
-                "\nSamples per contender and run: {}.\n",
+                "\nrslock samples per run (the others have every sample of every round): {}.\n",
                 self.latency
                     .iter()
                     .flat_map(|r| r.results.iter().map(move |l| format!(
