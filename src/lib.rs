@@ -78,7 +78,12 @@
 //! `renewal` (settings and the pure renewal schedule) and `loss` (the pure
 //! rules of the lost-lock signal) feed `lease` (a held lock's shared state
 //! and [`LostSignal`]), `renewer` (the background renewal task) and
-//! `scoped` ([`Redlock::with_lock`]). `stats` holds the counters.
+//! `scoped` ([`Redlock::with_lock`]). `stats` holds the counters. `keys`
+//! says what a lock covers (one resource, several, a fencing counter);
+//! `scripts` holds the Lua run on the nodes; `handoff` the release
+//! announcements waiters subscribe to; `quarantine` the restart rule;
+//! `status` the read-only view of a resource; `background` counts the work
+//! left running after a call returned ([`Redlock::settle`]).
 
 #![warn(missing_docs, missing_debug_implementations, unreachable_pub)]
 #![forbid(unsafe_code)]
