@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
-use support::{eventually, seed, unique, Cluster};
+use support::{seed, unique, Cluster};
 
 const TTL: Duration = Duration::from_secs(10);
 
@@ -200,8 +200,8 @@ async fn fences_stay_monotonic_through_restarts_and_early_expiry() {
         );
     }
     assert!(
-        eventually(Duration::from_secs(3), || cluster.holders(name.as_bytes())
-            == 0)
-        .await
+        cluster
+            .released(name.as_bytes(), Duration::from_secs(3))
+            .await
     );
 }

@@ -40,7 +40,7 @@ async fn fired(signal: &quorumlock::LostSignal) -> LossKind {
 /// for this lock: no renewal outlives release or drop.
 async fn assert_renewal_stopped(cluster: &Cluster, redlock: &Redlock, name: &str) {
     assert!(
-        eventually(SOON, || cluster.holders(name.as_bytes()) == 0).await,
+        cluster.released(name.as_bytes(), SOON).await,
         "keys released: {:?}",
         cluster.values(name.as_bytes())
     );
@@ -167,7 +167,7 @@ async fn a_majority_refusing_a_renewal_fires_lost_and_nothing_is_recreated() {
     assert_eq!(redlock.stats().leases.lost, 1);
     lock.release().await.expect("release");
     assert_eq!(signal.kind(), Some(LossKind::Lost), "a final kind stays");
-    assert!(eventually(SOON, || cluster.holders(name.as_bytes()) == 0).await);
+    assert!(cluster.released(name.as_bytes(), SOON).await);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -223,7 +223,7 @@ async fn a_hung_majority_fires_uncertain_before_the_validity_ends_then_expired()
         cluster.resume(i);
     }
     lock.release().await.expect("release");
-    assert!(eventually(SOON, || cluster.holders(name.as_bytes()) == 0).await);
+    assert!(cluster.released(name.as_bytes(), SOON).await);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -291,7 +291,7 @@ async fn renewal_keeps_the_key_fresh_on_a_restarted_persistent_node() {
     assert!(values[2].is_some(), "{values:?}");
     assert_eq!(values[2], values[0], "the same token");
     lock.release().await.expect("release");
-    assert!(eventually(SOON, || cluster.holders(name.as_bytes()) == 0).await);
+    assert!(cluster.released(name.as_bytes(), SOON).await);
 }
 
 // ----------------------------------------------------------------- caps
@@ -321,7 +321,7 @@ async fn the_renewal_count_cap_fires_limit_reached_and_the_lock_runs_out() {
     assert_eq!(redlock.stats().leases.renewals, 2);
     // No more renewals: the keys expire with their TTL.
     assert!(
-        eventually(SOON, || cluster.holders(name.as_bytes()) == 0).await,
+        cluster.released(name.as_bytes(), SOON).await,
         "{:?}",
         cluster.values(name.as_bytes())
     );
@@ -351,7 +351,7 @@ async fn the_hold_time_cap_fires_limit_reached() {
     assert!(lock.validity() > Duration::ZERO);
     lock.release().await.expect("release");
     assert_eq!(signal.kind(), Some(LossKind::Released));
-    assert!(eventually(SOON, || cluster.holders(name.as_bytes()) == 0).await);
+    assert!(cluster.released(name.as_bytes(), SOON).await);
 }
 
 #[tokio::test]
@@ -385,7 +385,7 @@ async fn settings_that_cannot_work_are_refused_before_anything_runs() {
     let err = result.expect_err("invalid");
     assert!(err.is_invalid_input(), "{err}");
     assert!(
-        eventually(SOON, || cluster.holders(name.as_bytes()) == 0).await,
+        cluster.released(name.as_bytes(), SOON).await,
         "the lock taken for it was released"
     );
 }
@@ -466,7 +466,7 @@ async fn an_extend_that_times_out_fires_uncertain() {
     }
     lock.release().await.expect("release");
     assert_eq!(signal.kind(), Some(LossKind::Released));
-    assert!(eventually(SOON, || cluster.holders(name.as_bytes()) == 0).await);
+    assert!(cluster.released(name.as_bytes(), SOON).await);
 }
 
 // ------------------------------------------------------- scoped locking
@@ -504,7 +504,7 @@ async fn with_lock_releases_when_the_work_returns_an_error() {
         .await
         .expect("the lock was held throughout");
     assert_eq!(out, Err("boom"));
-    assert!(eventually(SOON, || cluster.holders(name.as_bytes()) == 0).await);
+    assert!(cluster.released(name.as_bytes(), SOON).await);
     // Free again at once, not after a TTL.
     let lock = redlock.try_acquire(&name, TTL).await.expect("free");
     lock.release().await.expect("release");
@@ -525,7 +525,7 @@ async fn with_lock_releases_when_the_work_panics() {
     .await;
     assert!(joined.expect_err("panicked").is_panic());
     assert!(
-        eventually(SOON, || cluster.holders(name.as_bytes()) == 0).await,
+        cluster.released(name.as_bytes(), SOON).await,
         "{:?}",
         cluster.values(name.as_bytes())
     );

@@ -37,9 +37,9 @@ async fn acquire_sets_the_token_everywhere_and_release_removes_it() {
     lock.release().await.expect("release");
     // Release returns at quorum; the last nodes follow within a round trip.
     assert!(
-        eventually(Duration::from_secs(2), || cluster.holders(name.as_bytes())
-            == 0)
-        .await,
+        cluster
+            .released(name.as_bytes(), Duration::from_secs(2))
+            .await,
         "release removes every key"
     );
 }
@@ -74,9 +74,9 @@ async fn concurrent_contenders_get_exactly_one_winner() {
         lock.release().await.expect("release");
     }
     assert!(
-        eventually(Duration::from_secs(2), || cluster.holders(name.as_bytes())
-            == 0)
-        .await,
+        cluster
+            .released(name.as_bytes(), Duration::from_secs(2))
+            .await,
         "losers cleaned up their partial keys"
     );
 }
@@ -221,9 +221,9 @@ async fn a_late_release_never_deletes_the_next_holders_key() {
         .await
         .expect("A");
     assert!(
-        eventually(Duration::from_secs(3), || cluster.holders(name.as_bytes())
-            == 0)
-        .await
+        cluster
+            .released(name.as_bytes(), Duration::from_secs(3))
+            .await
     );
     let b = redlock.try_acquire(&name, TTL).await.expect("B");
     let b_values = cluster.values(name.as_bytes());
@@ -238,9 +238,9 @@ async fn a_late_release_never_deletes_the_next_holders_key() {
     // Dropping A-like stale locks is equally harmless.
     b.release().await.expect("B releases");
     assert!(
-        eventually(Duration::from_secs(2), || cluster.holders(name.as_bytes())
-            == 0)
-        .await
+        cluster
+            .released(name.as_bytes(), Duration::from_secs(2))
+            .await
     );
 }
 
@@ -278,9 +278,9 @@ async fn extend_after_expiry_fails_and_never_recreates_the_key() {
         .await
         .expect("acquire");
     assert!(
-        eventually(Duration::from_secs(3), || cluster.holders(name.as_bytes())
-            == 0)
-        .await
+        cluster
+            .released(name.as_bytes(), Duration::from_secs(3))
+            .await
     );
     let err = lock.extend(TTL).await.expect_err("expired");
     assert!(err.is_lost(), "{err}");
@@ -357,9 +357,9 @@ async fn dropping_a_lock_releases_it_in_the_background() {
     let lock = redlock.try_acquire(&name, TTL).await.expect("acquire");
     drop(lock);
     assert!(
-        eventually(Duration::from_secs(2), || cluster.holders(name.as_bytes())
-            == 0)
-        .await,
+        cluster
+            .released(name.as_bytes(), Duration::from_secs(2))
+            .await,
         "drop released the keys"
     );
 }
@@ -393,7 +393,7 @@ async fn binary_and_unicode_resource_names_are_stored_byte_for_byte() {
             shown.len()
         );
         lock.release().await.expect("release");
-        assert!(eventually(Duration::from_secs(2), || cluster.holders(&name) == 0).await);
+        assert!(cluster.released(&name, Duration::from_secs(2)).await);
     }
 }
 

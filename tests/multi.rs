@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use support::{eventually, unique, Cluster};
+use support::{unique, Cluster};
 
 const TTL: Duration = Duration::from_secs(10);
 
@@ -42,11 +42,7 @@ async fn all_resources_are_taken_released_and_extended_together() {
     assert!(pttl > 15_000, "{pttl}");
     lock.release().await.expect("release");
     for r in [&a, &b, &c] {
-        assert!(
-            eventually(Duration::from_secs(2), || cluster.holders(r.as_bytes())
-                == 0)
-            .await
-        );
+        assert!(cluster.released(r.as_bytes(), Duration::from_secs(2)).await);
     }
 }
 

@@ -63,9 +63,9 @@ async fn two_of_five_hung_acquire_and_release_do_not_wait_for_them() {
     // The SETs queued in the paused nodes ran on resume; the releases
     // queued behind them removed those keys: no orphan (TTL is 30 s).
     assert!(
-        eventually(Duration::from_secs(5), || cluster.holders(name.as_bytes())
-            == 0)
-        .await,
+        cluster
+            .released(name.as_bytes(), Duration::from_secs(5))
+            .await,
         "orphaned keys after resume: {:?}",
         cluster.values(name.as_bytes())
     );
@@ -129,18 +129,18 @@ async fn three_of_five_hung_fails_and_nothing_is_left_after_they_resume() {
         "{err}"
     );
     assert!(
-        eventually(Duration::from_secs(2), || cluster.holders(name.as_bytes())
-            == 0)
-        .await,
+        cluster
+            .released(name.as_bytes(), Duration::from_secs(2))
+            .await,
         "answering nodes released at once"
     );
     for i in [1, 2, 3] {
         cluster.resume(i);
     }
     assert!(
-        eventually(Duration::from_secs(5), || cluster.holders(name.as_bytes())
-            == 0)
-        .await,
+        cluster
+            .released(name.as_bytes(), Duration::from_secs(5))
+            .await,
         "queued SETs were followed by releases: {:?}",
         cluster.values(name.as_bytes())
     );
@@ -206,9 +206,9 @@ async fn release_survives_a_script_flush() {
     }
     lock.release().await.expect("release falls back to EVAL");
     assert!(
-        eventually(Duration::from_secs(2), || cluster.holders(name.as_bytes())
-            == 0)
-        .await
+        cluster
+            .released(name.as_bytes(), Duration::from_secs(2))
+            .await
     );
 }
 
@@ -234,9 +234,9 @@ async fn a_resource_holding_a_hash_is_a_refusal_on_that_node_not_a_crash() {
         .expect_err("3 nodes refuse");
     assert!(err.is_contended(), "{err}");
     assert!(
-        eventually(Duration::from_secs(2), || cluster.holders(name.as_bytes())
-            == 0)
-        .await
+        cluster
+            .released(name.as_bytes(), Duration::from_secs(2))
+            .await
     );
 }
 
@@ -273,9 +273,9 @@ async fn error_replies_are_failed_votes() {
         "{err}"
     );
     assert!(
-        eventually(Duration::from_secs(2), || cluster.holders(name.as_bytes())
-            == 0)
-        .await
+        cluster
+            .released(name.as_bytes(), Duration::from_secs(2))
+            .await
     );
 }
 
@@ -302,9 +302,9 @@ async fn cancelling_acquire_mid_flight_cleans_up_at_once() {
         cluster.resume(i);
     }
     assert!(
-        eventually(Duration::from_secs(5), || cluster.holders(name.as_bytes())
-            == 0)
-        .await,
+        cluster
+            .released(name.as_bytes(), Duration::from_secs(5))
+            .await,
         "keys set by the queued SETs were released too: {:?}",
         cluster.values(name.as_bytes())
     );
@@ -340,8 +340,8 @@ async fn a_quorum_slower_than_the_ttl_is_never_a_grant() {
     cluster.resume(0);
     cluster.resume(1);
     assert!(
-        eventually(Duration::from_secs(5), || cluster.holders(name.as_bytes())
-            == 0)
-        .await
+        cluster
+            .released(name.as_bytes(), Duration::from_secs(5))
+            .await
     );
 }

@@ -18,6 +18,13 @@ async fn wait_uptime(cluster: &Cluster, age: Duration) {
     }
 }
 
+/// True when some node stayed out of the vote because it restarted recently.
+fn quarantined(err: &quorumlock::Error) -> bool {
+    err.node_failures()
+        .iter()
+        .any(|f| matches!(f.kind, quorumlock::NodeFailureKind::Quarantined { .. }))
+}
+
 #[tokio::test]
 async fn a_node_restarted_empty_does_not_vote_until_its_quarantine_ends() {
     let mut cluster = Cluster::local(5);
@@ -52,12 +59,7 @@ async fn a_node_restarted_empty_does_not_vote_until_its_quarantine_ends() {
         .await
         .expect_err("all too young");
     assert!(err.is_unavailable(), "{err}");
-    assert!(
-        err.node_failures()
-            .iter()
-            .any(|f| matches!(f.kind, quorumlock::NodeFailureKind::Quarantined { .. })),
-        "{err}"
-    );
+    assert!(quarantined(&err), "{err}");
     drop(careful);
 
     // The out-of-model case: A holds {0,1,2}; node 2 restarts empty at once.
@@ -78,12 +80,7 @@ async fn a_node_restarted_empty_does_not_vote_until_its_quarantine_ends() {
         .acquire(&name, TTL)
         .await
         .expect_err("node 2 is quarantined");
-    assert!(
-        err.node_failures()
-            .iter()
-            .any(|f| matches!(f.kind, quorumlock::NodeFailureKind::Quarantined { .. })),
-        "{err}"
-    );
+    assert!(quarantined(&err), "{err}");
     assert!(a.validity() > Duration::ZERO);
 
     // The same client without quarantine wins a second majority {2,3,4}:
@@ -138,12 +135,7 @@ async fn a_connected_client_notices_the_restart_after_a_connection_error() {
         .try_acquire(&name, TTL)
         .await
         .expect_err("still quarantined");
-    assert!(
-        err.node_failures()
-            .iter()
-            .any(|f| matches!(f.kind, quorumlock::NodeFailureKind::Quarantined { .. })),
-        "{err}"
-    );
+    assert!(quarantined(&err), "{err}");
     // Once the node is old enough it votes again. Uptime is read in whole
     // seconds, so the client may count up to one second more.
     wait_uptime_of(&cluster, 0, young + Duration::from_secs(1)).await;

@@ -8,7 +8,7 @@ mod support;
 use std::time::Duration;
 
 use quorumlock::Redlock;
-use support::{eventually, unique, Cluster};
+use support::{unique, Cluster};
 
 /// The ACL of a user that can take, extend and release locks on `lock:*`
 /// and nothing else: the commands the client sends and those its scripts
@@ -99,9 +99,9 @@ async fn an_acl_user_limited_to_the_lock_commands_is_enough() {
         assert!(denied.is_empty(), "node {i} denied: {denied:?}");
     }
     assert!(
-        eventually(Duration::from_secs(2), || cluster.holders(name.as_bytes())
-            == 0)
-        .await
+        cluster
+            .released(name.as_bytes(), Duration::from_secs(2))
+            .await
     );
 
     // The scripts load again after a flush with the same rights.

@@ -15,7 +15,7 @@ use rcgen::{
     BasicConstraints, CertificateParams, CertifiedIssuer, DnType, ExtendedKeyUsagePurpose, IsCa,
     KeyPair, KeyUsagePurpose,
 };
-use support::{eventually, unique, Cluster, Fault, NodeOptions};
+use support::{unique, Cluster, Fault, NodeOptions};
 
 const TTL: Duration = Duration::from_secs(10);
 
@@ -138,9 +138,9 @@ async fn rediss_with_the_test_ca_works_and_other_cas_are_refused() {
     lock.extend(TTL).await.expect("extend");
     lock.release().await.expect("release");
     assert!(
-        eventually(Duration::from_secs(2), || cluster.holders(name.as_bytes())
-            == 0)
-        .await
+        cluster
+            .released(name.as_bytes(), Duration::from_secs(2))
+            .await
     );
 
     let text = refused_over_tls(builder(&urls).tls_root_ca(pki.other_ca.as_bytes())).await;
@@ -166,9 +166,9 @@ async fn rediss_with_the_test_ca_works_and_other_cas_are_refused() {
     lock.release().await.expect("release");
     cluster.heal_proxies();
     assert!(
-        eventually(Duration::from_secs(5), || cluster.holders(name.as_bytes())
-            == 0)
-        .await
+        cluster
+            .released(name.as_bytes(), Duration::from_secs(5))
+            .await
     );
 }
 

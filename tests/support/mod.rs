@@ -452,6 +452,12 @@ impl Cluster {
         self.values(key).iter().filter(|v| v.is_some()).count()
     }
 
+    /// Waits (bounded by `limit`) until no node holds `key`: the way every
+    /// test checks that nothing was left behind. True when none does.
+    pub async fn released(&self, key: impl AsRef<[u8]>, limit: Duration) -> bool {
+        eventually(limit, || self.holders(key.as_ref()) == 0).await
+    }
+
     /// Runs a command on node `i` through a side connection.
     pub fn exec<T: redis::FromRedisValue>(&self, i: usize, cmd: &redis::Cmd) -> T {
         cmd.query(&mut self.conn(i)).expect("side command")
