@@ -144,34 +144,19 @@ impl Results {
             );
         }
         for c in &self.contention {
-            let _ = writeln!(
-                out,
-                "contention,{},1,{},grants_per_s,{:.1}",
-                c.k,
-                c.kind.name(),
-                c.grants_per_s
-            );
-            let _ = writeln!(
-                out,
-                "contention,{},1,{},handoff_p50_us,{:.1}",
-                c.k,
-                c.kind.name(),
-                micros(c.handoff.p50)
-            );
-            let _ = writeln!(
-                out,
-                "contention,{},1,{},next_grant_p50_us,{:.1}",
-                c.k,
-                c.kind.name(),
-                micros(c.next_grant.p50)
-            );
-            let _ = writeln!(
-                out,
-                "contention,{},1,{},wait_p99_us,{:.1}",
-                c.k,
-                c.kind.name(),
-                micros(c.wait.p99)
-            );
+            for (metric, value) in [
+                ("grants_per_s", c.grants_per_s),
+                ("handoff_p50_us", micros(c.handoff.p50)),
+                ("next_grant_p50_us", micros(c.next_grant.p50)),
+                ("wait_p99_us", micros(c.wait.p99)),
+            ] {
+                let _ = writeln!(
+                    out,
+                    "contention,{},1,{},{metric},{value:.1}",
+                    c.k,
+                    c.kind.name()
+                );
+            }
         }
         for c in &self.cpu {
             let kind = c["kind"].as_str().unwrap_or("?");
