@@ -444,7 +444,8 @@ impl LostSignal {
     }
 
     /// The monotonic instant at which the validity ends, as
-    /// [`Lock::deadline`](crate::Lock::deadline); later after each renewal.
+    /// [`Lock::deadline`](crate::Lock::deadline): later after each renewal,
+    /// earlier as soon as an extension to a shorter TTL is sent.
     ///
     /// # Examples
     ///
