@@ -1,11 +1,13 @@
 //! One Redis node: its long-lived multiplexed connection (reconnecting by
 //! itself), the per-node timeout, and the commands the lock sends to it.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use redis::aio::ConnectionManager;
 use redis::{Client, ErrorKind, RedisError, Value};
+use tracing::warn;
 
 use crate::background;
 use crate::config::NodeSpec;
@@ -38,6 +40,8 @@ pub(crate) struct Node {
     conn: ConnectionManager,
     restart: Arc<Quarantine>,
     counters: Arc<NodeCounters>,
+    /// Whether the node has refused a release announcement (said once).
+    announce_refused: Arc<AtomicBool>,
 }
 
 impl std::fmt::Debug for Node {
@@ -88,6 +92,7 @@ impl Node {
             conn,
             restart: Arc::default(),
             counters: Arc::default(),
+            announce_refused: Arc::default(),
         })
     }
 
@@ -294,10 +299,9 @@ impl Node {
         }
         inv.arg(token.as_str());
         let result = self
-            .timed(
-                timeout,
-                async move { inv.invoke_async::<i64>(&mut conn).await },
-            )
+            .timed(timeout, async move {
+                inv.invoke_async::<(i64, i64)>(&mut conn).await
+            })
             .await;
         if matches!(&result, Err(f) if f.kind.is_timeout()) {
             let mut conn = self.conn.clone();
@@ -313,7 +317,27 @@ impl Node {
                         .await;
             });
         }
-        result.map(|n| self.counters.vote(Op::Release, n >= 1))
+        result.map(|(deleted, refused)| {
+            if refused != 0 {
+                self.announcement_refused();
+            }
+            self.counters.vote(Op::Release, deleted >= 1)
+        })
+    }
+
+    /// The node refused a release announcement (`PUBLISH`) on a release
+    /// that succeeded: the user has no rights on the channel, as new ACL
+    /// users of Redis 7 by default. Said once per node; waiters then rely
+    /// on their retry delay for this node.
+    fn announcement_refused(&self) {
+        if !self.announce_refused.swap(true, Ordering::Relaxed) {
+            warn!(
+                node = %self.label,
+                "release announcements refused by this node (no PUBLISH rights on \
+                 quorumlock:released:*): releases still succeed, fast hand-off falls back \
+                 to the retry delay here"
+            );
+        }
     }
 
     /// Loads the scripts, so the first release does not meet `NOSCRIPT`.
