@@ -1,11 +1,11 @@
 //! One Redis node: its long-lived multiplexed connection (reconnecting by
-//! itself), the per-node timeout, and the commands the lock sends to it.
+//! itself, see [`crate::link`]), the per-node timeout, and the commands the
+//! lock sends to it.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use redis::aio::ConnectionManager;
 use redis::{Client, ErrorKind, RedisError, Value};
 use tracing::warn;
 
@@ -13,6 +13,7 @@ use crate::background;
 use crate::config::NodeSpec;
 use crate::error::{NodeFailure, NodeFailureKind};
 use crate::keys::Keys;
+use crate::link::Link;
 use crate::quarantine::{self, Quarantine, Standing};
 use crate::quorum::{self, Vote};
 use crate::scripts;
@@ -24,7 +25,7 @@ const STRAGGLER_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// A node of the cluster.
 ///
-/// Commands travel over one multiplexed connection, in order. That order is
+/// Commands travel over one multiplexed connection ([`Link`]), in order. That order is
 /// what lets a release sent after a stuck `SET` remove the key the `SET`
 /// creates when the node wakes up. The connection is never torn down for a
 /// slow reply (no response timeout inside the connection); the per-node
@@ -37,7 +38,7 @@ const STRAGGLER_TIMEOUT: Duration = Duration::from_secs(30);
 pub(crate) struct Node {
     label: Arc<str>,
     client: Arc<Client>,
-    conn: ConnectionManager,
+    conn: Link,
     restart: Arc<Quarantine>,
     counters: Arc<NodeCounters>,
     /// Whether the node has refused a release announcement (said once).
@@ -79,18 +80,13 @@ impl Node {
     /// Prepares the connection without waiting for it.
     pub(crate) fn new(spec: &NodeSpec, connect_timeout: Duration) -> Result<Self, RedisError> {
         let client = client(spec)?;
-        let config = redis::aio::ConnectionManagerConfig::new()
-            .set_connection_timeout(Some(connect_timeout))
-            .set_response_timeout(None)
-            .set_number_of_retries(1)
-            .set_min_delay(Duration::from_millis(10))
-            .set_max_delay(Duration::from_millis(100));
-        let conn = ConnectionManager::new_lazy_with_config(client.clone(), config)?;
+        let restart = Arc::new(Quarantine::default());
+        let conn = Link::new(client.clone(), connect_timeout, restart.clone())?;
         Ok(Self {
             label: spec.label.as_str().into(),
             client: Arc::new(client),
             conn,
-            restart: Arc::default(),
+            restart,
             counters: Arc::default(),
             announce_refused: Arc::default(),
         })
@@ -211,7 +207,8 @@ impl Node {
 
     /// With a restart quarantine of `required`: whether this node may vote
     /// now, reading its uptime first when it is unknown (at start and after
-    /// a connection error). `Err` when it may not.
+    /// every connection loss or reconnect). `Err` when it may not, and when
+    /// the connection was replaced while the uptime was being read.
     pub(crate) async fn check_standing(
         &self,
         required: Duration,
@@ -219,19 +216,22 @@ impl Node {
     ) -> NodeResult<()> {
         let standing = match self.restart.standing(Instant::now()) {
             Standing::Unknown => {
+                let epoch = self.restart.epoch();
                 let uptime = self.uptime(timeout).await?;
-                self.restart.observed(uptime, required, Instant::now())
+                self.restart
+                    .observed(epoch, uptime, required, Instant::now())
             }
             known => known,
         };
-        match standing {
-            Standing::Quarantined { uptime } => {
-                let kind = NodeFailureKind::Quarantined { uptime };
-                self.counters.failed(&kind, None);
-                Err(self.failure(kind))
-            }
-            _ => Ok(()),
-        }
+        let kind = match standing {
+            Standing::Votes => return Ok(()),
+            Standing::Quarantined { uptime } => NodeFailureKind::Quarantined { uptime },
+            Standing::Unknown => NodeFailureKind::Connection(
+                "the connection was replaced while the node's uptime was read".to_owned(),
+            ),
+        };
+        self.counters.failed(&kind, None);
+        Err(self.failure(kind))
     }
 
     async fn uptime(&self, timeout: Duration) -> NodeResult<Duration> {
@@ -394,7 +394,9 @@ impl Node {
             Ok(Err(e)) => {
                 let kind = classify(&e);
                 if matches!(kind, NodeFailureKind::Connection(_)) {
-                    self.restart.connection_failed();
+                    // Also reported by the link for the errors after which
+                    // the connection is replaced; this covers the rest.
+                    self.restart.connection_lost();
                 }
                 self.counters.failed(&kind, Some(start.elapsed()));
                 Err(self.failure(kind))
