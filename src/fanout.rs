@@ -215,7 +215,9 @@ impl Engine {
         async move {
             let start = Instant::now();
             let budget = ttl.saturating_sub(drift);
-            let valid_until = start + budget;
+            // The TTL was checked (at most `MAX_TTL`); were it ever too
+            // large for an instant, the lock would count as expired at once.
+            let valid_until = start.checked_add(budget).unwrap_or(start);
             let timeout = self.config.node_timeout.min(budget);
             let sets = SetFuture::for_attempt(self.nodes.len());
             let mut guard = CleanupOnDrop {
@@ -488,7 +490,9 @@ impl Engine {
                     match quorum::validity(ttl, elapsed, drift) {
                         Some(valid) => {
                             debug!(?elapsed, ?valid, "extended");
-                            Ok(start + ttl.saturating_sub(drift))
+                            Ok(start
+                                .checked_add(ttl.saturating_sub(drift))
+                                .unwrap_or(start))
                         }
                         None => Err(LostReason::TooSlow),
                     }

@@ -386,7 +386,9 @@ impl Redlock {
                         cfg.retry_delay_max,
                         rand::random::<f64>(),
                     );
-                    let out_of_time = deadline.is_some_and(|d| Instant::now() + delay >= d);
+                    // A delay too large to add to an instant never fits.
+                    let out_of_time = deadline
+                        .is_some_and(|d| Instant::now().checked_add(delay).is_none_or(|t| t >= d));
                     if attempts > retries || out_of_time {
                         return Err(self.failure(&keys, ttl, attempts, failure));
                     }
@@ -693,7 +695,8 @@ impl<'a> Acquisition<'a> {
     ///
     /// As for [`Redlock::acquire`].
     pub async fn acquire(self) -> Result<Lock> {
-        let deadline = self.wait.map(|w| Instant::now() + w);
+        // A wait too large to add to an instant is no deadline at all.
+        let deadline = self.wait.and_then(|w| Instant::now().checked_add(w));
         let keys = match self.target {
             Target::One(resource) => Keys::one(&resource, self.fenced)?,
             Target::Many(keys) => {
