@@ -25,9 +25,9 @@ const STRAGGLER_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// A node of the cluster.
 ///
-/// Commands travel over one multiplexed connection ([`Link`]), in order. That order is
-/// what lets a release sent after a stuck `SET` remove the key the `SET`
-/// creates when the node wakes up. The connection is never torn down for a
+/// Commands travel over one multiplexed connection ([`Link`]), in order.
+/// That order is what lets a release sent after a stuck `SET` remove the
+/// key the `SET` creates when the node wakes up. The connection is never torn down for a
 /// slow reply (no response timeout inside the connection); the per-node
 /// timeout only stops *waiting*.
 ///
