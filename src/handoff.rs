@@ -75,9 +75,20 @@ impl Handoff {
 
     /// Registers interest in the release of `keys` and subscribes on the
     /// nodes already connected (waiting at most `timeout` for them).
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: the registration is undone (and the channels
+    /// unsubscribed when no other waiter needs them) wherever this future is
+    /// dropped, including while its `SUBSCRIBE`s are in flight.
     pub(crate) async fn watch(self: &Arc<Self>, keys: &Keys, timeout: Duration) -> Watch {
         let mut fresh = Vec::new();
-        let mut channels = Vec::new();
+        // The guard exists before anything awaits: dropping this future at
+        // any point lowers the watcher counts it raised.
+        let mut watch = Watch {
+            handoff: self.clone(),
+            channels: Vec::new(),
+        };
         let sinks = {
             let mut state = self.state();
             if !state.started {
@@ -96,7 +107,7 @@ impl Handoff {
                     }
                 });
                 entry.watchers += 1;
-                channels.push((name, entry.notify.clone()));
+                watch.channels.push((name, entry.notify.clone()));
             }
             state.sinks.iter().flatten().cloned().collect::<Vec<_>>()
         };
@@ -112,10 +123,7 @@ impl Handoff {
                 .collect();
             while subscribing.next().await.is_some() {}
         }
-        Watch {
-            handoff: self.clone(),
-            channels,
-        }
+        watch
     }
 
     fn unwatch(&self, channels: &[(Vec<u8>, Arc<Notify>)]) {
@@ -224,7 +232,21 @@ async fn run_node(handoff: Weak<Handoff>, i: usize, stop: CancellationToken) {
             state.channels.keys().cloned().collect()
         };
         if !current.is_empty() {
-            let _ = tokio::time::timeout(connect_timeout, sink.subscribe(current)).await;
+            let _ = tokio::time::timeout(connect_timeout, sink.subscribe(current.clone())).await;
+            // A waiter that left while this SUBSCRIBE was in flight may have
+            // sent its UNSUBSCRIBE first: drop what nobody watches any more.
+            let Some(h) = handoff.upgrade() else { return };
+            let stale: Vec<Vec<u8>> = {
+                let state = h.state();
+                current
+                    .into_iter()
+                    .filter(|c| !state.channels.contains_key(c))
+                    .collect()
+            };
+            drop(h);
+            if !stale.is_empty() {
+                let _ = tokio::time::timeout(connect_timeout, sink.unsubscribe(stale)).await;
+            }
         }
         backoff = Duration::from_millis(50);
         loop {

@@ -95,6 +95,7 @@ mod fanout;
 mod handoff;
 mod keys;
 mod lease;
+mod link;
 mod lock;
 mod loss;
 mod node;

@@ -1,16 +1,19 @@
 //! One Redis node: its long-lived multiplexed connection (reconnecting by
-//! itself), the per-node timeout, and the commands the lock sends to it.
+//! itself, see [`crate::link`]), the per-node timeout, and the commands the
+//! lock sends to it.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use redis::aio::ConnectionManager;
 use redis::{Client, ErrorKind, RedisError, Value};
+use tracing::warn;
 
 use crate::background;
 use crate::config::NodeSpec;
 use crate::error::{NodeFailure, NodeFailureKind};
 use crate::keys::Keys;
+use crate::link::Link;
 use crate::quarantine::{self, Quarantine, Standing};
 use crate::quorum::{self, Vote};
 use crate::scripts;
@@ -22,9 +25,9 @@ const STRAGGLER_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// A node of the cluster.
 ///
-/// Commands travel over one multiplexed connection, in order. That order is
-/// what lets a release sent after a stuck `SET` remove the key the `SET`
-/// creates when the node wakes up. The connection is never torn down for a
+/// Commands travel over one multiplexed connection ([`Link`]), in order.
+/// That order is what lets a release sent after a stuck `SET` remove the
+/// key the `SET` creates when the node wakes up. The connection is never torn down for a
 /// slow reply (no response timeout inside the connection); the per-node
 /// timeout only stops *waiting*.
 ///
@@ -35,9 +38,11 @@ const STRAGGLER_TIMEOUT: Duration = Duration::from_secs(30);
 pub(crate) struct Node {
     label: Arc<str>,
     client: Arc<Client>,
-    conn: ConnectionManager,
+    conn: Link,
     restart: Arc<Quarantine>,
     counters: Arc<NodeCounters>,
+    /// Whether the node has refused a release announcement (said once).
+    announce_refused: Arc<AtomicBool>,
 }
 
 impl std::fmt::Debug for Node {
@@ -75,19 +80,15 @@ impl Node {
     /// Prepares the connection without waiting for it.
     pub(crate) fn new(spec: &NodeSpec, connect_timeout: Duration) -> Result<Self, RedisError> {
         let client = client(spec)?;
-        let config = redis::aio::ConnectionManagerConfig::new()
-            .set_connection_timeout(Some(connect_timeout))
-            .set_response_timeout(None)
-            .set_number_of_retries(1)
-            .set_min_delay(Duration::from_millis(10))
-            .set_max_delay(Duration::from_millis(100));
-        let conn = ConnectionManager::new_lazy_with_config(client.clone(), config)?;
+        let restart = Arc::new(Quarantine::default());
+        let conn = Link::new(client.clone(), connect_timeout, restart.clone())?;
         Ok(Self {
             label: spec.label.as_str().into(),
             client: Arc::new(client),
             conn,
-            restart: Arc::default(),
+            restart,
             counters: Arc::default(),
+            announce_refused: Arc::default(),
         })
     }
 
@@ -206,7 +207,8 @@ impl Node {
 
     /// With a restart quarantine of `required`: whether this node may vote
     /// now, reading its uptime first when it is unknown (at start and after
-    /// a connection error). `Err` when it may not.
+    /// every connection loss or reconnect). `Err` when it may not, and when
+    /// the connection was replaced while the uptime was being read.
     pub(crate) async fn check_standing(
         &self,
         required: Duration,
@@ -214,19 +216,22 @@ impl Node {
     ) -> NodeResult<()> {
         let standing = match self.restart.standing(Instant::now()) {
             Standing::Unknown => {
+                let epoch = self.restart.epoch();
                 let uptime = self.uptime(timeout).await?;
-                self.restart.observed(uptime, required, Instant::now())
+                self.restart
+                    .observed(epoch, uptime, required, Instant::now())
             }
             known => known,
         };
-        match standing {
-            Standing::Quarantined { uptime } => {
-                let kind = NodeFailureKind::Quarantined { uptime };
-                self.counters.failed(&kind, None);
-                Err(self.failure(kind))
-            }
-            _ => Ok(()),
-        }
+        let kind = match standing {
+            Standing::Votes => return Ok(()),
+            Standing::Quarantined { uptime } => NodeFailureKind::Quarantined { uptime },
+            Standing::Unknown => NodeFailureKind::Connection(
+                "the connection was replaced while the node's uptime was read".to_owned(),
+            ),
+        };
+        self.counters.failed(&kind, None);
+        Err(self.failure(kind))
     }
 
     async fn uptime(&self, timeout: Duration) -> NodeResult<Duration> {
@@ -294,10 +299,9 @@ impl Node {
         }
         inv.arg(token.as_str());
         let result = self
-            .timed(
-                timeout,
-                async move { inv.invoke_async::<i64>(&mut conn).await },
-            )
+            .timed(timeout, async move {
+                inv.invoke_async::<(i64, i64)>(&mut conn).await
+            })
             .await;
         if matches!(&result, Err(f) if f.kind.is_timeout()) {
             let mut conn = self.conn.clone();
@@ -313,7 +317,27 @@ impl Node {
                         .await;
             });
         }
-        result.map(|n| self.counters.vote(Op::Release, n >= 1))
+        result.map(|(deleted, refused)| {
+            if refused != 0 {
+                self.announcement_refused();
+            }
+            self.counters.vote(Op::Release, deleted >= 1)
+        })
+    }
+
+    /// The node refused a release announcement (`PUBLISH`) on a release
+    /// that succeeded: the user has no rights on the channel, as new ACL
+    /// users of Redis 7 by default. Said once per node; waiters then rely
+    /// on their retry delay for this node.
+    fn announcement_refused(&self) {
+        if !self.announce_refused.swap(true, Ordering::Relaxed) {
+            warn!(
+                node = %self.label,
+                "release announcements refused by this node (no PUBLISH rights on \
+                 quorumlock:released:*): releases still succeed, fast hand-off falls back \
+                 to the retry delay here"
+            );
+        }
     }
 
     /// Loads the scripts, so the first release does not meet `NOSCRIPT`.
@@ -370,7 +394,9 @@ impl Node {
             Ok(Err(e)) => {
                 let kind = classify(&e);
                 if matches!(kind, NodeFailureKind::Connection(_)) {
-                    self.restart.connection_failed();
+                    // Also reported by the link for the errors after which
+                    // the connection is replaced; this covers the rest.
+                    self.restart.connection_lost();
                 }
                 self.counters.failed(&kind, Some(start.elapsed()));
                 Err(self.failure(kind))

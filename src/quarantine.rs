@@ -2,19 +2,40 @@
 //! client: a node that (re)started less than a configured time ago does not
 //! vote for new locks, because it may have forgotten keys that a lock
 //! still valid elsewhere relies on. Pure state, no I/O.
+//!
+//! The node's standing is known only from an uptime reading taken on the
+//! connection in use. Every connection loss or reconnect (however it is
+//! noticed: a command's error, a background command's error, or the redis
+//! crate's own reconnect) starts a new *epoch*; a reading counts only if
+//! no epoch began between its request and its use, so a reply from before a
+//! restart can never vouch for the node after it.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 /// One node's restart state.
-#[derive(Debug)]
+#[derive(Debug, Default)]
 pub(crate) struct Quarantine {
-    /// The node's uptime must be (re)read before it votes: at start, and
-    /// after every connection error (the node may have restarted).
-    recheck: AtomicBool,
+    /// Connections lost or replaced so far.
+    epoch: AtomicU64,
+    last: Mutex<Reading>,
+}
+
+/// What the last counted uptime reading said.
+#[derive(Debug, Default)]
+struct Reading {
+    /// The epoch it was taken in; `None` before the first one.
+    epoch: Option<u64>,
     /// Until when the node does not vote, and the uptime it reported.
-    until: Mutex<Option<(Instant, Duration)>>,
+    out: Option<(Until, Duration)>,
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Until {
+    At(Instant),
+    /// The quarantine is too long to express as an instant.
+    Forever,
 }
 
 /// Whether a node may vote now.
@@ -28,47 +49,64 @@ pub(crate) enum Standing {
     Quarantined { uptime: Duration },
 }
 
-impl Default for Quarantine {
-    fn default() -> Self {
-        Self {
-            recheck: AtomicBool::new(true),
-            until: Mutex::new(None),
-        }
-    }
-}
-
 impl Quarantine {
+    fn reading(&self) -> std::sync::MutexGuard<'_, Reading> {
+        self.last.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
     /// The node's standing at `now`.
     pub(crate) fn standing(&self, now: Instant) -> Standing {
-        if let Some((until, uptime)) = *self.until.lock().unwrap_or_else(PoisonError::into_inner) {
-            if now < until {
+        let last = self.reading();
+        if let Some((until, uptime)) = last.out {
+            let out = match until {
+                Until::At(t) => now < t,
+                Until::Forever => true,
+            };
+            if out {
                 return Standing::Quarantined { uptime };
             }
         }
-        if self.recheck.load(Ordering::Acquire) {
-            Standing::Unknown
-        } else {
+        if last.epoch == Some(self.epoch.load(Ordering::SeqCst)) {
             Standing::Votes
+        } else {
+            Standing::Unknown
         }
     }
 
-    /// The connection failed: the node may have restarted.
-    pub(crate) fn connection_failed(&self) {
-        self.recheck.store(true, Ordering::Release);
+    /// The connection was lost or replaced: the node may have restarted.
+    pub(crate) fn connection_lost(&self) {
+        self.epoch.fetch_add(1, Ordering::SeqCst);
     }
 
-    /// Records an uptime read at `now`; the node stays out until it has been
-    /// up for `required`.
-    pub(crate) fn observed(&self, uptime: Duration, required: Duration, now: Instant) -> Standing {
-        self.recheck.store(false, Ordering::Release);
-        let mut until = self.until.lock().unwrap_or_else(PoisonError::into_inner);
+    /// The current epoch; take it before sending the uptime request and
+    /// pass it to [`observed`](Self::observed).
+    pub(crate) fn epoch(&self) -> u64 {
+        self.epoch.load(Ordering::SeqCst)
+    }
+
+    /// Records an uptime requested in `epoch` and read at `now`; the node
+    /// stays out until it has been up for `required`. A reading from an
+    /// epoch that has ended is not counted: `Unknown`.
+    pub(crate) fn observed(
+        &self,
+        epoch: u64,
+        uptime: Duration,
+        required: Duration,
+        now: Instant,
+    ) -> Standing {
+        let mut last = self.reading();
+        if epoch != self.epoch.load(Ordering::SeqCst) {
+            return Standing::Unknown;
+        }
+        last.epoch = Some(epoch);
         match required.checked_sub(uptime) {
             Some(left) if !left.is_zero() => {
-                *until = Some((now + left, uptime));
+                let until = now.checked_add(left).map_or(Until::Forever, Until::At);
+                last.out = Some((until, uptime));
                 Standing::Quarantined { uptime }
             }
             _ => {
-                *until = None;
+                last.out = None;
                 Standing::Votes
             }
         }
@@ -89,12 +127,16 @@ mod tests {
 
     const S: Duration = Duration::from_secs(1);
 
+    fn observe(q: &Quarantine, uptime: Duration, required: Duration, now: Instant) -> Standing {
+        q.observed(q.epoch(), uptime, required, now)
+    }
+
     #[test]
     fn a_node_is_unknown_until_its_uptime_is_read() {
         let q = Quarantine::default();
         let now = Instant::now();
         assert_eq!(q.standing(now), Standing::Unknown);
-        assert_eq!(q.observed(100 * S, 30 * S, now), Standing::Votes);
+        assert_eq!(observe(&q, 100 * S, 30 * S, now), Standing::Votes);
         assert_eq!(q.standing(now), Standing::Votes);
     }
 
@@ -102,7 +144,7 @@ mod tests {
     fn a_fresh_node_stays_out_for_the_rest_of_the_quarantine() {
         let q = Quarantine::default();
         let now = Instant::now();
-        let s = q.observed(10 * S, 30 * S, now);
+        let s = observe(&q, 10 * S, 30 * S, now);
         assert_eq!(s, Standing::Quarantined { uptime: 10 * S });
         assert_eq!(
             q.standing(now + 19 * S),
@@ -116,14 +158,47 @@ mod tests {
     }
 
     #[test]
-    fn a_connection_error_asks_for_a_new_reading() {
+    fn a_connection_loss_asks_for_a_new_reading() {
         let q = Quarantine::default();
         let now = Instant::now();
-        q.observed(100 * S, 30 * S, now);
-        q.connection_failed();
+        observe(&q, 100 * S, 30 * S, now);
+        q.connection_lost();
         assert_eq!(q.standing(now), Standing::Unknown);
         assert_eq!(
-            q.observed(S, 30 * S, now),
+            observe(&q, S, 30 * S, now),
+            Standing::Quarantined { uptime: S }
+        );
+    }
+
+    #[test]
+    fn a_reading_requested_before_a_connection_loss_does_not_count() {
+        let q = Quarantine::default();
+        let now = Instant::now();
+        observe(&q, 100 * S, 30 * S, now);
+        q.connection_lost();
+        // INFO sent on the old connection, answered before it died, used
+        // after the loss was noticed.
+        let before = q.epoch();
+        q.connection_lost();
+        assert_eq!(q.observed(before, 100 * S, 30 * S, now), Standing::Unknown);
+        assert_eq!(q.standing(now), Standing::Unknown, "still unknown");
+        // A loss between the reading and its use, too.
+        let epoch = q.epoch();
+        assert_eq!(q.observed(epoch, 100 * S, 30 * S, now), Standing::Votes);
+        q.connection_lost();
+        assert_eq!(q.standing(now), Standing::Unknown);
+    }
+
+    #[test]
+    fn a_quarantine_longer_than_any_instant_never_ends() {
+        let q = Quarantine::default();
+        let now = Instant::now();
+        assert_eq!(
+            observe(&q, S, Duration::MAX, now),
+            Standing::Quarantined { uptime: S }
+        );
+        assert_eq!(
+            q.standing(now + 1_000_000 * S),
             Standing::Quarantined { uptime: S }
         );
     }
@@ -131,7 +206,7 @@ mod tests {
     #[test]
     fn exactly_the_required_uptime_votes() {
         let q = Quarantine::default();
-        assert_eq!(q.observed(30 * S, 30 * S, Instant::now()), Standing::Votes);
+        assert_eq!(observe(&q, 30 * S, 30 * S, Instant::now()), Standing::Votes);
     }
 
     #[test]

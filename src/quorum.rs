@@ -177,7 +177,13 @@ pub(crate) fn backoff(min: Duration, max: Duration, unit: f64) -> Duration {
     } else {
         0.0
     };
-    lo.saturating_add((hi - lo).mul_f64(unit))
+    let span = hi.saturating_sub(lo);
+    // `mul_f64` panics when rounding carries the product past
+    // `Duration::MAX` (e.g. a span of `Duration::MAX` and a unit near 1).
+    let part = Duration::try_from_secs_f64(span.as_secs_f64() * unit)
+        .unwrap_or(span)
+        .min(span);
+    lo.saturating_add(part)
 }
 
 /// Truncates `ttl` to whole milliseconds, the unit of `PX`/`PEXPIRE`.
@@ -398,6 +404,17 @@ mod tests {
         assert_eq!(backoff(lo, hi, f64::NAN), lo);
         assert_eq!(backoff(hi, lo, 0.0), lo, "swapped bounds are tolerated");
         assert_eq!(backoff(hi, hi, 0.7), hi);
+    }
+
+    #[test]
+    fn backoff_never_overflows() {
+        let max = Duration::MAX;
+        for unit in [0.0, 0.5, 0.999_999_999, 1.0] {
+            let d = backoff(Duration::ZERO, max, unit);
+            assert!(d <= max, "{unit}: {d:?}");
+            assert_eq!(backoff(max, max, unit), max);
+        }
+        assert_eq!(backoff(Duration::ZERO, max, 1.0), max);
     }
 
     #[test]

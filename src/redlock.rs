@@ -170,7 +170,8 @@ impl Redlock {
     }
 
     /// Keeps trying (random delays as configured, no retry count) until the
-    /// lock is taken or `wait` has passed.
+    /// lock is taken or `wait` has passed. A `wait` too large to add to the
+    /// current instant (`Duration::MAX`) waits without limit.
     ///
     /// # Errors
     ///
@@ -386,7 +387,9 @@ impl Redlock {
                         cfg.retry_delay_max,
                         rand::random::<f64>(),
                     );
-                    let out_of_time = deadline.is_some_and(|d| Instant::now() + delay >= d);
+                    // A delay too large to add to an instant never fits.
+                    let out_of_time = deadline
+                        .is_some_and(|d| Instant::now().checked_add(delay).is_none_or(|t| t >= d));
                     if attempts > retries || out_of_time {
                         return Err(self.failure(&keys, ttl, attempts, failure));
                     }
@@ -486,7 +489,9 @@ impl Builder {
     }
 
     /// Overall time limit of [`Redlock::acquire`] across retries (default
-    /// none: only the retry count limits it). No attempt starts after it.
+    /// none: only the retry count limits it). No attempt starts after it,
+    /// nor one whose retry delay would end after it. A limit too large to
+    /// add to the current instant (`Duration::MAX`) is no limit.
     pub fn retry_deadline(mut self, limit: Option<Duration>) -> Self {
         self.config.retry_deadline = limit;
         self
@@ -498,6 +503,10 @@ impl Builder {
     /// soon as a release is announced, instead of only after the random
     /// retry delay (which stays as the fallback). Costs one subscriber
     /// connection per node, opened the first time a caller waits.
+    ///
+    /// Best effort: for a user without rights on the channel (Redis 7's
+    /// default for new ACL users) releases still succeed, the node logs one
+    /// warning, and waiters fall back to the retry delay there.
     pub fn fast_handoff(mut self, on: bool) -> Self {
         self.config.fast_handoff = on;
         self
@@ -506,7 +515,10 @@ impl Builder {
     /// Restart quarantine (default off): a node that has been up for less
     /// than `required` does not vote for new locks. Its uptime is read
     /// (`INFO server`) when the client starts and again after every
-    /// connection error, since the node may have restarted.
+    /// connection loss or reconnect, since the node may have restarted —
+    /// including the reconnects the redis crate makes by itself (RESP3
+    /// URLs, background commands). A `required` longer than any uptime
+    /// keeps every node out.
     ///
     /// Why: a node that restarts without persistence has forgotten every
     /// key. If it votes at once, a second client can win a majority with it
@@ -675,7 +687,8 @@ impl<'a> Acquisition<'a> {
         self
     }
 
-    /// Retries without a count limit until `wait` has passed.
+    /// Retries without a count limit until `wait` has passed (without any
+    /// limit when `wait` is too large to add to the current instant).
     pub fn wait(mut self, wait: Duration) -> Self {
         self.retries = u32::MAX;
         self.wait = Some(wait);
@@ -693,7 +706,8 @@ impl<'a> Acquisition<'a> {
     ///
     /// As for [`Redlock::acquire`].
     pub async fn acquire(self) -> Result<Lock> {
-        let deadline = self.wait.map(|w| Instant::now() + w);
+        // A wait too large to add to an instant is no deadline at all.
+        let deadline = self.wait.and_then(|w| Instant::now().checked_add(w));
         let keys = match self.target {
             Target::One(resource) => Keys::one(&resource, self.fenced)?,
             Target::Many(keys) => {

@@ -148,3 +148,112 @@ async fn unreachable_nodes_are_an_outage_not_a_crash() {
     assert!(text.contains("connection failed"), "{text}");
     assert!(text.contains("after 2 attempt(s)"), "{text}");
 }
+
+/// Durations too large to add to an `Instant` never panic ("overflow when
+/// adding duration to instant"): a wait or deadline that large means "no
+/// limit", a TTL that large is refused as invalid input, and nothing is
+/// left behind on the nodes.
+#[tokio::test]
+async fn huge_durations_never_panic_and_leave_nothing() {
+    let cluster = Cluster::shared(3);
+    let ttl = Duration::from_secs(10);
+    let huge = [
+        Duration::MAX,
+        Duration::from_secs(u64::MAX),
+        Duration::from_secs(1 << 40),
+    ];
+    for big in huge {
+        let name = unique("huge");
+        // Waiting at most "forever" for a free lock takes it at once.
+        let redlock = cluster.builder().retry_deadline(Some(big)).build().await;
+        let redlock = redlock.expect("a huge retry deadline is no limit");
+        redlock
+            .acquire(&name, ttl)
+            .await
+            .expect("free lock")
+            .release()
+            .await
+            .expect("release");
+        redlock
+            .acquire_within(&name, ttl, big)
+            .await
+            .expect("free lock")
+            .release()
+            .await
+            .expect("release");
+        redlock
+            .acquisition(&name, ttl)
+            .wait(big)
+            .acquire()
+            .await
+            .expect("free lock")
+            .release()
+            .await
+            .expect("release");
+
+        // Timeouts that large are no limit either.
+        let patient = cluster
+            .builder()
+            .node_timeout(big)
+            .connect_timeout(big)
+            .build()
+            .await
+            .expect("huge timeouts");
+        let lock = patient.try_acquire(&name, ttl).await.expect("free lock");
+        for bad in [big, Duration::MAX] {
+            let err = lock.extend(bad).await.expect_err("TTL too large");
+            assert!(err.is_invalid_input(), "{bad:?}: {err}");
+        }
+        let err = lock
+            .auto_renew(quorumlock::Renewal::every(big))
+            .expect_err("interval beyond the TTL");
+        assert!(err.is_invalid_input(), "{err}");
+        lock.release().await.expect("release");
+
+        // A held lock with a huge retry delay: the delay does not fit before
+        // the deadline, so the attempt ends at once instead of panicking.
+        let holder = cluster.redlock().await;
+        let held = holder.try_acquire(&name, ttl).await.expect("holder");
+        let slow = cluster
+            .builder()
+            .retry_delay(big, big)
+            .retry_count(5)
+            .retry_deadline(Some(Duration::from_secs(5)))
+            .build()
+            .await
+            .expect("huge retry delay");
+        let err = tokio::time::timeout(Duration::from_secs(20), slow.acquire(&name, ttl))
+            .await
+            .expect("ends before its deadline")
+            .expect_err("held elsewhere");
+        assert!(err.is_contended(), "{err}");
+        // And waiting "forever" for a held lock waits, without panicking.
+        let waiting = tokio::time::timeout(
+            Duration::from_millis(300),
+            holder.acquire_within(&name, ttl, big),
+        )
+        .await;
+        assert!(waiting.is_err(), "still waiting: {waiting:?}");
+        held.release().await.expect("release");
+
+        // A quarantine longer than any uptime keeps every node out.
+        let careful = cluster
+            .builder()
+            .restart_quarantine(Some(big))
+            .retry_count(0)
+            .build()
+            .await
+            .expect("a huge quarantine");
+        let err = careful
+            .try_acquire(&name, ttl)
+            .await
+            .expect_err("every node too young");
+        assert!(err.is_unavailable(), "{err}");
+        assert!(
+            cluster
+                .released(name.as_bytes(), Duration::from_secs(2))
+                .await,
+            "{big:?}: a key was left behind"
+        );
+    }
+}

@@ -120,3 +120,60 @@ async fn thirty_two_waiters_all_get_their_turn_one_at_a_time() {
     eprintln!("handoff: 32 waiters served in {:?}", start.elapsed());
     assert_eq!(overlaps.load(Ordering::SeqCst), 0);
 }
+
+/// How many subscribers `channel` has on node `i`.
+fn subscribers(cluster: &Cluster, i: usize, channel: &[u8]) -> i64 {
+    let (_, n): (Vec<u8>, i64) = cluster.exec(i, redis::cmd("PUBSUB").arg("NUMSUB").arg(channel));
+    n
+}
+
+#[tokio::test]
+async fn an_acquire_dropped_at_any_point_leaves_no_subscription_behind() {
+    let mut cluster = Cluster::local(3);
+    // Slow replies widen the window in which the waiter's SUBSCRIBEs are in
+    // flight, so some of the drops below land inside it.
+    let latency = Duration::from_millis(20);
+    let waiting = cluster
+        .proxied_builder()
+        .node_timeout(Duration::from_millis(500))
+        .retry_count(u32::MAX)
+        .retry_delay(SLOW_RETRY, SLOW_RETRY)
+        .build()
+        .await
+        .expect("build");
+    let holder = cluster.redlock().await;
+    let name = unique("dropped-waiter");
+    let channel = [quorumlock::RELEASE_CHANNEL_PREFIX, name.as_bytes()].concat();
+
+    // Open the subscriber connections first: a waiter subscribes in line
+    // only where they already exist.
+    let warm = unique("warm-up");
+    let held = holder.try_acquire(&warm, TTL).await.expect("holder");
+    let _ = tokio::time::timeout(Duration::from_secs(2), waiting.acquire(&warm, TTL)).await;
+    held.release().await.expect("release");
+    for p in cluster.proxies() {
+        p.set(support::Fault::latency(latency));
+    }
+
+    // Held for longer than the whole loop below takes.
+    let held = holder
+        .try_acquire(&name, Duration::from_secs(120))
+        .await
+        .expect("holder");
+    let step = Duration::from_millis(2);
+    for k in 0..100u32 {
+        let limit = step * k;
+        let r = tokio::time::timeout(limit, waiting.acquire(&name, TTL)).await;
+        assert!(r.is_err(), "the lock is held: {r:?}");
+    }
+    cluster.heal_proxies();
+    held.release().await.expect("release");
+
+    // Unsubscribing runs in the background: wait for it, bounded.
+    let gone = support::eventually(Duration::from_secs(10), || {
+        (0..3).all(|i| subscribers(&cluster, i, &channel) == 0)
+    })
+    .await;
+    let left: Vec<i64> = (0..3).map(|i| subscribers(&cluster, i, &channel)).collect();
+    assert!(gone, "subscriptions left on the nodes: {left:?}");
+}

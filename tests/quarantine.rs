@@ -5,7 +5,8 @@ mod support;
 
 use std::time::Duration;
 
-use support::{unique, Cluster};
+use quorumlock::Redlock;
+use support::{unique, Cluster, Fault};
 
 const TTL: Duration = Duration::from_secs(20);
 const QUARANTINE: Duration = Duration::from_secs(30);
@@ -160,4 +161,114 @@ async fn wait_uptime_of(cluster: &Cluster, node: usize, age: Duration) {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     panic!("node {node} never reached an uptime of {age:?}");
+}
+
+/// The quarantine of the reconnect tests, and the age the nodes reach first.
+const FIVE_SECONDS: Duration = Duration::from_secs(5);
+
+/// Restarts node `i` (empty) behind its proxy so that the client's
+/// connection outlives the old process: the proxy holds a reply of the old
+/// node and delivers it, then the close, only once the new node is up. The
+/// redis crate's reconnect then reaches the young node at its first try.
+/// With `requests_held`, what the client sends meanwhile (a release's
+/// background follow-up) never reaches the old node and meets the close.
+async fn restart_behind_the_proxy(
+    cluster: &mut Cluster,
+    redlock: &Redlock,
+    i: usize,
+    requests_held: impl std::future::Future<Output = ()>,
+) {
+    let proxy = cluster.proxy(i);
+    proxy.set(Fault::BlackholeReplies);
+    // A reply the proxy holds: node `i` times out for the client.
+    let _ = redlock.status(unique("held-reply")).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    proxy.set(Fault::Blackhole);
+    requests_held.await;
+    cluster.restart(i);
+    proxy.heal();
+}
+
+/// Someone else holds `name` on node 1, so that a majority needs node 0.
+fn taken_on_node_1(cluster: &Cluster, name: &str) {
+    let _: () = cluster.exec(
+        1,
+        redis::cmd("SET")
+            .arg(name)
+            .arg("someone-else")
+            .arg("PX")
+            .arg(60_000),
+    );
+}
+
+async fn careful_client(urls: &[String]) -> Redlock {
+    Redlock::builder(urls)
+        .node_timeout(Duration::from_millis(100))
+        .connect_timeout(Duration::from_secs(2))
+        .restart_quarantine(Some(FIVE_SECONDS))
+        .retry_count(0)
+        .build()
+        .await
+        .expect("build")
+}
+
+#[tokio::test]
+async fn a_reconnect_the_redis_crate_makes_by_itself_does_not_bypass_the_quarantine() {
+    let mut cluster = Cluster::local(3);
+    // RESP3: the redis crate notices the close and reconnects at once,
+    // before any command of the lock meets the dead connection.
+    let urls: Vec<String> = cluster
+        .proxied()
+        .into_iter()
+        .map(|u| format!("{u}/?protocol=resp3"))
+        .collect();
+    wait_uptime(&cluster, FIVE_SECONDS + Duration::from_secs(1)).await;
+    let redlock = careful_client(&urls).await;
+    let name = unique("resp3-reconnect");
+    redlock
+        .try_acquire(&name, TTL)
+        .await
+        .expect("every node old enough")
+        .release()
+        .await
+        .expect("release");
+
+    restart_behind_the_proxy(&mut cluster, &redlock, 0, async {}).await;
+    // The crate reconnects by itself meanwhile.
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    taken_on_node_1(&cluster, &name);
+    let result = redlock.try_acquire(&name, TTL).await;
+    let err = result.expect_err("node 0 restarted empty a second ago and must not vote");
+    assert!(quarantined(&err), "{err}");
+    assert_eq!(cluster.values(name.as_bytes())[0], None, "node 0 voted");
+}
+
+#[tokio::test]
+async fn a_dead_connection_met_by_a_release_follow_up_does_not_bypass_the_quarantine() {
+    let mut cluster = Cluster::local(3);
+    let urls = cluster.proxied();
+    wait_uptime(&cluster, FIVE_SECONDS + Duration::from_secs(1)).await;
+    let redlock = careful_client(&urls).await;
+    let name = unique("follow-up");
+    let lock = redlock
+        .try_acquire(&name, TTL)
+        .await
+        .expect("every node old enough");
+
+    // The release times out on node 0; its background follow-up waits on
+    // the held link, meets the close after the restart, and the redis
+    // crate reconnects for it. No foreground command sees an error.
+    restart_behind_the_proxy(&mut cluster, &redlock, 0, async {
+        lock.release().await.expect("released on a majority");
+        // Node 0's part of the release ends in the background, after the
+        // node timeout; then the follow-up is sent.
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    })
+    .await;
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    taken_on_node_1(&cluster, &name);
+    let result = redlock.try_acquire(&name, TTL).await;
+    let err = result.expect_err("node 0 restarted empty a second ago and must not vote");
+    assert!(quarantined(&err), "{err}");
+    assert_eq!(cluster.values(name.as_bytes())[0], None, "node 0 voted");
 }

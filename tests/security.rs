@@ -5,6 +5,7 @@
 
 mod support;
 
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use quorumlock::Redlock;
@@ -180,4 +181,132 @@ async fn wrong_or_missing_credentials_are_typed_and_never_echoed() {
     for i in 0..3 {
         cluster.heal_pass(i, "default-pw");
     }
+}
+
+/// What Redis 7 gives a new user by default (`acl-pubsub-default
+/// resetchannels`): every command the lock needs, `PUBLISH` included, but
+/// no channel to publish or subscribe on.
+fn locker_without_channels() -> Vec<&'static str> {
+    LOCKER_ACL
+        .iter()
+        .copied()
+        .filter(|rule| !rule.starts_with('&'))
+        .collect()
+}
+
+/// A `tracing` writer into a shared buffer.
+#[derive(Clone, Default)]
+struct Capture(Arc<Mutex<Vec<u8>>>);
+
+impl Capture {
+    fn text(&self) -> String {
+        String::from_utf8_lossy(&self.0.lock().expect("capture")).into_owned()
+    }
+}
+
+impl std::io::Write for Capture {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().expect("capture").extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for Capture {
+    type Writer = Capture;
+    fn make_writer(&'a self) -> Self::Writer {
+        self.clone()
+    }
+}
+
+#[tokio::test]
+async fn releases_succeed_for_a_user_that_may_not_publish() {
+    // This test's thread only (a current-thread runtime runs every task here).
+    let capture = Capture::default();
+    let _log = tracing::subscriber::set_default(
+        tracing_subscriber::fmt()
+            .with_max_level(tracing::Level::WARN)
+            .with_writer(capture.clone())
+            .finish(),
+    );
+    let cluster = Cluster::local(3);
+    for i in 0..3 {
+        let _: () = cluster.exec(
+            i,
+            redis::cmd("ACL")
+                .arg("SETUSER")
+                .arg(locker_without_channels()),
+        );
+    }
+    let urls: Vec<String> = cluster
+        .urls()
+        .iter()
+        .map(|u| with_user(u, "locker", "locker-pw"))
+        .collect();
+    let redlock = Redlock::builder(&urls)
+        .node_timeout(Duration::from_millis(200))
+        .retry_count(0)
+        .retry_delay(Duration::from_millis(50), Duration::from_millis(100))
+        .build()
+        .await
+        .expect("build");
+
+    let name = unique("lock:no-publish");
+    for round in 0..3 {
+        let lock = redlock
+            .try_acquire(&name, Duration::from_secs(10))
+            .await
+            .expect("acquire");
+        lock.release()
+            .await
+            .unwrap_or_else(|e| panic!("round {round}: release refused: {e}"));
+        assert!(
+            cluster
+                .released(name.as_bytes(), Duration::from_secs(2))
+                .await,
+            "round {round}: a key was left"
+        );
+    }
+    let (a, b) = (unique("lock:no-publish-a"), unique("lock:no-publish-b"));
+    let both = redlock
+        .acquire_all([&a, &b], Duration::from_secs(10))
+        .await
+        .expect("acquire both");
+    both.release().await.expect("release both");
+    for key in [&a, &b] {
+        assert!(cluster.released(key, Duration::from_secs(2)).await);
+    }
+
+    // Fast hand-off degrades to the retry delay: a waiter still gets its turn.
+    let lock = redlock
+        .try_acquire(&name, Duration::from_secs(10))
+        .await
+        .expect("acquire");
+    let waiter = {
+        let (redlock, name) = (redlock.clone(), name.clone());
+        tokio::spawn(async move {
+            redlock
+                .acquire_within(&name, Duration::from_secs(10), Duration::from_secs(10))
+                .await
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    lock.release().await.expect("release");
+    let next = waiter.await.expect("waiter").expect("the waiter takes it");
+    next.release().await.expect("release");
+    assert!(
+        cluster
+            .released(name.as_bytes(), Duration::from_secs(2))
+            .await
+    );
+
+    // One warning per node, not one per release.
+    let log = capture.text();
+    let warnings = log
+        .lines()
+        .filter(|l| l.contains("WARN") && l.contains("announce"))
+        .count();
+    assert_eq!(warnings, 3, "{log}");
 }

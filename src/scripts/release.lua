@@ -1,10 +1,19 @@
 -- Compare-and-delete: remove the lock only if it still carries our token,
 -- and wake up waiters on the resource's channel.
--- KEYS[1] = resource, ARGV[1] = token. Returns 1 if deleted, 0 otherwise.
+-- KEYS[1] = resource, ARGV[1] = token.
+-- Returns {deleted, refused}: deleted is 1 if the key was ours (and is now
+-- gone), 0 otherwise; refused is 1 if the node refused the announcement.
+-- The PUBLISH runs under pcall: a user without rights on the channel (the
+-- Redis 7 default for new ACL users) must still be able to release. Scripts
+-- are not rolled back, so a raised error here would report a failure for a
+-- DEL that has happened.
 if redis.call("GET", KEYS[1]) == ARGV[1] then
     redis.call("DEL", KEYS[1])
-    redis.call("PUBLISH", "quorumlock:released:" .. KEYS[1], "1")
-    return 1
+    local published = redis.pcall("PUBLISH", "quorumlock:released:" .. KEYS[1], "1")
+    if type(published) == "table" and published.err then
+        return {1, 1}
+    end
+    return {1, 0}
 else
-    return 0
+    return {0, 0}
 end

@@ -1,12 +1,20 @@
 -- Compare-and-delete for a lock over several resources: delete each key
 -- that still carries our token and wake up its waiters.
--- KEYS = resources, ARGV[1] = token. Returns the number of keys deleted.
+-- KEYS = resources, ARGV[1] = token.
+-- Returns {deleted, refused}: the number of keys deleted, and 1 if the node
+-- refused an announcement (no rights on the channel), 0 otherwise. As in
+-- release.lua, the PUBLISH runs under pcall so that a refusal never hides
+-- the DELs that happened.
 local deleted = 0
+local refused = 0
 for _, key in ipairs(KEYS) do
     if redis.call("GET", key) == ARGV[1] then
         redis.call("DEL", key)
-        redis.call("PUBLISH", "quorumlock:released:" .. key, "1")
+        local published = redis.pcall("PUBLISH", "quorumlock:released:" .. key, "1")
+        if type(published) == "table" and published.err then
+            refused = 1
+        end
         deleted = deleted + 1
     end
 end
-return deleted
+return {deleted, refused}
