@@ -255,6 +255,12 @@ impl Env {
     /// A client through the proxies; with a wrong password for the first
     /// `n` nodes when the row asks for one.
     async fn redlock(&self, what: Inject, n: usize) -> Redlock {
+        self.redlock_timed(what, n, Duration::from_millis(100))
+            .await
+    }
+
+    /// As [`Env::redlock`], with `node_timeout` instead of 100 ms.
+    async fn redlock_timed(&self, what: Inject, n: usize, node_timeout: Duration) -> Redlock {
         let urls: Vec<String> = self
             .proxied
             .iter()
@@ -268,7 +274,7 @@ impl Env {
             })
             .collect();
         Redlock::builder(urls)
-            .node_timeout(Duration::from_millis(100))
+            .node_timeout(node_timeout)
             .connect_timeout(Duration::from_millis(300))
             .retry_count(0)
             .build()
@@ -404,7 +410,12 @@ async fn run_row(env: &mut Env, row: &Row, key: &[u8]) -> Result<(), Error> {
             result
         }
         Op::AcquireName(shape) => {
-            let redlock = env.redlock(Inject::None, 0).await;
+            // A 1 MiB name takes several milliseconds per node through the
+            // proxies on a loaded machine: a generous timeout keeps this row
+            // about the name, not about the machine's load.
+            let redlock = env
+                .redlock_timed(Inject::None, 0, Duration::from_secs(5))
+                .await;
             let name = name_bytes(shape, &String::from_utf8_lossy(key));
             let lock = match redlock.try_acquire(&name, TTL).await {
                 Ok(lock) => lock,
