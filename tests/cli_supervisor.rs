@@ -21,9 +21,13 @@ fn bin() -> String {
 }
 
 fn quorumlock(urls: &[String]) -> Command {
+    quorumlock_timing(urls, "100ms")
+}
+
+fn quorumlock_timing(urls: &[String], node_timeout: &str) -> Command {
     let mut cmd = Command::new(bin());
     cmd.env("QUORUMLOCK_NODES", urls.join(","))
-        .args(["--node-timeout", "100ms"])
+        .args(["--node-timeout", node_timeout])
         .stdin(Stdio::null());
     cmd
 }
@@ -136,7 +140,7 @@ fn sleep_marker() -> String {
 
 fn wait_held(cluster: &Cluster, name: &str, nodes: usize) {
     assert!(
-        support::block_on_eventually(Duration::from_secs(10), || cluster
+        support::block_on_eventually(Duration::from_secs(20), || cluster
             .holders(name.as_bytes())
             >= nodes),
         "the lock was taken"
@@ -351,28 +355,50 @@ fn user_signals_are_passed_on_and_never_kill_the_supervisor() {
 fn a_signal_during_acquisition_leaves_no_key_behind() {
     let mut cluster = Cluster::local(5);
     let urls = cluster.proxied();
-    // Requests go through at once, replies of three nodes come 1.5 s
-    // late: the lock is set everywhere while the attempt still waits.
+    let name = unique("cli-acq-signal");
+    // Someone else holds the lock: quorumlock connects and waits.
+    for i in 0..5 {
+        let _: () = cluster.exec(i, redis::cmd("SET").arg(&name).arg("other").arg("PX").arg(60_000));
+    }
+    let mut cmd = quorumlock_timing(&urls, "5s");
+    cmd.args(["-v", "run", "--ttl", "60s", &name, "--", "true"]);
+    let mut child = cmd.stderr(Stdio::piped()).spawn().expect("spawn");
+    let stderr = reader(child.stderr.take());
+    std::thread::sleep(Duration::from_millis(1000));
+    // Now requests go through at once but three nodes' replies come 1.5 s
+    // late: when the holder leaves, the next attempt sets the key on every
+    // node and then waits.
     for i in 2..5 {
         cluster
             .proxy(i)
             .set(Fault::latency(Duration::from_millis(1500)));
     }
-    let name = unique("cli-acq-signal");
-    let mut cmd = quorumlock(&urls);
-    cmd.args(["--node-timeout", "5s", "run", "--ttl", "60s", &name, "--", "true"]);
-    let mut child = cmd.stderr(Stdio::piped()).spawn().expect("spawn");
-    let stderr = reader(child.stderr.take());
-    wait_held(&cluster, &name, 5);
+    for i in 0..5 {
+        let _: () = cluster.exec(i, redis::cmd("DEL").arg(&name));
+    }
+    let everywhere = support::block_on_eventually(Duration::from_secs(20), || {
+        cluster
+            .values(name.as_bytes())
+            .iter()
+            .all(|v| v.as_deref().is_some_and(|v| v != b"other"))
+    });
+    if !everywhere {
+        let _ = child.kill();
+        let stderr = stderr.recv_timeout(Duration::from_secs(5)).unwrap_or_default();
+        panic!(
+            "the attempt did not set the key everywhere: {:?}\n{stderr}",
+            cluster.values(name.as_bytes())
+        );
+    }
     signal(child.id(), "-TERM");
-    let status = wait_within(&mut child, Duration::from_secs(20));
+    let status = wait_within(&mut child, Duration::from_secs(30));
     let _ = child.kill();
     let stderr = stderr.recv_timeout(Duration::from_secs(5)).unwrap_or_default();
     assert_eq!(status.and_then(|s| s.code()), Some(128 + 15), "{stderr}");
     cluster.heal_proxies();
     assert!(
         released(&cluster, &name),
-        "keys left after an interrupted acquisition: {:?}",
+        "keys left after an interrupted acquisition: {:?}\n{stderr}",
         cluster.values(name.as_bytes())
     );
 }
@@ -548,10 +574,10 @@ fn a_hung_node_costs_nothing_and_still_gets_the_release() {
     let mut cluster = Cluster::local(5);
     cluster.pause(4);
     let name = unique("cli-hung");
-    let mut cmd = quorumlock(&cluster.urls());
     // A node timeout far above what the run needs: waiting for the hung
     // node at any point would show.
-    cmd.args(["--node-timeout", "3s", "run", &name, "--", "true"]);
+    let mut cmd = quorumlock_timing(&cluster.urls(), "3s");
+    cmd.args(["run", &name, "--", "true"]);
     let ran = run_within(cmd, Duration::from_secs(30));
     assert_eq!(ran.code(), Some(0), "{}", ran.stderr);
     assert!(

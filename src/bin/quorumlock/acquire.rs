@@ -81,8 +81,9 @@ async fn attempts(
             request.wait(left.min(SLICE))
         };
         first = false;
-        let attempt = request.acquire();
-        tokio::pin!(attempt);
+        // Boxed, so that dropping it below really ends it (and spawns the
+        // release of what it took) before the wait for that release.
+        let mut attempt = Box::pin(request.acquire());
         let result = loop {
             tokio::select! {
                 biased;
