@@ -4,9 +4,9 @@
 
 use std::time::{Duration, Instant};
 
-use quorumlock::{Lock, NodeView, Redlock};
+use quorumlock::{Lock, NodeFailure, NodeView, Redlock};
 
-use crate::diagnose::{classify, Verdict};
+use crate::diagnose::{classify, is_config, no_quorum, Verdict};
 use crate::output::Out;
 use crate::run::RunArgs;
 use crate::signals::{is_stop, status_for, Signals};
@@ -59,7 +59,9 @@ async fn attempts(
 ) -> Result<Lock, u8> {
     let wait_until = args.wait.map(|w| started + w);
     let ran_out = || {
-        wait_until.is_some_and(|d| d.saturating_duration_since(Instant::now()) < Duration::from_millis(10))
+        wait_until.is_some_and(|d| {
+            d.saturating_duration_since(Instant::now()) < Duration::from_millis(10)
+        })
     };
     let (nodes, quorum) = (redlock.nodes(), redlock.quorum());
     let mut outage_since: Option<Instant> = None;
@@ -105,10 +107,43 @@ async fn attempts(
             Ok(lock) => return Ok(lock),
             Err(e) => e,
         };
-        match classify(&err, nodes, quorum) {
+        let mut verdict = classify(&err, nodes, quorum);
+        let mut status = None;
+        if verdict == Verdict::Contended {
+            // "Busy" only when someone holds it: refusals can also come
+            // from this process' own previous attempt, whose release is
+            // still on its way while most nodes are down.
+            let seen = redlock.status(resource).await;
+            if seen.leading_holder().is_none() && seen.free() < quorum {
+                let failures: Vec<NodeFailure> = seen
+                    .nodes
+                    .iter()
+                    .filter_map(|(_, v)| match v {
+                        NodeView::Failed(f) => Some(f.clone()),
+                        _ => None,
+                    })
+                    .collect();
+                let config = failures.iter().filter(|f| is_config(&f.kind)).count();
+                let summary = no_quorum(&failures, nodes, quorum);
+                verdict = if config > nodes.saturating_sub(quorum)
+                    && !failures.iter().all(|f| f.kind.is_redis_error("WRONGTYPE"))
+                {
+                    Verdict::Config(summary)
+                } else if config > nodes.saturating_sub(quorum) {
+                    Verdict::Contended
+                } else {
+                    Verdict::Outage(summary)
+                };
+            }
+            status = Some(seen);
+        }
+        match verdict {
             Verdict::Contended => {
                 outage_since = None;
-                let status = redlock.status(resource).await;
+                let status = match status {
+                    Some(s) => s,
+                    None => redlock.status(resource).await,
+                };
                 let wrongtype = status
                     .nodes
                     .iter()
@@ -134,6 +169,10 @@ async fn attempts(
                     return Err(exit::UNAVAILABLE);
                 }
                 out.detail(&msg);
+                // Let the release of this attempt's partial grants land
+                // before the next one.
+                let pause = common.retry_delay.mul_f64(rand::random::<f64>());
+                tokio::time::sleep(pause.max(Duration::from_millis(10))).await;
             }
             Verdict::Config(msg) => {
                 out.error(&format!("{msg}; this will not pass by waiting"));

@@ -122,10 +122,12 @@ impl Running {
         }
     }
 
-    /// True while any process of the group exists (zombies included).
+    /// True while any process of the group is still running. Zombies do
+    /// not count: they run nothing, and an init that reaps slowly (as in
+    /// some containers) would otherwise make every exit wait for --grace.
     fn group_alive(&self) -> bool {
         match self.group {
-            Some(group) => killpg(group, None) != Err(Errno::ESRCH),
+            Some(group) => killpg(group, None) != Err(Errno::ESRCH) && running_in(group),
             None => false,
         }
     }
@@ -167,5 +169,50 @@ impl Running {
     /// its group are still running.
     pub fn leftovers(&mut self) -> bool {
         self.group_alive()
+    }
+}
+
+/// True when `/proc` lists a process of `group` that is not a zombie (or
+/// when `/proc` cannot be read: then assume one is).
+fn running_in(group: Pid) -> bool {
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return true;
+    };
+    dir.flatten().any(|entry| {
+        let is_pid = entry
+            .file_name()
+            .to_str()
+            .is_some_and(|n| n.bytes().all(|b| b.is_ascii_digit()));
+        is_pid
+            && std::fs::read_to_string(entry.path().join("stat"))
+                .ok()
+                .and_then(|stat| parse_stat(&stat))
+                .is_some_and(|(state, pgrp)| pgrp == group.as_raw() && !matches!(state, 'Z' | 'X'))
+    })
+}
+
+/// The state and process group from a `/proc/PID/stat` line:
+/// `pid (comm) state ppid pgrp …`, where comm may hold spaces and parens.
+fn parse_stat(stat: &str) -> Option<(char, i32)> {
+    let rest = &stat[stat.rfind(')')? + 1..];
+    let mut fields = rest.split_whitespace();
+    let state = fields.next()?.chars().next()?;
+    let _ppid = fields.next()?;
+    let pgrp = fields.next()?.parse().ok()?;
+    Some((state, pgrp))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stat_lines_give_state_and_group() {
+        assert_eq!(
+            parse_stat("4242 (sleep) S 4240 4241 4241 0 -1 4194560"),
+            Some(('S', 4241))
+        );
+        assert_eq!(parse_stat("7 (a (b) c) Z 1 7 7 0"), Some(('Z', 7)));
+        assert_eq!(parse_stat("garbage"), None);
     }
 }

@@ -124,11 +124,7 @@ mod tests {
     #[test]
     fn the_summary_counts_each_kind_of_failure() {
         let hung = failure(NodeFailureKind::Timeout(Duration::from_millis(50)));
-        let text = no_quorum(
-            &[refused(), hung.clone(), refused(), hung, refused()],
-            5,
-            3,
-        );
+        let text = no_quorum(&[refused(), hung.clone(), refused(), hung, refused()], 5, 3);
         assert_eq!(
             text,
             "no quorum (3 of 5 nodes needed): 3 refused the connection, 2 hung (no answer in time)"

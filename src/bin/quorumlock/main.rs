@@ -78,9 +78,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     output::init_tracing(&cli.common);
     if cli.common.nodes.is_empty() {
-        output::stderr_line(
-            "no Redis nodes: pass --nodes URL,URL,... or set QUORUMLOCK_NODES",
-        );
+        output::stderr_line("no Redis nodes: pass --nodes URL,URL,... or set QUORUMLOCK_NODES");
         return ExitCode::from(exit::USAGE);
     }
     // One thread: the command is forked from the main thread, which lives

@@ -132,7 +132,9 @@ pub async fn run(common: &Common, args: RunArgs) -> u8 {
     // signals delivered so far.)
     tokio::task::yield_now().await;
     if let Some(sig) = signals.pending_stop() {
-        out.say(&format!("got {sig} before the command started; releasing the lock"));
+        out.say(&format!(
+            "got {sig} before the command started; releasing the lock"
+        ));
         release(lock, out).await;
         return status_for(sig);
     }
@@ -140,7 +142,9 @@ pub async fn run(common: &Common, args: RunArgs) -> u8 {
         "lock {resource:?} taken (token {}…, valid {:?}{})",
         lock.token_prefix(),
         lock.validity(),
-        lock.fence().map(|f| format!(", fence {f}")).unwrap_or_default()
+        lock.fence()
+            .map(|f| format!(", fence {f}"))
+            .unwrap_or_default()
     ));
     let mut file = match DeadlineFile::create() {
         Ok(f) => Some(f),
@@ -205,7 +209,9 @@ async fn supervise(
     let lost = match lock.auto_renew(Renewal::default()) {
         Ok(signal) => signal,
         Err(e) => {
-            out.error(&format!("cannot renew the lock: {e}; terminating the command"));
+            out.error(&format!(
+                "cannot renew the lock: {e}; terminating the command"
+            ));
             running.terminate(args.grace).await;
             release(lock, out).await;
             return exit::SOFTWARE;
