@@ -164,7 +164,7 @@ fn bracketed(host: &str) -> String {
 /// A URL with any password replaced, for error messages: the user info of
 /// `redis://user:pass@host` and the `pass=` / `password=` query values of
 /// `unix:///path?pass=…`.
-fn redact(url: &str) -> String {
+pub(crate) fn redact(url: &str) -> String {
     let url = match (url.find("://"), url.rfind('@')) {
         (Some(scheme), Some(at)) if at > scheme => {
             format!("{}://***@{}", &url[..scheme], &url[at + 1..])
@@ -201,6 +201,8 @@ mod tests {
         let err = parse_nodes(&urls(&["unix:///tmp/r.sock?db=x&pass=secret"])).unwrap_err();
         assert!(!err.to_string().contains("secret"), "{err}");
         assert!(err.to_string().contains("pass=***"), "{err}");
+        let builder = crate::Redlock::builder(["redis://:secret@h:1", "unix:///s?pass=secret"]);
+        assert!(!format!("{builder:?}").contains("secret"), "{builder:?}");
         let err = parse_nodes(&urls(&[
             "redis://127.0.0.1:7001",
             "redis://127.0.0.1:7001/0",
