@@ -10,7 +10,7 @@ use std::io::ErrorKind;
 use std::time::Duration;
 
 use clap::Args;
-use quorumlock::{Lock, Renewal, MAX_TTL};
+use quorumlock::{Lock, Redlock, Renewal, MAX_TTL};
 
 use crate::child::{self, Running, Spec};
 use crate::deadline::{self, DeadlineFile};
@@ -127,6 +127,11 @@ pub async fn run(common: &Common, args: RunArgs) -> u8 {
         Ok(lock) => lock,
         Err(code) => return code,
     };
+    let releaser = Releaser {
+        redlock: redlock.clone(),
+        node_timeout: common.node_timeout,
+        out,
+    };
     // A stop signal that came while the lock was being granted is acted
     // on here: CMD never starts. (The yield lets the runtime read the
     // signals delivered so far.)
@@ -135,7 +140,7 @@ pub async fn run(common: &Common, args: RunArgs) -> u8 {
         out.say(&format!(
             "got {sig} before the command started; releasing the lock"
         ));
-        release(lock, out).await;
+        releaser.release(lock).await;
         return status_for(sig);
     }
     out.detail(&format!(
@@ -188,11 +193,20 @@ pub async fn run(common: &Common, args: RunArgs) -> u8 {
                 _ => exit::CANNOT_EXECUTE,
             };
             out.error(&format!("cannot run {:?}: {e}", args.command[0]));
-            release(lock, out).await;
+            releaser.release(lock).await;
             return code;
         }
     };
-    supervise(running, lock, &args, &resource, out, &mut signals, file).await
+    supervise(
+        running,
+        lock,
+        &args,
+        &resource,
+        &releaser,
+        &mut signals,
+        file,
+    )
+    .await
 }
 
 /// Waits for the command, passing signals on to its group, while the lock
@@ -202,10 +216,11 @@ async fn supervise(
     lock: Lock,
     args: &RunArgs,
     resource: &str,
-    out: Out,
+    releaser: &Releaser,
     signals: &mut Signals,
     mut file: Option<DeadlineFile>,
 ) -> u8 {
+    let out = releaser.out;
     let lost = match lock.auto_renew(Renewal::default()) {
         Ok(signal) => signal,
         Err(e) => {
@@ -213,7 +228,7 @@ async fn supervise(
                 "cannot renew the lock: {e}; terminating the command"
             ));
             running.terminate(args.grace).await;
-            release(lock, out).await;
+            releaser.release(lock).await;
             return exit::SOFTWARE;
         }
     };
@@ -236,7 +251,7 @@ async fn supervise(
                     ));
                     running.terminate(args.grace).await;
                 }
-                release(lock, out).await;
+                releaser.release(lock).await;
                 return code;
             }
             kind = lost.lost() => {
@@ -253,7 +268,7 @@ async fn supervise(
                 if running.terminate(args.grace).await {
                     out.error("the command ignored SIGTERM; it was sent SIGKILL");
                 }
-                release(lock, out).await;
+                releaser.release(lock).await;
                 return exit::LOST;
             }
             sig = signals.next() => {
@@ -280,10 +295,23 @@ fn code_of(status: std::process::ExitStatus) -> u8 {
         .unwrap_or(exit::SOFTWARE)
 }
 
-/// Releases the lock; returns once a quorum confirmed (the release was
-/// written to every node before that, so exiting right after is safe).
-async fn release(lock: Lock, out: Out) {
-    if let Err(e) = lock.release().await {
-        out.say(&format!("release: {e} (the keys expire with their TTL)"));
+/// Releases the lock: returns once a quorum confirmed and the other
+/// nodes' releases are out too, waiting for those at most one node timeout
+/// (at most 250 ms): a node still waiting for its `SET` reply gets its
+/// release only after it, and a hung node must not delay the exit by more.
+struct Releaser {
+    redlock: Redlock,
+    node_timeout: Duration,
+    out: Out,
+}
+
+impl Releaser {
+    async fn release(&self, lock: Lock) {
+        if let Err(e) = lock.release().await {
+            self.out
+                .say(&format!("release: {e} (the keys expire with their TTL)"));
+        }
+        let limit = self.node_timeout.min(Duration::from_millis(250));
+        self.redlock.settle(limit).await;
     }
 }
