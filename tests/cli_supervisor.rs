@@ -287,18 +287,19 @@ fn the_command_dies_with_quorumlock() {
     let name = unique("cli-pdeath");
     let marker = sleep_marker();
     let mut cmd = quorumlock(&cluster.urls());
-    cmd.args(["run", &name, "--", "sleep", &marker]);
+    cmd.args(["run", &name, "--", "sh", "-c"])
+        .arg(format!("sleep {marker} & sleep {marker} & wait"));
     let mut child = cmd.stderr(Stdio::null()).spawn().expect("spawn");
-    // The marker is in quorumlock's own arguments too: wait for the sleep.
+    // quorumlock, sh and both sleeps carry the marker.
     assert!(support::block_on_eventually(
         Duration::from_secs(10),
-        || { with_marker(&marker).iter().any(|&pid| pid != child.id()) }
+        || { with_marker(&marker).len() >= 4 }
     ));
     signal(child.id(), "-KILL");
     let _ = child.wait();
     assert!(
         none_left(&marker, Duration::from_secs(3)),
-        "the command was killed with its supervisor"
+        "the command and its background children were killed with their supervisor"
     );
 }
 

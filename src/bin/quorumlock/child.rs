@@ -58,7 +58,43 @@ pub struct Running {
     pub child: Child,
     /// The group's id (the command's pid); `None` if the pid was unknown.
     group: Option<Pid>,
+    watcher: Option<Watcher>,
     _terminal: Option<Terminal>,
+}
+
+/// A tiny process outside both groups that kills the command's whole
+/// group if quorumlock dies without saying goodbye: it reads one line
+/// from a pipe whose only writer is quorumlock; end of file (quorumlock
+/// is gone, even by SIGKILL) means kill. The parent-death signal reaches
+/// only the command itself, not what it started in the background.
+struct Watcher {
+    child: std::process::Child,
+}
+
+impl Watcher {
+    fn start(group: Pid) -> std::io::Result<Self> {
+        let child = std::process::Command::new("/bin/sh")
+            .args([
+                "-c",
+                "read -r line || kill -KILL -\"$1\"",
+                "quorumlock-watch",
+            ])
+            .arg(group.as_raw().to_string())
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .process_group(0)
+            .spawn()?;
+        Ok(Self { child })
+    }
+
+    /// Tells the watcher that all is well and lets it exit.
+    fn disarm(mut self) {
+        if let Some(mut stdin) = self.child.stdin.take() {
+            let _ = std::io::Write::write_all(&mut stdin, b"done\n");
+        }
+        let _ = self.child.wait();
+    }
 }
 
 /// Starts the command in a new process group whose leader dies with us.
@@ -106,9 +142,15 @@ pub fn spawn(spec: &Spec<'_>) -> std::io::Result<Running> {
         .id()
         .and_then(|id| i32::try_from(id).ok())
         .map(Pid::from_raw);
+    let watcher = match group.map(Watcher::start) {
+        Some(Ok(watcher)) => Some(watcher),
+        // Without it, the command itself still dies with quorumlock.
+        _ => None,
+    };
     Ok(Running {
         child,
         group,
+        watcher,
         _terminal: terminal,
     })
 }
@@ -163,6 +205,13 @@ impl Running {
         let _ = self.child.start_kill();
         self.wait_gone(Duration::from_secs(2)).await;
         true
+    }
+
+    /// Once the command and its group are gone: stops the watcher.
+    pub fn finish(&mut self) {
+        if let Some(watcher) = self.watcher.take() {
+            watcher.disarm();
+        }
     }
 
     /// After the command itself exited: true when processes it left in

@@ -228,6 +228,7 @@ async fn supervise(
                 "cannot renew the lock: {e}; terminating the command"
             ));
             running.terminate(args.grace).await;
+            running.finish();
             releaser.release(lock).await;
             return exit::SOFTWARE;
         }
@@ -251,6 +252,7 @@ async fn supervise(
                     ));
                     running.terminate(args.grace).await;
                 }
+                running.finish();
                 releaser.release(lock).await;
                 return code;
             }
@@ -268,6 +270,7 @@ async fn supervise(
                 if running.terminate(args.grace).await {
                     out.error("the command ignored SIGTERM; it was sent SIGKILL");
                 }
+                running.finish();
                 releaser.release(lock).await;
                 return exit::LOST;
             }
