@@ -505,6 +505,10 @@ fn no_quorum_is_said_and_the_wait_for_it_is_bounded() {
     cmd.args(["run", "--no-wait", &name, "--", "true"]);
     let ran = run_within(cmd, Duration::from_secs(10));
     assert_eq!(ran.code(), Some(69), "{}", ran.stderr);
+    assert!(
+        released(&cluster, &name),
+        "the partial grants were released before exit"
+    );
 }
 
 #[test]

@@ -45,6 +45,11 @@ pub async fn acquire(
         progress.abort();
     }
     out.clear();
+    if result.is_err() {
+        // The last attempt's partial grants are being released in the
+        // background; the process exits next.
+        redlock.settle(common.node_timeout.saturating_mul(2)).await;
+    }
     result
 }
 
@@ -114,7 +119,12 @@ async fn attempts(
             // from this process' own previous attempt, whose release is
             // still on its way while most nodes are down.
             let seen = redlock.status(resource).await;
-            if seen.leading_holder().is_none() && seen.free() < quorum {
+            let failed = seen
+                .nodes
+                .iter()
+                .filter(|(_, v)| matches!(v, NodeView::Failed(_)))
+                .count();
+            if nodes.saturating_sub(failed) < quorum {
                 let failures: Vec<NodeFailure> = seen
                     .nodes
                     .iter()
