@@ -789,3 +789,60 @@ fn ipv6_nodes_are_shown_in_brackets() {
     let ran = run_within(status, Duration::from_secs(10));
     assert!(ran.stdout.contains("[::1]:1/0"), "{}", ran.stdout);
 }
+
+/// With CMD in its own process group, a terminal must still work as with
+/// a shell: CMD's group is the terminal's foreground group while it runs,
+/// so it can read the terminal, and Ctrl-C reaches it (once).
+#[test]
+fn a_command_on_a_terminal_can_read_it_and_gets_ctrl_c() {
+    use std::io::Write;
+    let cluster = Cluster::shared(3);
+    let nodes = cluster.urls().join(",");
+    let in_terminal = |name: &str, command: &str, input: &[u8], after: Duration| {
+        let line = format!(
+            "QUORUMLOCK_NODES={nodes} {} --node-timeout 100ms run {name} -- {command}; \
+             echo rc=$?",
+            bin()
+        );
+        let mut script = Command::new("script")
+            .args(["-qec", &line, "/dev/null"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("script");
+        let stdout = reader(script.stdout.take());
+        let mut stdin = script.stdin.take().expect("stdin");
+        std::thread::sleep(after);
+        let _ = stdin.write_all(input);
+        let _ = stdin.flush();
+        let status = wait_within(&mut script, Duration::from_secs(15));
+        drop(stdin);
+        if status.is_none() {
+            let _ = script.kill();
+        }
+        stdout.recv_timeout(Duration::from_secs(5)).unwrap_or_default()
+    };
+
+    let name = unique("cli-tty-read");
+    let shown = in_terminal(
+        &name,
+        "sh -c 'read x; echo got:$x'",
+        b"hello\n",
+        Duration::from_millis(1000),
+    );
+    assert!(shown.contains("got:hello"), "{shown:?}");
+    assert!(shown.contains("rc=0"), "{shown:?}");
+
+    let name = unique("cli-tty-ctrlc");
+    let marker = sleep_marker();
+    let shown = in_terminal(
+        &name,
+        &format!("sleep {marker}"),
+        b"\x03",
+        Duration::from_millis(1000),
+    );
+    assert!(shown.contains("rc=130"), "{shown:?}");
+    assert!(none_left(&marker, Duration::from_secs(3)));
+    assert!(released(&cluster, &name));
+}
