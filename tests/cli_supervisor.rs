@@ -821,7 +821,9 @@ fn a_command_on_a_terminal_can_read_it_and_gets_ctrl_c() {
         if status.is_none() {
             let _ = script.kill();
         }
-        stdout.recv_timeout(Duration::from_secs(5)).unwrap_or_default()
+        stdout
+            .recv_timeout(Duration::from_secs(5))
+            .unwrap_or_default()
     };
 
     let name = unique("cli-tty-read");
