@@ -470,12 +470,13 @@ fn a_signal_to_quorumlocks_process_group_reaches_the_command_once() {
     let terms = std::fs::read_to_string(&log).unwrap_or_default();
     signal(child.id(), "-KILL");
     let _ = child.wait();
-    assert!(none_left(&marker, Duration::from_secs(3)));
+    let gone = none_left(&marker, Duration::from_secs(3));
     assert_eq!(
         terms.lines().count(),
         1,
         "TERM reached the command: {terms:?}"
     );
+    assert!(gone, "the command died with quorumlock");
 }
 
 // ---- 7. no quorum ----------------------------------------------------
