@@ -849,3 +849,31 @@ fn a_command_on_a_terminal_can_read_it_and_gets_ctrl_c() {
     assert!(none_left(&marker, Duration::from_secs(3)));
     assert!(released(&cluster, &name));
 }
+
+// ---- durations too large for an instant ------------------------------
+
+#[test]
+fn waits_and_graces_too_large_for_an_instant_mean_no_limit() {
+    // humantime accepts up to ~5.8e11 years; an Instant cannot hold that.
+    const HUGE: &str = "500000000000y";
+    let cluster = Cluster::shared(3);
+    let name = unique("cli-huge-wait");
+    let mut cmd = quorumlock(&cluster.urls());
+    cmd.args(["run", "--wait", HUGE, &name, "--", "true"]);
+    let ran = run_within(cmd, Duration::from_secs(15));
+    assert_eq!(ran.code(), Some(0), "--wait {HUGE}: {}", ran.stderr);
+    assert!(released(&cluster, &name));
+
+    // A leftover process is terminated with a grace that never runs out:
+    // it dies of the SIGTERM, the supervisor does not panic on the way.
+    let name = unique("cli-huge-grace");
+    let marker = sleep_marker();
+    let mut cmd = quorumlock(&cluster.urls());
+    cmd.args(["run", "--grace", HUGE, &name, "--", "sh", "-c"])
+        .arg(format!("sleep {marker} > /dev/null 2>&1 & exit 3"));
+    let ran = run_within(cmd, Duration::from_secs(15));
+    let gone = none_left(&marker, Duration::from_secs(3));
+    assert_eq!(ran.code(), Some(3), "--grace {HUGE}: {}", ran.stderr);
+    assert!(gone, "the leftover was terminated");
+    assert!(released(&cluster, &name));
+}

@@ -62,7 +62,8 @@ async fn attempts(
     signals: &mut Signals,
     started: Instant,
 ) -> Result<Lock, u8> {
-    let wait_until = args.wait.map(|w| started + w);
+    // A wait too large to add to an instant is no limit.
+    let wait_until = args.wait.and_then(|w| started.checked_add(w));
     let ran_out = || {
         wait_until.is_some_and(|d| {
             d.saturating_duration_since(Instant::now()) < Duration::from_millis(10)

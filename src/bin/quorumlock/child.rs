@@ -176,14 +176,16 @@ impl Running {
 
     /// Waits until the command has exited and its group is empty, at most
     /// `limit`; true when it is.
+    /// A `limit` too large to add to the current instant (`--grace
+    /// 500000000000y`) is no limit.
     async fn wait_gone(&mut self, limit: Duration) -> bool {
-        let deadline = Instant::now() + limit;
+        let deadline = Instant::now().checked_add(limit);
         loop {
             let exited = !matches!(self.child.try_wait(), Ok(None));
             if exited && !self.group_alive() {
                 return true;
             }
-            if Instant::now() >= deadline {
+            if deadline.is_some_and(|d| Instant::now() >= d) {
                 return false;
             }
             tokio::time::sleep(Duration::from_millis(10)).await;
