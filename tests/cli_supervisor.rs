@@ -130,6 +130,31 @@ fn with_marker(marker: &str) -> Vec<u32> {
     found
 }
 
+/// True when process `pid` has a handler installed for every signal
+/// number in `sigs` (`SigCgt` in `/proc/PID/status`): it is ready for
+/// them, and none of them can kill it by default any more.
+fn catches(pid: u32, sigs: &[u32]) -> bool {
+    let Ok(status) = std::fs::read_to_string(format!("/proc/{pid}/status")) else {
+        return false;
+    };
+    let caught = status
+        .lines()
+        .find_map(|l| l.strip_prefix("SigCgt:"))
+        .and_then(|hex| u64::from_str_radix(hex.trim(), 16).ok())
+        .unwrap_or(0);
+    sigs.iter().all(|&n| caught & (1 << (n - 1)) != 0)
+}
+
+/// Waits (bounded) until a process other than `except` carrying `marker`
+/// catches every signal in `sigs` (e.g. a script's traps are set).
+fn marked_catches(marker: &str, except: u32, sigs: &[u32]) -> bool {
+    support::block_on_eventually(Duration::from_secs(20), || {
+        with_marker(marker)
+            .into_iter()
+            .any(|pid| pid != except && catches(pid, sigs))
+    })
+}
+
 /// Waits (bounded) until no process carries `marker`; kills any that
 /// remain so that a failing test leaves nothing behind. True when none
 /// was left.
@@ -318,6 +343,12 @@ fn user_signals_are_passed_on_and_never_kill_the_supervisor() {
     let mut waiter = quorumlock(&cluster.urls());
     waiter.args(["run", &name, "--", "true"]);
     let mut waiter = waiter.stderr(Stdio::null()).spawn().expect("waiter");
+    // Its handlers are in place (not a fixed sleep: a loaded machine may
+    // take longer to start it, and USR1's default action kills).
+    assert!(
+        support::block_on_eventually(Duration::from_secs(20), || catches(waiter.id(), &[10, 12])),
+        "quorumlock installed its handlers"
+    );
     std::thread::sleep(Duration::from_millis(300));
     for sig in ["-USR1", "-USR2"] {
         signal(waiter.id(), sig);
@@ -340,6 +371,7 @@ fn user_signals_are_passed_on_and_never_kill_the_supervisor() {
 
     // While the command runs: every signal is passed on to it.
     let name = unique("cli-usr-run");
+    let script_marker = format!("usr-run-{:016x}", rand::random::<u64>());
     let script = format!(
         "for s in USR1 USR2 HUP QUIT; do trap \"echo $s >> {log}\" $s; done; \
          trap 'echo TERM >> {log}; exit 0' TERM; \
@@ -347,10 +379,15 @@ fn user_signals_are_passed_on_and_never_kill_the_supervisor() {
         log = log.display()
     );
     let mut cmd = quorumlock(&cluster.urls());
-    cmd.args(["run", &name, "--", "sh", "-c", &script]);
+    cmd.args(["run", &name, "--", "sh", "-c", &script, &script_marker]);
     let mut child = cmd.stderr(Stdio::null()).spawn().expect("spawn");
     wait_held(&cluster, &name, 3);
-    std::thread::sleep(Duration::from_millis(200));
+    // The command runs and its traps are set (USR1 USR2 HUP QUIT TERM):
+    // a signal sent before that would kill it or never reach it.
+    assert!(
+        marked_catches(&script_marker, child.id(), &[10, 12, 1, 3, 15]),
+        "the command set its traps"
+    );
     let mut expected = Vec::new();
     for sig in ["USR1", "USR2", "HUP", "QUIT", "TERM"] {
         signal(child.id(), &format!("-{sig}"));
@@ -458,14 +495,19 @@ fn a_signal_to_quorumlocks_process_group_reaches_the_command_once() {
         .process_group(0);
     let mut child = cmd.stderr(Stdio::null()).spawn().expect("spawn");
     wait_held(&cluster, &name, 3);
-    assert!(support::block_on_eventually(Duration::from_secs(5), || {
-        !with_marker(&marker).is_empty()
-    }));
-    std::thread::sleep(Duration::from_millis(200));
+    // perl runs and its TERM handler is set (no fixed sleep for that).
+    assert!(
+        marked_catches(&marker, child.id(), &[15]),
+        "the command set its handler"
+    );
     // What Ctrl-C and systemd's KillMode=control-group do: the whole group.
     let _ = Command::new("kill")
         .args(["-TERM", "--", &format!("-{}", child.id())])
         .status();
+    // The first TERM (bounded wait), then time for a second to show up.
+    support::block_on_eventually(Duration::from_secs(10), || {
+        std::fs::read_to_string(&log).is_ok_and(|t| !t.is_empty())
+    });
     std::thread::sleep(Duration::from_millis(1000));
     let terms = std::fs::read_to_string(&log).unwrap_or_default();
     signal(child.id(), "-KILL");
