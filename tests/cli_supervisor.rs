@@ -146,12 +146,18 @@ fn catches(pid: u32, sigs: &[u32]) -> bool {
 }
 
 /// Waits (bounded) until a process other than `except` carrying `marker`
-/// catches every signal in `sigs` (e.g. a script's traps are set).
+/// catches every signal in `sigs` (e.g. a script's traps are set). A child
+/// quorumlock has forked but not yet exec'd (the command's, the watcher's)
+/// carries quorumlock's command line and handlers: it does not count.
 fn marked_catches(marker: &str, except: u32, sigs: &[u32]) -> bool {
+    let execed = |pid: u32| {
+        std::fs::read_to_string(format!("/proc/{pid}/comm"))
+            .is_ok_and(|comm| !comm.trim_end().starts_with("quorumlock"))
+    };
     support::block_on_eventually(Duration::from_secs(20), || {
         with_marker(marker)
             .into_iter()
-            .any(|pid| pid != except && catches(pid, sigs))
+            .any(|pid| pid != except && execed(pid) && catches(pid, sigs))
     })
 }
 
