@@ -296,6 +296,39 @@ fn sigterm_and_a_lost_lock_reach_everything_the_command_started() {
     }
 }
 
+/// `--grace` is the command's time to shut down while the lock still
+/// covers it; once the validity is over another holder may run, so a
+/// command that ignores SIGTERM is killed by then, however long the grace.
+#[test]
+fn a_lost_lock_kills_the_command_by_the_end_of_its_validity() {
+    let cluster = Cluster::local(5);
+    let name = unique("cli-lost-grace");
+    let marker = sleep_marker();
+    let mut cmd = quorumlock(&cluster.urls());
+    cmd.args([
+        "run", "--ttl", "2s", "--grace", "10m", &name, "--", "sh", "-c",
+    ])
+    .arg(format!("trap '' TERM; sleep {marker}"));
+    let mut child = cmd.stderr(Stdio::null()).spawn().expect("spawn");
+    wait_held(&cluster, &name, 5);
+    assert!(support::block_on_eventually(Duration::from_secs(5), || {
+        with_marker(&marker).len() >= 2
+    }));
+    for i in 0..3 {
+        let _: () = cluster.exec(i, redis::cmd("DEL").arg(&name));
+    }
+    // Renewal (every third of the TTL) meets the refusal within about a
+    // second; a kill that waited for the 10-minute grace would miss this.
+    let status = wait_within(&mut child, Duration::from_secs(20));
+    let _ = child.kill();
+    assert_eq!(status.and_then(|s| s.code()), Some(79), "{status:?}");
+    assert!(
+        none_left(&marker, Duration::from_secs(3)),
+        "the command that ignores SIGTERM was killed"
+    );
+    assert!(released(&cluster, &name));
+}
+
 #[test]
 fn processes_the_command_leaves_behind_do_not_outlive_the_lock() {
     let cluster = Cluster::shared(3);

@@ -7,7 +7,7 @@
 //! and the process exits as soon as a quorum confirmed the release.
 
 use std::io::ErrorKind;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use clap::Args;
 use quorumlock::{Lock, Redlock, Renewal, MAX_TTL};
@@ -261,13 +261,21 @@ async fn supervise(
                     .reason()
                     .map(|r| r.to_string())
                     .unwrap_or_else(|| kind.as_str().to_owned());
+                // Past the validity another holder may run: the grace never
+                // reaches beyond it (none at all once the lock has expired
+                // or a majority refused it).
+                let grace = args
+                    .grace
+                    .min(lost.deadline().saturating_duration_since(Instant::now()));
                 out.error(&format!(
                     "LOCK LOST on {resource:?} ({}): {why}; terminating the command's \
                      process group (SIGTERM, SIGKILL after {})",
                     kind.as_str(),
-                    humantime::format_duration(args.grace)
+                    humantime::format_duration(Duration::from_millis(
+                        u64::try_from(grace.as_millis()).unwrap_or(u64::MAX)
+                    ))
                 ));
-                if running.terminate(args.grace).await {
+                if running.terminate(grace).await {
                     out.error("the command ignored SIGTERM; it was sent SIGKILL");
                 }
                 running.finish();
