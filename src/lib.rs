@@ -72,7 +72,8 @@
 //! ## Layout
 //!
 //! `quorum` holds the pure arithmetic (majority, drift, validity, the running
-//! tally, backoff); `node` one node's connection and commands; `fanout`
+//! tally, backoff); `fence` the pure fencing-token rules (the proof that
+//! tokens are unique is in `docs/fencing.md`); `node` one node's connection and commands; `fanout`
 //! sends an operation to all nodes and decides as replies arrive; `redlock`
 //! is the handle with retries; `lock` the held lock. The lease lifecycle:
 //! `renewal` (settings and the pure renewal schedule) and `loss` (the pure
@@ -92,6 +93,7 @@ mod background;
 mod config;
 mod error;
 mod fanout;
+mod fence;
 mod handoff;
 mod keys;
 mod lease;
@@ -115,6 +117,7 @@ pub use config::{
     DEFAULT_RETRY_DELAY_MAX, DEFAULT_RETRY_DELAY_MIN, MAX_TTL,
 };
 pub use error::{Error, LostReason, NodeFailure, NodeFailureKind, ResourceName, Result};
+pub use fence::MAX_FENCE;
 pub use keys::{FENCE_KEY_PREFIX, RELEASE_CHANNEL_PREFIX};
 pub use lease::LostSignal;
 pub use lock::Lock;
