@@ -3,10 +3,17 @@
 //! A [`Schedule`] is a list of episodes — a fault on one node from `start` to
 //! `end` — drawn from a seed, so a failing run can be replayed. At any moment
 //! at most `max_faulty` nodes (a minority) are in an episode, and a node is
-//! in at most one. Every fault stays inside the Redlock model: a killed node
-//! restarts (empty) only after more than the largest TTL, the spec's delayed
-//! restart; early expiry and immediate restarts are left to the negative
+//! in at most one. Every fault but one stays inside the Redlock model: a
+//! killed node restarts (empty) only after more than the largest TTL, the
+//! spec's delayed restart; immediate restarts are left to the negative
 //! controls.
+//!
+//! The exception is [`Action::ClockJump`], drawn only when
+//! [`Limits::clock_jumps`] is set (nodes under libfaketime): the node's
+//! wall clock steps forward and every key on it expires at once. That is
+//! outside the model for mutual exclusion — the checker only excuses an
+//! overlap a jump could explain — but inside it for fencing tokens, which
+//! must stay unique and ordered through it.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -30,6 +37,10 @@ pub enum Action {
     Kill,
     /// A proxy fault from start to end.
     Net(Fault),
+    /// Step the node's wall clock forward by this much at start (it stays
+    /// ahead: clocks are not stepped back). The node counts as faulty
+    /// until end, so jumps and other faults together stay a minority.
+    ClockJump(Duration),
 }
 
 impl Action {
@@ -44,12 +55,13 @@ impl Action {
             Action::Net(Fault::BlackholeReplies) => "blackhole_replies",
             Action::Net(Fault::Reset) => "reset",
             Action::Net(Fault::SlowReplies { .. }) => "slow",
+            Action::ClockJump(_) => "clock_jump",
         }
     }
 
     /// Whether it needs the nodes to be local processes.
     pub fn needs_process_control(&self) -> bool {
-        matches!(self, Action::Pause | Action::Kill)
+        matches!(self, Action::Pause | Action::Kill | Action::ClockJump(_))
     }
 }
 
@@ -75,6 +87,8 @@ pub struct Limits {
     pub max_ttl: Duration,
     /// Include pause and kill (needs local nodes).
     pub process_faults: bool,
+    /// Include forward clock jumps (needs nodes under libfaketime).
+    pub clock_jumps: bool,
 }
 
 /// A seeded list of episodes.
@@ -100,7 +114,14 @@ impl Schedule {
         for _lane in 0..limits.max_faulty {
             let mut t = ms(&mut rng, 0, 300);
             loop {
-                let pick = rng.random_range(0..if limits.process_faults { 8 } else { 6 });
+                let mut kinds: Vec<u32> = (0..6).collect();
+                if limits.process_faults {
+                    kinds.extend([6, 7]);
+                }
+                if limits.clock_jumps {
+                    kinds.push(8);
+                }
+                let pick = kinds[rng.random_range(0..kinds.len())];
                 let (action, length) = match pick {
                     0 => (
                         Action::Net(Fault::Latency {
@@ -127,7 +148,12 @@ impl Schedule {
                         ms(&mut rng, 300, 1_000),
                     ),
                     6 => (Action::Pause, ms(&mut rng, 100, 1_500)),
-                    _ => (Action::Kill, ms(&mut rng, ttl_ms + 200, ttl_ms + 1_000)),
+                    7 => (Action::Kill, ms(&mut rng, ttl_ms + 200, ttl_ms + 1_000)),
+                    _ => (
+                        // Whole seconds (libfaketime's unit): past every TTL.
+                        Action::ClockJump(Duration::from_secs(rng.random_range(1..=120))),
+                        ms(&mut rng, 100, 1_000),
+                    ),
                 };
                 let (start, end) = (t, t + length);
                 if end > limits.span {
@@ -149,6 +175,13 @@ impl Schedule {
                     });
                 }
                 t = end + ms(&mut rng, 0, 600);
+            }
+        }
+        // A short run may draw no jump by chance; make its first network
+        // fault one, so every such run steps a clock.
+        if limits.clock_jumps && !episodes.iter().any(|e| matches!(e.action, Action::ClockJump(_))) {
+            if let Some(e) = episodes.iter_mut().find(|e| matches!(e.action, Action::Net(_))) {
+                e.action = Action::ClockJump(Duration::from_secs(rng.random_range(1..=120)));
             }
         }
         episodes.sort_by_key(|e| (e.start, e.node));
@@ -196,6 +229,8 @@ pub struct Report {
     pub faults: usize,
     /// Episodes healed on schedule.
     pub healed: usize,
+    /// Each clock jump: the moments just before and just after the step.
+    pub jumps: Vec<(Instant, Instant)>,
 }
 
 /// Plays a schedule on its own thread. It owns the cluster meanwhile;
@@ -263,7 +298,11 @@ fn play(mut cluster: Cluster, schedule: &Schedule, stop: &AtomicBool) -> (Cluste
         }
         match step {
             Step::Begin => {
+                let before = Instant::now();
                 begin(&mut cluster, node, action);
+                if matches!(action, Action::ClockJump(_)) {
+                    report.jumps.push((before, Instant::now()));
+                }
                 active[node] = Some(action);
                 report.faults += 1;
             }
@@ -287,6 +326,7 @@ fn begin(cluster: &mut Cluster, node: usize, action: Action) {
         Action::Pause => cluster.pause(node),
         Action::Kill => cluster.kill(node),
         Action::Net(fault) => cluster.proxy(node).set(fault),
+        Action::ClockJump(by) => cluster.jump_clock(node, by),
     }
 }
 
@@ -295,5 +335,6 @@ fn end(cluster: &mut Cluster, node: usize, action: Action) {
         Action::Pause => cluster.resume(node),
         Action::Kill => cluster.restart(node),
         Action::Net(_) => cluster.proxy(node).heal(),
+        Action::ClockJump(_) => {}
     }
 }
