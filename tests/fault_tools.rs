@@ -288,6 +288,7 @@ fn grant(id: u64, resource: usize, from_ms: u64, to_ms: u64, t0: Instant) -> Gra
         requested_at: t0 + Duration::from_millis(from_ms),
         granted_at: t0 + Duration::from_millis(from_ms),
         end: t0 + Duration::from_millis(to_ms),
+        extend: None,
     }
 }
 

@@ -55,7 +55,7 @@ fn env_u64(name: &str, default: u64) -> u64 {
 fn ci_run(seed: u64) -> SafetyRun {
     let long = std::env::var("QUORUMLOCK_SAFETY_LONG").as_deref() == Ok("1");
     let secs = env_u64("QUORUMLOCK_SAFETY_SECS", 12).max(3);
-    let clients = env_u64("QUORUMLOCK_SAFETY_CLIENTS", if long { 24 } else { 12 }).max(1);
+    let clients = env_u64("QUORUMLOCK_SAFETY_CLIENTS", if long { 48 } else { 12 }).max(1);
     let ms = Duration::from_millis;
     SafetyRun {
         seed,
@@ -65,7 +65,7 @@ fn ci_run(seed: u64) -> SafetyRun {
         node_options: NodeOptions::default(),
         workload: Workload {
             clients: clients as usize,
-            resources: if long { 12 } else { 3 },
+            resources: if long { 24 } else { 3 },
             ttls: if long {
                 vec![ms(150), ms(250), ms(400)]
             } else {
@@ -75,6 +75,7 @@ fn ci_run(seed: u64) -> SafetyRun {
             extend_one_in: 4,
             extend_ttls: (ms(80), ms(if long { 500 } else { 800 })),
             cancel_one_in: 8,
+            cancel_extend_one_in: 3,
             cancel_within: ms(60),
             think: ms(if long { 10 } else { 20 }),
             node_timeout: ms(50),
@@ -98,15 +99,17 @@ fn strategy(run: &SafetyRun) -> Strategy {
 /// The assertions every randomized run makes; `line` is its summary.
 fn assert_run(outcome: &SafetyOutcome, line: &str) {
     let f = &outcome.figures;
-    let violations: Vec<_> = outcome
+    let violations: Vec<String> = outcome
         .overlaps
         .iter()
         .filter(|o| !support::checker::explained_by_jump(o, &outcome.jumps))
-        .take(3)
+        .take(5)
+        .map(support::checker::Overlap::describe)
         .collect();
     assert!(
         violations.is_empty(),
-        "{line}\nfirst overlaps no clock jump explains: {violations:#?}"
+        "{line}\nfirst overlaps no clock jump explains:\n{}",
+        violations.join("\n")
     );
     assert_eq!(f.stale_writes_accepted, 0, "{line}");
     assert_eq!(f.duplicate_fences, 0, "{line}");
@@ -130,9 +133,7 @@ async fn randomized_faults_on_a_minority_keep_mutual_exclusion() {
     let line = format!("{} strategy={}", run.line(&outcome), strategy.name);
     report(&line);
     assert_run(&outcome, &line);
-    // No clock jumps here: every overlap is a violation, and so is every
-    // lost update.
-    assert!(outcome.overlaps.is_empty(), "{line}");
+    // No clock jumps here: every lost update is a violation too.
     assert_eq!(outcome.figures.lost_updates, 0, "{line}");
     let f = &outcome.figures;
     assert!(

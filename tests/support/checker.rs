@@ -163,6 +163,9 @@ pub struct Grant {
     pub granted_at: Instant,
     /// The lock's deadline, or when the holder stopped, whichever is first.
     pub end: Instant,
+    /// What became of an extension, for reports: `"cancelled 120ms (was
+    /// 400ms) at +35ms, deadline +300ms -> +390ms"`.
+    pub extend: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -312,6 +315,29 @@ impl Session<'_> {
         self.observed_at = now;
     }
 
+    /// Notes what became of an extension to `ttl` (from `old_ttl`) that
+    /// began at `began` with the deadline then `before`, for reports.
+    pub fn note_extend(
+        &mut self,
+        how: &str,
+        ttl: Duration,
+        old_ttl: Duration,
+        began: Instant,
+        before: Instant,
+    ) {
+        let g = self.grant.granted_at;
+        let at = |t: Instant| ms(t.saturating_duration_since(g));
+        self.grant.extend = Some(format!(
+            "{how} {:.0}ms (was {:.0}ms) at +{:.0}ms, deadline +{:.0}ms -> +{:.0}ms (now +{:.0}ms)",
+            ms(ttl),
+            ms(old_ttl),
+            at(began),
+            at(before),
+            at(self.deadline),
+            at(Instant::now()),
+        ));
+    }
+
     /// The lock was extended and reports `deadline` now; `shorter` when the
     /// new TTL was below the one before.
     pub fn extended(&mut self, deadline: Instant, shorter: bool) {
@@ -371,6 +397,38 @@ impl Overlap {
     /// How long both were held.
     pub fn length(&self) -> Duration {
         self.first.end.min(self.second.end) - self.second.granted_at
+    }
+
+    /// One line, times in ms from the first grant.
+    pub fn describe(&self) -> String {
+        let t0 = self.first.granted_at;
+        let at = |t: Instant| {
+            if t >= t0 {
+                format!("+{:.1}", ms(t - t0))
+            } else {
+                format!("-{:.1}", ms(t0 - t))
+            }
+        };
+        let one = |g: &Grant| {
+            format!(
+                "client {} fence {:?} requested {} granted {} end {}{}",
+                g.client,
+                g.fence,
+                at(g.requested_at),
+                at(g.granted_at),
+                at(g.end),
+                g.extend
+                    .as_ref()
+                    .map_or(String::new(), |e| format!(" [extend: {e}]")),
+            )
+        };
+        format!(
+            "resource {}: overlap {:.1}ms: first {}; second {}",
+            self.first.resource,
+            ms(self.length()),
+            one(&self.first),
+            one(&self.second)
+        )
     }
 }
 
@@ -493,6 +551,7 @@ impl Checker {
                 requested_at: granted_at,
                 granted_at,
                 end: deadline,
+                extend: None,
             },
             deadline,
             observed_at: granted_at,

@@ -145,10 +145,11 @@ pub struct Workload {
     /// as well as above.
     pub extend_one_in: u32,
     pub extend_ttls: (Duration, Duration),
-    /// One in `cancel_one_in` acquire, extend and release calls is dropped
-    /// unfinished (0: never): after `U(0, cancel_within)` or after 1–4
-    /// polls.
+    /// One in `cancel_one_in` acquire and release calls, and one in
+    /// `cancel_extend_one_in` extends, is dropped unfinished (0: never):
+    /// after `U(0, cancel_within)` or after 1–4 polls.
     pub cancel_one_in: u32,
+    pub cancel_extend_one_in: u32,
     pub cancel_within: Duration,
     /// Pause between a client's acquisitions: `U(0, think)`.
     pub think: Duration,
@@ -236,13 +237,17 @@ async fn client(
         let r = rng.random_range(0..w.resources);
         let ttl = w.ttls[rng.random_range(0..w.ttls.len())];
         let work = w.work.mul_f64(rng.random::<f64>());
+        // An extending holder then works on for up to 1.2 times the new
+        // TTL: its last write lands near, or past, its new deadline.
         let extend = (w.extend_one_in > 0 && rng.random_range(0..w.extend_one_in) == 0).then(|| {
             let (lo, hi) = w.extend_ttls;
-            lo + hi.saturating_sub(lo).mul_f64(rng.random::<f64>())
+            let new_ttl = lo + hi.saturating_sub(lo).mul_f64(rng.random::<f64>());
+            (new_ttl, new_ttl.mul_f64(1.2 * rng.random::<f64>()))
         });
         let think = w.think.mul_f64(rng.random::<f64>());
         let mut cancel = || Cancel::draw(&mut rng, w.cancel_one_in, w.cancel_within);
-        let (cancel_acquire, cancel_extend, cancel_release) = (cancel(), cancel(), cancel());
+        let (cancel_acquire, cancel_release) = (cancel(), cancel());
+        let cancel_extend = Cancel::draw(&mut rng, w.cancel_extend_one_in, w.cancel_within);
         let name = resource_name(prefix, r).into_bytes();
         let t0 = Instant::now();
         match cancel::run(cancel_acquire, acquire(redlock.clone(), name, ttl)).await {
@@ -255,10 +260,13 @@ async fn client(
                 let (read, value) = session.read(|| !lock.validity().is_zero());
                 if read == Outcome::Accepted {
                     tokio::time::sleep(work / 2).await;
-                    if let Some(new_ttl) = extend {
-                        hold_extend(&lock, &mut session, new_ttl, ttl, cancel_extend).await;
+                    match extend {
+                        Some((new_ttl, then)) => {
+                            hold_extend(&lock, &mut session, new_ttl, ttl, cancel_extend).await;
+                            tokio::time::sleep(then).await;
+                        }
+                        None => tokio::time::sleep(work / 2).await,
                     }
-                    tokio::time::sleep(work / 2).await;
                     session.write(value + 1, || !lock.validity().is_zero());
                 }
                 session.stop();
@@ -286,19 +294,28 @@ async fn hold_extend(
     old_ttl: Duration,
     cancel: Cancel,
 ) {
+    let (began, before) = (Instant::now(), lock.deadline());
     let out = cancel::observed(cancel, lock.extend(ttl), || {
         session.observe(lock.deadline());
     })
     .await;
-    match out {
-        None => session.extend_cancelled(lock.deadline()),
-        Some(Ok(_)) => session.extended(lock.deadline(), ttl < old_ttl),
+    let how = match out {
+        None => {
+            session.extend_cancelled(lock.deadline());
+            "cancelled"
+        }
+        Some(Ok(_)) => {
+            session.extended(lock.deadline(), ttl < old_ttl);
+            "extended"
+        }
         Some(Err(e)) => {
             assert!(e.is_lost(), "extend: {e}");
             session.observe(lock.deadline());
             session.extend_lost();
+            "lost"
         }
-    }
+    };
+    session.note_extend(how, ttl, old_ttl, began, before);
 }
 
 /// A whole randomized safety run: its settings.
