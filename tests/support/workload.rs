@@ -237,12 +237,13 @@ async fn client(
         let r = rng.random_range(0..w.resources);
         let ttl = w.ttls[rng.random_range(0..w.ttls.len())];
         let work = w.work.mul_f64(rng.random::<f64>());
-        // An extending holder then works on for up to 1.2 times the new
-        // TTL: its last write lands near, or past, its new deadline.
+        // An extending holder then works on for up to 1.2 times the
+        // validity the lock reports afterwards: its last write lands near,
+        // or past, its deadline.
         let extend = (w.extend_one_in > 0 && rng.random_range(0..w.extend_one_in) == 0).then(|| {
             let (lo, hi) = w.extend_ttls;
             let new_ttl = lo + hi.saturating_sub(lo).mul_f64(rng.random::<f64>());
-            (new_ttl, new_ttl.mul_f64(1.2 * rng.random::<f64>()))
+            (new_ttl, 1.2 * rng.random::<f64>())
         });
         let think = w.think.mul_f64(rng.random::<f64>());
         let mut cancel = || Cancel::draw(&mut rng, w.cancel_one_in, w.cancel_within);
@@ -263,7 +264,7 @@ async fn client(
                     match extend {
                         Some((new_ttl, then)) => {
                             hold_extend(&lock, &mut session, new_ttl, ttl, cancel_extend).await;
-                            tokio::time::sleep(then).await;
+                            tokio::time::sleep(lock.validity().mul_f64(then)).await;
                         }
                         None => tokio::time::sleep(work / 2).await,
                     }
