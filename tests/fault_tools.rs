@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use support::checker::{find_overlaps, Checker, FencedStore, Grant, Outcome, PlainStore};
 use support::nemesis::{Action, Limits, Schedule};
-use support::{unique, Cluster, Fault};
+use support::{unique, Cluster, Direction, Fault};
 
 fn connect(url: &str) -> redis::RedisResult<redis::Connection> {
     let c = redis::Client::open(url)?.get_connection_with_timeout(Duration::from_secs(2))?;
@@ -87,6 +87,83 @@ fn blackhole_holds_traffic_and_heal_delivers_it() {
         "the command ran"
     );
     cluster.proxy(0).heal();
+}
+
+/// The scripted faults: each direction of one link held and released step
+/// by step, a second client's link untouched, a delay per direction.
+#[test]
+fn scripted_holds_are_per_direction_and_per_link() {
+    let mut cluster = Cluster::local(1);
+    let url = cluster.proxied().remove(0);
+    let other = cluster.links();
+    let link = cluster.proxy(0);
+
+    // Requests held: the command waits at the proxy, counted as queued.
+    let key = unique("held-request");
+    let mut c = connect(&url).expect("connect");
+    c.set_read_timeout(Some(Duration::from_millis(200)))
+        .expect("timeout");
+    link.hold(Direction::Requests);
+    assert!(link.is_held(Direction::Requests) && !link.is_held(Direction::Both));
+    let r: redis::RedisResult<()> = redis::cmd("SET").arg(&key).arg("1").query(&mut c);
+    assert!(r.is_err_and(|e| e.is_timeout()), "no answer while held");
+    assert_eq!(cluster.holders(key.as_bytes()), 0, "request held");
+    assert!(
+        link.queued(Direction::Requests) > 0,
+        "the SET waits at the proxy"
+    );
+    // The other client's link to the same node is not held.
+    let mut c2 = connect(&other.urls()[0]).expect("connect");
+    let key2 = unique("other-link");
+    let _: () = redis::cmd("SET")
+        .arg(&key2)
+        .arg("1")
+        .query(&mut c2)
+        .expect("other link flows");
+    link.release(Direction::Requests);
+    assert!(
+        wait(|| cluster.holders(key.as_bytes()) == 1),
+        "released request delivered"
+    );
+    assert!(
+        wait(|| link.queued(Direction::Both) == 0),
+        "nothing left queued"
+    );
+
+    // Replies held: the command runs, its reply waits until released.
+    let key3 = unique("held-reply");
+    let mut c = connect(&url).expect("connect");
+    link.hold(Direction::Replies);
+    c.set_read_timeout(Some(Duration::from_millis(200)))
+        .expect("timeout");
+    let r: redis::RedisResult<()> = redis::cmd("SET").arg(&key3).arg("1").query(&mut c);
+    assert!(r.is_err_and(|e| e.is_timeout()), "no answer while held");
+    assert!(
+        wait(|| cluster.holders(key3.as_bytes()) == 1),
+        "the command ran"
+    );
+    assert!(link.queued(Direction::Replies) > 0, "its reply waits");
+    link.release(Direction::Replies);
+    assert!(
+        wait(|| link.queued(Direction::Replies) == 0),
+        "reply delivered"
+    );
+
+    // A delay on one direction only; heal ends every scripted fault.
+    link.delay(Direction::Requests, Duration::from_millis(150));
+    let mut c = connect(&url).expect("connect");
+    let t = Instant::now();
+    ping(&mut c).expect("delayed ping");
+    assert!(
+        t.elapsed() >= Duration::from_millis(150),
+        "{:?}",
+        t.elapsed()
+    );
+    link.hold(Direction::Both);
+    link.heal();
+    assert!(!link.is_held(Direction::Requests) && !link.is_held(Direction::Replies));
+    ping(&mut c).expect("healed");
+    let _: () = cluster.exec(0, redis::cmd("DEL").arg(&key).arg(&key2).arg(&key3));
 }
 
 #[test]

@@ -30,7 +30,7 @@ use std::time::{Duration, Instant};
 
 use quorumlock::Redlock;
 
-pub use proxy::{Fault, FaultHandle, Proxy};
+pub use proxy::{Direction, Fault, FaultHandle, Links, Proxy};
 
 /// The environment variable naming external nodes.
 pub const NODES_ENV: &str = "QUORUMLOCK_TEST_NODES";
@@ -435,6 +435,19 @@ impl Cluster {
         (0..self.len())
             .map(|i| with_authority(&self.url(i), &self.proxies[i].addr().to_string()))
             .collect()
+    }
+
+    /// A new, separate proxy in front of every node: links for one more
+    /// client, scripted apart from [`Cluster::proxied`]'s and from any
+    /// other `links()`. Build that client with
+    /// `Redlock::builder(links.urls())`; the proxies stop when the
+    /// [`Links`] is dropped.
+    pub fn links(&self) -> Links {
+        let proxies: Vec<Proxy> = self.addrs().into_iter().map(Proxy::start).collect();
+        let urls = (0..self.len())
+            .map(|i| with_authority(&self.url(i), &proxies[i].addr().to_string()))
+            .collect();
+        Links::new(proxies, urls)
     }
 
     /// The fault switch of node `i`'s proxy.
