@@ -328,6 +328,7 @@ fn schedules_replay_from_their_seed_and_keep_a_minority() {
         max_ttl: Duration::from_millis(500),
         process_faults: true,
         clock_jumps: true,
+        clients: 4,
     };
     let a = Schedule::generate(42, &limits);
     let b = Schedule::generate(42, &limits);
@@ -351,7 +352,18 @@ fn schedules_replay_from_their_seed_and_keep_a_minority() {
         }
     }
     let kinds = a.counts();
-    for k in ["kill", "pause", "latency", "blackhole", "reset", "clock_jump"] {
+    for k in [
+        "kill",
+        "pause",
+        "latency",
+        "blackhole",
+        "reset",
+        "clock_jump",
+        "link_hold_requests",
+        "link_hold_replies",
+        "link_hold_both",
+        "link_delay_",
+    ] {
         assert!(kinds.contains(k), "{kinds}");
     }
 }

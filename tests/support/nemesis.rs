@@ -8,6 +8,15 @@
 //! spec's delayed restart; immediate restarts are left to the negative
 //! controls.
 //!
+//! With [`Limits::clients`] set, each client reaches each node through its
+//! own proxy (a link, see `Cluster::links`) and the nemesis also scripts
+//! single links: hold one client's requests to a node, or the node's
+//! replies to it, or both, and release them in order later; or delay one
+//! direction of one link. Those faults reorder one client's messages
+//! against another's — what whole-node faults never do. A link fault counts
+//! as a fault on its node for the minority bound. Node-wide network faults
+//! are set on every link of the node.
+//!
 //! The exception is [`Action::ClockJump`], drawn only when
 //! [`Limits::clock_jumps`] is set (nodes under libfaketime): the node's
 //! wall clock steps forward and every key on it expires at once. That is
@@ -25,7 +34,7 @@ use std::time::{Duration, Instant};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
-use super::{Cluster, Fault};
+use super::{Cluster, Direction, Fault, FaultHandle};
 
 /// What an episode does to its node.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -41,6 +50,15 @@ pub enum Action {
     /// ahead: clocks are not stepped back). The node counts as faulty
     /// until end, so jumps and other faults together stay a minority.
     ClockJump(Duration),
+    /// Hold `dir` on client `client`'s link to the node from start to end;
+    /// what was held is delivered, in order, at end.
+    LinkHold { client: usize, dir: Direction },
+    /// Delay `dir` on client `client`'s link to the node by `by`.
+    LinkDelay {
+        client: usize,
+        dir: Direction,
+        by: Duration,
+    },
 }
 
 impl Action {
@@ -56,6 +74,16 @@ impl Action {
             Action::Net(Fault::Reset) => "reset",
             Action::Net(Fault::SlowReplies { .. }) => "slow",
             Action::ClockJump(_) => "clock_jump",
+            Action::LinkHold { dir, .. } => match dir {
+                Direction::Requests => "link_hold_requests",
+                Direction::Replies => "link_hold_replies",
+                Direction::Both => "link_hold_both",
+            },
+            Action::LinkDelay { dir, .. } => match dir {
+                Direction::Requests => "link_delay_requests",
+                Direction::Replies => "link_delay_replies",
+                Direction::Both => "link_delay_both",
+            },
         }
     }
 
@@ -89,6 +117,9 @@ pub struct Limits {
     pub process_faults: bool,
     /// Include forward clock jumps (needs nodes under libfaketime).
     pub clock_jumps: bool,
+    /// Clients with links of their own: scripted link faults pick one of
+    /// them (0: no link faults).
+    pub clients: usize,
 }
 
 /// A seeded list of episodes.
@@ -96,6 +127,14 @@ pub struct Limits {
 pub struct Schedule {
     pub seed: u64,
     pub episodes: Vec<Episode>,
+}
+
+fn direction(rng: &mut StdRng) -> Direction {
+    match rng.random_range(0..3) {
+        0 => Direction::Requests,
+        1 => Direction::Replies,
+        _ => Direction::Both,
+    }
 }
 
 fn ms(rng: &mut StdRng, lo: u64, hi: u64) -> Duration {
@@ -120,6 +159,10 @@ impl Schedule {
                 }
                 if limits.clock_jumps {
                     kinds.push(8);
+                }
+                if limits.clients > 0 {
+                    // Link faults as often as all whole-node ones together.
+                    kinds.extend(std::iter::repeat_n([9, 10], kinds.len() / 2).flatten());
                 }
                 let pick = kinds[rng.random_range(0..kinds.len())];
                 let (action, length) = match pick {
@@ -149,10 +192,25 @@ impl Schedule {
                     ),
                     6 => (Action::Pause, ms(&mut rng, 100, 1_500)),
                     7 => (Action::Kill, ms(&mut rng, ttl_ms + 200, ttl_ms + 1_000)),
-                    _ => (
+                    8 => (
                         // Whole seconds (libfaketime's unit): past every TTL.
                         Action::ClockJump(Duration::from_secs(rng.random_range(1..=120))),
                         ms(&mut rng, 100, 1_000),
+                    ),
+                    9 => (
+                        Action::LinkHold {
+                            client: rng.random_range(0..limits.clients.max(1)),
+                            dir: direction(&mut rng),
+                        },
+                        ms(&mut rng, 50, 1_500),
+                    ),
+                    _ => (
+                        Action::LinkDelay {
+                            client: rng.random_range(0..limits.clients.max(1)),
+                            dir: direction(&mut rng),
+                            by: ms(&mut rng, 10, 300),
+                        },
+                        ms(&mut rng, 300, 2_000),
                     ),
                 };
                 let (start, end) = (t, t + length);
@@ -245,11 +303,22 @@ pub struct Nemesis {
 impl Nemesis {
     /// Starts playing `schedule` now.
     pub fn start(cluster: Cluster, schedule: Schedule) -> Self {
+        Self::start_with_links(cluster, Vec::new(), schedule)
+    }
+
+    /// As [`Nemesis::start`], with `links[client][node]`: each client's
+    /// own link to each node, for link faults (and node-wide network
+    /// faults, which are set on every link of the node too).
+    pub fn start_with_links(
+        cluster: Cluster,
+        links: Vec<Vec<FaultHandle>>,
+        schedule: Schedule,
+    ) -> Self {
         let stop = Arc::new(AtomicBool::new(false));
         let flag = stop.clone();
         let thread = std::thread::Builder::new()
             .name("nemesis".into())
-            .spawn(move || play(cluster, &schedule, &flag))
+            .spawn(move || play(cluster, &links, &schedule, &flag))
             .expect("spawn nemesis");
         Self {
             stop,
@@ -277,7 +346,12 @@ impl Drop for Nemesis {
     }
 }
 
-fn play(mut cluster: Cluster, schedule: &Schedule, stop: &AtomicBool) -> (Cluster, Report) {
+fn play(
+    mut cluster: Cluster,
+    links: &[Vec<FaultHandle>],
+    schedule: &Schedule,
+    stop: &AtomicBool,
+) -> (Cluster, Report) {
     let start = Instant::now();
     let mut steps: Vec<(Duration, usize, Step, Action)> = Vec::new();
     for e in &schedule.episodes {
@@ -299,7 +373,7 @@ fn play(mut cluster: Cluster, schedule: &Schedule, stop: &AtomicBool) -> (Cluste
         match step {
             Step::Begin => {
                 let before = Instant::now();
-                begin(&mut cluster, node, action);
+                begin(&mut cluster, links, node, action);
                 if matches!(action, Action::ClockJump(_)) {
                     report.jumps.push((before, Instant::now()));
                 }
@@ -307,7 +381,7 @@ fn play(mut cluster: Cluster, schedule: &Schedule, stop: &AtomicBool) -> (Cluste
                 report.faults += 1;
             }
             Step::End => {
-                end(&mut cluster, node, action);
+                end(&mut cluster, links, node, action);
                 active[node] = None;
                 report.healed += 1;
             }
@@ -315,26 +389,51 @@ fn play(mut cluster: Cluster, schedule: &Schedule, stop: &AtomicBool) -> (Cluste
     }
     for (node, action) in active.into_iter().enumerate() {
         if let Some(action) = action {
-            end(&mut cluster, node, action);
+            end(&mut cluster, links, node, action);
         }
     }
     (cluster, report)
 }
 
-fn begin(cluster: &mut Cluster, node: usize, action: Action) {
+/// Client `client`'s link to `node`.
+///
+/// # Panics
+///
+/// When the schedule has link faults but the nemesis was given no links.
+fn link(links: &[Vec<FaultHandle>], client: usize, node: usize) -> &FaultHandle {
+    assert!(!links.is_empty(), "link faults need Nemesis::start_with_links");
+    &links[client % links.len()][node]
+}
+
+fn begin(cluster: &mut Cluster, links: &[Vec<FaultHandle>], node: usize, action: Action) {
     match action {
         Action::Pause => cluster.pause(node),
         Action::Kill => cluster.kill(node),
-        Action::Net(fault) => cluster.proxy(node).set(fault),
+        Action::Net(fault) => {
+            cluster.proxy(node).set(fault);
+            for client in links {
+                client[node].set(fault);
+            }
+        }
         Action::ClockJump(by) => cluster.jump_clock(node, by),
+        Action::LinkHold { client, dir } => link(links, client, node).hold(dir),
+        Action::LinkDelay { client, dir, by } => link(links, client, node).delay(dir, by),
     }
 }
 
-fn end(cluster: &mut Cluster, node: usize, action: Action) {
+fn end(cluster: &mut Cluster, links: &[Vec<FaultHandle>], node: usize, action: Action) {
     match action {
         Action::Pause => cluster.resume(node),
         Action::Kill => cluster.restart(node),
-        Action::Net(_) => cluster.proxy(node).heal(),
+        Action::Net(_) => {
+            cluster.proxy(node).heal();
+            for client in links {
+                client[node].heal();
+            }
+        }
         Action::ClockJump(_) => {}
+        Action::LinkHold { client, .. } | Action::LinkDelay { client, .. } => {
+            link(links, client, node).heal();
+        }
     }
 }

@@ -180,13 +180,15 @@ pub fn resource_name(prefix: &str, r: usize) -> String {
 }
 
 /// Runs every client until `until`, then waits for them to release.
+/// Client `i` reaches the nodes at `client_urls[i % len]` (its own links,
+/// or the same for all).
 ///
 /// # Panics
 ///
 /// When a client cannot be built or an operation reports invalid input
 /// (the workload only sends valid requests).
 pub async fn run(
-    urls: &[String],
+    client_urls: &[Vec<String>],
     workload: &Workload,
     strategy: &Strategy,
     checker: &Arc<Checker>,
@@ -196,6 +198,7 @@ pub async fn run(
 ) {
     let mut tasks = Vec::new();
     for id in 0..workload.clients {
+        let urls = &client_urls[id % client_urls.len()];
         let redlock = strategy
             .builder(workload.builder(urls))
             .build()
@@ -403,14 +406,23 @@ impl SafetyRun {
             max_ttl: w.max_ttl(),
             process_faults: true,
             clock_jumps: self.node_options.faketime.is_some(),
+            clients: w.clients,
         };
         let schedule = Schedule::generate(self.seed, &limits);
         let fault_kinds = schedule.counts();
         let prefix = super::unique("safety");
         let checker = Arc::new(Checker::new(w.resources, (strategy.store)(w.resources)));
         let until = Instant::now() + self.duration;
-        let nemesis = Nemesis::start(cluster, schedule);
-        run(&urls, w, strategy, &checker, &prefix, self.seed, until).await;
+        // Each client gets its own link to each node, so the nemesis can
+        // fault one client's traffic apart from the others'.
+        let links: Vec<super::Links> = (0..w.clients).map(|_| cluster.links()).collect();
+        let client_urls: Vec<Vec<String>> = links.iter().map(super::Links::urls).collect();
+        let handles = links
+            .iter()
+            .map(|l| (0..self.nodes).map(|i| l.link(i)).collect())
+            .collect();
+        let nemesis = Nemesis::start_with_links(cluster, handles, schedule);
+        run(&client_urls, w, strategy, &checker, &prefix, self.seed, until).await;
         let (cluster, report) = nemesis.finish();
 
         // Every fault is healed: a fresh client takes each resource within
