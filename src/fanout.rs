@@ -219,7 +219,7 @@ impl Engine {
         async move {
             let start = Instant::now();
             let budget = ttl.saturating_sub(drift);
-            let valid_until = start + budget;
+            let valid_until = quorum::deadline(start, ttl, drift).unwrap_or(start);
             let timeout = self.config.node_timeout.min(budget);
             let sets = SetFuture::for_attempt(self.nodes.len());
             let mut guard = CleanupOnDrop {
@@ -448,19 +448,21 @@ impl Engine {
         .await
     }
 
-    /// Compare-and-pexpire on every node; a new deadline when a majority
-    /// extended before `deadline`, the reason the lock is lost otherwise.
+    /// Compare-and-pexpire on every node, measured from `start` (taken
+    /// before this is called); the new deadline when a majority extended
+    /// before `deadline` (the one that holds while the extension is in
+    /// flight), the reason the lock is lost otherwise.
     pub(crate) async fn extend(
         &self,
         keys: &Keys,
         token: &Token,
         ttl: Duration,
         drift: Duration,
+        start: Instant,
         deadline: Instant,
     ) -> Result<Instant, LostReason> {
         let span = tracing::debug_span!("extend", resource = %keys, token = %token);
         async move {
-            let start = Instant::now();
             let remaining = deadline.saturating_duration_since(start);
             if remaining.is_zero() {
                 return Err(LostReason::Expired);
@@ -497,15 +499,17 @@ impl Engine {
             match decided {
                 Err(_) => Err(LostReason::Expired),
                 Ok(Some(Decision::Reached)) => {
-                    if Instant::now() >= deadline {
+                    let now = Instant::now();
+                    if now >= deadline {
                         return Err(LostReason::Expired);
                     }
-                    match quorum::validity(ttl, elapsed, drift) {
-                        Some(valid) => {
+                    match quorum::deadline(start, ttl, drift) {
+                        Some(extended) if now < extended => {
+                            let valid = extended.saturating_duration_since(now);
                             debug!(?elapsed, ?valid, "extended");
-                            Ok(start + ttl.saturating_sub(drift))
+                            Ok(extended)
                         }
-                        None => Err(LostReason::TooSlow),
+                        _ => Err(LostReason::TooSlow),
                     }
                 }
                 Ok(_) => Err(LostReason::NoQuorum {
