@@ -55,7 +55,7 @@ fn env_u64(name: &str, default: u64) -> u64 {
 fn ci_run(seed: u64) -> SafetyRun {
     let long = std::env::var("QUORUMLOCK_SAFETY_LONG").as_deref() == Ok("1");
     let secs = env_u64("QUORUMLOCK_SAFETY_SECS", 12).max(3);
-    let clients = env_u64("QUORUMLOCK_SAFETY_CLIENTS", if long { 48 } else { 12 }).max(1);
+    let clients = env_u64("QUORUMLOCK_SAFETY_CLIENTS", if long { 96 } else { 12 }).max(1);
     let ms = Duration::from_millis;
     SafetyRun {
         seed,
@@ -65,7 +65,7 @@ fn ci_run(seed: u64) -> SafetyRun {
         node_options: NodeOptions::default(),
         workload: Workload {
             clients: clients as usize,
-            resources: if long { 24 } else { 3 },
+            resources: if long { 48 } else { 3 },
             ttls: if long {
                 vec![ms(150), ms(250), ms(400)]
             } else {
@@ -78,7 +78,7 @@ fn ci_run(seed: u64) -> SafetyRun {
             cancel_extend_one_in: 3,
             cancel_within: ms(60),
             think: ms(if long { 10 } else { 20 }),
-            node_timeout: ms(50),
+            node_timeout: ms(if long { 100 } else { 50 }),
             retry_count: 2,
             retry_delay_max: ms(50),
         },
@@ -127,8 +127,13 @@ fn assert_run(outcome: &SafetyOutcome, line: &str) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn randomized_faults_on_a_minority_keep_mutual_exclusion() {
     let seed = support::seed("safety");
-    let run = ci_run(seed);
+    let mut run = ci_run(seed);
     let strategy = strategy(&run);
+    if strategy.name == "fenced" {
+        // Fencing counters must survive a kill (the documented assumption).
+        run.node_options.aof = true;
+        run.node_options.in_memory_dir = true;
+    }
     let outcome = run.run(&strategy).await;
     let line = format!("{} strategy={}", run.line(&outcome), strategy.name);
     report(&line);
@@ -149,6 +154,7 @@ async fn randomized_clock_jumps_keep_fences_unique() {
     };
     // Fencing counters must survive a kill (the documented assumption).
     options.aof = true;
+    options.in_memory_dir = true;
     let seed = support::seed("safety-clock");
     let mut run = ci_run(seed);
     run.node_options = options;

@@ -23,7 +23,7 @@ pub mod workload;
 
 use std::fmt::Write as _;
 use std::net::TcpListener;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
@@ -54,6 +54,10 @@ pub struct LocalNode {
 pub struct NodeOptions {
     /// `appendonly yes` with `appendfsync always`.
     pub aof: bool,
+    /// Keep the node's directory (its AOF) on `/dev/shm` when there is one:
+    /// `fsync` then costs nothing, and a killed node still restarts with
+    /// every acknowledged write, which is what `appendfsync always` models.
+    pub in_memory_dir: bool,
     /// When set, the node also listens for TLS on a second port with these
     /// extra arguments (`--tls-cert-file …`), and clients connect there with
     /// `rediss://`.
@@ -306,7 +310,12 @@ impl Cluster {
             let mut node = LocalNode {
                 port: free_port(),
                 tls_port: options.tls_args.as_ref().map(|_| free_port()),
-                dir: tempfile::tempdir().expect("temp dir"),
+                dir: if options.in_memory_dir && Path::new("/dev/shm").is_dir() {
+                    tempfile::tempdir_in("/dev/shm")
+                } else {
+                    tempfile::tempdir()
+                }
+                .expect("temp dir"),
                 child: None,
                 options: options.clone(),
                 paused: false,
