@@ -463,11 +463,7 @@ fn the_checker_finds_duplicate_and_inverted_fences() {
     };
     // Increasing along grant order; a concurrent request may come back
     // with a lower token than a grant that returned meanwhile.
-    let good = [
-        fenced(0, 1, 0, 5),
-        fenced(1, 3, 2, 20),
-        fenced(2, 2, 4, 12),
-    ];
+    let good = [fenced(0, 1, 0, 5), fenced(1, 3, 2, 20), fenced(2, 2, 4, 12)];
     assert_eq!(fence_violations(&good), FenceViolations::default());
     let duplicate = [fenced(0, 4, 0, 5), fenced(1, 4, 2, 30)];
     let found = fence_violations(&duplicate);
@@ -502,8 +498,14 @@ fn only_a_jump_inside_the_first_holders_time_explains_an_overlap() {
     };
     assert!(explained_by_jump(&overlap, &[(at(30), at(31))]));
     assert!(explained_by_jump(&overlap, &[(at(9), at(11))]));
-    assert!(!explained_by_jump(&overlap, &[(at(2), at(5))]), "before A's keys");
-    assert!(!explained_by_jump(&overlap, &[(at(70), at(71))]), "after B's grant");
+    assert!(
+        !explained_by_jump(&overlap, &[(at(2), at(5))]),
+        "before A's keys"
+    );
+    assert!(
+        !explained_by_jump(&overlap, &[(at(70), at(71))]),
+        "after B's grant"
+    );
     assert!(!explained_by_jump(&overlap, &[]));
 }
 
@@ -545,7 +547,10 @@ async fn cancel_plans_drop_after_their_polls_or_time() {
     assert_eq!(out, Some(7));
     let slow = tokio::time::sleep(Duration::from_secs(5));
     let started = Instant::now();
-    assert_eq!(cancel::run(Cancel::After(Duration::from_millis(20)), slow).await, None);
+    assert_eq!(
+        cancel::run(Cancel::After(Duration::from_millis(20)), slow).await,
+        None
+    );
     assert!(started.elapsed() < Duration::from_secs(4));
     assert_eq!(cancel::run(Cancel::Never, async { 1 }).await, Some(1));
 }

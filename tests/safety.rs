@@ -18,9 +18,16 @@
 //! lost update.
 //!
 //! `QUORUMLOCK_SAFETY_SECS` (default 12 each) and `QUORUMLOCK_SAFETY_CLIENTS`
-//! (default 12) size both; `QUORUMLOCK_SEED` replays a schedule;
-//! `QUORUMLOCK_SAFETY_LONG=1` runs the long configuration (many resources,
-//! short TTLs) for `QUORUMLOCK_SAFETY_SECS`.
+//! (default 12) size both; `QUORUMLOCK_SEED` replays a schedule (the
+//! faults and each client's choices; not the machine's timing).
+//! `QUORUMLOCK_SAFETY_LONG=1` gives the long run's shape (96 clients, 48
+//! resources, TTLs 150–400 ms, 100 ms node timeout) for
+//! `QUORUMLOCK_SAFETY_SECS`; build it with `--release` for many grants:
+//!
+//! ```text
+//! QUORUMLOCK_SAFETY_LONG=1 QUORUMLOCK_SAFETY_SECS=900 cargo test --release \
+//!     --test safety randomized_clock_jumps_keep_fences_unique
+//! ```
 //!
 //! The negative controls break the model on purpose — a key expiring early
 //! on the node two majorities share (deleted, or a real clock jump on

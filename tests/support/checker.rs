@@ -765,7 +765,7 @@ pub fn fence_violations(grants: &[Grant]) -> FenceViolations {
 /// second holder's grant. Overlaps without one are violations of mutual
 /// exclusion inside the model.
 pub fn explained_by_jump(overlap: &Overlap, jumps: &[(Instant, Instant)]) -> bool {
-    jumps
-        .iter()
-        .any(|(before, after)| *after >= overlap.first.requested_at && *before <= overlap.second.granted_at)
+    jumps.iter().any(|(before, after)| {
+        *after >= overlap.first.requested_at && *before <= overlap.second.granted_at
+    })
 }

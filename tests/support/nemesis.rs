@@ -237,8 +237,15 @@ impl Schedule {
         }
         // A short run may draw no jump by chance; make its first network
         // fault one, so every such run steps a clock.
-        if limits.clock_jumps && !episodes.iter().any(|e| matches!(e.action, Action::ClockJump(_))) {
-            if let Some(e) = episodes.iter_mut().find(|e| matches!(e.action, Action::Net(_))) {
+        if limits.clock_jumps
+            && !episodes
+                .iter()
+                .any(|e| matches!(e.action, Action::ClockJump(_)))
+        {
+            if let Some(e) = episodes
+                .iter_mut()
+                .find(|e| matches!(e.action, Action::Net(_)))
+            {
                 e.action = Action::ClockJump(Duration::from_secs(rng.random_range(1..=120)));
             }
         }
@@ -401,7 +408,10 @@ fn play(
 ///
 /// When the schedule has link faults but the nemesis was given no links.
 fn link(links: &[Vec<FaultHandle>], client: usize, node: usize) -> &FaultHandle {
-    assert!(!links.is_empty(), "link faults need Nemesis::start_with_links");
+    assert!(
+        !links.is_empty(),
+        "link faults need Nemesis::start_with_links"
+    );
     &links[client % links.len()][node]
 }
 

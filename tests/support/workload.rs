@@ -243,11 +243,12 @@ async fn client(
         // An extending holder then works on for up to 1.2 times the
         // validity the lock reports afterwards: its last write lands near,
         // or past, its deadline.
-        let extend = (w.extend_one_in > 0 && rng.random_range(0..w.extend_one_in) == 0).then(|| {
-            let (lo, hi) = w.extend_ttls;
-            let new_ttl = lo + hi.saturating_sub(lo).mul_f64(rng.random::<f64>());
-            (new_ttl, 1.2 * rng.random::<f64>())
-        });
+        let extend =
+            (w.extend_one_in > 0 && rng.random_range(0..w.extend_one_in) == 0).then(|| {
+                let (lo, hi) = w.extend_ttls;
+                let new_ttl = lo + hi.saturating_sub(lo).mul_f64(rng.random::<f64>());
+                (new_ttl, 1.2 * rng.random::<f64>())
+            });
         let think = w.think.mul_f64(rng.random::<f64>());
         let mut cancel = || Cancel::draw(&mut rng, w.cancel_one_in, w.cancel_within);
         let (cancel_acquire, cancel_release) = (cancel(), cancel());
@@ -422,7 +423,16 @@ impl SafetyRun {
             .map(|l| (0..self.nodes).map(|i| l.link(i)).collect())
             .collect();
         let nemesis = Nemesis::start_with_links(cluster, handles, schedule);
-        run(&client_urls, w, strategy, &checker, &prefix, self.seed, until).await;
+        run(
+            &client_urls,
+            w,
+            strategy,
+            &checker,
+            &prefix,
+            self.seed,
+            until,
+        )
+        .await;
         let (cluster, report) = nemesis.finish();
 
         // Every fault is healed: a fresh client takes each resource within
