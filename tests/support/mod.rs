@@ -7,11 +7,16 @@
 //! (comma-separated URLs) when set, for tests that need no process control;
 //! [`Cluster::external`] uses nodes given by the test itself (the Docker
 //! fault tests). Benches reuse this file through `#[path]`.
+//! [`Cluster::local_custom`] with [`valkey_clock_options`] starts Valkey
+//! under libfaketime instead, whose wall clock [`Cluster::jump_clock`]
+//! steps forward.
 //!
 //! Fault tools live beside it: [`proxy`] (latency, blackhole, reset, slow
-//! replies in front of each node, see [`Cluster::proxied`]), [`inject`]
-//! (early expiry and per-node error replies on real servers), [`nemesis`]
-//! (seeded fault schedules) and [`checker`] (the safety history).
+//! replies in front of each node, see [`Cluster::proxied`]; scripted holds
+//! and delays per direction and per link, see [`Cluster::links`]),
+//! [`inject`] (early expiry and per-node error replies on real servers),
+//! [`nemesis`] (seeded fault schedules), [`cancel`] (futures dropped
+//! mid-flight) and [`checker`] (the safety history).
 #![allow(dead_code, unreachable_pub)]
 
 pub mod cancel;

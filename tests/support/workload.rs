@@ -274,6 +274,10 @@ async fn client(
                     }
                     session.write(value + 1, || !lock.validity().is_zero());
                 }
+                // Nothing but an extend moves the deadline here (no renewal
+                // runs); reading it once more keeps the window sound if
+                // that ever changes.
+                session.observe(lock.deadline());
                 session.stop();
                 match cancel::run(cancel_release, lock.release()).await {
                     None => checker.release_cancelled(),
