@@ -141,6 +141,17 @@ impl Error {
 
     /// A fenced acquire found no fencing token left for the resource
     /// (its counter is at [`MAX_FENCE`](crate::MAX_FENCE)).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # async fn demo(redlock: quorumlock::Redlock) {
+    /// match redlock.acquire_fenced("ledger", std::time::Duration::from_secs(10)).await {
+    ///     Err(e) if e.is_fence_exhausted() => { /* move to a fresh resource name */ }
+    ///     _ => {}
+    /// }
+    /// # }
+    /// ```
     pub fn is_fence_exhausted(&self) -> bool {
         matches!(self, Error::FenceExhausted { .. })
     }

@@ -72,7 +72,8 @@
 //! ## Layout
 //!
 //! `quorum` holds the pure arithmetic (majority, drift, validity, the running
-//! tally, backoff); `node` one node's connection and commands; `fanout`
+//! tally, backoff); `fence` the pure fencing-token rules (the proof that
+//! tokens are unique is in `docs/fencing.md`); `node` one node's connection and commands; `fanout`
 //! sends an operation to all nodes and decides as replies arrive; `redlock`
 //! is the handle with retries; `lock` the held lock. The lease lifecycle:
 //! `renewal` (settings and the pure renewal schedule) and `loss` (the pure

@@ -94,9 +94,11 @@ impl Lock {
     }
 
     /// The fencing token of a lock taken with
-    /// [`acquire_fenced`](crate::Redlock::acquire_fenced): strictly larger
-    /// than that of every earlier holder of the resource. `None` for an
-    /// unfenced lock.
+    /// [`acquire_fenced`](crate::Redlock::acquire_fenced): never the same
+    /// as any other grant's, and larger than that of every holder granted
+    /// before this lock's acquire began — as long as the nodes keep their
+    /// counters (`docs/fencing.md`). At most [`MAX_FENCE`](crate::MAX_FENCE).
+    /// `None` for an unfenced lock.
     ///
     /// Pass it with every write to the protected resource, and have the
     /// resource reject a write whose token is lower than one it has seen.

@@ -200,25 +200,31 @@ impl Redlock {
         self.acquisition(resource, ttl).wait(wait).acquire().await
     }
 
-    /// Takes the lock and a **fencing token** ([`Lock::fence`]) that
-    /// strictly increases across successive holders of the resource.
+    /// Takes the lock and a **fencing token** ([`Lock::fence`]): no two
+    /// grants ever carry the same token, and a holder whose acquire began
+    /// after another holder was granted gets a larger one — provided the
+    /// nodes never lose their counters (see below).
     ///
     /// The token goes through the quorum in two phases. Each node reads its
     /// counter (`quorumlock:fence:<resource>`) atomically with the
     /// `SET NX`; the client proposes `T = max + 1` over the granting nodes;
-    /// then every node still holding this lock's token raises its counter to
-    /// `max(counter, T)`, and `T` is handed out only after a majority
-    /// committed, inside the validity window.
+    /// then a node still holding this lock's token counts for the commit
+    /// only when it raises its counter from strictly below `T` to `T`, and
+    /// `T` is handed out only after a majority counted, inside the validity
+    /// window.
     ///
-    /// Why it increases: let A commit `T` on a majority `C`. A later holder
-    /// B's `SET NX` succeeded on a majority `M`; `C` and `M` share a node
-    /// `x`. On `x`, A's commit ran while A's key was present, and B's
-    /// `SET NX` could only succeed once that key was gone, so after the
-    /// commit: B read a counter ≥ `T` on `x` and proposes at least `T + 1`.
-    /// This survives a node's clock jumping (early expiry) — it needs no
-    /// timing at all — but not the loss of counters: a node that restarts
-    /// empty forgets its counter. Run nodes with `appendfsync always` where
-    /// tokens must survive restarts.
+    /// Why tokens are unique: two commits of one `T` would each need a
+    /// majority, and two majorities share a node, which raises its counter
+    /// to `T` only once. Why they are ordered: a commit that starts after
+    /// `A`'s grant meets `A`'s commit majority on a node whose counter is
+    /// already at least `A`'s token, and counts there only if its own token
+    /// is larger. No timing is involved: this survives a node's clock
+    /// jumping (early expiry) and messages held for any time. It assumes
+    /// that nodes keep their counters: a node that restarts without them
+    /// (no AOF, or `appendfsync everysec` after a crash) can count for the
+    /// same token twice, and restart quarantine does not prevent that. Run
+    /// nodes with `appendfsync always` where tokens matter. The full proof
+    /// is in `docs/fencing.md`.
     ///
     /// Cost: one more round trip per acquire, and one counter key per
     /// resource that never expires (about 80 bytes of memory per resource
@@ -228,6 +234,10 @@ impl Redlock {
     ///
     /// As for [`acquire`](Redlock::acquire); a commit that reaches no
     /// majority in time fails the attempt (it is released and retried).
+    /// [`Error::FenceExhausted`] when the resource's counter is at
+    /// [`MAX_FENCE`](crate::MAX_FENCE) (the attempt's keys are released, no
+    /// retry); a node whose counter is not an integer in `[0, 2^53)`
+    /// refuses with a `FENCERANGE` error reply and sets nothing.
     ///
     /// # Cancel safety
     ///

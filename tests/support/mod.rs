@@ -35,6 +35,8 @@ use std::time::{Duration, Instant};
 
 use quorumlock::Redlock;
 
+// Not every test binary scripts links.
+#[allow(unused_imports)]
 pub use proxy::{Direction, Fault, FaultHandle, Links, Proxy};
 
 /// The environment variable naming external nodes.
