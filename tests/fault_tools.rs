@@ -327,6 +327,8 @@ fn schedules_replay_from_their_seed_and_keep_a_minority() {
         max_faulty: 2,
         max_ttl: Duration::from_millis(500),
         process_faults: true,
+        clock_jumps: true,
+        clients: 4,
     };
     let a = Schedule::generate(42, &limits);
     let b = Schedule::generate(42, &limits);
@@ -350,7 +352,18 @@ fn schedules_replay_from_their_seed_and_keep_a_minority() {
         }
     }
     let kinds = a.counts();
-    for k in ["kill", "pause", "latency", "blackhole", "reset"] {
+    for k in [
+        "kill",
+        "pause",
+        "latency",
+        "blackhole",
+        "reset",
+        "clock_jump",
+        "link_hold_requests",
+        "link_hold_replies",
+        "link_hold_both",
+        "link_delay_",
+    ] {
         assert!(kinds.contains(k), "{kinds}");
     }
 }
@@ -361,8 +374,10 @@ fn grant(id: u64, resource: usize, from_ms: u64, to_ms: u64, t0: Instant) -> Gra
         client: id as usize,
         resource,
         fence: None,
+        requested_at: t0 + Duration::from_millis(from_ms),
         granted_at: t0 + Duration::from_millis(from_ms),
         end: t0 + Duration::from_millis(to_ms),
+        extend: None,
     }
 }
 
@@ -435,4 +450,107 @@ fn wait(mut check: impl FnMut() -> bool) -> bool {
         std::thread::sleep(Duration::from_millis(10));
     }
     check()
+}
+
+#[test]
+fn the_checker_finds_duplicate_and_inverted_fences() {
+    use support::checker::{fence_violations, FenceViolations};
+    let t0 = Instant::now();
+    let fenced = |id, fence, requested, granted| Grant {
+        fence: Some(fence),
+        requested_at: t0 + Duration::from_millis(requested),
+        ..grant(id, 0, granted, granted + 5, t0)
+    };
+    // Increasing along grant order; a concurrent request may come back
+    // with a lower token than a grant that returned meanwhile.
+    let good = [fenced(0, 1, 0, 5), fenced(1, 3, 2, 20), fenced(2, 2, 4, 12)];
+    assert_eq!(fence_violations(&good), FenceViolations::default());
+    let duplicate = [fenced(0, 4, 0, 5), fenced(1, 4, 2, 30)];
+    let found = fence_violations(&duplicate);
+    assert_eq!(found.duplicates, 1);
+    assert_eq!(found.inversions, 0, "B's request began before A returned");
+    let inverted = [fenced(0, 4, 0, 5), fenced(1, 3, 6, 30)];
+    assert_eq!(
+        fence_violations(&inverted),
+        FenceViolations {
+            duplicates: 0,
+            inversions: 1
+        }
+    );
+    // Other resources and unfenced grants do not count.
+    let mut other = fenced(1, 4, 6, 30);
+    other.resource = 1;
+    let mixed = [fenced(0, 4, 0, 5), other, grant(2, 0, 40, 45, t0)];
+    assert_eq!(fence_violations(&mixed), FenceViolations::default());
+}
+
+#[test]
+fn only_a_jump_inside_the_first_holders_time_explains_an_overlap() {
+    use support::checker::{explained_by_jump, Overlap};
+    let t0 = Instant::now();
+    let at = |ms| t0 + Duration::from_millis(ms);
+    let overlap = Overlap {
+        first: Grant {
+            requested_at: at(10),
+            ..grant(0, 0, 20, 100, t0)
+        },
+        second: grant(1, 0, 60, 120, t0),
+    };
+    assert!(explained_by_jump(&overlap, &[(at(30), at(31))]));
+    assert!(explained_by_jump(&overlap, &[(at(9), at(11))]));
+    assert!(
+        !explained_by_jump(&overlap, &[(at(2), at(5))]),
+        "before A's keys"
+    );
+    assert!(
+        !explained_by_jump(&overlap, &[(at(70), at(71))]),
+        "after B's grant"
+    );
+    assert!(!explained_by_jump(&overlap, &[]));
+}
+
+#[tokio::test]
+async fn a_shorter_extend_shortens_the_window_the_checker_records() {
+    let checker = Checker::new(1, Arc::new(PlainStore::new(1)));
+    let now = Instant::now();
+    let long = now + Duration::from_secs(10);
+    // A holds a 10 s lock, then moves its deadline to 50 ms from now and
+    // keeps going for 150 ms before it stops.
+    let mut a = checker.granted(0, 0, None, now, long);
+    a.extended(Instant::now() + Duration::from_millis(50), true);
+    tokio::time::sleep(Duration::from_millis(150)).await;
+    a.stop();
+    let end = checker.grants()[0].end;
+    assert!(end < now + Duration::from_millis(120), "{:?}", end - now);
+    // B, granted after A's new deadline, does not overlap it.
+    drop(checker.granted(1, 0, None, Instant::now(), long));
+    assert_eq!(checker.figures().overlaps, 0);
+    assert_eq!(checker.figures().extend_shorter, 1);
+}
+
+#[tokio::test]
+async fn cancel_plans_drop_after_their_polls_or_time() {
+    use support::cancel::{self, Cancel};
+    // Each poll is one await point: a future that yields ten times is
+    // dropped after its third poll; the observer runs after each poll and
+    // once more after the drop.
+    let ticking = async {
+        for _ in 0..10 {
+            tokio::task::yield_now().await;
+        }
+        7
+    };
+    let polls = std::cell::Cell::new(0);
+    let out = cancel::observed(Cancel::Polls(3), ticking, || polls.set(polls.get() + 1)).await;
+    assert_eq!((out, polls.get()), (None, 4));
+    let out = cancel::run(Cancel::Polls(50), async { 7 }).await;
+    assert_eq!(out, Some(7));
+    let slow = tokio::time::sleep(Duration::from_secs(5));
+    let started = Instant::now();
+    assert_eq!(
+        cancel::run(Cancel::After(Duration::from_millis(20)), slow).await,
+        None
+    );
+    assert!(started.elapsed() < Duration::from_secs(4));
+    assert_eq!(cancel::run(Cancel::Never, async { 1 }).await, Some(1));
 }
