@@ -103,6 +103,7 @@ mod quorum;
 mod redlock;
 mod renewal;
 mod renewer;
+mod reply_code;
 mod scoped;
 mod scripts;
 mod stats;

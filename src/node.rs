@@ -13,6 +13,7 @@ use crate::error::{NodeFailure, NodeFailureKind};
 use crate::keys::Keys;
 use crate::quarantine::{self, Quarantine, Standing};
 use crate::quorum::{self, Vote};
+use crate::reply_code::reply_code;
 use crate::scripts;
 use crate::stats::{NodeCounters, Op};
 use crate::token::Token;
@@ -416,9 +417,10 @@ fn classify(e: &RedisError) -> NodeFailureKind {
         return NodeFailureKind::Timeout(Duration::ZERO);
     }
     if let Some(code) = e.code() {
+        let (code, message) = reply_code(code, e.detail().unwrap_or_default());
         return NodeFailureKind::Redis {
             code: code.to_owned(),
-            message: e.detail().unwrap_or_default().to_owned(),
+            message: message.to_owned(),
         };
     }
     if e.kind() == ErrorKind::AuthenticationFailed {
