@@ -97,6 +97,10 @@ mod keys;
 mod lease;
 mod lock;
 mod loss;
+#[cfg(feature = "metrics")]
+pub mod metrics;
+#[cfg(not(feature = "metrics"))]
+mod metrics;
 mod node;
 mod quarantine;
 mod quorum;

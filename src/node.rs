@@ -88,7 +88,7 @@ impl Node {
             client: Arc::new(client),
             conn,
             restart: Arc::default(),
-            counters: Arc::default(),
+            counters: Arc::new(NodeCounters::new(&spec.label)),
         })
     }
 
