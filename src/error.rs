@@ -90,6 +90,21 @@ pub enum Error {
         attempts: u32,
     },
 
+    /// A fenced acquire found the resource's fencing counter at
+    /// [`MAX_FENCE`](crate::MAX_FENCE) on a node of its majority: no larger
+    /// token can be handed out. The keys the attempt set were released; it
+    /// was not retried.
+    #[error(
+        "no fencing token left for {resource}: a node's counter is at {highest}, tokens end at \
+         2^53 - 1"
+    )]
+    FenceExhausted {
+        /// The resource, printable.
+        resource: ResourceName,
+        /// The highest counter the granting nodes read.
+        highest: u64,
+    },
+
     /// The caller passed something that cannot work. Nothing was sent.
     #[error("invalid input: {0}")]
     InvalidInput(String),
@@ -122,6 +137,12 @@ impl Error {
     /// The input was rejected before any network call.
     pub fn is_invalid_input(&self) -> bool {
         matches!(self, Error::InvalidInput(_))
+    }
+
+    /// A fenced acquire found no fencing token left for the resource
+    /// (its counter is at [`MAX_FENCE`](crate::MAX_FENCE)).
+    pub fn is_fence_exhausted(&self) -> bool {
+        matches!(self, Error::FenceExhausted { .. })
     }
 
     /// The lock was held but is not any more (or cannot be proven to be).

@@ -16,6 +16,7 @@ use tracing::{debug, Instrument};
 use crate::background;
 use crate::config::Config;
 use crate::error::{Error, LostReason, NodeFailure};
+use crate::fence::{self, Commit};
 use crate::handoff::Handoff;
 use crate::keys::Keys;
 use crate::node::Node;
@@ -153,6 +154,9 @@ pub(crate) struct AttemptFailure {
     pub(crate) failures: Vec<NodeFailure>,
     /// Set when a quorum said yes but no validity was left.
     pub(crate) exhausted: Option<Duration>,
+    /// Set, to the highest counter read, when no fencing token above it is
+    /// left (see [`crate::MAX_FENCE`]); retrying cannot help.
+    pub(crate) fence_exhausted: Option<u64>,
 }
 
 /// The nodes, the tuning, and the operations that go to all of them.
@@ -215,7 +219,7 @@ impl Engine {
         async move {
             let start = Instant::now();
             let budget = ttl.saturating_sub(drift);
-            let valid_until = start + budget;
+            let valid_until = quorum::deadline(start, ttl, drift).unwrap_or(start);
             let timeout = self.config.node_timeout.min(budget);
             let sets = SetFuture::for_attempt(self.nodes.len());
             let mut guard = CleanupOnDrop {
@@ -227,7 +231,7 @@ impl Engine {
 
             let mut tally = Tally::majority(self.nodes.len());
             let mut failures = Vec::new();
-            let mut highest = 0u64;
+            let mut highest = None::<u64>;
             let mut gather = Gather::new(self.nodes.iter().zip(&sets).enumerate().map(
                 |(i, (node, set))| {
                     let (node, keys, token) = (node.clone(), keys.clone(), token.clone());
@@ -250,7 +254,7 @@ impl Engine {
                     Ok(grant) => {
                         debug!(node = %self.nodes[i].label(), vote = ?grant.vote, "node answered");
                         if grant.vote == Vote::Yes {
-                            highest = highest.max(grant.counter);
+                            highest = highest.max(Some(grant.counter));
                         }
                         grant.vote
                     }
@@ -268,17 +272,26 @@ impl Engine {
             drop(gather);
 
             let mut fence = None;
+            let mut fence_exhausted = None;
             if decision == Some(Decision::Reached) && keys.fence_key().is_some() {
-                let proposed = highest.saturating_add(1);
-                let (commit, commit_failures) =
-                    self.commit_fence(keys, token, proposed, valid_until).await;
-                if commit.decision() == Some(Decision::Reached) {
-                    fence = Some(proposed);
-                } else {
-                    debug!(yes = commit.yes(), no = commit.no(), "fence commit failed");
-                    decision = Some(Decision::Impossible);
-                    failures.extend(commit_failures);
-                    tally = commit;
+                match fence::propose(highest) {
+                    Ok(proposed) => {
+                        let (commit, commit_failures) =
+                            self.commit_fence(keys, token, proposed, valid_until).await;
+                        if commit.decision() == Some(Decision::Reached) {
+                            fence = Some(proposed);
+                        } else {
+                            debug!(yes = commit.yes(), no = commit.no(), "fence commit failed");
+                            decision = Some(Decision::Impossible);
+                            failures.extend(commit_failures);
+                            tally = commit;
+                        }
+                    }
+                    Err(highest) => {
+                        debug!(highest, "fencing tokens exhausted");
+                        decision = Some(Decision::Impossible);
+                        fence_exhausted = Some(highest);
+                    }
                 }
             }
             let elapsed = start.elapsed();
@@ -313,15 +326,17 @@ impl Engine {
                 tally,
                 failures,
                 exhausted,
+                fence_exhausted,
             })
         }
         .instrument(span)
         .await
     }
 
-    /// Second phase of a fenced acquire: raise the counter to `fence` on
-    /// every node still holding the token; decided at quorum, and before the
-    /// validity ends.
+    /// Second phase of a fenced acquire: every node still holding the token
+    /// raises its counter to `fence` from strictly below; only those count,
+    /// so two commits of one token cannot both reach a majority
+    /// (`docs/fencing.md`). Decided at quorum, and before the validity ends.
     async fn commit_fence(
         &self,
         keys: &Keys,
@@ -342,8 +357,8 @@ impl Engine {
         let _ = tokio::time::timeout_at(valid_until.into(), async {
             while let Some((_, result)) = gather.next().await {
                 let vote = match result {
-                    Ok(true) => Vote::Yes,
-                    Ok(false) => Vote::No,
+                    Ok(Commit::Raised) => Vote::Yes,
+                    Ok(Commit::NotHeld | Commit::Behind) => Vote::No,
                     Err(failure) => {
                         failures.push(failure);
                         Vote::Failed
@@ -433,19 +448,21 @@ impl Engine {
         .await
     }
 
-    /// Compare-and-pexpire on every node; a new deadline when a majority
-    /// extended before `deadline`, the reason the lock is lost otherwise.
+    /// Compare-and-pexpire on every node, measured from `start` (taken
+    /// before this is called); the new deadline when a majority extended
+    /// before `deadline` (the one that holds while the extension is in
+    /// flight), the reason the lock is lost otherwise.
     pub(crate) async fn extend(
         &self,
         keys: &Keys,
         token: &Token,
         ttl: Duration,
         drift: Duration,
+        start: Instant,
         deadline: Instant,
     ) -> Result<Instant, LostReason> {
         let span = tracing::debug_span!("extend", resource = %keys, token = %token);
         async move {
-            let start = Instant::now();
             let remaining = deadline.saturating_duration_since(start);
             if remaining.is_zero() {
                 return Err(LostReason::Expired);
@@ -482,15 +499,17 @@ impl Engine {
             match decided {
                 Err(_) => Err(LostReason::Expired),
                 Ok(Some(Decision::Reached)) => {
-                    if Instant::now() >= deadline {
+                    let now = Instant::now();
+                    if now >= deadline {
                         return Err(LostReason::Expired);
                     }
-                    match quorum::validity(ttl, elapsed, drift) {
-                        Some(valid) => {
+                    match quorum::deadline(start, ttl, drift) {
+                        Some(extended) if now < extended => {
+                            let valid = extended.saturating_duration_since(now);
                             debug!(?elapsed, ?valid, "extended");
-                            Ok(start + ttl.saturating_sub(drift))
+                            Ok(extended)
                         }
-                        None => Err(LostReason::TooSlow),
+                        _ => Err(LostReason::TooSlow),
                     }
                 }
                 Ok(_) => Err(LostReason::NoQuorum {

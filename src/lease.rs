@@ -2,17 +2,27 @@
 //! lost-lock signal the holder can wait on. Shared (behind an `Arc`) by the
 //! lock, its renewal task and every [`LostSignal`]; the state sits behind a
 //! std mutex that is never held across an `await`.
+//!
+//! The deadline and TTL live in one place, a `watch` channel ([`Term`]):
+//! `validity()` reads it, and everything that sleeps until a point derived
+//! from it — the renewal schedule, its safety-margin timer, the signal's
+//! expiry — wakes when it changes and sleeps again on the new value. An
+//! extension lowers the deadline *before* it is sent when its TTL is the
+//! shorter one ([`quorum::deadline_while_extending`]), so a dropped or
+//! failed extension never leaves a deadline later than the keys'.
 
 use std::fmt;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
+use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
 use crate::error::{Error, LostReason};
 use crate::keys::Keys;
 use crate::loss::{self, LossKind, SignalState, Transition};
+use crate::quorum;
 use crate::stats::LeaseCounters;
 
 /// The shared state of one held lock.
@@ -20,6 +30,9 @@ pub(crate) struct Lease {
     keys: Keys,
     granted: Instant,
     counters: Arc<LeaseCounters>,
+    /// The deadline and TTL: the one source of truth, watched by every
+    /// sleeper. Changed only with `state` locked (so never after the end).
+    term: watch::Sender<Term>,
     state: Mutex<State>,
     /// Cancelled when the signal first fires.
     fired: CancellationToken,
@@ -29,9 +42,14 @@ pub(crate) struct Lease {
     watched: AtomicBool,
 }
 
+/// Until when the lock is known to be held, and the TTL that renewals use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Term {
+    pub(crate) deadline: Instant,
+    pub(crate) ttl: Duration,
+}
+
 struct State {
-    deadline: Instant,
-    ttl: Duration,
     lost: bool,
     signal: SignalState,
     reason: Option<LostReason>,
@@ -60,9 +78,8 @@ impl Lease {
             keys,
             granted: Instant::now(),
             counters,
+            term: watch::Sender::new(Term { deadline, ttl }),
             state: Mutex::new(State {
-                deadline,
-                ttl,
                 lost: false,
                 signal: SignalState::default(),
                 reason: None,
@@ -86,15 +103,21 @@ impl Lease {
 
     pub(crate) fn view(&self) -> View {
         let s = self.state();
+        let term = *self.term.borrow();
         View {
-            deadline: s.deadline,
-            ttl: s.ttl,
+            deadline: term.deadline,
+            ttl: term.ttl,
             lost: s.lost,
         }
     }
 
     pub(crate) fn deadline(&self) -> Instant {
-        self.state().deadline
+        self.term.borrow().deadline
+    }
+
+    /// A receiver that sees every later change of the deadline or TTL.
+    pub(crate) fn watch(&self) -> watch::Receiver<Term> {
+        self.term.subscribe()
     }
 
     /// Time left; zero once lost or expired.
@@ -103,18 +126,50 @@ impl Lease {
         if s.lost {
             Duration::ZERO
         } else {
-            s.deadline.saturating_duration_since(Instant::now())
+            self.deadline().saturating_duration_since(Instant::now())
         }
     }
 
-    /// A majority extended the lock with `ttl` until `deadline`. Ignored
-    /// once the lock is lost or released.
-    pub(crate) fn extended(&self, deadline: Instant, ttl: Duration) {
-        let mut s = self.state();
-        if !s.lost {
-            s.deadline = deadline;
-            s.ttl = ttl;
+    /// An extension to `ttl` (with its `drift`) is about to be sent,
+    /// measured from `start`: lowers the deadline to what the new TTL
+    /// allows if that is earlier, and returns the deadline that holds
+    /// while it is in flight. `None` once the lock is lost or released.
+    pub(crate) fn begin_extend(
+        &self,
+        start: Instant,
+        ttl: Duration,
+        drift: Duration,
+    ) -> Option<Instant> {
+        let s = self.state();
+        if s.lost {
+            return None;
         }
+        let mut in_flight = start;
+        self.term.send_if_modified(|term| {
+            in_flight = quorum::deadline_while_extending(term.deadline, start, ttl, drift);
+            let lowered = in_flight != term.deadline;
+            term.deadline = in_flight;
+            lowered
+        });
+        drop(s);
+        Some(in_flight)
+    }
+
+    /// A majority extended the lock with `ttl` until `deadline`. Ignored
+    /// (and false) once the lock is lost or released.
+    pub(crate) fn extended(&self, deadline: Instant, ttl: Duration) -> bool {
+        let s = self.state();
+        if s.lost {
+            return false;
+        }
+        self.term.send_if_modified(|term| {
+            let next = Term { deadline, ttl };
+            let changed = *term != next;
+            *term = next;
+            changed
+        });
+        drop(s);
+        true
     }
 
     /// An extension or renewal failed for good: the lock counts as lost
@@ -180,15 +235,15 @@ impl Lease {
     /// if its deadline has passed — or the deadline to wait for.
     fn check(&self) -> Result<LossKind, Instant> {
         let mut s = self.state();
-        let fired = if Instant::now() >= s.deadline
-            && !s.signal.current().is_some_and(LossKind::is_final)
-        {
-            s.lost = true;
-            Some(self.fire_locked(&mut s, LossKind::Expired, LostReason::Expired))
-        } else {
-            None
-        };
-        let result = s.signal.first().ok_or(s.deadline);
+        let deadline = self.deadline();
+        let fired =
+            if Instant::now() >= deadline && !s.signal.current().is_some_and(LossKind::is_final) {
+                s.lost = true;
+                Some(self.fire_locked(&mut s, LossKind::Expired, LostReason::Expired))
+            } else {
+                None
+            };
+        let result = s.signal.first().ok_or(deadline);
         drop(s);
         self.after_fire(fired);
         result
@@ -279,7 +334,10 @@ impl LostSignal {
     /// # }
     /// ```
     pub async fn lost(&self) -> LossKind {
+        let mut term = self.lease.watch();
         loop {
+            // Seen before the check: a change after it wakes the wait below.
+            term.mark_unchanged();
             let deadline = match self.lease.check() {
                 Ok(kind) => return kind,
                 Err(deadline) => deadline,
@@ -287,6 +345,8 @@ impl LostSignal {
             tokio::select! {
                 _ = self.lease.fired.cancelled() => {}
                 _ = tokio::time::sleep_until(deadline.into()) => {}
+                // The lease owns the sender, so this never ends in an error.
+                Ok(()) = term.changed() => {}
             }
         }
     }
@@ -384,7 +444,8 @@ impl LostSignal {
     }
 
     /// The monotonic instant at which the validity ends, as
-    /// [`Lock::deadline`](crate::Lock::deadline); later after each renewal.
+    /// [`Lock::deadline`](crate::Lock::deadline): later after each renewal,
+    /// earlier as soon as an extension to a shorter TTL is sent.
     ///
     /// # Examples
     ///
@@ -472,11 +533,11 @@ impl LostSignal {
 
 impl fmt::Debug for LostSignal {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let s = self.lease.state();
+        let kind = self.lease.state().signal.current();
         f.debug_struct("LostSignal")
             .field("resource", &self.lease.keys.name())
-            .field("kind", &s.signal.current())
-            .field("deadline", &s.deadline)
+            .field("kind", &kind)
+            .field("deadline", &self.lease.deadline())
             .finish()
     }
 }
@@ -553,7 +614,7 @@ mod tests {
             "still held until expiry"
         );
         let deadline = lease.deadline();
-        lease.extended(deadline + Duration::from_secs(1), Duration::from_secs(11));
+        assert!(lease.extended(deadline + Duration::from_secs(1), Duration::from_secs(11)));
         assert!(lease.deadline() > deadline, "a late renewal still counts");
         lease.end();
         assert_eq!(signal.kind(), Some(LossKind::Released));
@@ -567,9 +628,47 @@ mod tests {
         let (lease, _) = lease(Duration::from_secs(10));
         let deadline = lease.deadline();
         lease.end();
-        lease.extended(deadline + Duration::from_secs(5), Duration::from_secs(15));
+        assert!(!lease.extended(deadline + Duration::from_secs(5), Duration::from_secs(15)));
         assert_eq!(lease.deadline(), deadline);
         assert_eq!(lease.validity(), Duration::ZERO);
+        let now = Instant::now();
+        assert_eq!(lease.begin_extend(now, MS * 300, MS * 5), None);
+        assert_eq!(lease.deadline(), deadline);
+    }
+
+    #[test]
+    fn a_shorter_extension_lowers_the_deadline_before_it_is_sent() {
+        let (lease, _) = lease(Duration::from_secs(10));
+        let mut term = lease.watch();
+        let start = Instant::now();
+        let in_flight = lease.begin_extend(start, 300 * MS, 5 * MS);
+        assert_eq!(in_flight, Some(start + 295 * MS));
+        assert_eq!(lease.deadline(), start + 295 * MS);
+        assert!(lease.validity() <= 295 * MS);
+        assert_eq!(lease.view().ttl, Duration::from_secs(10), "until confirmed");
+        assert!(term.has_changed().unwrap_or(false), "watchers are told");
+        term.mark_unchanged();
+        // Confirmed: the deadline and TTL of the extension, from its start.
+        assert!(lease.extended(start + 295 * MS, 300 * MS));
+        assert_eq!(lease.view().ttl, 300 * MS);
+    }
+
+    #[test]
+    fn a_longer_extension_moves_nothing_until_it_is_confirmed() {
+        let (lease, _) = lease(Duration::from_secs(1));
+        let deadline = lease.deadline();
+        let term = lease.watch();
+        let start = Instant::now();
+        assert_eq!(
+            lease.begin_extend(start, Duration::from_secs(60), 602 * MS),
+            Some(deadline)
+        );
+        assert_eq!(lease.deadline(), deadline);
+        assert!(!term.has_changed().unwrap_or(true), "nothing changed");
+        let later = start + Duration::from_secs(59);
+        assert!(lease.extended(later, Duration::from_secs(60)));
+        assert_eq!(lease.deadline(), later);
+        assert!(term.has_changed().unwrap_or(false));
     }
 
     #[test]
@@ -621,5 +720,30 @@ mod tests {
             .await
             .expect("the token is cancelled at expiry without anyone polling");
         assert_eq!(LostSignal::new(short).kind(), Some(LossKind::Expired));
+    }
+
+    #[tokio::test]
+    async fn a_waiter_follows_a_deadline_moved_earlier() {
+        let (lease, _) = lease(Duration::from_secs(60));
+        let signal = LostSignal::new(lease.clone());
+        let token = signal.cancellation_token();
+        let waiter = tokio::spawn({
+            let signal = signal.clone();
+            async move { signal.lost().await }
+        });
+        // Both are asleep until the 60 s deadline now.
+        tokio::time::sleep(10 * MS).await;
+        let start = Instant::now();
+        assert!(lease.begin_extend(start, 50 * MS, 2 * MS).is_some());
+        let kind = tokio::time::timeout(Duration::from_secs(5), waiter)
+            .await
+            .expect("woken at the new deadline, not the old one")
+            .expect("task");
+        assert_eq!(kind, LossKind::Expired);
+        tokio::time::timeout(Duration::from_secs(5), token.cancelled())
+            .await
+            .expect("the token follows the new deadline too");
+        let fired_at = signal.fired_at().expect("fired");
+        assert!(fired_at >= start + 48 * MS, "never before the deadline");
     }
 }

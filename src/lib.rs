@@ -92,6 +92,7 @@ mod background;
 mod config;
 mod error;
 mod fanout;
+mod fence;
 mod handoff;
 mod keys;
 mod lease;
@@ -119,6 +120,7 @@ pub use config::{
     DEFAULT_RETRY_DELAY_MAX, DEFAULT_RETRY_DELAY_MIN, MAX_TTL,
 };
 pub use error::{Error, LostReason, NodeFailure, NodeFailureKind, ResourceName, Result};
+pub use fence::MAX_FENCE;
 pub use keys::{FENCE_KEY_PREFIX, RELEASE_CHANNEL_PREFIX};
 pub use lease::LostSignal;
 pub use lock::Lock;

@@ -8,6 +8,7 @@ use crate::error::{Error, LostReason, Result};
 use crate::fanout::{self, Engine, SetFuture};
 use crate::keys::Keys;
 use crate::lease::Lease;
+use crate::quorum;
 use crate::token::Token;
 
 /// A lock held on a quorum of nodes.
@@ -109,7 +110,9 @@ impl Lock {
         self.held.lease.validity()
     }
 
-    /// The monotonic instant at which the validity ends.
+    /// The monotonic instant at which the validity ends. Later after each
+    /// renewal or longer extension; earlier as soon as an extension to a
+    /// shorter TTL is sent.
     pub fn deadline(&self) -> Instant {
         self.held.lease.deadline()
     }
@@ -131,7 +134,9 @@ impl Lock {
     ///
     /// Success needs a majority of nodes to extend before the current
     /// validity runs out; the new validity is `ttl − elapsed − drift`, as for
-    /// acquire. Concurrent calls on the same lock run one after another.
+    /// acquire — shorter than before if `ttl` is. Concurrent calls on the
+    /// same lock run one after another. A running
+    /// [automatic renewal](Lock::auto_renew) goes on with the new TTL.
     ///
     /// # Errors
     ///
@@ -144,8 +149,13 @@ impl Lock {
     ///
     /// # Cancel safety
     ///
-    /// Dropping the future may leave some nodes extended and others not; the
-    /// recorded deadline is unchanged, which stays a safe (earlier) bound.
+    /// Dropping the future may leave some nodes extended and others not
+    /// (commands already handed to a connection still reach their node).
+    /// The recorded deadline stays a safe bound either way: an extension to
+    /// a longer TTL leaves it unchanged until a majority confirms, and one
+    /// to a shorter TTL lowers it to `ttl − drift` from the start of the
+    /// call before anything is sent, so [`validity`](Lock::validity) never
+    /// outlives the keys.
     ///
     /// # Examples
     ///
@@ -159,21 +169,9 @@ impl Lock {
     /// ```
     pub async fn extend(&self, ttl: Duration) -> Result<Duration> {
         let held = &self.held;
-        let (ttl, drift) = held.engine.config.check_ttl(ttl)?;
-        let _serial = held.extending.lock().await;
-        let state = held.lease.view();
-        if state.lost {
-            return Err(held.lost(LostReason::AlreadyLost));
-        }
-        match held
-            .engine
-            .extend(&held.keys, &held.token, ttl, drift, state.deadline)
-            .await
-        {
-            Ok(deadline) => {
-                held.lease.extended(deadline, ttl);
-                Ok(deadline.saturating_duration_since(Instant::now()))
-            }
+        let (ttl, _) = held.engine.config.check_ttl(ttl)?;
+        match held.extend(Some(ttl)).await {
+            Ok(deadline) => Ok(deadline.saturating_duration_since(Instant::now())),
             Err(reason) => {
                 held.lease.fail(reason.clone(), held.engine.nodes.len());
                 Err(held.lost(reason))
@@ -220,6 +218,34 @@ impl Lock {
 }
 
 impl Held {
+    /// One extension — [`Lock::extend`] and every renewal — to `ttl`, or
+    /// to the lease's current TTL for `None` (read once it is this call's
+    /// turn). Serialised with every other extension of the lock; the
+    /// deadline is lowered before anything is sent when the new TTL is the
+    /// shorter one, and set from the start of the call after a majority
+    /// confirmed. Returns the new deadline; the caller decides what a
+    /// failure means (the lease is left as it is).
+    pub(crate) async fn extend(&self, ttl: Option<Duration>) -> Result<Instant, LostReason> {
+        let _serial = self.extending.lock().await;
+        let ttl = ttl.unwrap_or_else(|| self.lease.view().ttl);
+        let drift = quorum::drift(ttl, self.engine.config.drift_factor);
+        let start = Instant::now();
+        let in_flight = self
+            .lease
+            .begin_extend(start, ttl, drift)
+            .ok_or(LostReason::AlreadyLost)?;
+        let deadline = self
+            .engine
+            .extend(&self.keys, &self.token, ttl, drift, start, in_flight)
+            .await?;
+        if self.lease.extended(deadline, ttl) {
+            Ok(deadline)
+        } else {
+            // Expired or released while the replies came in.
+            Err(LostReason::AlreadyLost)
+        }
+    }
+
     pub(crate) fn lost(&self, reason: LostReason) -> Error {
         Error::Lost {
             resource: self.keys.name(),

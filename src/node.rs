@@ -10,6 +10,7 @@ use redis::{Client, ErrorKind, RedisError, Value};
 use crate::background;
 use crate::config::NodeSpec;
 use crate::error::{NodeFailure, NodeFailureKind};
+use crate::fence::{self, Commit};
 use crate::keys::Keys;
 use crate::quarantine::{self, Quarantine, Standing};
 use crate::quorum::{self, Vote};
@@ -164,10 +165,17 @@ impl Node {
                     async move { inv.invoke_async::<i64>(&mut conn).await },
                 )
                 .await?;
-            return Ok(self.granted(match u64::try_from(n) {
-                Ok(counter) => Grant::yes(counter),
-                Err(_) => Grant::NO,
-            }));
+            return match u64::try_from(n) {
+                Ok(counter) if fence::in_range(counter) => Ok(self.granted(Grant::yes(counter))),
+                Ok(_) => {
+                    self.counters.protocol_error();
+                    Err(self.failure(NodeFailureKind::Protocol(format!(
+                        "fencing counter {n} beyond {}",
+                        fence::MAX_FENCE
+                    ))))
+                }
+                Err(_) => Ok(self.granted(Grant::NO)),
+            };
         }
         if keys.is_multi() {
             let mut inv = scripts::ACQUIRE_MULTI.prepare_invoke();
@@ -246,27 +254,34 @@ impl Node {
         })
     }
 
-    /// Second phase of a fenced acquire: counter = max(counter, `fence`)
-    /// where the token is still held → true when committed.
+    /// Second phase of a fenced acquire: where the token is still held,
+    /// raise the counter to `fence` from strictly below. Only
+    /// [`Commit::Raised`] counts for the commit.
     pub(crate) async fn commit_fence(
         &self,
         keys: &Keys,
         token: &Token,
         fence: u64,
         timeout: Duration,
-    ) -> NodeResult<bool> {
+    ) -> NodeResult<Commit> {
         let mut conn = self.conn.clone();
         let mut inv = scripts::FENCE_COMMIT.prepare_invoke();
         inv.key(keys.first())
             .key(keys.fence_key().unwrap_or_default())
             .arg(token.as_str())
             .arg(fence);
-        self.timed(
-            timeout,
-            async move { inv.invoke_async::<i64>(&mut conn).await },
-        )
-        .await
-        .map(|n| n == 1)
+        let n = self
+            .timed(
+                timeout,
+                async move { inv.invoke_async::<i64>(&mut conn).await },
+            )
+            .await?;
+        Commit::from_reply(n).ok_or_else(|| {
+            self.counters.protocol_error();
+            self.failure(NodeFailureKind::Protocol(format!(
+                "fence commit answered {n}"
+            )))
+        })
     }
 
     /// Compare-and-delete → true when our key(s) were deleted, false when

@@ -387,7 +387,7 @@ impl Redlock {
                         rand::random::<f64>(),
                     );
                     let out_of_time = deadline.is_some_and(|d| Instant::now() + delay >= d);
-                    if attempts > retries || out_of_time {
+                    if attempts > retries || out_of_time || failure.fence_exhausted.is_some() {
                         return Err(self.failure(&keys, ttl, attempts, failure));
                     }
                     let held = failure.tally.no() > 0;
@@ -413,6 +413,9 @@ impl Redlock {
     fn failure(&self, keys: &Keys, ttl: Duration, attempts: u32, f: AttemptFailure) -> Error {
         let resource = keys.name();
         let nodes = self.engine.nodes.len();
+        if let Some(highest) = f.fence_exhausted {
+            return Error::FenceExhausted { resource, highest };
+        }
         if let Some(elapsed) = f.exhausted {
             return Error::ValidityExhausted {
                 resource,

@@ -504,6 +504,42 @@ mod tests {
     }
 
     #[test]
+    fn after_an_extension_to_a_shorter_ttl_renewal_follows_the_new_ttl() {
+        let c = Clock::new();
+        // Granted for 30 s at 0; extended to 2 s at 1 s. The schedule is
+        // asked with the new term: renew a third of 2 s after the extension,
+        // not 10 s after the grant.
+        let ttl = 2 * S;
+        let budget = ttl - crate::quorum::drift(ttl, 0.01);
+        let timing = timing_for(ttl);
+        let deadline = c.at(S) + budget;
+        let p = Progress::default();
+        let step = |now| next_step(now, deadline, budget, &timing, &Limits::default(), &p);
+        let due = c.at(S) + timing.interval;
+        assert_eq!(step(c.at(S)), Step::Sleep(due));
+        assert!(due < c.at(2 * S), "{due:?}");
+        assert_eq!(step(due), Step::Renew);
+        // Had renewal missed it, the margin of the new TTL warns in time.
+        let late = Progress {
+            last_attempt: Some(due),
+            last_failed: true,
+            ..p
+        };
+        let warn_at = uncertain_at(deadline, timing.margin);
+        assert_eq!(
+            next_step(
+                warn_at,
+                deadline,
+                budget,
+                &timing,
+                &Limits::default(),
+                &late
+            ),
+            Step::Uncertain
+        );
+    }
+
+    #[test]
     fn failures_are_retried_then_uncertain_then_expired() {
         let c = Clock::new();
         let deadline = c.renewed_at(Duration::ZERO);

@@ -3,21 +3,24 @@
 //!
 //! The task holds only the lock's shared state (`Arc<Held>`), never the
 //! [`Lock`] itself, and stops on a cancellation token that release and drop
-//! cancel, so it never outlives the lock. Each renewal is the engine's
-//! compare-and-pexpire fan-out, serialised with manual extensions.
+//! cancel, so it never outlives the lock. Each renewal is the lock's one
+//! extension path (`Held::extend`), serialised with manual extensions.
+//! Every wait re-arms when the lease's deadline or TTL changes (a manual
+//! extension, or its renewal), so the schedule always follows the current
+//! term.
 
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, warn, Instrument};
 
 use crate::error::{Error, LostReason, NodeFailure, Result};
-use crate::lease::LostSignal;
+use crate::lease::{LostSignal, View};
 use crate::lock::{Held, Lock};
 use crate::loss::{self, LossKind};
 use crate::quorum;
-use crate::renewal::{self, Limits, Progress, Renewal, Step};
+use crate::renewal::{self, Limits, Progress, Renewal, Step, Timing};
 
 impl Lock {
     /// The lost-lock signal of this lock: fires once when the lock is lost,
@@ -54,7 +57,10 @@ impl Lock {
     /// acquired or last [extended](Lock::extend) with) on every node that
     /// still holds its token, and counts only with a majority inside the
     /// current validity — the same rules as [`extend`](Lock::extend). An
-    /// expired key is never re-created.
+    /// expired key is never re-created. After an [`extend`](Lock::extend)
+    /// the schedule follows the new deadline and TTL at once: the default
+    /// interval and margin become those of the new TTL (an explicit
+    /// interval is kept, but renewal still comes before the margin).
     ///
     /// - A renewal refused by so many nodes that no majority can hold the
     ///   token marks the lock lost and fires [`LossKind::Lost`].
@@ -123,6 +129,7 @@ impl Lock {
 /// reached; returns at once when `stop` is cancelled.
 async fn run(held: Arc<Held>, renewal: Renewal, stop: CancellationToken) {
     let engine = &held.engine;
+    let mut term = held.lease.watch();
     let nodes = engine.nodes.len();
     let limits = Limits {
         max_renewals: renewal.max_renewals_setting(),
@@ -136,13 +143,13 @@ async fn run(held: Arc<Held>, renewal: Renewal, stop: CancellationToken) {
         if stop.is_cancelled() {
             return;
         }
+        // Seen before the view is read: a later change wakes every wait.
+        term.mark_unchanged();
         let view = held.lease.view();
         if view.lost {
             return;
         }
-        let drift = quorum::drift(view.ttl, engine.config.drift_factor);
-        let budget = view.ttl.saturating_sub(drift);
-        let timing = renewal.timing_lenient(view.ttl, drift, engine.config.node_timeout);
+        let (budget, timing) = schedule_for(&held, &renewal, &view);
         let now = Instant::now();
         match renewal::next_step(now, view.deadline, budget, &timing, &limits, &progress) {
             Step::Expired => {
@@ -168,22 +175,26 @@ async fn run(held: Arc<Held>, renewal: Renewal, stop: CancellationToken) {
             }
             Step::Uncertain => {
                 progress.uncertain = true;
-                warn_uncertain(&held, view.deadline, &last_failures);
+                warn_uncertain(&held, &last_failures);
             }
             Step::Sleep(until) => {
                 tokio::select! {
                     biased;
                     _ = stop.cancelled() => return,
                     _ = tokio::time::sleep_until(until.into()) => {}
+                    // The lease owns the sender: this never ends in an error.
+                    Ok(()) = term.changed() => {}
                 }
             }
             Step::Renew => {
                 progress.last_attempt = Some(now);
-                let warn_at = renewal::uncertain_at(view.deadline, timing.margin);
-                let attempt = renew_once(&held);
+                let mut warn_at = renewal::uncertain_at(view.deadline, timing.margin);
+                let attempt = held.extend(None);
                 tokio::pin!(attempt);
                 // Wait for the attempt, but fire `Uncertain` on time if it
-                // is still waiting for replies when the margin is crossed.
+                // is still waiting for replies when the margin is crossed —
+                // the margin of the current term, which a manual extension
+                // may change while this attempt waits for its turn.
                 let result = loop {
                     tokio::select! {
                         biased;
@@ -191,12 +202,18 @@ async fn run(held: Arc<Held>, renewal: Renewal, stop: CancellationToken) {
                         result = &mut attempt => break result,
                         _ = tokio::time::sleep_until(warn_at.into()), if !progress.uncertain => {
                             progress.uncertain = true;
-                            warn_uncertain(&held, view.deadline, &last_failures);
+                            warn_uncertain(&held, &last_failures);
+                        }
+                        Ok(()) = term.changed() => {
+                            let view = held.lease.view();
+                            let (_, timing) = schedule_for(&held, &renewal, &view);
+                            warn_at = renewal::uncertain_at(view.deadline, timing.margin);
                         }
                     }
                 };
                 match result {
-                    Ok(valid) => {
+                    Ok(deadline) => {
+                        let valid = deadline.saturating_duration_since(Instant::now());
                         engine.leases.renewed();
                         progress.renewals = progress.renewals.saturating_add(1);
                         progress.last_failed = false;
@@ -227,8 +244,20 @@ async fn run(held: Arc<Held>, renewal: Renewal, stop: CancellationToken) {
     }
 }
 
-fn warn_uncertain(held: &Held, deadline: Instant, failures: &[NodeFailure]) {
-    let validity_left = deadline.saturating_duration_since(Instant::now());
+/// The validity budget (`ttl − drift`) and the schedule's durations for
+/// the lease's current TTL.
+fn schedule_for(held: &Held, renewal: &Renewal, view: &View) -> (Duration, Timing) {
+    let config = &held.engine.config;
+    let drift = quorum::drift(view.ttl, config.drift_factor);
+    let budget = view.ttl.saturating_sub(drift);
+    (
+        budget,
+        renewal.timing_lenient(view.ttl, drift, config.node_timeout),
+    )
+}
+
+fn warn_uncertain(held: &Held, failures: &[NodeFailure]) {
+    let validity_left = held.lease.validity();
     warn!(
         ?validity_left,
         failures = failures.len(),
@@ -241,21 +270,4 @@ fn warn_uncertain(held: &Held, deadline: Instant, failures: &[NodeFailure]) {
             failures: failures.to_vec(),
         },
     );
-}
-
-/// One renewal with the lock's current TTL, serialised with manual
-/// extensions; returns the validity it bought.
-async fn renew_once(held: &Held) -> Result<std::time::Duration, LostReason> {
-    let _serial = held.extending.lock().await;
-    let view = held.lease.view();
-    if view.lost {
-        return Err(LostReason::AlreadyLost);
-    }
-    let drift = quorum::drift(view.ttl, held.engine.config.drift_factor);
-    let deadline = held
-        .engine
-        .extend(&held.keys, &held.token, view.ttl, drift, view.deadline)
-        .await?;
-    held.lease.extended(deadline, view.ttl);
-    Ok(deadline.saturating_duration_since(Instant::now()))
 }

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use support::checker::{find_overlaps, Checker, FencedStore, Grant, Outcome, PlainStore};
 use support::nemesis::{Action, Limits, Schedule};
-use support::{unique, Cluster, Fault};
+use support::{unique, Cluster, Direction, Fault};
 
 fn connect(url: &str) -> redis::RedisResult<redis::Connection> {
     let c = redis::Client::open(url)?.get_connection_with_timeout(Duration::from_secs(2))?;
@@ -87,6 +87,83 @@ fn blackhole_holds_traffic_and_heal_delivers_it() {
         "the command ran"
     );
     cluster.proxy(0).heal();
+}
+
+/// The scripted faults: each direction of one link held and released step
+/// by step, a second client's link untouched, a delay per direction.
+#[test]
+fn scripted_holds_are_per_direction_and_per_link() {
+    let mut cluster = Cluster::local(1);
+    let url = cluster.proxied().remove(0);
+    let other = cluster.links();
+    let link = cluster.proxy(0);
+
+    // Requests held: the command waits at the proxy, counted as queued.
+    let key = unique("held-request");
+    let mut c = connect(&url).expect("connect");
+    c.set_read_timeout(Some(Duration::from_millis(200)))
+        .expect("timeout");
+    link.hold(Direction::Requests);
+    assert!(link.is_held(Direction::Requests) && !link.is_held(Direction::Both));
+    let r: redis::RedisResult<()> = redis::cmd("SET").arg(&key).arg("1").query(&mut c);
+    assert!(r.is_err_and(|e| e.is_timeout()), "no answer while held");
+    assert_eq!(cluster.holders(key.as_bytes()), 0, "request held");
+    assert!(
+        link.queued(Direction::Requests) > 0,
+        "the SET waits at the proxy"
+    );
+    // The other client's link to the same node is not held.
+    let mut c2 = connect(&other.urls()[0]).expect("connect");
+    let key2 = unique("other-link");
+    let _: () = redis::cmd("SET")
+        .arg(&key2)
+        .arg("1")
+        .query(&mut c2)
+        .expect("other link flows");
+    link.release(Direction::Requests);
+    assert!(
+        wait(|| cluster.holders(key.as_bytes()) == 1),
+        "released request delivered"
+    );
+    assert!(
+        wait(|| link.queued(Direction::Both) == 0),
+        "nothing left queued"
+    );
+
+    // Replies held: the command runs, its reply waits until released.
+    let key3 = unique("held-reply");
+    let mut c = connect(&url).expect("connect");
+    link.hold(Direction::Replies);
+    c.set_read_timeout(Some(Duration::from_millis(200)))
+        .expect("timeout");
+    let r: redis::RedisResult<()> = redis::cmd("SET").arg(&key3).arg("1").query(&mut c);
+    assert!(r.is_err_and(|e| e.is_timeout()), "no answer while held");
+    assert!(
+        wait(|| cluster.holders(key3.as_bytes()) == 1),
+        "the command ran"
+    );
+    assert!(link.queued(Direction::Replies) > 0, "its reply waits");
+    link.release(Direction::Replies);
+    assert!(
+        wait(|| link.queued(Direction::Replies) == 0),
+        "reply delivered"
+    );
+
+    // A delay on one direction only; heal ends every scripted fault.
+    link.delay(Direction::Requests, Duration::from_millis(150));
+    let mut c = connect(&url).expect("connect");
+    let t = Instant::now();
+    ping(&mut c).expect("delayed ping");
+    assert!(
+        t.elapsed() >= Duration::from_millis(150),
+        "{:?}",
+        t.elapsed()
+    );
+    link.hold(Direction::Both);
+    link.heal();
+    assert!(!link.is_held(Direction::Requests) && !link.is_held(Direction::Replies));
+    ping(&mut c).expect("healed");
+    let _: () = cluster.exec(0, redis::cmd("DEL").arg(&key).arg(&key2).arg(&key3));
 }
 
 #[test]
@@ -250,6 +327,8 @@ fn schedules_replay_from_their_seed_and_keep_a_minority() {
         max_faulty: 2,
         max_ttl: Duration::from_millis(500),
         process_faults: true,
+        clock_jumps: true,
+        clients: 4,
     };
     let a = Schedule::generate(42, &limits);
     let b = Schedule::generate(42, &limits);
@@ -273,7 +352,18 @@ fn schedules_replay_from_their_seed_and_keep_a_minority() {
         }
     }
     let kinds = a.counts();
-    for k in ["kill", "pause", "latency", "blackhole", "reset"] {
+    for k in [
+        "kill",
+        "pause",
+        "latency",
+        "blackhole",
+        "reset",
+        "clock_jump",
+        "link_hold_requests",
+        "link_hold_replies",
+        "link_hold_both",
+        "link_delay_",
+    ] {
         assert!(kinds.contains(k), "{kinds}");
     }
 }
@@ -284,8 +374,10 @@ fn grant(id: u64, resource: usize, from_ms: u64, to_ms: u64, t0: Instant) -> Gra
         client: id as usize,
         resource,
         fence: None,
+        requested_at: t0 + Duration::from_millis(from_ms),
         granted_at: t0 + Duration::from_millis(from_ms),
         end: t0 + Duration::from_millis(to_ms),
+        extend: None,
     }
 }
 
@@ -358,4 +450,107 @@ fn wait(mut check: impl FnMut() -> bool) -> bool {
         std::thread::sleep(Duration::from_millis(10));
     }
     check()
+}
+
+#[test]
+fn the_checker_finds_duplicate_and_inverted_fences() {
+    use support::checker::{fence_violations, FenceViolations};
+    let t0 = Instant::now();
+    let fenced = |id, fence, requested, granted| Grant {
+        fence: Some(fence),
+        requested_at: t0 + Duration::from_millis(requested),
+        ..grant(id, 0, granted, granted + 5, t0)
+    };
+    // Increasing along grant order; a concurrent request may come back
+    // with a lower token than a grant that returned meanwhile.
+    let good = [fenced(0, 1, 0, 5), fenced(1, 3, 2, 20), fenced(2, 2, 4, 12)];
+    assert_eq!(fence_violations(&good), FenceViolations::default());
+    let duplicate = [fenced(0, 4, 0, 5), fenced(1, 4, 2, 30)];
+    let found = fence_violations(&duplicate);
+    assert_eq!(found.duplicates, 1);
+    assert_eq!(found.inversions, 0, "B's request began before A returned");
+    let inverted = [fenced(0, 4, 0, 5), fenced(1, 3, 6, 30)];
+    assert_eq!(
+        fence_violations(&inverted),
+        FenceViolations {
+            duplicates: 0,
+            inversions: 1
+        }
+    );
+    // Other resources and unfenced grants do not count.
+    let mut other = fenced(1, 4, 6, 30);
+    other.resource = 1;
+    let mixed = [fenced(0, 4, 0, 5), other, grant(2, 0, 40, 45, t0)];
+    assert_eq!(fence_violations(&mixed), FenceViolations::default());
+}
+
+#[test]
+fn only_a_jump_inside_the_first_holders_time_explains_an_overlap() {
+    use support::checker::{explained_by_jump, Overlap};
+    let t0 = Instant::now();
+    let at = |ms| t0 + Duration::from_millis(ms);
+    let overlap = Overlap {
+        first: Grant {
+            requested_at: at(10),
+            ..grant(0, 0, 20, 100, t0)
+        },
+        second: grant(1, 0, 60, 120, t0),
+    };
+    assert!(explained_by_jump(&overlap, &[(at(30), at(31))]));
+    assert!(explained_by_jump(&overlap, &[(at(9), at(11))]));
+    assert!(
+        !explained_by_jump(&overlap, &[(at(2), at(5))]),
+        "before A's keys"
+    );
+    assert!(
+        !explained_by_jump(&overlap, &[(at(70), at(71))]),
+        "after B's grant"
+    );
+    assert!(!explained_by_jump(&overlap, &[]));
+}
+
+#[tokio::test]
+async fn a_shorter_extend_shortens_the_window_the_checker_records() {
+    let checker = Checker::new(1, Arc::new(PlainStore::new(1)));
+    let now = Instant::now();
+    let long = now + Duration::from_secs(10);
+    // A holds a 10 s lock, then moves its deadline to 50 ms from now and
+    // keeps going for 150 ms before it stops.
+    let mut a = checker.granted(0, 0, None, now, long);
+    a.extended(Instant::now() + Duration::from_millis(50), true);
+    tokio::time::sleep(Duration::from_millis(150)).await;
+    a.stop();
+    let end = checker.grants()[0].end;
+    assert!(end < now + Duration::from_millis(120), "{:?}", end - now);
+    // B, granted after A's new deadline, does not overlap it.
+    drop(checker.granted(1, 0, None, Instant::now(), long));
+    assert_eq!(checker.figures().overlaps, 0);
+    assert_eq!(checker.figures().extend_shorter, 1);
+}
+
+#[tokio::test]
+async fn cancel_plans_drop_after_their_polls_or_time() {
+    use support::cancel::{self, Cancel};
+    // Each poll is one await point: a future that yields ten times is
+    // dropped after its third poll; the observer runs after each poll and
+    // once more after the drop.
+    let ticking = async {
+        for _ in 0..10 {
+            tokio::task::yield_now().await;
+        }
+        7
+    };
+    let polls = std::cell::Cell::new(0);
+    let out = cancel::observed(Cancel::Polls(3), ticking, || polls.set(polls.get() + 1)).await;
+    assert_eq!((out, polls.get()), (None, 4));
+    let out = cancel::run(Cancel::Polls(50), async { 7 }).await;
+    assert_eq!(out, Some(7));
+    let slow = tokio::time::sleep(Duration::from_secs(5));
+    let started = Instant::now();
+    assert_eq!(
+        cancel::run(Cancel::After(Duration::from_millis(20)), slow).await,
+        None
+    );
+    assert!(started.elapsed() < Duration::from_secs(4));
+    assert_eq!(cancel::run(Cancel::Never, async { 1 }).await, Some(1));
 }

@@ -1,15 +1,18 @@
-//! Fencing tokens: strictly increasing across successive holders, through
-//! faults that stay inside the model (minority restarts with AOF, early
-//! expiry on one node), and a stale holder's write is rejected.
+//! Fencing tokens: unique, and larger for a holder whose acquire began
+//! after an earlier holder was granted, through faults that stay inside the
+//! model (minority restarts with AOF, early expiry on one node, messages of
+//! one client held against another's); a stale holder's write is rejected;
+//! the counter range Lua can hold exactly is enforced (docs/fencing.md).
 
 mod support;
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use quorumlock::{Redlock, MAX_FENCE};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
-use support::{seed, unique, Cluster};
+use support::{seed, unique, Cluster, Direction};
 
 const TTL: Duration = Duration::from_secs(10);
 
@@ -204,4 +207,176 @@ async fn fences_stay_monotonic_through_restarts_and_early_expiry() {
             .released(name.as_bytes(), Duration::from_secs(3))
             .await
     );
+}
+
+fn counter_key(name: &str) -> Vec<u8> {
+    [quorumlock::FENCE_KEY_PREFIX, name.as_bytes()].concat()
+}
+
+/// Waits (bounded) for a condition the test script needs before its next
+/// step; panics with `what` when it does not come.
+async fn step(what: &str, check: impl FnMut() -> bool) {
+    assert!(
+        support::eventually(Duration::from_secs(10), check).await,
+        "timed out waiting until {what}"
+    );
+}
+
+/// Issue 10, defect 1: two clients granted the same fence. Nodes x, y, z.
+/// B's acquire reaches x and z, but z's reply to B is held and B's request
+/// to y is held. B's key expires early on x (a clock jump, done here with a
+/// DEL). A takes x and y, commits its fence there and releases. Then z's
+/// reply reaches B, which proposes the same token A got, and its held
+/// `SET` and commit land on y, whose counter is already at that token. The
+/// old commit rule (counter >= T counts as a yes) granted B A's fence; now
+/// y answers no, and B either fails or gets a larger token.
+#[tokio::test]
+async fn a_delayed_client_is_never_granted_an_earlier_holders_fence() {
+    let cluster = Cluster::local(3);
+    let (x, y, z) = (0, 1, 2);
+    let name = unique("dup-fence");
+    let b_links = cluster.links();
+    let b = Redlock::builder(b_links.urls())
+        .node_timeout(Duration::from_secs(30))
+        .connect_timeout(Duration::from_secs(2))
+        .retry_count(0)
+        .build()
+        .await
+        .expect("build B");
+    let a = cluster
+        .builder()
+        .retry_count(0)
+        .build()
+        .await
+        .expect("build A");
+    let ttl = Duration::from_secs(60);
+
+    b_links.link(y).hold(Direction::Requests);
+    b_links.link(z).hold(Direction::Replies);
+    let b_acquire = tokio::spawn({
+        let (b, name) = (b.clone(), name.clone());
+        async move { b.acquire_fenced(&name, ttl).await }
+    });
+    step("B's SET ran on x and z and waits at y", || {
+        let values = cluster.values(name.as_bytes());
+        values[x].is_some()
+            && values[z].is_some()
+            && b_links.link(y).queued(Direction::Requests) > 0
+            && b_links.link(z).queued(Direction::Replies) > 0
+    })
+    .await;
+    let set_bytes = b_links.link(y).queued(Direction::Requests);
+
+    // x's clock jumps: B's key expires there early.
+    let _: () = cluster.exec(x, redis::cmd("DEL").arg(&name));
+
+    let a_lock = a.acquire_fenced(&name, ttl).await.expect("A takes x and y");
+    let a_fence = a_lock.fence().expect("fenced");
+    a_lock.release().await.expect("A releases");
+
+    // z's reply reaches B: B has x and z, proposes a token and commits; its
+    // commit to y queues behind its held SET.
+    b_links.link(z).release(Direction::Replies);
+    step("B's commit waits behind its SET at y", || {
+        b_links.link(y).queued(Direction::Requests) > set_bytes
+    })
+    .await;
+    b_links.link(y).release(Direction::Requests);
+
+    let b_result = tokio::time::timeout(Duration::from_secs(30), b_acquire)
+        .await
+        .expect("B's acquire ends")
+        .expect("B's task");
+    match b_result {
+        Ok(lock) => {
+            let b_fence = lock.fence().expect("fenced");
+            assert!(
+                b_fence > a_fence,
+                "B was granted fence {b_fence}, A had {a_fence}: fences must never repeat"
+            );
+            lock.release().await.expect("release B");
+        }
+        Err(e) => assert!(e.is_contended() || e.is_unavailable(), "{e}"),
+    }
+    assert!(
+        cluster
+            .released(name.as_bytes(), Duration::from_secs(5))
+            .await,
+        "B's keys left behind: {:?}",
+        cluster.values(name.as_bytes())
+    );
+}
+
+/// Counters stay where Lua's doubles are exact. At `MAX_FENCE − 1` the next
+/// token is exactly `MAX_FENCE`; at `MAX_FENCE` a fenced acquire fails with
+/// a typed error, releases what it set and leaves the counters alone.
+#[tokio::test]
+async fn fences_stop_at_two_to_the_53_with_a_typed_error() {
+    let cluster = Cluster::local(3);
+    let redlock = cluster.redlock().await;
+    let name = unique("fence-bound");
+    let counter = counter_key(&name);
+    for i in 0..3 {
+        let _: () = cluster.exec(i, redis::cmd("SET").arg(&counter).arg(MAX_FENCE - 1));
+    }
+    let lock = redlock
+        .acquire_fenced(&name, TTL)
+        .await
+        .expect("one token left");
+    assert_eq!(lock.fence(), Some(MAX_FENCE), "exact at the bound");
+    lock.release().await.expect("release");
+
+    let err = redlock
+        .acquire_fenced(&name, TTL)
+        .await
+        .expect_err("no token left");
+    assert!(err.is_fence_exhausted(), "{err}");
+    assert!(
+        cluster
+            .released(name.as_bytes(), Duration::from_secs(3))
+            .await,
+        "the attempt's keys were released"
+    );
+    for i in 0..3 {
+        let v: Option<u64> = cluster.exec(i, redis::cmd("GET").arg(&counter));
+        assert!(v <= Some(MAX_FENCE), "counter on node {i}: {v:?}");
+    }
+}
+
+/// A counter a double cannot hold exactly, or that is not a plain integer
+/// at all, is refused by the node (`FENCERANGE`) before the key is set.
+#[tokio::test]
+async fn nodes_refuse_counters_out_of_the_exact_range() {
+    let cluster = Cluster::local(3);
+    let redlock = cluster
+        .builder()
+        .retry_count(0)
+        .build()
+        .await
+        .expect("build");
+    for bad in [
+        "9007199254740992",
+        "18446744073709551615",
+        "1.5",
+        "007",
+        "-1",
+        "x",
+    ] {
+        let name = unique("fence-range");
+        for i in 0..3 {
+            let _: () = cluster.exec(i, redis::cmd("SET").arg(counter_key(&name)).arg(bad));
+        }
+        let err = redlock
+            .acquire_fenced(&name, TTL)
+            .await
+            .expect_err("refused");
+        assert!(err.is_unavailable(), "{bad}: {err}");
+        assert!(
+            err.node_failures()
+                .iter()
+                .all(|f| f.kind.is_redis_error("FENCERANGE")),
+            "{bad}: {err}"
+        );
+        assert_eq!(cluster.holders(name.as_bytes()), 0, "{bad}: nothing set");
+    }
 }

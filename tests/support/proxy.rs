@@ -13,6 +13,16 @@
 //! | `Reset` | every open connection reset (RST) now; new ones reset at once while it stands |
 //! | `SlowReplies { bytes, every }` | replies trickle, `bytes` at a time every `every` |
 //!
+//! On top of the fault, a test can script each direction of a link step by
+//! step ([`FaultHandle::hold`], [`FaultHandle::release`],
+//! [`FaultHandle::delay`], by [`Direction`]): "hold the replies now", "hold
+//! the requests now", "let them go now". Held bytes are kept in order, never
+//! lost; [`FaultHandle::queued`] tells how many bytes wait at the proxy, so
+//! a test can wait until a request has reached it before the next step. A
+//! proxy sits on one link (one client's connections to one node); a test
+//! that needs a second client's links faulted separately gives that client
+//! its own proxies ([`Links`], from `Cluster::links`).
+//!
 //! Delays are applied by timestamp, not by sleeping in the copy loop: each
 //! chunk read at `t` is queued with its delivery time `max(t + delay,
 //! previous delivery)` and a separate writer delivers it then. A steady
@@ -99,10 +109,51 @@ enum Dir {
     Reply,
 }
 
+impl Dir {
+    const fn index(self) -> usize {
+        match self {
+            Dir::Request => 0,
+            Dir::Reply => 1,
+        }
+    }
+}
+
+/// A direction of a link, for the scripted holds and delays.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Direction {
+    /// Client to node: commands.
+    Requests,
+    /// Node to client: replies.
+    Replies,
+    /// Both ways.
+    Both,
+}
+
+impl Direction {
+    fn covers(self, dir: Dir) -> bool {
+        match self {
+            Direction::Requests => dir == Dir::Request,
+            Direction::Replies => dir == Dir::Reply,
+            Direction::Both => true,
+        }
+    }
+}
+
+/// What a test scripted on one direction of a link.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+struct Script {
+    /// Nothing more is delivered until released.
+    held: bool,
+    /// Added to every chunk read from now on.
+    delay: Duration,
+}
+
 /// The state every connection of a proxy watches.
 #[derive(Debug, Clone, Copy)]
 struct State {
     fault: Fault,
+    /// Scripted holds and delays, by `Dir::index`.
+    script: [Script; 2],
     /// Bumped by every `Reset`; a connection older than the current epoch
     /// resets itself. Makes a `Reset` immediately followed by a heal still
     /// reset the connections that existed.
@@ -115,6 +166,16 @@ impl State {
     fn ends(&self, epoch: u64) -> bool {
         self.closed || self.epoch != epoch
     }
+
+    fn holds(&self, dir: Dir) -> bool {
+        self.fault.holds(dir) || self.script[dir.index()].held
+    }
+
+    fn delay(&self, dir: Dir) -> Duration {
+        self.fault
+            .delay(dir)
+            .saturating_add(self.script[dir.index()].delay)
+    }
 }
 
 /// Counters of a proxy, for tests of the tool itself.
@@ -124,6 +185,8 @@ struct Counters {
     refused: AtomicU64,
     request_bytes: AtomicU64,
     reply_bytes: AtomicU64,
+    /// Bytes read but not yet delivered, by `Dir::index`.
+    queued: [AtomicU64; 2],
 }
 
 /// Switches the fault of one proxy. Cheap to clone; `Send + Sync`.
@@ -144,9 +207,62 @@ impl FaultHandle {
         });
     }
 
-    /// Back to `Fault::None`; held traffic flows again.
+    /// Back to `Fault::None` with no scripted hold or delay; held traffic
+    /// flows again.
     pub fn heal(&self) {
-        self.set(Fault::None);
+        self.state.send_modify(|s| {
+            s.fault = Fault::None;
+            s.script = [Script::default(); 2];
+        });
+    }
+
+    /// Holds `dir` from now on: bytes not yet delivered stay at the proxy,
+    /// in order, until [`release`](Self::release) (or `heal`). Independent
+    /// of the fault set with [`set`](Self::set).
+    pub fn hold(&self, dir: Direction) {
+        self.script(dir, |s| s.held = true);
+    }
+
+    /// Lets held bytes of `dir` go now, in order (a `Blackhole` fault still
+    /// holds them).
+    pub fn release(&self, dir: Direction) {
+        self.script(dir, |s| s.held = false);
+    }
+
+    /// Delivers every chunk of `dir` read from now on `by` later (on top of
+    /// a `Latency` fault; `Duration::ZERO` ends it). Order is kept.
+    pub fn delay(&self, dir: Direction, by: Duration) {
+        self.script(dir, |s| s.delay = by);
+    }
+
+    /// Whether `dir` is held by a scripted hold.
+    pub fn is_held(&self, dir: Direction) -> bool {
+        let state = self.state.borrow();
+        [Dir::Request, Dir::Reply]
+            .into_iter()
+            .filter(|d| dir.covers(*d))
+            .all(|d| state.script[d.index()].held)
+    }
+
+    /// Bytes of `dir` read by the proxy but not delivered yet (held or
+    /// delayed), over every connection: a test waits for this to grow to
+    /// know that a command has reached the proxy.
+    pub fn queued(&self, dir: Direction) -> u64 {
+        [Dir::Request, Dir::Reply]
+            .into_iter()
+            .filter(|d| dir.covers(*d))
+            .map(|d| self.counters.queued[d.index()].load(Ordering::Relaxed))
+            .sum()
+    }
+
+    fn script(&self, dir: Direction, change: impl Fn(&mut Script)) {
+        self.state.send_modify(|s| {
+            for d in [Dir::Request, Dir::Reply] {
+                if dir.covers(d) {
+                    change(&mut s.script[d.index()]);
+                }
+            }
+        });
     }
 
     /// The fault in force.
@@ -183,6 +299,39 @@ pub struct Proxy {
     accept: tokio::task::JoinHandle<()>,
 }
 
+/// One proxy in front of each node, in node order: one client's links to
+/// the cluster, faulted apart from any other client's. Built by
+/// `Cluster::links`; stops when dropped.
+#[derive(Debug)]
+pub struct Links {
+    proxies: Vec<Proxy>,
+    urls: Vec<String>,
+}
+
+impl Links {
+    /// Proxies for `upstreams`, clients reaching them at `urls` (in order).
+    pub fn new(proxies: Vec<Proxy>, urls: Vec<String>) -> Self {
+        Self { proxies, urls }
+    }
+
+    /// The node URLs through these proxies, in node order.
+    pub fn urls(&self) -> Vec<String> {
+        self.urls.clone()
+    }
+
+    /// The fault switch of the link to node `i`.
+    pub fn link(&self, i: usize) -> FaultHandle {
+        self.proxies[i].handle()
+    }
+
+    /// Heals every link.
+    pub fn heal(&self) {
+        for p in &self.proxies {
+            p.handle.heal();
+        }
+    }
+}
+
 fn runtime() -> &'static tokio::runtime::Runtime {
     static RT: OnceLock<tokio::runtime::Runtime> = OnceLock::new();
     RT.get_or_init(|| {
@@ -204,6 +353,7 @@ impl Proxy {
         let addr = std_listener.local_addr().expect("proxy addr");
         let (tx, rx) = watch::channel(State {
             fault: Fault::None,
+            script: [Script::default(); 2],
             epoch: 0,
             closed: false,
         });
@@ -320,6 +470,15 @@ async fn ended(rx: &mut watch::Receiver<State>, epoch: u64) {
     }
 }
 
+/// Uncounts a chunk from `Counters::queued` once it is delivered or dropped.
+struct Pending<'a>(&'a AtomicU64, u64);
+
+impl Drop for Pending<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(self.1, Ordering::Relaxed);
+    }
+}
+
 /// Copies one direction: a reader queues timestamped chunks, a writer
 /// delivers each at its time (later while held).
 async fn pipe(
@@ -332,7 +491,9 @@ async fn pipe(
 ) {
     let (tx, mut queue) = mpsc::unbounded_channel::<(Instant, Vec<u8>)>();
     let mut reader_rx = rx.clone();
+    let reader_counters = counters.clone();
     let reader = async move {
+        let queued = &reader_counters.queued[dir.index()];
         let mut buf = vec![0u8; 64 * 1024];
         let mut last = Instant::now();
         loop {
@@ -343,10 +504,12 @@ async fn pipe(
                 },
                 () = ended(&mut reader_rx, epoch) => break,
             };
-            let delay = reader_rx.borrow().fault.delay(dir);
+            let delay = reader_rx.borrow().delay(dir);
             let at = (Instant::now() + delay).max(last);
             last = at;
+            queued.fetch_add(n as u64, Ordering::Relaxed);
             if tx.send((at, buf[..n].to_vec())).is_err() {
+                queued.fetch_sub(n as u64, Ordering::Relaxed);
                 break;
             }
         }
@@ -357,12 +520,13 @@ async fn pipe(
     let mut writer_rx = rx;
     let writer = async move {
         'chunks: while let Some((at, data)) = queue.recv().await {
+            let _pending = Pending(&counters.queued[dir.index()], data.len() as u64);
             let trickle = loop {
                 let state = *writer_rx.borrow_and_update();
                 if state.ends(epoch) {
                     break 'chunks;
                 }
-                if state.fault.holds(dir) {
+                if state.holds(dir) {
                     if writer_rx.changed().await.is_err() {
                         break 'chunks;
                     }
@@ -399,6 +563,11 @@ async fn pipe(
                 Dir::Reply => &counters.reply_bytes,
             };
             counter.fetch_add(data.len() as u64, Ordering::Relaxed);
+        }
+        // Whatever was never delivered no longer waits.
+        queue.close();
+        while let Ok((_, data)) = queue.try_recv() {
+            counters.queued[dir.index()].fetch_sub(data.len() as u64, Ordering::Relaxed);
         }
         let state = *writer_rx.borrow();
         if state.ends(epoch) {

@@ -1,8 +1,13 @@
 //! The safety checker's workload: M clients, each with its own `Redlock`
 //! (its own connections, as separate processes would have), taking a few
 //! resources with short TTLs. While it holds a lock a client reads the
-//! checker's counter, sleeps, sometimes extends, and writes `read + 1` —
-//! each access only while validity is left.
+//! checker's counter, sleeps, sometimes extends (to a shorter or a longer
+//! TTL), and writes `read + 1` — each access only while validity is left.
+//!
+//! Clients also drop their `acquire`, `extend` and `release` futures at
+//! seeded random points ([`Cancel`]): a dropped acquire is not a grant; a
+//! dropped extend leaves whatever deadline the lock reports afterwards, and
+//! the holder goes on acting only while `validity()` is above zero.
 //!
 //! How a lock is taken is a [`Strategy`]: the builder settings, the acquire
 //! call (which may return a fencing token) and the store that protects the
@@ -22,6 +27,7 @@ use quorumlock::{Builder, Lock, Redlock};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
+use super::cancel::{self, Cancel};
 use super::checker::{Checker, Outcome, PlainStore, Store};
 
 /// Takes a lock: `(redlock, resource, ttl)` → the lock and its fencing
@@ -134,8 +140,17 @@ pub struct Workload {
     pub ttls: Vec<Duration>,
     /// Time holding the lock between read and write: `U(0, work)`.
     pub work: Duration,
-    /// One in `extend_one_in` holds extends mid-way (0: never).
+    /// One in `extend_one_in` holds extends mid-way (0: never), to a TTL
+    /// drawn from `U(extend_ttls.0, extend_ttls.1)`: below the lock's TTL
+    /// as well as above.
     pub extend_one_in: u32,
+    pub extend_ttls: (Duration, Duration),
+    /// One in `cancel_one_in` acquire and release calls, and one in
+    /// `cancel_extend_one_in` extends, is dropped unfinished (0: never):
+    /// after `U(0, cancel_within)` or after 1–4 polls.
+    pub cancel_one_in: u32,
+    pub cancel_extend_one_in: u32,
+    pub cancel_within: Duration,
     /// Pause between a client's acquisitions: `U(0, think)`.
     pub think: Duration,
     pub node_timeout: Duration,
@@ -165,13 +180,15 @@ pub fn resource_name(prefix: &str, r: usize) -> String {
 }
 
 /// Runs every client until `until`, then waits for them to release.
+/// Client `i` reaches the nodes at `client_urls[i % len]` (its own links,
+/// or the same for all).
 ///
 /// # Panics
 ///
 /// When a client cannot be built or an operation reports invalid input
 /// (the workload only sends valid requests).
 pub async fn run(
-    urls: &[String],
+    client_urls: &[Vec<String>],
     workload: &Workload,
     strategy: &Strategy,
     checker: &Arc<Checker>,
@@ -181,6 +198,7 @@ pub async fn run(
 ) {
     let mut tasks = Vec::new();
     for id in 0..workload.clients {
+        let urls = &client_urls[id % client_urls.len()];
         let redlock = strategy
             .builder(workload.builder(urls))
             .build()
@@ -222,42 +240,87 @@ async fn client(
         let r = rng.random_range(0..w.resources);
         let ttl = w.ttls[rng.random_range(0..w.ttls.len())];
         let work = w.work.mul_f64(rng.random::<f64>());
-        let extend = w.extend_one_in > 0 && rng.random_range(0..w.extend_one_in) == 0;
+        // An extending holder then works on for up to 1.2 times the
+        // validity the lock reports afterwards: its last write lands near,
+        // or past, its deadline.
+        let extend =
+            (w.extend_one_in > 0 && rng.random_range(0..w.extend_one_in) == 0).then(|| {
+                let (lo, hi) = w.extend_ttls;
+                let new_ttl = lo + hi.saturating_sub(lo).mul_f64(rng.random::<f64>());
+                (new_ttl, 1.2 * rng.random::<f64>())
+            });
         let think = w.think.mul_f64(rng.random::<f64>());
+        let mut cancel = || Cancel::draw(&mut rng, w.cancel_one_in, w.cancel_within);
+        let (cancel_acquire, cancel_release) = (cancel(), cancel());
+        let cancel_extend = Cancel::draw(&mut rng, w.cancel_extend_one_in, w.cancel_within);
         let name = resource_name(prefix, r).into_bytes();
         let t0 = Instant::now();
-        match acquire(redlock.clone(), name, ttl).await {
-            Ok((lock, fence)) => {
+        match cancel::run(cancel_acquire, acquire(redlock.clone(), name, ttl)).await {
+            None => checker.acquire_cancelled(),
+            Some(Ok((lock, fence))) => {
                 let granted_at = Instant::now();
                 checker.acquire_latency(granted_at - t0);
                 let mut session = checker.granted(id, r, fence, granted_at, lock.deadline());
+                session.requested_at(t0);
                 let (read, value) = session.read(|| !lock.validity().is_zero());
                 if read == Outcome::Accepted {
                     tokio::time::sleep(work / 2).await;
-                    if extend {
-                        match lock.extend(ttl).await {
-                            Ok(_) => session.extended(lock.deadline()),
-                            Err(e) => {
-                                assert!(e.is_lost(), "extend: {e}");
-                                session.extend_lost();
-                            }
+                    match extend {
+                        Some((new_ttl, then)) => {
+                            hold_extend(&lock, &mut session, new_ttl, ttl, cancel_extend).await;
+                            tokio::time::sleep(lock.validity().mul_f64(then)).await;
                         }
+                        None => tokio::time::sleep(work / 2).await,
                     }
-                    tokio::time::sleep(work / 2).await;
                     session.write(value + 1, || !lock.validity().is_zero());
                 }
                 session.stop();
-                if lock.release().await.is_err() {
-                    checker.release_failed();
+                match cancel::run(cancel_release, lock.release()).await {
+                    None => checker.release_cancelled(),
+                    Some(Err(_)) => checker.release_failed(),
+                    Some(Ok(())) => {}
                 }
             }
-            Err(e) => {
+            Some(Err(e)) => {
                 assert!(!e.is_invalid_input(), "acquire: {e}");
                 checker.acquire_failed(&e);
             }
         }
         tokio::time::sleep(think).await;
     }
+}
+
+/// Extends `lock` to `ttl` under `cancel`, reporting the lock's deadline to
+/// the session after every poll (the only time it can change).
+async fn hold_extend(
+    lock: &Lock,
+    session: &mut super::checker::Session<'_>,
+    ttl: Duration,
+    old_ttl: Duration,
+    cancel: Cancel,
+) {
+    let (began, before) = (Instant::now(), lock.deadline());
+    let out = cancel::observed(cancel, lock.extend(ttl), || {
+        session.observe(lock.deadline());
+    })
+    .await;
+    let how = match out {
+        None => {
+            session.extend_cancelled(lock.deadline());
+            "cancelled"
+        }
+        Some(Ok(_)) => {
+            session.extended(lock.deadline(), ttl < old_ttl);
+            "extended"
+        }
+        Some(Err(e)) => {
+            assert!(e.is_lost(), "extend: {e}");
+            session.observe(lock.deadline());
+            session.extend_lost();
+            "lost"
+        }
+    };
+    session.note_extend(how, ttl, old_ttl, began, before);
 }
 
 /// A whole randomized safety run: its settings.
@@ -269,6 +332,9 @@ pub struct SafetyRun {
     pub nodes: usize,
     /// Nodes faulted at once (keep it a minority).
     pub max_faulty: usize,
+    /// How the nodes run; with `faketime` set the nemesis also steps their
+    /// clocks forward.
+    pub node_options: super::NodeOptions,
     pub workload: Workload,
 }
 
@@ -278,6 +344,11 @@ pub struct SafetyOutcome {
     pub cluster: super::Cluster,
     pub figures: super::checker::Figures,
     pub overlaps: Vec<super::checker::Overlap>,
+    /// Overlaps a clock jump explains (out of the model for mutual
+    /// exclusion); the rest are violations.
+    pub overlaps_by_jump: usize,
+    /// The nemesis' clock jumps (before and after each step).
+    pub jumps: Vec<(Instant, Instant)>,
     /// Episodes the nemesis applied, and their kinds.
     pub faults: usize,
     pub fault_kinds: String,
@@ -294,17 +365,23 @@ impl SafetyRun {
         let w = &self.workload;
         let ttls: Vec<String> = w.ttls.iter().map(|t| t.as_millis().to_string()).collect();
         format!(
-            "safety: seed={} secs={} clients={} nodes={} resources={} ttls_ms={} faults={} \
-             fault_kinds={} {} leaked_keys={} recovery={}",
+            "safety: seed={} secs={} clients={} nodes={}{} resources={} ttls_ms={} faults={} \
+             fault_kinds={} {} overlaps_by_clock_jump={} leaked_keys={} recovery={}",
             self.seed,
             self.duration.as_secs(),
             w.clients,
             self.nodes,
+            if self.node_options.faketime.is_some() {
+                "(valkey+faketime)"
+            } else {
+                ""
+            },
             w.resources,
             ttls.join("/"),
             outcome.faults,
             outcome.fault_kinds,
             outcome.figures.line(),
+            outcome.overlaps_by_jump,
             outcome.leaked_keys,
             outcome.recovery.map_or("none".to_owned(), |d| format!(
                 "{:.0}ms",
@@ -320,7 +397,7 @@ impl SafetyRun {
         use super::nemesis::{Limits, Nemesis, Schedule};
 
         let w = &self.workload;
-        let mut cluster = super::Cluster::local(self.nodes);
+        let mut cluster = super::Cluster::local_custom(self.nodes, &self.node_options);
         let urls = cluster.proxied();
         tokio::time::sleep(strategy.warmup).await;
         let limits = Limits {
@@ -329,14 +406,33 @@ impl SafetyRun {
             max_faulty: self.max_faulty,
             max_ttl: w.max_ttl(),
             process_faults: true,
+            clock_jumps: self.node_options.faketime.is_some(),
+            clients: w.clients,
         };
         let schedule = Schedule::generate(self.seed, &limits);
         let fault_kinds = schedule.counts();
         let prefix = super::unique("safety");
         let checker = Arc::new(Checker::new(w.resources, (strategy.store)(w.resources)));
         let until = Instant::now() + self.duration;
-        let nemesis = Nemesis::start(cluster, schedule);
-        run(&urls, w, strategy, &checker, &prefix, self.seed, until).await;
+        // Each client gets its own link to each node, so the nemesis can
+        // fault one client's traffic apart from the others'.
+        let links: Vec<super::Links> = (0..w.clients).map(|_| cluster.links()).collect();
+        let client_urls: Vec<Vec<String>> = links.iter().map(super::Links::urls).collect();
+        let handles = links
+            .iter()
+            .map(|l| (0..self.nodes).map(|i| l.link(i)).collect())
+            .collect();
+        let nemesis = Nemesis::start_with_links(cluster, handles, schedule);
+        run(
+            &client_urls,
+            w,
+            strategy,
+            &checker,
+            &prefix,
+            self.seed,
+            until,
+        )
+        .await;
         let (cluster, report) = nemesis.finish();
 
         // Every fault is healed: a fresh client takes each resource within
@@ -363,10 +459,17 @@ impl SafetyRun {
         // Nothing outlives its TTL.
         tokio::time::sleep(w.max_ttl() + Duration::from_millis(500)).await;
         let leaked_keys = cluster.count_keys(&format!("{prefix}:*"));
+        let overlaps = checker.overlaps();
+        let overlaps_by_jump = overlaps
+            .iter()
+            .filter(|o| super::checker::explained_by_jump(o, &report.jumps))
+            .count();
         SafetyOutcome {
             cluster,
             figures: checker.figures(),
-            overlaps: checker.overlaps(),
+            overlaps,
+            overlaps_by_jump,
+            jumps: report.jumps,
             faults: report.faults,
             fault_kinds,
             leaked_keys,

@@ -1,0 +1,120 @@
+//! Pure fencing-token rules: the token a client proposes from the counters
+//! it read, the range counters and tokens stay in, and what a node's answer
+//! to a commit means. The node side of the commit rule lives in
+//! `scripts/fence_commit.lua`; [`raises`] states it once more for the model
+//! check (`tests/model.rs`), which includes this file. The proof that the
+//! rule makes tokens unique is in `docs/fencing.md`.
+//!
+//! No I/O and nothing from the rest of the crate: the model check includes
+//! this file by path.
+
+/// The largest fencing token: `2^53 − 1`.
+///
+/// The scripts on the nodes run in Lua 5.1, whose numbers are doubles,
+/// exact for integers below `2^53` only. Counters and tokens are kept below
+/// that bound on both sides: a node refuses a counter or token outside
+/// `[0, 2^53)` with a `FENCERANGE` error reply, and the client refuses to
+/// propose a token above this one. At one fenced acquire per microsecond
+/// the bound is reached after about 285 years.
+///
+/// # Examples
+///
+/// ```
+/// assert_eq!(quorumlock::MAX_FENCE, (1u64 << 53) - 1);
+/// ```
+pub const MAX_FENCE: u64 = (1 << 53) - 1;
+
+/// The token to propose after a majority granted the lock, each node having
+/// read its counter atomically with its `SET NX`: the highest counter seen
+/// plus one. `Err(highest)` when that would pass [`MAX_FENCE`] (or when a
+/// counter is already out of range), so that no token is proposed.
+pub(crate) fn propose(counters: impl IntoIterator<Item = u64>) -> Result<u64, u64> {
+    let highest = counters.into_iter().max().unwrap_or(0);
+    match highest.checked_add(1) {
+        Some(token) if token <= MAX_FENCE => Ok(token),
+        _ => Err(highest),
+    }
+}
+
+/// Whether a counter read from a node is in the range the scripts keep
+/// (`0..=MAX_FENCE`).
+pub(crate) const fn in_range(counter: u64) -> bool {
+    counter <= MAX_FENCE
+}
+
+/// The commit rule a node applies (in `fence_commit.lua`) when it still
+/// holds the committing lock's key: raise the counter to `token` only from
+/// strictly below, and count for the commit only then. `Some(new counter)`
+/// when it counts, `None` when the node answers no.
+#[cfg_attr(not(test), allow(dead_code))] // the Lua applies it; the model check reads it
+pub(crate) const fn raises(counter: u64, token: u64) -> Option<u64> {
+    if counter < token {
+        Some(token)
+    } else {
+        None
+    }
+}
+
+/// A node's answer to the fence commit script.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Commit {
+    /// The node raised its counter from below to the token: it counts.
+    Raised,
+    /// The key no longer holds this lock's token (expired or taken).
+    NotHeld,
+    /// The counter was already at or above the token: another commit of
+    /// this token or a later one came first on this node.
+    Behind,
+}
+
+impl Commit {
+    /// Decodes the script's integer reply; `None` for anything else.
+    pub(crate) const fn from_reply(reply: i64) -> Option<Self> {
+        match reply {
+            1 => Some(Commit::Raised),
+            0 => Some(Commit::NotHeld),
+            -1 => Some(Commit::Behind),
+            _ => None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn proposes_one_above_the_highest_counter() {
+        assert_eq!(propose([]), Ok(1));
+        assert_eq!(propose([0, 0]), Ok(1));
+        assert_eq!(propose([3, 7, 5]), Ok(8));
+        assert_eq!(propose([MAX_FENCE - 1]), Ok(MAX_FENCE));
+    }
+
+    #[test]
+    fn refuses_at_the_bound_without_overflow() {
+        assert_eq!(propose([MAX_FENCE, 2]), Err(MAX_FENCE));
+        assert_eq!(propose([MAX_FENCE + 1]), Err(MAX_FENCE + 1));
+        assert_eq!(propose([u64::MAX]), Err(u64::MAX));
+        assert!(in_range(0) && in_range(MAX_FENCE) && !in_range(MAX_FENCE + 1));
+        // The bound is where doubles stop being exact.
+        assert_eq!(MAX_FENCE as f64 as u64, MAX_FENCE);
+        assert_ne!((MAX_FENCE + 2) as f64 as u64, MAX_FENCE + 2);
+    }
+
+    #[test]
+    fn a_node_counts_only_when_it_raises_from_below() {
+        assert_eq!(raises(0, 1), Some(1));
+        assert_eq!(raises(4, 9), Some(9));
+        assert_eq!(raises(1, 1), None, "already at the token");
+        assert_eq!(raises(5, 2), None, "already past it");
+    }
+
+    #[test]
+    fn commit_replies_decode() {
+        assert_eq!(Commit::from_reply(1), Some(Commit::Raised));
+        assert_eq!(Commit::from_reply(0), Some(Commit::NotHeld));
+        assert_eq!(Commit::from_reply(-1), Some(Commit::Behind));
+        assert_eq!(Commit::from_reply(2), None);
+    }
+}
