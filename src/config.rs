@@ -143,25 +143,45 @@ pub(crate) fn parse_nodes(urls: &[String]) -> Result<Vec<NodeSpec>> {
 fn label(info: &redis::ConnectionInfo) -> String {
     let db = info.redis_settings().db();
     match info.addr() {
-        redis::ConnectionAddr::Tcp(host, port) => {
-            format!("{}:{port}/{db}", host.to_ascii_lowercase())
-        }
-        redis::ConnectionAddr::TcpTls { host, port, .. } => {
-            format!("{}:{port}/{db}", host.to_ascii_lowercase())
+        redis::ConnectionAddr::Tcp(host, port)
+        | redis::ConnectionAddr::TcpTls { host, port, .. } => {
+            format!("{}:{port}/{db}", bracketed(&host.to_ascii_lowercase()))
         }
         redis::ConnectionAddr::Unix(path) => format!("unix:{}/{db}", path.display()),
         other => format!("{other}/{db}"),
     }
 }
 
-/// A URL with any password replaced, for error messages.
-fn redact(url: &str) -> String {
-    match (url.find("://"), url.rfind('@')) {
+/// An IPv6 address in brackets (`[::1]`), so that the port stays apart.
+fn bracketed(host: &str) -> String {
+    if host.contains(':') && !host.starts_with('[') {
+        format!("[{host}]")
+    } else {
+        host.to_owned()
+    }
+}
+
+/// A URL with any password replaced, for error messages: the user info of
+/// `redis://user:pass@host` and the `pass=` / `password=` query values of
+/// `unix:///path?pass=…`.
+pub(crate) fn redact(url: &str) -> String {
+    let url = match (url.find("://"), url.rfind('@')) {
         (Some(scheme), Some(at)) if at > scheme => {
             format!("{}://***@{}", &url[..scheme], &url[at + 1..])
         }
         _ => url.to_owned(),
-    }
+    };
+    let Some((base, query)) = url.split_once('?') else {
+        return url;
+    };
+    let query: Vec<String> = query
+        .split('&')
+        .map(|pair| match pair.split_once('=') {
+            Some((name, _)) if name == "pass" || name == "password" => format!("{name}=***"),
+            _ => pair.to_owned(),
+        })
+        .collect();
+    format!("{base}?{}", query.join("&"))
 }
 
 #[cfg(test)]
@@ -178,6 +198,11 @@ mod tests {
         let err = parse_nodes(&urls(&["redis://:secret@host:notaport"])).unwrap_err();
         assert!(err.is_invalid_input());
         assert!(!err.to_string().contains("secret"), "{err}");
+        let err = parse_nodes(&urls(&["unix:///tmp/r.sock?db=x&pass=secret"])).unwrap_err();
+        assert!(!err.to_string().contains("secret"), "{err}");
+        assert!(err.to_string().contains("pass=***"), "{err}");
+        let builder = crate::Redlock::builder(["redis://:secret@h:1", "unix:///s?pass=secret"]);
+        assert!(!format!("{builder:?}").contains("secret"), "{builder:?}");
         let err = parse_nodes(&urls(&[
             "redis://127.0.0.1:7001",
             "redis://127.0.0.1:7001/0",
@@ -193,6 +218,8 @@ mod tests {
         assert_eq!(ok[0].label, "127.0.0.1:7001/0");
         assert_eq!(ok[1].label, "127.0.0.1:7001/1");
         assert_eq!(ok[2].label, "localhost:7002/0");
+        let v6 = parse_nodes(&urls(&["redis://[::1]:7003"])).unwrap();
+        assert_eq!(v6[0].label, "[::1]:7003/0");
     }
 
     #[test]

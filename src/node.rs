@@ -438,6 +438,18 @@ fn classify(e: &RedisError) -> NodeFailureKind {
             message: message.to_owned(),
         };
     }
+    // A pipelined command (GET + PTTL) that failed with a code redis-rs has
+    // no kind for (`WRONGTYPE`) carries its server error inside.
+    if let Some(server) = e
+        .clone()
+        .into_server_errors()
+        .and_then(|errors| errors.first().map(|(_, err)| err.clone()))
+    {
+        return NodeFailureKind::Redis {
+            code: server.code().to_owned(),
+            message: server.details().unwrap_or_default().to_owned(),
+        };
+    }
     if e.kind() == ErrorKind::AuthenticationFailed {
         // The server's WRONGPASS reply to AUTH; redis-rs replaces it with its
         // own error kind while connecting, so restore the code here.

@@ -68,11 +68,22 @@ pub struct Redlock {
 /// # Ok(())
 /// # }
 /// ```
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 #[must_use = "a builder does nothing until build() is awaited"]
 pub struct Builder {
     urls: Vec<String>,
     config: Config,
+}
+
+/// Shows the node URLs with their passwords replaced.
+impl std::fmt::Debug for Builder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let urls: Vec<String> = self.urls.iter().map(|u| config::redact(u)).collect();
+        f.debug_struct("Builder")
+            .field("urls", &urls)
+            .field("config", &self.config)
+            .finish()
+    }
 }
 
 impl Redlock {

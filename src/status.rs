@@ -58,6 +58,27 @@ impl Status {
         best
     }
 
+    /// Nodes that answered that the key is absent. Only when a quorum of
+    /// them did is the resource known to be free; nodes that failed to
+    /// answer (`WRONGTYPE`, timeouts, refused connections) could hold it.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # async fn demo(redlock: quorumlock::Redlock) {
+    /// let status = redlock.status("invoice:nightly").await;
+    /// if status.leading_holder().is_none() && status.free() < status.quorum {
+    ///     eprintln!("cannot tell: too few nodes answered ({status})");
+    /// }
+    /// # }
+    /// ```
+    pub fn free(&self) -> usize {
+        self.nodes
+            .iter()
+            .filter(|(_, v)| matches!(v, NodeView::Free))
+            .count()
+    }
+
     /// True when one value is held on a majority of nodes.
     pub fn held_by_quorum(&self) -> bool {
         self.leading_holder().is_some_and(|(_, n)| n >= self.quorum)
@@ -96,7 +117,23 @@ impl fmt::Display for Status {
                 self.nodes.len(),
                 self.quorum
             )?,
-            None => write!(f, "{} is free", self.resource)?,
+            None if self.free() >= self.quorum => write!(f, "{} is free", self.resource)?,
+            None => {
+                write!(
+                    f,
+                    "{} is unknown: only {} of {} nodes answered (key absent), {} needed",
+                    self.resource,
+                    self.free(),
+                    self.nodes.len(),
+                    self.quorum
+                )?;
+                if let Some(failure) = self.nodes.iter().find_map(|(_, v)| match v {
+                    NodeView::Failed(failure) => Some(failure),
+                    _ => None,
+                }) {
+                    write!(f, " (first failure: {failure})")?;
+                }
+            }
         }
         if let Some(left) = self.expires_in() {
             write!(f, ", expires in {:.1}s", left.as_secs_f64())?;
@@ -138,5 +175,41 @@ impl Engine {
                 .collect(),
             quorum: quorum::quorum(self.nodes.len()),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::NodeFailureKind;
+
+    fn status(views: Vec<NodeView>) -> Status {
+        Status {
+            resource: ResourceName::new(b"r"),
+            nodes: views
+                .into_iter()
+                .enumerate()
+                .map(|(i, v)| (format!("127.0.0.1:700{i}/0"), v))
+                .collect(),
+            quorum: 2,
+        }
+    }
+
+    #[test]
+    fn failed_nodes_are_not_reported_as_free() {
+        let wrongtype = NodeView::Failed(NodeFailure {
+            node: "127.0.0.1:7000/0".into(),
+            kind: NodeFailureKind::Redis {
+                code: "WRONGTYPE".into(),
+                message: "Operation against a key holding the wrong kind of value".into(),
+            },
+        });
+        let unknown = status(vec![wrongtype.clone(), wrongtype, NodeView::Free]);
+        let text = unknown.to_string();
+        assert!(!text.contains("is free"), "{text}");
+        assert!(text.contains("WRONGTYPE"), "{text}");
+        assert_eq!(unknown.free(), 1);
+        let free = status(vec![NodeView::Free, NodeView::Free, NodeView::Free]);
+        assert_eq!(free.to_string(), "\"r\" is free");
     }
 }

@@ -6,10 +6,13 @@ pub const OK: u8 = 0;
 pub const NOT_HELD: u8 = 1;
 /// Bad flags or arguments (also clap's own usage errors).
 pub const USAGE: u8 = 2;
-/// No quorum of nodes could be reached.
+/// No quorum of nodes answered (for at most `--outage-wait`).
 pub const UNAVAILABLE: u8 = 69;
 /// Internal error (e.g. a signal handler could not be installed).
 pub const SOFTWARE: u8 = 70;
+/// A quorum can never be had with this configuration: wrong password,
+/// missing ACL permission, or a key of another type under the name.
+pub const CONFIG: u8 = 78;
 /// The lock is held by someone else (`--no-wait`, or `--wait` ran out).
 pub const BUSY: u8 = 75;
 /// The lock was lost while the command ran; the command was terminated.
@@ -23,11 +26,18 @@ pub const NOT_FOUND: u8 = 127;
 pub const TABLE: &str = "\
 Exit status of `run`: the command's own status, or
     75  the lock is held elsewhere (--no-wait, or --wait ran out)
-    69  no quorum of Redis nodes could be reached
-    79  the lock was lost while the command ran; it was sent SIGTERM
-        (SIGKILL after --grace) and this status is returned
+    69  no quorum of Redis nodes answered (at once with --no-wait, else
+        after --outage-wait)
+    78  configuration error no retry cures: wrong password (WRONGPASS,
+        NOAUTH), missing ACL permission (NOPERM), or the resource's key
+        holds a value of another type (WRONGTYPE) on too many nodes
+    79  the lock was lost while the command ran; its process group was sent
+        SIGTERM (SIGKILL after --grace) and this status is returned
    126  the command could not be executed
    127  the command was not found
-  128+N the command was killed by signal N
-     2  bad flags or arguments
-Exit status of `status`: 0 held by a quorum, 1 not held, 69 no quorum reachable.";
+  128+N the command was killed by signal N, or quorumlock got signal N
+        before the command started (the lock was released)
+     2  bad flags or arguments (also: --ttl too short to renew, two nodes
+        that are the same server)
+Exit status of `status`: 0 held by a quorum, 1 not held, 69 no quorum
+answered, 78 configuration error (as above).";

@@ -1,9 +1,15 @@
 //! `quorumlock`: run a command under a Redlock lock, like `flock(1)` for a
 //! set of Redis nodes; or show who holds a lock.
 
+mod acquire;
+mod child;
+mod deadline;
+mod diagnose;
 mod exit;
+mod nodes;
 mod output;
 mod run;
+mod signals;
 mod status;
 
 use std::process::ExitCode;
@@ -25,7 +31,13 @@ struct Cli {
 #[derive(Args, Debug, Clone)]
 pub struct Common {
     /// Redis nodes, comma-separated URLs (redis://[user:pass@]host:port[/db]).
-    #[arg(long, env = "QUORUMLOCK_NODES", value_delimiter = ',', global = true)]
+    #[arg(
+        long,
+        env = "QUORUMLOCK_NODES",
+        hide_env_values = true,
+        value_delimiter = ',',
+        global = true
+    )]
     pub nodes: Vec<String>,
     /// Per-node reply timeout.
     #[arg(long, default_value = "50ms", value_parser = humantime::parse_duration, global = true)]
@@ -48,10 +60,15 @@ pub struct Common {
 enum Command {
     /// Take the lock, run CMD while renewing it, release it when CMD exits.
     ///
-    /// CMD gets QUORUMLOCK_RESOURCE, QUORUMLOCK_DEADLINE (Unix time in ms at
-    /// which the lock's current validity ends) and, with --fenced,
-    /// QUORUMLOCK_FENCE in its environment. SIGINT, SIGTERM and SIGHUP sent to
-    /// quorumlock are passed on to CMD.
+    /// CMD runs in its own process group and gets QUORUMLOCK_RESOURCE,
+    /// QUORUMLOCK_DEADLINE (Unix time in ms at which the lock's first
+    /// validity window ends; renewals extend the lock past it),
+    /// QUORUMLOCK_DEADLINE_FILE (a file holding the current deadline, kept
+    /// up to date as the lock is renewed) and, with --fenced,
+    /// QUORUMLOCK_FENCE. QUORUMLOCK_NODES is removed from its environment
+    /// unless --export-nodes is given. SIGINT, SIGTERM, SIGHUP, SIGQUIT,
+    /// SIGUSR1 and SIGUSR2 sent to quorumlock are passed on to CMD's process
+    /// group; if quorumlock itself dies, CMD is killed (parent-death signal).
     Run(run::RunArgs),
     /// Show, per node, whether RESOURCE is locked, by whom and for how long.
     Status(status::StatusArgs),
@@ -61,17 +78,19 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     output::init_tracing(&cli.common);
     if cli.common.nodes.is_empty() {
-        eprintln!("quorumlock: no Redis nodes: pass --nodes URL,URL,... or set QUORUMLOCK_NODES");
+        output::stderr_line("no Redis nodes: pass --nodes URL,URL,... or set QUORUMLOCK_NODES");
         return ExitCode::from(exit::USAGE);
     }
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
+    // One thread: the command is forked from the main thread, which lives
+    // as long as the process, so its parent-death signal fires only when
+    // quorumlock really exits.
+    let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
     {
         Ok(rt) => rt,
         Err(e) => {
-            eprintln!("quorumlock: cannot start the runtime: {e}");
+            output::stderr_line(&format!("cannot start the runtime: {e}"));
             return ExitCode::from(exit::SOFTWARE);
         }
     };
@@ -81,9 +100,10 @@ fn main() -> ExitCode {
             Command::Status(args) => status::status(&cli.common, args).await,
         }
     });
-    // Background releases and renewals must not keep the process alive.
-    runtime.shutdown_timeout(Duration::from_millis(500));
-    ExitCode::from(code)
+    // Releases were written to every node before the quorum answered; no
+    // background work is waited for (a hung node must cost nothing).
+    output::flush();
+    std::process::exit(i32::from(code))
 }
 
 /// Builds the client from the common options.
@@ -104,6 +124,12 @@ pub fn status_of(err: &quorumlock::Error) -> u8 {
         exit::USAGE
     } else if err.is_lost() {
         exit::LOST
+    } else if err
+        .node_failures()
+        .iter()
+        .any(|f| diagnose::is_config(&f.kind))
+    {
+        exit::CONFIG
     } else {
         exit::UNAVAILABLE
     }

@@ -1,20 +1,49 @@
-//! Messages on stderr: quiet, normal, verbose; a live line on a terminal.
+//! Messages on stderr (and `status`'s table on stdout): quiet, normal,
+//! verbose; a live line on a terminal. Every write ignores its errors: a
+//! closed or broken stderr (a `| logger` that died) must never stop the
+//! supervisor from killing the command or releasing the lock.
 
 use std::io::{IsTerminal, Write};
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::Common;
 
-/// Sends the library's tracing to stderr with `--verbose`.
+/// A live progress line is on the terminal and must be cleared before
+/// anything else is written there.
+static DRAWN: AtomicBool = AtomicBool::new(false);
+
+/// Sends the library's tracing to stderr with `--verbose`; colours only on
+/// a terminal.
 pub fn init_tracing(common: &Common) {
     if common.verbose {
         let _ = tracing_subscriber::fmt()
             .with_writer(std::io::stderr)
+            .with_ansi(std::io::stderr().is_terminal())
             .with_env_filter(
                 tracing_subscriber::EnvFilter::try_from_default_env()
                     .unwrap_or_else(|_| "quorumlock=debug".into()),
             )
             .try_init();
     }
+}
+
+/// Writes `quorumlock: {msg}` and a newline to stderr, ignoring errors.
+pub fn stderr_line(msg: &str) {
+    let mut err = std::io::stderr().lock();
+    let _ = writeln!(err, "quorumlock: {msg}");
+    let _ = err.flush();
+}
+
+/// Writes one line to stdout, ignoring errors (a closed pipe included).
+pub fn stdout_line(line: &str) {
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(out, "{line}");
+}
+
+/// Flushes stdout and stderr before the process exits, ignoring errors.
+pub fn flush() {
+    let _ = std::io::stdout().lock().flush();
+    let _ = std::io::stderr().lock().flush();
 }
 
 /// Where progress and notices go.
@@ -34,22 +63,25 @@ impl Out {
         }
     }
 
-    pub fn verbose(&self) -> bool {
-        self.verbose
-    }
-
     /// A notice (suppressed by `--quiet`).
     pub fn say(&self, msg: &str) {
         if !self.quiet {
             self.clear();
-            eprintln!("quorumlock: {msg}");
+            stderr_line(msg);
+        }
+    }
+
+    /// A notice shown only with `--verbose`.
+    pub fn detail(&self, msg: &str) {
+        if self.verbose {
+            self.say(msg);
         }
     }
 
     /// An error (always shown).
     pub fn error(&self, msg: &str) {
         self.clear();
-        eprintln!("quorumlock: {msg}");
+        stderr_line(msg);
     }
 
     /// Progress: rewritten in place on a terminal, one line each on a pipe.
@@ -60,14 +92,17 @@ impl Out {
         let mut err = std::io::stderr().lock();
         if self.live {
             let _ = write!(err, "\r\x1b[2Kquorumlock: {msg}");
-            let _ = err.flush();
+            DRAWN.store(true, Ordering::Relaxed);
         } else {
             let _ = writeln!(err, "quorumlock: {msg}");
         }
+        let _ = err.flush();
     }
 
-    fn clear(&self) {
-        if self.live && !self.quiet {
+    /// Removes the live progress line, if one is drawn (before the
+    /// command starts writing to the same terminal).
+    pub fn clear(&self) {
+        if self.live && DRAWN.swap(false, Ordering::Relaxed) {
             let mut err = std::io::stderr().lock();
             let _ = write!(err, "\r\x1b[2K");
             let _ = err.flush();

@@ -1,22 +1,40 @@
-//! `quorumlock run RESOURCE -- CMD [ARGS…]`.
+//! `quorumlock run RESOURCE -- CMD [ARGS…]`: the supervisor.
+//!
+//! Order of events: signal handlers first (kept until exit), checks of the
+//! TTL and the node list, the lock, a last look for a stop signal, then
+//! CMD in its own process group; when CMD exits (or the lock is lost),
+//! whatever is left of its group is terminated, then the lock is released
+//! and the process exits as soon as a quorum confirmed the release.
 
 use std::io::ErrorKind;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use clap::Args;
-use nix::sys::signal::{kill, Signal};
-use nix::unistd::Pid;
-use quorumlock::{Lock, Redlock, Renewal};
-use tokio::process::{Child, Command};
-use tokio::signal::unix::{signal, SignalKind};
+use quorumlock::{Lock, Redlock, Renewal, MAX_TTL};
 
+use crate::child::{self, Running, Spec};
+use crate::deadline::{self, DeadlineFile};
 use crate::output::Out;
+use crate::signals::{status_for, Signals};
 use crate::{exit, Common};
+
+/// The shortest TTL `run` accepts, in node timeouts: acquisition (1), a
+/// renewal at a third of the TTL (1) with one retry (2), and the safety
+/// margin of two node timeouts (2) must fit in two thirds of the TTL with
+/// room to spare.
+pub const MIN_TTL_NODE_TIMEOUTS: u32 = 8;
+
+/// How long humantime's `1y` is (365.25 days); accepted as the maximum.
+const HUMANTIME_YEAR: Duration = Duration::from_secs(31_557_600);
+
+/// Default bound on waiting for a quorum that does not answer.
+pub const DEFAULT_OUTAGE_WAIT: &str = "30s";
 
 #[derive(Args, Debug)]
 pub struct RunArgs {
-    /// Lock TTL; the lock is renewed every TTL/3 while CMD runs.
-    #[arg(long, default_value = "30s", value_parser = humantime::parse_duration)]
+    /// Lock TTL, at least 8 × --node-timeout, at most 1y (365 days); the
+    /// lock is renewed every TTL/3 while CMD runs.
+    #[arg(long, default_value = "30s", value_parser = parse_ttl)]
     pub ttl: Duration,
     /// Wait at most this long for a busy lock (default: wait until it is free).
     #[arg(long, value_parser = humantime::parse_duration, conflicts_with = "no_wait")]
@@ -24,21 +42,78 @@ pub struct RunArgs {
     /// Exit at once with status 75 if the lock is busy (a nightly job's "skip").
     #[arg(long)]
     pub no_wait: bool,
+    /// While no quorum of nodes answers (nodes down, hung, refusing), keep
+    /// trying at most this long, then exit 69; applies even without --wait.
+    #[arg(long, default_value = DEFAULT_OUTAGE_WAIT, value_parser = humantime::parse_duration)]
+    pub outage_wait: Duration,
     /// Hand CMD a fencing token in QUORUMLOCK_FENCE.
     #[arg(long)]
     pub fenced: bool,
-    /// After a lost lock: time between SIGTERM and SIGKILL.
+    /// After a lost lock, a signal, or CMD's exit with processes left in its
+    /// group: time between SIGTERM and SIGKILL to the group.
     #[arg(long, default_value = "10s", value_parser = humantime::parse_duration)]
     pub grace: Duration,
+    /// Pass the node list on to CMD in QUORUMLOCK_NODES (it may hold
+    /// passwords; by default CMD does not get it).
+    #[arg(long)]
+    pub export_nodes: bool,
+    /// The lock's name, for a name that begins with `-`.
+    #[arg(
+        long = "resource",
+        value_name = "RESOURCE",
+        allow_hyphen_values = true,
+        conflicts_with = "resource"
+    )]
+    pub resource_flag: Option<String>,
     /// The lock's name (the Redis key).
-    pub resource: String,
+    #[arg(required_unless_present = "resource_flag")]
+    pub resource: Option<String>,
     /// The command and its arguments, after `--`.
     #[arg(last = true, required = true, value_name = "CMD")]
     pub command: Vec<String>,
 }
 
+/// A TTL as humantime reads it; `1y` (365.25 days) means the maximum.
+fn parse_ttl(text: &str) -> Result<Duration, String> {
+    let ttl = humantime::parse_duration(text).map_err(|e| e.to_string())?;
+    if ttl > MAX_TTL && ttl <= HUMANTIME_YEAR {
+        return Ok(MAX_TTL);
+    }
+    if ttl > MAX_TTL {
+        return Err(format!("at most 1y ({MAX_TTL:?})"));
+    }
+    Ok(ttl)
+}
+
 pub async fn run(common: &Common, args: RunArgs) -> u8 {
     let out = Out::new(common);
+    let mut signals = match Signals::install() {
+        Ok(s) => s,
+        Err(e) => {
+            out.error(&format!("cannot install signal handlers: {e}"));
+            return exit::SOFTWARE;
+        }
+    };
+    let resource = args
+        .resource_flag
+        .clone()
+        .or_else(|| args.resource.clone())
+        .unwrap_or_default();
+    let min_ttl = common.node_timeout.saturating_mul(MIN_TTL_NODE_TIMEOUTS);
+    if args.ttl < min_ttl {
+        out.error(&format!(
+            "--ttl {} is too short to renew the lock with --node-timeout {}: the minimum \
+             is {} ({MIN_TTL_NODE_TIMEOUTS} × the node timeout)",
+            humantime::format_duration(args.ttl),
+            humantime::format_duration(common.node_timeout),
+            humantime::format_duration(min_ttl)
+        ));
+        return exit::USAGE;
+    }
+    if let Some(msg) = crate::nodes::same_server(&common.nodes, common.connect_timeout).await {
+        out.error(&msg);
+        return exit::USAGE;
+    }
     let redlock = match crate::redlock(common).await {
         Ok(r) => r,
         Err(e) => {
@@ -46,172 +121,122 @@ pub async fn run(common: &Common, args: RunArgs) -> u8 {
             return crate::status_of(&e);
         }
     };
-    let Some(lock) = acquire(&redlock, &args, out).await else {
-        return exit::BUSY;
-    };
-    let lock = match lock {
+    let lock = match crate::acquire::acquire(&redlock, common, &args, &resource, out, &mut signals)
+        .await
+    {
         Ok(lock) => lock,
         Err(code) => return code,
     };
-    if out.verbose() {
+    let releaser = Releaser {
+        redlock: redlock.clone(),
+        node_timeout: common.node_timeout,
+        out,
+    };
+    // A stop signal that came while the lock was being granted is acted
+    // on here: CMD never starts. (The yield lets the runtime read the
+    // signals delivered so far.)
+    tokio::task::yield_now().await;
+    if let Some(sig) = signals.pending_stop() {
         out.say(&format!(
-            "lock {:?} taken (token {}…, valid {:?}{})",
-            args.resource,
-            lock.token_prefix(),
-            lock.validity(),
-            lock.fence()
-                .map(|f| format!(", fence {f}"))
-                .unwrap_or_default()
+            "got {sig} before the command started; releasing the lock"
+        ));
+        releaser.release(lock).await;
+        return status_for(sig);
+    }
+    out.detail(&format!(
+        "lock {resource:?} taken (token {}…, valid {:?}{})",
+        lock.token_prefix(),
+        lock.validity(),
+        lock.fence()
+            .map(|f| format!(", fence {f}"))
+            .unwrap_or_default()
+    ));
+    let mut file = match DeadlineFile::create() {
+        Ok(f) => Some(f),
+        Err(e) => {
+            out.say(&format!("no QUORUMLOCK_DEADLINE_FILE: {e}"));
+            None
+        }
+    };
+    if let Some(file) = &mut file {
+        file.update(lock.deadline());
+    }
+    let mut env = vec![
+        ("QUORUMLOCK_RESOURCE", resource.clone()),
+        (
+            "QUORUMLOCK_DEADLINE",
+            deadline::unix_ms(lock.deadline()).to_string(),
+        ),
+    ];
+    if let Some(file) = &file {
+        env.push((
+            "QUORUMLOCK_DEADLINE_FILE",
+            file.path().display().to_string(),
         ));
     }
-    let child = match spawn(&args, &lock) {
-        Ok(child) => child,
+    if let Some(fence) = lock.fence() {
+        env.push(("QUORUMLOCK_FENCE", fence.to_string()));
+    }
+    if args.export_nodes {
+        env.push(("QUORUMLOCK_NODES", common.nodes.join(",")));
+    }
+    let spec = Spec {
+        argv: &args.command,
+        env,
+        env_remove: vec!["QUORUMLOCK_NODES"],
+    };
+    let running = match child::spawn(&spec) {
+        Ok(running) => running,
         Err(e) => {
             let code = match e.kind() {
                 ErrorKind::NotFound => exit::NOT_FOUND,
-                ErrorKind::PermissionDenied => exit::CANNOT_EXECUTE,
                 _ => exit::CANNOT_EXECUTE,
             };
             out.error(&format!("cannot run {:?}: {e}", args.command[0]));
-            release(lock, out).await;
-            redlock.settle(common.node_timeout * 4).await;
+            releaser.release(lock).await;
             return code;
         }
     };
-    let code = supervise(child, lock, &args, out).await;
-    // Releases still on their way to the slowest nodes finish before exit.
-    redlock.settle(common.node_timeout * 4).await;
-    code
+    supervise(
+        running,
+        lock,
+        &args,
+        &resource,
+        &releaser,
+        &mut signals,
+        file,
+    )
+    .await
 }
 
-/// Takes the lock; `None` when it is busy, `Some(Err(code))` on other errors.
-async fn acquire(redlock: &Redlock, args: &RunArgs, out: Out) -> Option<Result<Lock, u8>> {
-    let mut request = redlock.acquisition(&args.resource, args.ttl);
-    if args.fenced {
-        request = request.fenced();
-    }
-    request = if args.no_wait {
-        // A couple of quick retries only settle split votes between
-        // contenders that started together.
-        request.retries(2)
-    } else if let Some(wait) = args.wait {
-        request.wait(wait)
-    } else {
-        request.retries(u32::MAX)
-    };
-    let started = Instant::now();
-    let progress = {
-        let (redlock, resource, waiting) = (redlock.clone(), args.resource.clone(), !args.no_wait);
-        tokio::spawn(async move {
-            if !waiting {
-                return;
-            }
-            tokio::time::sleep(Duration::from_millis(300)).await;
-            loop {
-                let status = redlock.status(&resource).await;
-                out.progress(&format!(
-                    "waiting for the lock ({:.0}s): {status}",
-                    started.elapsed().as_secs_f64()
-                ));
-                tokio::time::sleep(Duration::from_secs(1)).await;
-            }
-        })
-    };
-    let mut interrupt = signal(SignalKind::interrupt()).ok();
-    let mut terminate = signal(SignalKind::terminate()).ok();
-    let result = tokio::select! {
-        r = request.acquire() => r,
-        _ = recv(&mut interrupt) => {
-            progress.abort();
-            out.say("interrupted while waiting for the lock");
-            return Some(Err(128 + Signal::SIGINT as u8));
-        }
-        _ = recv(&mut terminate) => {
-            progress.abort();
-            out.say("terminated while waiting for the lock");
-            return Some(Err(128 + Signal::SIGTERM as u8));
-        }
-    };
-    progress.abort();
-    match result {
-        Ok(lock) => Some(Ok(lock)),
-        Err(e) if e.is_contended() => {
-            let status = redlock.status(&args.resource).await;
-            out.say(&format!("lock busy: {status}"));
-            None
-        }
-        Err(e) => {
-            out.error(&e.to_string());
-            Some(Err(crate::status_of(&e)))
-        }
-    }
-}
-
-async fn recv(sig: &mut Option<tokio::signal::unix::Signal>) {
-    match sig {
-        Some(s) => {
-            s.recv().await;
-        }
-        None => std::future::pending().await,
-    }
-}
-
-fn spawn(args: &RunArgs, lock: &Lock) -> std::io::Result<Child> {
-    let deadline = SystemTime::now()
-        .checked_add(lock.validity())
-        .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
-        .map(|d| d.as_millis())
-        .unwrap_or(0);
-    let mut cmd = Command::new(&args.command[0]);
-    cmd.args(&args.command[1..])
-        .env("QUORUMLOCK_RESOURCE", &args.resource)
-        .env("QUORUMLOCK_DEADLINE", deadline.to_string());
-    if let Some(fence) = lock.fence() {
-        cmd.env("QUORUMLOCK_FENCE", fence.to_string());
-    }
-    cmd.spawn()
-}
-
-/// Waits for the child, forwarding signals, while the lock renews itself;
-/// terminates the child as soon as the lock is lost or its renewal is late.
-async fn supervise(mut child: Child, lock: Lock, args: &RunArgs, out: Out) -> u8 {
-    let pid = child
-        .id()
-        .and_then(|id| i32::try_from(id).ok())
-        .map(Pid::from_raw);
+/// Waits for the command, passing signals on to its group, while the lock
+/// renews itself; terminates the group as soon as the lock is lost.
+async fn supervise(
+    mut running: Running,
+    lock: Lock,
+    args: &RunArgs,
+    resource: &str,
+    releaser: &Releaser,
+    signals: &mut Signals,
+    mut file: Option<DeadlineFile>,
+) -> u8 {
+    let out = releaser.out;
     let lost = match lock.auto_renew(Renewal::default()) {
         Ok(signal) => signal,
         Err(e) => {
-            out.error(&format!("cannot renew the lock: {e}"));
-            if let Some(pid) = pid {
-                let _ = kill(pid, Signal::SIGTERM);
-            }
-            let _ = child.wait().await;
-            release(lock, out).await;
+            out.error(&format!(
+                "cannot renew the lock: {e}; terminating the command"
+            ));
+            running.terminate(args.grace).await;
+            running.finish();
+            releaser.release(lock).await;
             return exit::SOFTWARE;
         }
     };
-    let mut signals: Vec<(Signal, Option<tokio::signal::unix::Signal>)> = [
-        (Signal::SIGINT, SignalKind::interrupt()),
-        (Signal::SIGTERM, SignalKind::terminate()),
-        (Signal::SIGHUP, SignalKind::hangup()),
-    ]
-    .into_iter()
-    .map(|(s, k)| (s, signal(k).ok()))
-    .collect();
+    let mut refresh = tokio::time::interval(deadline::REFRESH);
     loop {
-        let forwarded = async {
-            let waits = signals.iter_mut().map(|(sig, stream)| {
-                let sig = *sig;
-                Box::pin(async move {
-                    recv(stream).await;
-                    sig
-                })
-            });
-            futures::future::select_all(waits).await.0
-        };
         tokio::select! {
-            status = child.wait() => {
+            status = running.child.wait() => {
                 let code = match status {
                     Ok(status) => code_of(status),
                     Err(e) => {
@@ -219,7 +244,16 @@ async fn supervise(mut child: Child, lock: Lock, args: &RunArgs, out: Out) -> u8
                         exit::SOFTWARE
                     }
                 };
-                release(lock, out).await;
+                if running.leftovers() {
+                    out.say(&format!(
+                        "the command exited but left processes in its group; terminating \
+                         them (SIGTERM, SIGKILL after {}) before releasing the lock",
+                        humantime::format_duration(args.grace)
+                    ));
+                    running.terminate(args.grace).await;
+                }
+                running.finish();
+                releaser.release(lock).await;
                 return code;
             }
             kind = lost.lost() => {
@@ -228,28 +262,25 @@ async fn supervise(mut child: Child, lock: Lock, args: &RunArgs, out: Out) -> u8
                     .map(|r| r.to_string())
                     .unwrap_or_else(|| kind.as_str().to_owned());
                 out.error(&format!(
-                    "LOCK LOST on {:?} ({}): {why}; terminating the command \
-                     (SIGTERM, SIGKILL after {:?})",
-                    args.resource,
+                    "LOCK LOST on {resource:?} ({}): {why}; terminating the command's \
+                     process group (SIGTERM, SIGKILL after {})",
                     kind.as_str(),
-                    args.grace
+                    humantime::format_duration(args.grace)
                 ));
-                if let Some(pid) = pid {
-                    let _ = kill(pid, Signal::SIGTERM);
+                if running.terminate(args.grace).await {
+                    out.error("the command ignored SIGTERM; it was sent SIGKILL");
                 }
-                if tokio::time::timeout(args.grace, child.wait()).await.is_err() {
-                    out.error("the command ignored SIGTERM; sending SIGKILL");
-                    let _ = child.kill().await;
-                }
-                release(lock, out).await;
+                running.finish();
+                releaser.release(lock).await;
                 return exit::LOST;
             }
-            sig = forwarded => {
-                if let Some(pid) = pid {
-                    let _ = kill(pid, sig);
-                }
-                if out.verbose() {
-                    out.say(&format!("passed {sig} on to the command"));
+            sig = signals.next() => {
+                running.signal(sig);
+                out.detail(&format!("passed {sig} on to the command's process group"));
+            }
+            _ = refresh.tick() => {
+                if let Some(file) = &mut file {
+                    file.update(lost.deadline());
                 }
             }
         }
@@ -267,10 +298,23 @@ fn code_of(status: std::process::ExitStatus) -> u8 {
         .unwrap_or(exit::SOFTWARE)
 }
 
-/// Releases the lock and waits (briefly) until every node got the
-/// release, since the process exits right after.
-async fn release(lock: Lock, out: Out) {
-    if let Err(e) = lock.release().await {
-        out.say(&format!("release: {e} (the keys expire with their TTL)"));
+/// Releases the lock: returns once a quorum confirmed and the other
+/// nodes' releases are out too, waiting for those at most one node timeout
+/// (at most 250 ms): a node still waiting for its `SET` reply gets its
+/// release only after it, and a hung node must not delay the exit by more.
+struct Releaser {
+    redlock: Redlock,
+    node_timeout: Duration,
+    out: Out,
+}
+
+impl Releaser {
+    async fn release(&self, lock: Lock) {
+        if let Err(e) = lock.release().await {
+            self.out
+                .say(&format!("release: {e} (the keys expire with their TTL)"));
+        }
+        let limit = self.node_timeout.min(Duration::from_millis(250));
+        self.redlock.settle(limit).await;
     }
 }

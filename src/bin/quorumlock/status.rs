@@ -3,48 +3,65 @@
 use clap::Args;
 use quorumlock::NodeView;
 
-use crate::{exit, Common};
+use crate::output::{stderr_line, stdout_line};
+use crate::{diagnose, exit, Common};
 
 #[derive(Args, Debug)]
 pub struct StatusArgs {
+    /// The lock's name, for a name that begins with `-`.
+    #[arg(
+        long = "resource",
+        value_name = "RESOURCE",
+        allow_hyphen_values = true,
+        conflicts_with = "resource"
+    )]
+    pub resource_flag: Option<String>,
     /// The lock's name (the Redis key).
-    pub resource: String,
+    #[arg(required_unless_present = "resource_flag")]
+    pub resource: Option<String>,
 }
 
 pub async fn status(common: &Common, args: StatusArgs) -> u8 {
     let redlock = match crate::redlock(common).await {
         Ok(r) => r,
         Err(e) => {
-            eprintln!("quorumlock: {e}");
+            stderr_line(&e.to_string());
             return crate::status_of(&e);
         }
     };
-    let status = redlock.status(&args.resource).await;
-    let mut failed = 0;
+    let resource = args.resource_flag.or(args.resource).unwrap_or_default();
+    let status = redlock.status(&resource).await;
+    let (mut failed, mut config) = (0, 0);
     for (node, view) in &status.nodes {
         match view {
-            NodeView::Free => println!("{node:<28} free"),
+            NodeView::Free => stdout_line(&format!("{node:<28} free")),
             NodeView::Held {
                 token_prefix,
                 expires_in,
             } => match expires_in {
-                Some(left) => println!(
+                Some(left) => stdout_line(&format!(
                     "{node:<28} held by {token_prefix}…  expires in {:.3}s",
                     left.as_secs_f64()
-                ),
-                None => println!("{node:<28} held by {token_prefix}…  no expiry"),
+                )),
+                None => stdout_line(&format!("{node:<28} held by {token_prefix}…  no expiry")),
             },
             NodeView::Failed(f) => {
                 failed += 1;
-                println!("{node:<28} error: {}", f.kind);
+                if diagnose::is_config(&f.kind) {
+                    config += 1;
+                }
+                stdout_line(&format!("{node:<28} error: {}", f.kind));
             }
-            other => println!("{node:<28} {other:?}"),
+            other => stdout_line(&format!("{node:<28} {other:?}")),
         }
     }
-    println!("{status}");
+    stdout_line(&status.to_string());
+    let nodes = status.nodes.len();
     if status.held_by_quorum() {
         exit::OK
-    } else if status.nodes.len() - failed < status.quorum {
+    } else if config > nodes.saturating_sub(status.quorum) {
+        exit::CONFIG
+    } else if nodes - failed < status.quorum {
         exit::UNAVAILABLE
     } else {
         exit::NOT_HELD

@@ -1,0 +1,202 @@
+//! Taking the lock for `run`: waits for contention as long as asked, for an
+//! outage at most `--outage-wait`, for a configuration error not at all;
+//! a stop signal ends the wait and releases whatever was partly taken.
+
+use std::time::{Duration, Instant};
+
+use quorumlock::{Lock, NodeFailure, NodeView, Redlock};
+
+use crate::diagnose::{classify, is_config, no_quorum, Verdict};
+use crate::output::Out;
+use crate::run::RunArgs;
+use crate::signals::{is_stop, status_for, Signals};
+use crate::{exit, Common};
+
+/// Longest single call into the library while waiting, so that the kind of
+/// failure is looked at regularly.
+const SLICE: Duration = Duration::from_secs(1);
+
+/// Takes the lock, or returns the exit status.
+pub async fn acquire(
+    redlock: &Redlock,
+    common: &Common,
+    args: &RunArgs,
+    resource: &str,
+    out: Out,
+    signals: &mut Signals,
+) -> Result<Lock, u8> {
+    let started = Instant::now();
+    let progress = (!args.no_wait).then(|| {
+        let (redlock, resource) = (redlock.clone(), resource.to_owned());
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            loop {
+                let status = redlock.status(&resource).await;
+                out.progress(&format!(
+                    "waiting for the lock ({:.0}s): {status}",
+                    started.elapsed().as_secs_f64()
+                ));
+                tokio::time::sleep(Duration::from_secs(1)).await;
+            }
+        })
+    });
+    let result = attempts(redlock, common, args, resource, out, signals, started).await;
+    if let Some(progress) = progress {
+        progress.abort();
+    }
+    out.clear();
+    if result.is_err() {
+        // The last attempt's partial grants are being released in the
+        // background; the process exits next.
+        redlock.settle(common.node_timeout.saturating_mul(2)).await;
+    }
+    result
+}
+
+async fn attempts(
+    redlock: &Redlock,
+    common: &Common,
+    args: &RunArgs,
+    resource: &str,
+    out: Out,
+    signals: &mut Signals,
+    started: Instant,
+) -> Result<Lock, u8> {
+    let wait_until = args.wait.map(|w| started + w);
+    let ran_out = || {
+        wait_until.is_some_and(|d| {
+            d.saturating_duration_since(Instant::now()) < Duration::from_millis(10)
+        })
+    };
+    let (nodes, quorum) = (redlock.nodes(), redlock.quorum());
+    let mut outage_since: Option<Instant> = None;
+    let mut first = true;
+    loop {
+        let attempt_started = Instant::now();
+        let mut request = redlock.acquisition(resource, args.ttl);
+        if args.fenced {
+            request = request.fenced();
+        }
+        request = if args.no_wait {
+            // A couple of quick retries only settle split votes between
+            // contenders that started together.
+            request.retries(2)
+        } else if first {
+            request.once()
+        } else {
+            let left = wait_until.map_or(SLICE, |d| d.saturating_duration_since(Instant::now()));
+            request.wait(left.min(SLICE))
+        };
+        first = false;
+        // Boxed, so that dropping it below really ends it (and spawns the
+        // release of what it took) before the wait for that release.
+        let mut attempt = Box::pin(request.acquire());
+        let result = loop {
+            tokio::select! {
+                biased;
+                sig = signals.next() => {
+                    if is_stop(sig) {
+                        out.say(&format!("got {sig} while waiting for the lock; giving up"));
+                        // Dropping the attempt releases what it took, in
+                        // the background: wait for that before exiting.
+                        drop(attempt);
+                        redlock.settle(common.node_timeout.saturating_mul(4)).await;
+                        return Err(status_for(sig));
+                    }
+                    out.detail(&format!("got {sig} while waiting for the lock; no command to pass it to yet"));
+                }
+                r = &mut attempt => break r,
+            }
+        };
+        let err = match result {
+            Ok(lock) => return Ok(lock),
+            Err(e) => e,
+        };
+        let mut verdict = classify(&err, nodes, quorum);
+        let mut status = None;
+        if verdict == Verdict::Contended {
+            // "Busy" only when someone holds it: refusals can also come
+            // from this process' own previous attempt, whose release is
+            // still on its way while most nodes are down.
+            let seen = redlock.status(resource).await;
+            let failed = seen
+                .nodes
+                .iter()
+                .filter(|(_, v)| matches!(v, NodeView::Failed(_)))
+                .count();
+            if nodes.saturating_sub(failed) < quorum {
+                let failures: Vec<NodeFailure> = seen
+                    .nodes
+                    .iter()
+                    .filter_map(|(_, v)| match v {
+                        NodeView::Failed(f) => Some(f.clone()),
+                        _ => None,
+                    })
+                    .collect();
+                let config = failures.iter().filter(|f| is_config(&f.kind)).count();
+                let summary = no_quorum(&failures, nodes, quorum);
+                verdict = if config > nodes.saturating_sub(quorum)
+                    && !failures.iter().all(|f| f.kind.is_redis_error("WRONGTYPE"))
+                {
+                    Verdict::Config(summary)
+                } else if config > nodes.saturating_sub(quorum) {
+                    Verdict::Contended
+                } else {
+                    Verdict::Outage(summary)
+                };
+            }
+            status = Some(seen);
+        }
+        match verdict {
+            Verdict::Contended => {
+                outage_since = None;
+                let status = match status {
+                    Some(s) => s,
+                    None => redlock.status(resource).await,
+                };
+                let wrongtype = status
+                    .nodes
+                    .iter()
+                    .filter(|(_, v)| matches!(v, NodeView::Failed(f) if f.kind.is_redis_error("WRONGTYPE")))
+                    .count();
+                if wrongtype > nodes.saturating_sub(quorum) {
+                    out.error(&format!(
+                        "{resource:?} is not a lock: its key holds a value of another type on \
+                         {wrongtype} of {nodes} nodes (WRONGTYPE); choose another resource name"
+                    ));
+                    return Err(exit::CONFIG);
+                }
+                if args.no_wait || ran_out() {
+                    out.say(&format!("lock busy: {status}"));
+                    return Err(exit::BUSY);
+                }
+            }
+            Verdict::Outage(msg) => {
+                let since = *outage_since.get_or_insert(attempt_started);
+                if args.no_wait || ran_out() || since.elapsed() >= args.outage_wait {
+                    out.error(&msg);
+                    out.detail(&err.to_string());
+                    return Err(exit::UNAVAILABLE);
+                }
+                out.detail(&msg);
+                // Let the release of this attempt's partial grants land
+                // before the next one.
+                let pause = common.retry_delay.mul_f64(rand::random::<f64>());
+                tokio::time::sleep(pause.max(Duration::from_millis(10))).await;
+            }
+            Verdict::Config(msg) => {
+                out.error(&format!("{msg}; this will not pass by waiting"));
+                out.detail(&err.to_string());
+                return Err(exit::CONFIG);
+            }
+            Verdict::Usage(msg) => {
+                out.error(&msg);
+                return Err(exit::USAGE);
+            }
+            Verdict::Other(msg) => {
+                out.error(&msg);
+                return Err(crate::status_of(&err));
+            }
+        }
+    }
+}
