@@ -35,3 +35,5 @@ fi
 
 # The paths it prints are the defaults the tests look at; nothing to export.
 scripts/fetch-servers.sh >/dev/null
+# The virtualenv with redlock-py and aioredlock that tests/interop.rs drives.
+scripts/interop-venv.sh >/dev/null

@@ -100,12 +100,17 @@ mod lease;
 mod link;
 mod lock;
 mod loss;
+#[cfg(feature = "metrics")]
+pub mod metrics;
+#[cfg(not(feature = "metrics"))]
+mod metrics;
 mod node;
 mod quarantine;
 mod quorum;
 mod redlock;
 mod renewal;
 mod renewer;
+mod reply_code;
 mod scoped;
 mod scripts;
 mod stats;

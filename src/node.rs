@@ -17,6 +17,7 @@ use crate::keys::Keys;
 use crate::link::Link;
 use crate::quarantine::{self, Quarantine, Standing};
 use crate::quorum::{self, Vote};
+use crate::reply_code::reply_code;
 use crate::scripts;
 use crate::stats::{NodeCounters, Op};
 use crate::token::Token;
@@ -88,7 +89,7 @@ impl Node {
             client: Arc::new(client),
             conn,
             restart,
-            counters: Arc::default(),
+            counters: Arc::new(NodeCounters::new(&spec.label)),
             announce_refused: Arc::default(),
         })
     }
@@ -457,9 +458,10 @@ fn classify(e: &RedisError) -> NodeFailureKind {
         return NodeFailureKind::Timeout(Duration::ZERO);
     }
     if let Some(code) = e.code() {
+        let (code, message) = reply_code(code, e.detail().unwrap_or_default());
         return NodeFailureKind::Redis {
             code: code.to_owned(),
-            message: e.detail().unwrap_or_default().to_owned(),
+            message: message.to_owned(),
         };
     }
     // A pipelined command (GET + PTTL) that failed with a code redis-rs has

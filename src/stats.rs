@@ -12,6 +12,7 @@ use std::time::Duration;
 use crate::error::NodeFailureKind;
 use crate::fanout::Engine;
 use crate::loss::LossKind;
+use crate::metrics::{self, NodeMetrics};
 use crate::redlock::Redlock;
 
 /// Upper bounds (inclusive, in microseconds) of the latency buckets; one
@@ -135,17 +136,30 @@ pub(crate) struct NodeCounters {
     quarantined: AtomicU64,
     redis_errors: [AtomicU64; CODES.len() + 1],
     latency: LatencyCounters,
+    /// The same events for the `metrics` facade (a no-op without the
+    /// feature).
+    metrics: NodeMetrics,
 }
 
 impl NodeCounters {
+    /// The counters of node `label` (`host:port/db`).
+    pub(crate) fn new(label: &str) -> Self {
+        Self {
+            metrics: NodeMetrics::new(label),
+            ..Self::default()
+        }
+    }
+
     /// A command is about to be sent.
     pub(crate) fn sent(&self) {
         self.commands.fetch_add(1, Relaxed);
+        self.metrics.sent();
     }
 
     /// A reply (not an error) came back after `elapsed`.
     pub(crate) fn replied(&self, elapsed: Duration) {
         self.latency.record(elapsed);
+        self.metrics.reply(elapsed);
     }
 
     /// The command failed with `kind`; `elapsed` is `Some` when the node
@@ -154,14 +168,32 @@ impl NodeCounters {
         if let Some(elapsed) = elapsed {
             if matches!(kind, NodeFailureKind::Redis { .. }) {
                 self.latency.record(elapsed);
+                self.metrics.reply(elapsed);
             }
         }
+        let m = &self.metrics;
         let counter = match kind {
-            NodeFailureKind::Timeout(_) => &self.timeouts,
-            NodeFailureKind::Connection(_) => &self.connection_errors,
-            NodeFailureKind::Redis { code, .. } => &self.redis_errors[code_index(code)],
-            NodeFailureKind::Protocol(_) => &self.protocol_errors,
-            NodeFailureKind::Quarantined { .. } => &self.quarantined,
+            NodeFailureKind::Timeout(_) => {
+                m.timeout();
+                &self.timeouts
+            }
+            NodeFailureKind::Connection(_) => {
+                m.connection_error();
+                &self.connection_errors
+            }
+            NodeFailureKind::Redis { code, .. } => {
+                let i = code_index(code);
+                m.error_reply(CODES.get(i).copied().unwrap_or(OTHER_CODE));
+                &self.redis_errors[i]
+            }
+            NodeFailureKind::Protocol(_) => {
+                m.protocol_error();
+                &self.protocol_errors
+            }
+            NodeFailureKind::Quarantined { .. } => {
+                m.quarantined();
+                &self.quarantined
+            }
         };
         counter.fetch_add(1, Relaxed);
     }
@@ -169,6 +201,7 @@ impl NodeCounters {
     /// The node answered something that is not a valid reply.
     pub(crate) fn protocol_error(&self) {
         self.protocol_errors.fetch_add(1, Relaxed);
+        self.metrics.protocol_error();
     }
 
     /// The node voted `yes` (granted, extended, deleted) or no (held
@@ -180,6 +213,7 @@ impl NodeCounters {
             Op::Release => &self.release,
         };
         if yes { &votes.yes } else { &votes.no }.fetch_add(1, Relaxed);
+        self.metrics.vote(op, yes);
         yes
     }
 
@@ -222,23 +256,26 @@ impl LeaseCounters {
     /// An automatic renewal reached a quorum in time.
     pub(crate) fn renewed(&self) {
         self.renewals.fetch_add(1, Relaxed);
+        metrics::renewal(true);
     }
 
     /// An automatic renewal did not.
     pub(crate) fn renewal_failed(&self) {
         self.renewal_failures.fetch_add(1, Relaxed);
+        metrics::renewal(false);
     }
 
     /// A lock's signal reached `kind` (first firing or upgrade).
     pub(crate) fn signalled(&self, kind: LossKind) {
-        let counter = match kind {
-            LossKind::Uncertain => &self.uncertain,
-            LossKind::Lost => &self.lost,
-            LossKind::Expired => &self.expired,
-            LossKind::LimitReached => &self.limit_reached,
+        let (counter, name) = match kind {
+            LossKind::Uncertain => (&self.uncertain, "uncertain"),
+            LossKind::Lost => (&self.lost, "lost"),
+            LossKind::Expired => (&self.expired, "expired"),
+            LossKind::LimitReached => (&self.limit_reached, "limit_reached"),
             LossKind::Released => return,
         };
         counter.fetch_add(1, Relaxed);
+        metrics::signal(name);
     }
 
     pub(crate) fn snapshot(&self) -> LeaseStats {

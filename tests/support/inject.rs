@@ -109,7 +109,16 @@ impl Cluster {
     ///
     /// When the node does not turn busy within 5 s.
     pub fn busy(&self, i: usize) -> Busy {
-        self.config_set(i, "busy-reply-threshold", "10");
+        // Redis 7 and Valkey name it `busy-reply-threshold`; Redis 6.2
+        // knows only the older name.
+        let threshold: redis::RedisResult<()> = redis::cmd("CONFIG")
+            .arg("SET")
+            .arg("busy-reply-threshold")
+            .arg("10")
+            .query(&mut self.conn(i));
+        if threshold.is_err() {
+            self.config_set(i, "lua-time-limit", "10");
+        }
         let url = self.side_url(i);
         let mut conn = side(&url).expect("side connection");
         conn.set_read_timeout(None).expect("no read timeout");

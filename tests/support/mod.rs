@@ -42,12 +42,39 @@ pub use proxy::{Direction, Fault, FaultHandle, Links, Proxy};
 /// The environment variable naming external nodes.
 pub const NODES_ENV: &str = "QUORUMLOCK_TEST_NODES";
 
+/// The server binary every local node runs (default `redis-server` on
+/// `PATH`; `REDIS_SERVER` is read too, for older scripts).
+pub const SERVER_ENV: &str = "QUORUMLOCK_REDIS_SERVER";
+/// Comma-separated server binaries, one per node, repeated when a cluster
+/// has more nodes than entries: a mixed cluster (e.g. two Redis 6.2, two
+/// Redis 7, one Valkey). Takes precedence over [`SERVER_ENV`].
+pub const SERVERS_ENV: &str = "QUORUMLOCK_REDIS_SERVERS";
+
+/// The binary node number `index` of a cluster runs.
+pub fn server_binary(index: usize) -> String {
+    let list = std::env::var(SERVERS_ENV).unwrap_or_default();
+    let list: Vec<&str> = list
+        .split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .collect();
+    if !list.is_empty() {
+        return list[index % list.len()].to_owned();
+    }
+    std::env::var(SERVER_ENV)
+        .or_else(|_| std::env::var("REDIS_SERVER"))
+        .unwrap_or_else(|_| "redis-server".into())
+}
+
 /// A node started by the harness.
 pub struct LocalNode {
     /// The plain-TCP port (side connections always use it).
     pub port: u16,
     /// The TLS port, when the node serves TLS; clients then use it.
     pub tls_port: Option<u16>,
+    /// The server binary it runs: [`NodeOptions::server`], else
+    /// [`server_binary`].
+    pub binary: String,
     dir: tempfile::TempDir,
     child: Option<Child>,
     options: NodeOptions,
@@ -71,8 +98,9 @@ pub struct NodeOptions {
     pub tls_args: Option<Vec<String>>,
     /// Any further `redis-server` arguments.
     pub args: Vec<String>,
-    /// The server binary; `REDIS_SERVER` or `redis-server` on `PATH` when
-    /// unset. [`valkey_clock_options`] points it at Valkey.
+    /// The server binary; [`server_binary`] (`QUORUMLOCK_REDIS_SERVERS`,
+    /// `QUORUMLOCK_REDIS_SERVER`, `REDIS_SERVER`, or `redis-server` on
+    /// `PATH`) when unset. [`valkey_clock_options`] points it at Valkey.
     pub server: Option<PathBuf>,
     /// Run the node under this libfaketime library (`LD_PRELOAD`), reading
     /// its wall-clock offset from a file in the node's directory at every
@@ -166,10 +194,7 @@ impl LocalNode {
     }
 
     fn spawn(&mut self) -> std::io::Result<()> {
-        let bin = self.options.server.clone().unwrap_or_else(|| {
-            std::env::var_os("REDIS_SERVER").map_or_else(|| "redis-server".into(), PathBuf::from)
-        });
-        let mut cmd = Command::new(bin);
+        let mut cmd = Command::new(&self.binary);
         if let Some(lib) = &self.options.faketime {
             // Only the wall clock moves (as an NTP step would); monotonic
             // timers inside the server stay real.
@@ -304,19 +329,23 @@ impl Cluster {
 
     /// Starts `n` local nodes with these options.
     pub fn local_custom(n: usize, options: &NodeOptions) -> Self {
-        let nodes = (0..n).map(|_| Self::start_node(options)).collect();
+        let nodes = (0..n).map(|i| Self::start_node(i, options)).collect();
         Self {
             nodes: Nodes::Local(nodes),
             proxies: Vec::new(),
         }
     }
 
-    fn start_node(options: &NodeOptions) -> LocalNode {
+    fn start_node(index: usize, options: &NodeOptions) -> LocalNode {
         let mut last = String::new();
         for _ in 0..5 {
             let mut node = LocalNode {
                 port: free_port(),
                 tls_port: options.tls_args.as_ref().map(|_| free_port()),
+                binary: options
+                    .server
+                    .as_ref()
+                    .map_or_else(|| server_binary(index), |p| p.display().to_string()),
                 dir: if options.in_memory_dir && Path::new("/dev/shm").is_dir() {
                     tempfile::tempdir_in("/dev/shm")
                 } else {
@@ -329,7 +358,10 @@ impl Cluster {
                 clock_offset: Duration::ZERO,
             };
             if let Err(e) = node.spawn() {
-                panic!("cannot start redis-server (is it installed? set REDIS_SERVER): {e}");
+                panic!(
+                    "cannot start {} (is it installed? set {SERVER_ENV}): {e}",
+                    node.binary
+                );
             }
             let child = node.child.as_mut().expect("just spawned");
             match wait_until_up(node.port, child) {
@@ -620,8 +652,9 @@ impl Cluster {
                 for (i, n) in nodes.iter().enumerate() {
                     let _ = writeln!(
                         out,
-                        "----- node {i} (port {}) log -----\n{}",
+                        "----- node {i} (port {}, {}) log -----\n{}",
                         n.port,
+                        n.binary,
                         n.log()
                     );
                 }

@@ -3,9 +3,11 @@
 
 mod acquire;
 mod child;
+mod completions;
 mod deadline;
 mod diagnose;
 mod exit;
+mod json;
 mod nodes;
 mod output;
 mod run;
@@ -72,11 +74,17 @@ enum Command {
     Run(run::RunArgs),
     /// Show, per node, whether RESOURCE is locked, by whom and for how long.
     Status(status::StatusArgs),
+    /// Print a shell completion script (bash, zsh, fish, elvish,
+    /// powershell) on stdout; needs no nodes.
+    Completions(completions::CompletionsArgs),
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     output::init_tracing(&cli.common);
+    if let Command::Completions(args) = &cli.command {
+        return ExitCode::from(completions::completions(args));
+    }
     if cli.common.nodes.is_empty() {
         output::stderr_line("no Redis nodes: pass --nodes URL,URL,... or set QUORUMLOCK_NODES");
         return ExitCode::from(exit::USAGE);
@@ -98,6 +106,7 @@ fn main() -> ExitCode {
         match cli.command {
             Command::Run(args) => run::run(&cli.common, args).await,
             Command::Status(args) => status::status(&cli.common, args).await,
+            Command::Completions(_) => exit::OK,
         }
     });
     // Releases were written to every node before the quorum answered; no

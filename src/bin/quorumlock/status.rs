@@ -1,7 +1,7 @@
-//! `quorumlock status RESOURCE`.
+//! `quorumlock status [--json] RESOURCE`.
 
 use clap::Args;
-use quorumlock::NodeView;
+use quorumlock::{NodeView, Status};
 
 use crate::output::{stderr_line, stdout_line};
 use crate::{diagnose, exit, Common};
@@ -19,6 +19,10 @@ pub struct StatusArgs {
     /// The lock's name (the Redis key).
     #[arg(required_unless_present = "resource_flag")]
     pub resource: Option<String>,
+    /// Print one JSON object (stable fields, see the README) instead of
+    /// the table; the exit status is the same.
+    #[arg(long)]
+    pub json: bool,
 }
 
 pub async fn status(common: &Common, args: StatusArgs) -> u8 {
@@ -31,7 +35,11 @@ pub async fn status(common: &Common, args: StatusArgs) -> u8 {
     };
     let resource = args.resource_flag.or(args.resource).unwrap_or_default();
     let status = redlock.status(&resource).await;
-    let (mut failed, mut config) = (0, 0);
+    let code = exit_code(&status);
+    if args.json {
+        stdout_line(&crate::json::status(&resource, &status, code));
+        return code;
+    }
     for (node, view) in &status.nodes {
         match view {
             NodeView::Free => stdout_line(&format!("{node:<28} free")),
@@ -45,17 +53,24 @@ pub async fn status(common: &Common, args: StatusArgs) -> u8 {
                 )),
                 None => stdout_line(&format!("{node:<28} held by {token_prefix}…  no expiry")),
             },
-            NodeView::Failed(f) => {
-                failed += 1;
-                if diagnose::is_config(&f.kind) {
-                    config += 1;
-                }
-                stdout_line(&format!("{node:<28} error: {}", f.kind));
-            }
+            NodeView::Failed(f) => stdout_line(&format!("{node:<28} error: {}", f.kind)),
             other => stdout_line(&format!("{node:<28} {other:?}")),
         }
     }
     stdout_line(&status.to_string());
+    code
+}
+
+/// 0 held by a quorum, 78 a configuration error on too many nodes, 69 too
+/// few answers, else 1.
+fn exit_code(status: &Status) -> u8 {
+    let failures = status.nodes.iter().filter_map(|(_, view)| match view {
+        NodeView::Failed(f) => Some(f),
+        _ => None,
+    });
+    let (failed, config) = failures.fold((0, 0), |(n, c), f| {
+        (n + 1, c + usize::from(diagnose::is_config(&f.kind)))
+    });
     let nodes = status.nodes.len();
     if status.held_by_quorum() {
         exit::OK

@@ -1,0 +1,155 @@
+//! `quorumlock status --json`: one JSON object on stdout for scripts and
+//! monitoring. The field names are stable (README, "status --json"); new
+//! fields may be added, none renamed or removed while `version` is 1.
+
+use std::time::Duration;
+
+use quorumlock::{NodeFailureKind, NodeView, Status};
+use serde_json::{json, Value};
+
+/// The schema version printed as `version`.
+pub const VERSION: u64 = 1;
+
+/// The overall state: `held` (one holder on a quorum), `free` (a quorum
+/// answered and holds nothing), `partial` (held somewhere, by no one on a
+/// quorum), `unknown` (too few nodes answered to tell).
+pub fn state(status: &Status) -> &'static str {
+    state_of(
+        status.leading_holder().map(|(_, n)| n),
+        status.free(),
+        status.quorum,
+    )
+}
+
+/// [`state`] from the leading holder's node count, the free answers and
+/// the quorum.
+fn state_of(holder_nodes: Option<usize>, free: usize, quorum: usize) -> &'static str {
+    match holder_nodes {
+        Some(n) if n >= quorum => "held",
+        Some(_) => "partial",
+        None if free >= quorum => "free",
+        None => "unknown",
+    }
+}
+
+fn millis(d: Option<Duration>) -> Value {
+    d.map_or(Value::Null, |d| {
+        Value::from(u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+    })
+}
+
+fn error(kind: &NodeFailureKind) -> Value {
+    let (name, code) = match kind {
+        NodeFailureKind::Timeout(_) => ("timeout", None),
+        NodeFailureKind::Connection(_) => ("connection", None),
+        NodeFailureKind::Redis { code, .. } => ("redis", Some(code.as_str())),
+        NodeFailureKind::Protocol(_) => ("protocol", None),
+        NodeFailureKind::Quarantined { .. } => ("quarantined", None),
+        _ => ("other", None),
+    };
+    json!({ "kind": name, "code": code, "message": kind.to_string() })
+}
+
+fn node(label: &str, view: &NodeView) -> Value {
+    let (state, holder, expires, err) = match view {
+        NodeView::Free => ("free", None, None, Value::Null),
+        NodeView::Held {
+            token_prefix,
+            expires_in,
+        } => (
+            "held",
+            Some(token_prefix.as_str()),
+            *expires_in,
+            Value::Null,
+        ),
+        NodeView::Failed(f) => ("error", None, None, error(&f.kind)),
+        _ => (
+            "error",
+            None,
+            None,
+            json!({ "kind": "other", "code": null, "message": format!("{view:?}") }),
+        ),
+    };
+    json!({
+        "node": label,
+        "state": state,
+        "holder": holder,
+        "expires_in_ms": millis(expires),
+        "error": err,
+    })
+}
+
+/// The whole status of `resource` (as given on the command line) as one
+/// JSON object; `exit_code` is the status the command exits with.
+pub fn status(resource: &str, status: &Status, exit_code: u8) -> String {
+    let leading = status.leading_holder();
+    let value = json!({
+        "version": VERSION,
+        "resource": resource,
+        "state": state(status),
+        "held": status.held_by_quorum(),
+        "holder": leading.map(|(p, _)| p),
+        "holder_nodes": leading.map_or(0, |(_, n)| n),
+        "quorum": status.quorum,
+        "nodes_total": status.nodes.len(),
+        "expires_in_ms": millis(status.expires_in()),
+        "exit_code": exit_code,
+        "nodes": status.nodes.iter().map(|(l, v)| node(l, v)).collect::<Vec<_>>(),
+    });
+    value.to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use quorumlock::NodeFailure;
+
+    #[test]
+    fn state_tells_held_free_partial_and_unknown_apart() {
+        assert_eq!(state_of(Some(2), 0, 2), "held");
+        assert_eq!(state_of(Some(3), 0, 2), "held");
+        assert_eq!(state_of(Some(1), 2, 2), "partial");
+        assert_eq!(state_of(None, 2, 2), "free");
+        assert_eq!(state_of(None, 1, 2), "unknown");
+    }
+
+    #[test]
+    fn each_node_view_has_the_documented_fields() {
+        let held = node(
+            "a:1/0",
+            &NodeView::Held {
+                token_prefix: "3f9c2a1b".into(),
+                expires_in: Some(Duration::from_micros(1_500_900)),
+            },
+        );
+        assert_eq!(
+            held,
+            json!({"node": "a:1/0", "state": "held", "holder": "3f9c2a1b",
+                   "expires_in_ms": 1500, "error": null})
+        );
+        let free = node("a:1/0", &NodeView::Free);
+        assert_eq!(
+            (free["state"].as_str(), free["holder"].is_null()),
+            (Some("free"), true)
+        );
+        let failed = node(
+            "a:1/0",
+            &NodeView::Failed(NodeFailure {
+                node: "a:1/0".into(),
+                kind: NodeFailureKind::Redis {
+                    code: "WRONGTYPE".into(),
+                    message: "wrong kind".into(),
+                },
+            }),
+        );
+        assert_eq!(failed["state"], "error");
+        assert_eq!(failed["error"]["kind"], "redis");
+        assert_eq!(failed["error"]["code"], "WRONGTYPE");
+        assert_eq!(failed["error"]["message"], "WRONGTYPE wrong kind");
+        let timeout = error(&NodeFailureKind::Timeout(Duration::from_millis(50)));
+        assert_eq!(
+            (timeout["kind"].as_str(), timeout["code"].is_null()),
+            (Some("timeout"), true)
+        );
+    }
+}
