@@ -10,6 +10,7 @@ mod exit;
 mod json;
 mod nodes;
 mod output;
+mod resource;
 mod run;
 mod signals;
 mod status;

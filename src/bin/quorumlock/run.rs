@@ -15,6 +15,7 @@ use quorumlock::{Lock, Redlock, Renewal, MAX_TTL};
 use crate::child::{self, Running, Spec};
 use crate::deadline::{self, DeadlineFile};
 use crate::output::Out;
+use crate::resource::ResourceArg;
 use crate::signals::{status_for, Signals};
 use crate::{exit, Common};
 
@@ -57,17 +58,8 @@ pub struct RunArgs {
     /// passwords; by default CMD does not get it).
     #[arg(long)]
     pub export_nodes: bool,
-    /// The lock's name, for a name that begins with `-`.
-    #[arg(
-        long = "resource",
-        value_name = "RESOURCE",
-        allow_hyphen_values = true,
-        conflicts_with = "resource"
-    )]
-    pub resource_flag: Option<String>,
-    /// The lock's name (the Redis key).
-    #[arg(required_unless_present = "resource_flag")]
-    pub resource: Option<String>,
+    #[command(flatten)]
+    pub resource: ResourceArg,
     /// The command and its arguments, after `--`.
     #[arg(last = true, required = true, value_name = "CMD")]
     pub command: Vec<String>,
@@ -94,11 +86,7 @@ pub async fn run(common: &Common, args: RunArgs) -> u8 {
             return exit::SOFTWARE;
         }
     };
-    let resource = args
-        .resource_flag
-        .clone()
-        .or_else(|| args.resource.clone())
-        .unwrap_or_default();
+    let resource = args.resource.name();
     let min_ttl = common.node_timeout.saturating_mul(MIN_TTL_NODE_TIMEOUTS);
     if args.ttl < min_ttl {
         out.error(&format!(

@@ -4,21 +4,13 @@ use clap::Args;
 use quorumlock::{NodeView, Status};
 
 use crate::output::{stderr_line, stdout_line};
+use crate::resource::ResourceArg;
 use crate::{diagnose, exit, Common};
 
 #[derive(Args, Debug)]
 pub struct StatusArgs {
-    /// The lock's name, for a name that begins with `-`.
-    #[arg(
-        long = "resource",
-        value_name = "RESOURCE",
-        allow_hyphen_values = true,
-        conflicts_with = "resource"
-    )]
-    pub resource_flag: Option<String>,
-    /// The lock's name (the Redis key).
-    #[arg(required_unless_present = "resource_flag")]
-    pub resource: Option<String>,
+    #[command(flatten)]
+    pub resource: ResourceArg,
     /// Print one JSON object (stable fields, see the README) instead of
     /// the table; the exit status is the same.
     #[arg(long)]
@@ -33,7 +25,7 @@ pub async fn status(common: &Common, args: StatusArgs) -> u8 {
             return crate::status_of(&e);
         }
     };
-    let resource = args.resource_flag.or(args.resource).unwrap_or_default();
+    let resource = args.resource.name();
     let status = redlock.status(&resource).await;
     let code = exit_code(&status);
     if args.json {
