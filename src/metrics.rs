@@ -30,6 +30,7 @@
 //! # Examples
 //!
 //! ```no_run
+//! # #[cfg(feature = "metrics")]
 //! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
 //! // With metrics-exporter-prometheus:
 //! // let handle = PrometheusBuilder::new()
