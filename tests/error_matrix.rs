@@ -461,6 +461,14 @@ async fn run_row(env: &mut Env, row: &Row, key: &[u8]) -> Result<(), Error> {
             let old = redlock.try_acquire(key, short).await.expect("acquire");
             tokio::time::sleep(short + Duration::from_millis(100)).await;
             let new = redlock.try_acquire(key, TTL).await.expect("new owner");
+            // The grant comes at the quorum-th yes; the last node's SET may
+            // land just after. Compare against every node holding it.
+            let all = env.cluster.len();
+            assert!(
+                support::eventually(Duration::from_secs(5), || env.cluster.holders(key) == all)
+                    .await,
+                "the new owner's SET reached every node"
+            );
             let before = env.cluster.values(key);
             let result = old.release().await;
             assert_eq!(env.cluster.values(key), before, "the new owner's keys stay");
