@@ -105,6 +105,7 @@ pub mod metrics;
 #[cfg(not(feature = "metrics"))]
 mod metrics;
 mod node;
+mod op;
 mod quarantine;
 mod quorum;
 mod redlock;

@@ -15,11 +15,12 @@ use crate::error::{NodeFailure, NodeFailureKind};
 use crate::fence::{self, Commit};
 use crate::keys::Keys;
 use crate::link::Link;
+use crate::op::Op;
 use crate::quarantine::{self, Quarantine, Standing};
 use crate::quorum::{self, Vote};
 use crate::reply_code::reply_code;
 use crate::scripts;
-use crate::stats::{NodeCounters, Op};
+use crate::stats::NodeCounters;
 use crate::token::Token;
 
 /// How long a background follow-up to a timed-out release may wait.

@@ -13,6 +13,7 @@ use crate::error::NodeFailureKind;
 use crate::fanout::Engine;
 use crate::loss::LossKind;
 use crate::metrics::{self, NodeMetrics};
+use crate::op::Op;
 use crate::redlock::Redlock;
 
 /// Upper bounds (inclusive, in microseconds) of the latency buckets; one
@@ -60,14 +61,6 @@ fn code_index(code: &str) -> usize {
 
 fn micros(d: Duration) -> u64 {
     u64::try_from(d.as_micros()).unwrap_or(u64::MAX)
-}
-
-/// The operation a vote belongs to.
-#[derive(Debug, Clone, Copy)]
-pub(crate) enum Op {
-    Acquire,
-    Extend,
-    Release,
 }
 
 #[derive(Debug, Default)]
