@@ -235,12 +235,25 @@ async fn a_reconnect_the_redis_crate_makes_by_itself_does_not_bypass_the_quarant
 
     restart_behind_the_proxy(&mut cluster, &redlock, 0, async {}).await;
     // The crate reconnects by itself meanwhile.
-    tokio::time::sleep(Duration::from_millis(700)).await;
+    reconnected(&cluster, 0).await;
     taken_on_node_1(&cluster, &name);
     let result = redlock.try_acquire(&name, TTL).await;
     let err = result.expect_err("node 0 restarted empty a second ago and must not vote");
     assert!(quarantined(&err), "{err}");
     assert_eq!(cluster.values(name.as_bytes())[0], None, "node 0 voted");
+}
+
+/// Waits (at most 5 s) until the client's own connection reached node `i`
+/// again: besides this check's connection, another client is connected.
+async fn reconnected(cluster: &Cluster, i: usize) {
+    support::eventually(Duration::from_secs(5), || {
+        let info: String = cluster.exec(i, redis::cmd("INFO").arg("clients"));
+        info.lines()
+            .find_map(|l| l.strip_prefix("connected_clients:"))
+            .and_then(|n| n.trim().parse::<u32>().ok())
+            .is_some_and(|n| n >= 2)
+    })
+    .await;
 }
 
 #[tokio::test]
@@ -265,7 +278,7 @@ async fn a_dead_connection_met_by_a_release_follow_up_does_not_bypass_the_quaran
         tokio::time::sleep(Duration::from_millis(500)).await;
     })
     .await;
-    tokio::time::sleep(Duration::from_millis(700)).await;
+    reconnected(&cluster, 0).await;
     taken_on_node_1(&cluster, &name);
     let result = redlock.try_acquire(&name, TTL).await;
     let err = result.expect_err("node 0 restarted empty a second ago and must not vote");
