@@ -1,4 +1,6 @@
-//! The builder, its defaults, and validation of nodes, TTLs and resources.
+//! The settings a [`Redlock`](crate::Redlock) runs with, their defaults,
+//! and the checks of settings, node lists and TTLs ([`Builder`](crate::Builder)
+//! fills them in).
 
 use std::collections::HashSet;
 use std::time::Duration;
@@ -101,46 +103,26 @@ impl Config {
     }
 }
 
-/// A parsed node address: what is needed to connect, and the identity used
-/// to detect the same node listed twice.
-#[derive(Debug, Clone)]
-pub(crate) struct NodeSpec {
-    pub(crate) info: redis::ConnectionInfo,
-    /// `host:port/db`, with the host lower-cased; never holds a password.
-    pub(crate) label: String,
-    /// Certificates for a `rediss://` node (set by the builder).
-    #[cfg(feature = "tls")]
-    pub(crate) tls: Option<redis::TlsCertificates>,
-}
-
-/// Parses and checks the node list: at least one node, every URL valid, no
-/// node twice (the same host, port and database would vote twice).
-pub(crate) fn parse_nodes(urls: &[String]) -> Result<Vec<NodeSpec>> {
-    if urls.is_empty() {
+/// Checks the node list: at least one node, no node twice (the same
+/// host, port and database would vote twice). `labels` are the nodes'
+/// `host:port/db`.
+pub(crate) fn check_nodes(labels: &[String]) -> Result<()> {
+    if labels.is_empty() {
         return Err(Error::invalid("no Redis nodes given"));
     }
     let mut seen = HashSet::new();
-    let mut specs = Vec::with_capacity(urls.len());
-    for url in urls {
-        let info = redis::IntoConnectionInfo::into_connection_info(url.as_str())
-            .map_err(|e| Error::invalid(format!("cannot parse node URL {}: {e}", redact(url))))?;
-        let label = label(&info);
-        if !seen.insert(label.clone()) {
+    for label in labels {
+        if !seen.insert(label) {
             return Err(Error::invalid(format!(
                 "node {label} is listed twice; it would vote twice"
             )));
         }
-        specs.push(NodeSpec {
-            info,
-            label,
-            #[cfg(feature = "tls")]
-            tls: None,
-        });
     }
-    Ok(specs)
+    Ok(())
 }
 
-fn label(info: &redis::ConnectionInfo) -> String {
+/// A node's `host:port/db` (the host lower-cased; never its password).
+pub(crate) fn label(info: &redis::ConnectionInfo) -> String {
     let db = info.redis_settings().db();
     match info.addr() {
         redis::ConnectionAddr::Tcp(host, port)
@@ -161,65 +143,44 @@ fn bracketed(host: &str) -> String {
     }
 }
 
-/// A URL with any password replaced, for error messages: the user info of
-/// `redis://user:pass@host` and the `pass=` / `password=` query values of
-/// `unix:///path?pass=…`.
-pub(crate) fn redact(url: &str) -> String {
-    let url = match (url.find("://"), url.rfind('@')) {
-        (Some(scheme), Some(at)) if at > scheme => {
-            format!("{}://***@{}", &url[..scheme], &url[at + 1..])
-        }
-        _ => url.to_owned(),
-    };
-    let Some((base, query)) = url.split_once('?') else {
-        return url;
-    };
-    let query: Vec<String> = query
-        .split('&')
-        .map(|pair| match pair.split_once('=') {
-            Some((name, _)) if name == "pass" || name == "password" => format!("{name}=***"),
-            _ => pair.to_owned(),
-        })
-        .collect();
-    format!("{base}?{}", query.join("&"))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn urls(list: &[&str]) -> Vec<String> {
-        list.iter().map(|s| s.to_string()).collect()
+    fn labels(list: &[&str]) -> Result<Vec<String>> {
+        let labels: Vec<String> = list
+            .iter()
+            .map(|url| {
+                redis::IntoConnectionInfo::into_connection_info(*url)
+                    .map(|info| label(&info))
+                    .map_err(|e| Error::invalid(e.to_string()))
+            })
+            .collect::<Result<_>>()?;
+        check_nodes(&labels)?;
+        Ok(labels)
     }
 
     #[test]
     fn nodes_must_be_given_parsable_and_distinct() {
-        assert!(parse_nodes(&[]).unwrap_err().is_invalid_input());
-        let err = parse_nodes(&urls(&["redis://:secret@host:notaport"])).unwrap_err();
-        assert!(err.is_invalid_input());
-        assert!(!err.to_string().contains("secret"), "{err}");
-        let err = parse_nodes(&urls(&["unix:///tmp/r.sock?db=x&pass=secret"])).unwrap_err();
-        assert!(!err.to_string().contains("secret"), "{err}");
-        assert!(err.to_string().contains("pass=***"), "{err}");
-        let builder = crate::Redlock::builder(["redis://:secret@h:1", "unix:///s?pass=secret"]);
-        assert!(!format!("{builder:?}").contains("secret"), "{builder:?}");
-        let err = parse_nodes(&urls(&[
-            "redis://127.0.0.1:7001",
-            "redis://127.0.0.1:7001/0",
-        ]))
-        .unwrap_err();
+        assert!(check_nodes(&[]).unwrap_err().is_invalid_input());
+        let err = labels(&["redis://127.0.0.1:7001", "redis://127.0.0.1:7001/0"]).unwrap_err();
         assert!(err.to_string().contains("listed twice"), "{err}");
-        let ok = parse_nodes(&urls(&[
+        let ok = labels(&[
             "redis://127.0.0.1:7001",
             "redis://127.0.0.1:7001/1",
             "redis://user:pw@LOCALHOST:7002",
-        ]))
+            "redis://[::1]:7003",
+        ])
         .unwrap();
-        assert_eq!(ok[0].label, "127.0.0.1:7001/0");
-        assert_eq!(ok[1].label, "127.0.0.1:7001/1");
-        assert_eq!(ok[2].label, "localhost:7002/0");
-        let v6 = parse_nodes(&urls(&["redis://[::1]:7003"])).unwrap();
-        assert_eq!(v6[0].label, "[::1]:7003/0");
+        assert_eq!(
+            ok,
+            [
+                "127.0.0.1:7001/0",
+                "127.0.0.1:7001/1",
+                "localhost:7002/0",
+                "[::1]:7003/0"
+            ]
+        );
     }
 
     #[test]

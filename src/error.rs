@@ -2,6 +2,7 @@
 //! different things, and each keeps the per-node causes.
 
 use std::fmt;
+use std::sync::Arc;
 use std::time::Duration;
 
 /// Result alias for this crate.
@@ -25,15 +26,11 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 /// }
 /// # }
 /// ```
-#[derive(Debug, Clone, thiserror::Error)]
+#[derive(Debug, Clone)]
 #[non_exhaustive]
 pub enum Error {
     /// Another owner holds the lock on enough nodes that no quorum was possible.
-    #[error(
-        "lock {resource} is held by another owner: {held_elsewhere} of {nodes} nodes refused \
-         ({granted} granted, {needed} needed) after {attempts} attempt(s){}",
-        NodeFailures(failures)
-    )]
+    #[non_exhaustive]
     Contended {
         /// The resource, printable.
         resource: ResourceName,
@@ -52,14 +49,10 @@ pub enum Error {
     },
 
     /// Too few nodes answered for a quorum to be possible.
-    #[error(
-        "{operation} on {resource} failed: quorum unreachable, {granted} of {needed} needed \
-         votes from {nodes} nodes after {attempts} attempt(s){}",
-        NodeFailures(failures)
-    )]
+    #[non_exhaustive]
     Unavailable {
-        /// What was being done: `acquire`, `extend` or `release`.
-        operation: &'static str,
+        /// What was being done.
+        operation: Operation,
         /// The resource, printable.
         resource: ResourceName,
         /// Nodes that said yes (for acquire: released again).
@@ -75,10 +68,7 @@ pub enum Error {
     },
 
     /// A quorum said yes, but it took so long that no validity was left.
-    #[error(
-        "acquire on {resource} reached quorum after {elapsed:?}, leaving no validity of a \
-         {ttl:?} TTL (after {attempts} attempt(s)); nodes are too slow for this TTL"
-    )]
+    #[non_exhaustive]
     ValidityExhausted {
         /// The resource, printable.
         resource: ResourceName,
@@ -94,10 +84,7 @@ pub enum Error {
     /// [`MAX_FENCE`](crate::MAX_FENCE) on a node of its majority: no larger
     /// token can be handed out. The keys the attempt set were released; it
     /// was not retried.
-    #[error(
-        "no fencing token left for {resource}: a node's counter is at {highest}, tokens end at \
-         2^53 - 1"
-    )]
+    #[non_exhaustive]
     FenceExhausted {
         /// The resource, printable.
         resource: ResourceName,
@@ -106,17 +93,117 @@ pub enum Error {
     },
 
     /// The caller passed something that cannot work. Nothing was sent.
-    #[error("invalid input: {0}")]
     InvalidInput(String),
 
     /// The lock is no longer held (or can no longer be known to be held).
-    #[error("lock {resource} lost: {reason}")]
+    #[non_exhaustive]
     Lost {
         /// The resource, printable.
         resource: ResourceName,
         /// Why the lock counts as lost.
         reason: LostReason,
     },
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::Contended {
+                resource,
+                held_elsewhere,
+                granted,
+                needed,
+                nodes,
+                attempts,
+                failures,
+            } => write!(
+                f,
+                "lock {resource} is held by another owner: {held_elsewhere} of {nodes} nodes \
+                 refused ({granted} granted, {needed} needed) after {attempts} attempt(s){}",
+                NodeFailures(failures)
+            ),
+            Error::Unavailable {
+                operation,
+                resource,
+                granted,
+                needed,
+                nodes,
+                attempts,
+                failures,
+            } => write!(
+                f,
+                "{operation} on {resource} failed: quorum unreachable, {granted} of {needed} \
+                 needed votes from {nodes} nodes after {attempts} attempt(s){}",
+                NodeFailures(failures)
+            ),
+            Error::ValidityExhausted {
+                resource,
+                elapsed,
+                ttl,
+                attempts,
+            } => write!(
+                f,
+                "acquire on {resource} reached quorum after {elapsed:?}, leaving no validity of \
+                 a {ttl:?} TTL (after {attempts} attempt(s)); nodes are too slow for this TTL"
+            ),
+            Error::FenceExhausted { resource, highest } => write!(
+                f,
+                "no fencing token left for {resource}: a node's counter is at {highest}, tokens \
+                 end at 2^53 - 1"
+            ),
+            Error::InvalidInput(message) => write!(f, "invalid input: {message}"),
+            Error::Lost { resource, reason } => write!(f, "lock {resource} lost: {reason}"),
+        }
+    }
+}
+
+/// The first node failure is the source: its redis error, when there was one,
+/// is the source after it.
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.node_failures()
+            .first()
+            .map(|failure| failure as &(dyn std::error::Error + 'static))
+    }
+}
+
+/// An operation of the lock, as named in [`Error::Unavailable`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Operation {
+    /// Taking a lock.
+    Acquire,
+    /// Extending a held lock (by hand or by renewal).
+    Extend,
+    /// Releasing a held lock.
+    Release,
+    /// Asking the nodes whether they still carry a held lock
+    /// ([`Lock::is_held_remotely`](crate::Lock::is_held_remotely)).
+    Check,
+}
+
+impl Operation {
+    /// A short lowercase name: `acquire`, `extend`, `release` or `check`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// assert_eq!(quorumlock::Operation::Release.as_str(), "release");
+    /// ```
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Operation::Acquire => "acquire",
+            Operation::Extend => "extend",
+            Operation::Release => "release",
+            Operation::Check => "check",
+        }
+    }
+}
+
+impl fmt::Display for Operation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
 }
 
 impl Error {
@@ -146,7 +233,7 @@ impl Error {
     ///
     /// ```no_run
     /// # async fn demo(redlock: quorumlock::Redlock) {
-    /// match redlock.acquire_fenced("ledger", std::time::Duration::from_secs(10)).await {
+    /// match redlock.lock("ledger", std::time::Duration::from_secs(10)).fenced().acquire().await {
     ///     Err(e) if e.is_fence_exhausted() => { /* move to a fresh resource name */ }
     ///     _ => {}
     /// }
@@ -256,20 +343,53 @@ impl fmt::Display for LostReason {
     }
 }
 
-/// One node's failure to take part in an operation.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// One node's failure to take part in an operation. Its
+/// [`source`](std::error::Error::source) is the redis crate's error, when
+/// there was one.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("{node}: {kind}")]
+#[non_exhaustive]
 pub struct NodeFailure {
     /// The node, as `host:port/db` (never with its password).
     pub node: String,
     /// What went wrong.
     pub kind: NodeFailureKind,
+    #[source]
+    source: Option<Arc<redis::RedisError>>,
 }
 
-impl fmt::Display for NodeFailure {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}: {}", self.node, self.kind)
+impl NodeFailure {
+    /// A failure of `node` without an underlying redis error.
+    pub(crate) fn new(node: impl Into<String>, kind: NodeFailureKind) -> Self {
+        Self {
+            node: node.into(),
+            kind,
+            source: None,
+        }
+    }
+
+    /// The same failure, caused by `error`.
+    pub(crate) fn caused_by(mut self, error: redis::RedisError) -> Self {
+        self.source = Some(Arc::new(error));
+        self
+    }
+
+    /// The redis crate's error behind this failure, if there was one (not
+    /// for timeouts, quarantine, or replies this client could not read).
+    pub fn redis_error(&self) -> Option<&redis::RedisError> {
+        self.source.as_deref()
     }
 }
+
+/// Equal when the node and the kind are: the source is not compared.
+impl PartialEq for NodeFailure {
+    fn eq(&self, other: &Self) -> bool {
+        self.node == other.node && self.kind == other.kind
+    }
+}
+
+impl Eq for NodeFailure {}
+
 
 /// The ways a single node can fail.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -389,16 +509,16 @@ mod tests {
     #[test]
     fn messages_name_the_failing_nodes() {
         let err = Error::Unavailable {
-            operation: "acquire",
+            operation: Operation::Acquire,
             resource: ResourceName::new(b"r"),
             granted: 1,
             needed: 3,
             nodes: 5,
             attempts: 1,
-            failures: vec![NodeFailure {
-                node: "127.0.0.1:7001/0".into(),
-                kind: NodeFailureKind::Timeout(Duration::from_millis(50)),
-            }],
+            failures: vec![NodeFailure::new(
+                "127.0.0.1:7001/0",
+                NodeFailureKind::Timeout(Duration::from_millis(50)),
+            )],
         };
         let text = err.to_string();
         assert!(
@@ -407,5 +527,7 @@ mod tests {
         );
         assert!(err.is_unavailable() && !err.is_contended() && !err.is_lost());
         assert_eq!(err.node_failures().len(), 1);
+        let source = std::error::Error::source(&err).expect("the first failure");
+        assert_eq!(source.to_string(), "127.0.0.1:7001/0: no answer within 50ms");
     }
 }

@@ -25,11 +25,12 @@ struct Inner {
 
 impl Keys {
     /// One resource, optionally fenced.
-    pub(crate) fn one(resource: &[u8], fenced: bool) -> Result<Self> {
-        check_resource(resource)?;
-        let fence_key = fenced.then(|| [FENCE_KEY_PREFIX, resource].concat());
+    pub(crate) fn one(resource: impl Into<Vec<u8>>, fenced: bool) -> Result<Self> {
+        let resource = resource.into();
+        check_resource(&resource)?;
+        let fence_key = fenced.then(|| [FENCE_KEY_PREFIX, &resource].concat());
         Ok(Self(Arc::new(Inner {
-            resources: vec![resource.to_vec()],
+            resources: vec![resource],
             fence_key,
         })))
     }

@@ -23,7 +23,7 @@ use crate::error::{Error, LostReason};
 use crate::keys::Keys;
 use crate::loss::{self, LossKind, SignalState, Transition};
 use crate::quorum;
-use crate::stats::LeaseCounters;
+use crate::counters::LeaseCounters;
 
 /// The shared state of one held lock.
 pub(crate) struct Lease {

@@ -89,8 +89,13 @@
 #![warn(missing_docs, missing_debug_implementations, unreachable_pub)]
 #![forbid(unsafe_code)]
 
+mod attempt;
 mod background;
+mod builder;
+mod classify;
 mod config;
+mod counters;
+mod engine;
 mod error;
 mod fanout;
 mod fence;
@@ -112,24 +117,30 @@ mod redlock;
 mod renewal;
 mod renewer;
 mod reply_code;
-mod scoped;
+mod request;
+mod retry;
 mod scripts;
+mod set_order;
 mod stats;
 mod status;
 mod token;
 
+pub use builder::Builder;
 pub use config::{
     DEFAULT_CONNECT_TIMEOUT, DEFAULT_DRIFT_FACTOR, DEFAULT_NODE_TIMEOUT, DEFAULT_RETRY_COUNT,
     DEFAULT_RETRY_DELAY_MAX, DEFAULT_RETRY_DELAY_MIN, MAX_TTL,
 };
-pub use error::{Error, LostReason, NodeFailure, NodeFailureKind, ResourceName, Result};
+pub use error::{
+    Error, LostReason, NodeFailure, NodeFailureKind, Operation, ResourceName, Result,
+};
 pub use fence::MAX_FENCE;
 pub use keys::{FENCE_KEY_PREFIX, RELEASE_CHANNEL_PREFIX};
 pub use lease::LostSignal;
 pub use lock::Lock;
 pub use loss::LossKind;
-pub use redlock::{Acquisition, Builder, Redlock};
+pub use redlock::Redlock;
 pub use renewal::Renewal;
+pub use request::LockRequest;
 pub use stats::{Latency, LeaseStats, NodeStats, Stats, Votes};
 pub use status::{NodeView, Status};
 

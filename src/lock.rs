@@ -5,10 +5,11 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::error::{Error, LostReason, Result};
-use crate::fanout::{self, Engine, SetFuture};
+use crate::engine::Engine;
 use crate::keys::Keys;
 use crate::lease::Lease;
 use crate::quorum;
+use crate::set_order::SetFuture;
 use crate::token::Token;
 
 /// A lock held on a quorum of nodes.
@@ -181,6 +182,35 @@ impl Lock {
         }
     }
 
+    /// Asks the nodes whether a majority still carries this lock's token
+    /// (a read-only script on every node, decided at quorum). Changes
+    /// nothing — neither the keys nor [`validity`](Lock::validity), which
+    /// stays the bound to act on: a `true` here says the keys were there
+    /// when the nodes answered, not for how long.
+    ///
+    /// Useful to detect a lock lost early — a node restarted without
+    /// persistence, a key deleted by hand, a wall clock that jumped — before
+    /// an expensive step, or for monitoring.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Unavailable`] when too few nodes answered to tell either
+    /// way.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # async fn demo(lock: quorumlock::Lock) -> Result<(), quorumlock::Error> {
+    /// if !lock.is_held_remotely().await? {
+    ///     eprintln!("the nodes no longer carry this lock: stop");
+    /// }
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn is_held_remotely(&self) -> Result<bool> {
+        self.held.engine.holds(&self.held.keys, &self.held.token).await
+    }
+
     /// Releases the lock on every node (compare-and-delete, so a key that
     /// now belongs to someone else is never touched).
     ///
@@ -263,12 +293,8 @@ impl Drop for Lock {
         }
         let held = &self.held;
         held.lease.end();
-        fanout::spawn_release(
-            held.engine.clone(),
-            held.keys.clone(),
-            held.token.clone(),
-            held.sets.clone(),
-        );
+        held.engine
+            .spawn_release(held.keys.clone(), held.token.clone(), held.sets.clone());
     }
 }
 

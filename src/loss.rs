@@ -229,9 +229,11 @@ mod tests {
             refused,
             needed: 3,
             failures: (0..failed)
-                .map(|i| crate::error::NodeFailure {
-                    node: format!("n{i}"),
-                    kind: crate::error::NodeFailureKind::Timeout(Duration::from_millis(50)),
+                .map(|i| {
+                    crate::error::NodeFailure::new(
+                        format!("n{i}"),
+                        crate::error::NodeFailureKind::Timeout(Duration::from_millis(50)),
+                    )
                 })
                 .collect(),
         }

@@ -6,11 +6,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use redis::{Client, ErrorKind, RedisError, Value};
+use redis::{Client, RedisError, Value};
 use tracing::warn;
 
-use crate::background;
-use crate::config::NodeSpec;
+use crate::background::Background;
+use crate::classify::classify;
+use crate::counters::NodeCounters;
 use crate::error::{NodeFailure, NodeFailureKind};
 use crate::fence::{self, Commit};
 use crate::keys::Keys;
@@ -18,9 +19,7 @@ use crate::link::Link;
 use crate::op::Op;
 use crate::quarantine::{self, Quarantine, Standing};
 use crate::quorum::{self, Vote};
-use crate::reply_code::reply_code;
 use crate::scripts;
-use crate::stats::NodeCounters;
 use crate::token::Token;
 
 /// How long a background follow-up to a timed-out release may wait.
@@ -46,6 +45,8 @@ pub(crate) struct Node {
     counters: Arc<NodeCounters>,
     /// Whether the node has refused a release announcement (said once).
     announce_refused: Arc<AtomicBool>,
+    /// The client's registry of background work.
+    background: Background,
 }
 
 impl std::fmt::Debug for Node {
@@ -80,18 +81,24 @@ impl Grant {
 pub(crate) type NodeResult<T> = Result<T, NodeFailure>;
 
 impl Node {
-    /// Prepares the connection without waiting for it.
-    pub(crate) fn new(spec: &NodeSpec, connect_timeout: Duration) -> Result<Self, RedisError> {
-        let client = client(spec)?;
+    /// The node `label` (`host:port/db`) reached through `client`;
+    /// prepares the connection without waiting for it.
+    pub(crate) fn new(
+        label: &str,
+        client: Client,
+        connect_timeout: Duration,
+        background: Background,
+    ) -> Result<Self, RedisError> {
         let restart = Arc::new(Quarantine::default());
         let conn = Link::new(client.clone(), connect_timeout, restart.clone())?;
         Ok(Self {
-            label: spec.label.as_str().into(),
+            label: label.into(),
             client: Arc::new(client),
             conn,
             restart,
-            counters: Arc::new(NodeCounters::new(&spec.label)),
+            counters: Arc::new(NodeCounters::new(label)),
             announce_refused: Arc::default(),
+            background,
         })
     }
 
@@ -328,7 +335,7 @@ impl Node {
                 cmd.arg(r.as_slice());
             }
             cmd.arg(token.as_str());
-            background::spawn(async move {
+            self.background.spawn(async move {
                 let _ =
                     tokio::time::timeout(STRAGGLER_TIMEOUT, cmd.query_async::<Value>(&mut conn))
                         .await;
@@ -367,6 +374,27 @@ impl Node {
             Ok(())
         })
         .await
+    }
+
+    /// Read-only: true when every key of the lock still carries the token.
+    pub(crate) async fn holds(
+        &self,
+        keys: &Keys,
+        token: &Token,
+        timeout: Duration,
+    ) -> NodeResult<bool> {
+        let mut conn = self.conn.clone();
+        let mut inv = scripts::HOLDS.prepare_invoke();
+        for r in keys.resources() {
+            inv.key(r.as_slice());
+        }
+        inv.arg(token.as_str());
+        self.timed(
+            timeout,
+            async move { inv.invoke_async::<i64>(&mut conn).await },
+        )
+        .await
+        .map(|n| n == 1)
     }
 
     /// Compare-and-pexpire → true when our key(s) got the new TTL.
@@ -416,7 +444,7 @@ impl Node {
                     self.restart.connection_lost();
                 }
                 self.counters.failed(&kind, Some(start.elapsed()));
-                Err(self.failure(kind))
+                Err(self.failure(kind).caused_by(e))
             }
             Err(_) => {
                 let kind = NodeFailureKind::Timeout(timeout);
@@ -427,74 +455,7 @@ impl Node {
     }
 
     pub(crate) fn failure(&self, kind: NodeFailureKind) -> NodeFailure {
-        NodeFailure {
-            node: self.label.to_string(),
-            kind,
-        }
+        NodeFailure::new(&*self.label, kind)
     }
 }
 
-#[cfg(not(feature = "tls"))]
-fn client(spec: &NodeSpec) -> Result<Client, RedisError> {
-    Client::open(spec.info.clone())
-}
-
-/// A `rediss://` node with certificates from the builder gets them; any
-/// other node connects as its URL says.
-#[cfg(feature = "tls")]
-fn client(spec: &NodeSpec) -> Result<Client, RedisError> {
-    match (&spec.tls, spec.info.addr()) {
-        (Some(certs), redis::ConnectionAddr::TcpTls { .. }) => {
-            // rustls needs a process-wide crypto provider; install ring
-            // unless the application installed one already.
-            let _ = rustls::crypto::ring::default_provider().install_default();
-            Client::build_with_tls(spec.info.clone(), certs.clone())
-        }
-        _ => Client::open(spec.info.clone()),
-    }
-}
-
-fn classify(e: &RedisError) -> NodeFailureKind {
-    if e.is_timeout() {
-        return NodeFailureKind::Timeout(Duration::ZERO);
-    }
-    if let Some(code) = e.code() {
-        let (code, message) = reply_code(code, e.detail().unwrap_or_default());
-        return NodeFailureKind::Redis {
-            code: code.to_owned(),
-            message: message.to_owned(),
-        };
-    }
-    // A pipelined command (GET + PTTL) that failed with a code redis-rs has
-    // no kind for (`WRONGTYPE`) carries its server error inside.
-    if let Some(server) = e
-        .clone()
-        .into_server_errors()
-        .and_then(|errors| errors.first().map(|(_, err)| err.clone()))
-    {
-        return NodeFailureKind::Redis {
-            code: server.code().to_owned(),
-            message: server.details().unwrap_or_default().to_owned(),
-        };
-    }
-    if e.kind() == ErrorKind::AuthenticationFailed {
-        // The server's WRONGPASS reply to AUTH; redis-rs replaces it with its
-        // own error kind while connecting, so restore the code here.
-        return NodeFailureKind::Redis {
-            code: "WRONGPASS".to_owned(),
-            message: "authentication failed: wrong user name or password, the user is \
-                      disabled, or a password was sent to a node that has none"
-                .to_owned(),
-        };
-    }
-    if e.is_io_error() || e.is_connection_refusal() || e.is_connection_dropped() {
-        return NodeFailureKind::Connection(e.to_string());
-    }
-    match e.kind() {
-        ErrorKind::Server(_) => NodeFailureKind::Redis {
-            code: "ERR".to_owned(),
-            message: e.to_string(),
-        },
-        _ => NodeFailureKind::Connection(e.to_string()),
-    }
-}

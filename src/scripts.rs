@@ -38,8 +38,12 @@ pub(crate) static ACQUIRE_FENCED: LazyLock<Script> =
 pub(crate) static FENCE_COMMIT: LazyLock<Script> =
     LazyLock::new(|| Script::new(include_str!("scripts/fence_commit.lua")));
 
+/// Whether every key still carries the token (read-only).
+pub(crate) static HOLDS: LazyLock<Script> =
+    LazyLock::new(|| Script::new(include_str!("scripts/holds.lua")));
+
 /// Every script, for preloading on connect.
-pub(crate) fn all() -> [&'static Script; 7] {
+pub(crate) fn all() -> [&'static Script; 8] {
     [
         &RELEASE,
         &RELEASE_MULTI,
@@ -48,5 +52,6 @@ pub(crate) fn all() -> [&'static Script; 7] {
         &ACQUIRE_MULTI,
         &ACQUIRE_FENCED,
         &FENCE_COMMIT,
+        &HOLDS,
     ]
 }

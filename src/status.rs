@@ -4,11 +4,7 @@
 use std::fmt;
 use std::time::Duration;
 
-use futures::FutureExt;
-
 use crate::error::{NodeFailure, ResourceName};
-use crate::fanout::{Engine, Gather};
-use crate::quorum;
 use crate::token::Token;
 
 /// What one node holds for a resource.
@@ -30,6 +26,7 @@ pub enum NodeView {
 
 /// A resource as seen by every node at one moment.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct Status {
     /// The resource, printable.
     pub resource: ResourceName,
@@ -39,7 +36,36 @@ pub struct Status {
     pub quorum: usize,
 }
 
+impl NodeView {
+    /// The view of a node that answered `GET` with `value` and `PTTL` with
+    /// `pttl` (negative: no expiry, or no key).
+    pub(crate) fn from_peek(value: Option<&[u8]>, pttl: i64) -> Self {
+        match value {
+            None => NodeView::Free,
+            Some(value) => NodeView::Held {
+                token_prefix: String::from_utf8_lossy(value)
+                    .chars()
+                    .take(Token::SHOWN)
+                    .collect(),
+                expires_in: u64::try_from(pttl).ok().map(Duration::from_millis),
+            },
+        }
+    }
+}
+
 impl Status {
+    pub(crate) fn new(
+        resource: ResourceName,
+        nodes: Vec<(String, NodeView)>,
+        quorum: usize,
+    ) -> Self {
+        Self {
+            resource,
+            nodes,
+            quorum,
+        }
+    }
+
     /// The value prefix held on the most nodes, and on how many.
     pub fn leading_holder(&self) -> Option<(&str, usize)> {
         let mut best: Option<(&str, usize)> = None;
@@ -142,68 +168,48 @@ impl fmt::Display for Status {
     }
 }
 
-impl Engine {
-    /// Reads the resource's key on every node, in parallel.
-    pub(crate) async fn status(&self, resource: &[u8]) -> Status {
-        let timeout = self.config.node_timeout;
-        let key: std::sync::Arc<[u8]> = resource.into();
-        let mut gather = Gather::new(self.nodes.iter().enumerate().map(|(i, node)| {
-            let (node, key) = (node.clone(), key.clone());
-            async move { (i, node.peek(&key, timeout).await) }.boxed()
-        }));
-        let mut views: Vec<NodeView> = vec![NodeView::Free; self.nodes.len()];
-        while let Some((i, result)) = gather.next().await {
-            views[i] = match result {
-                Ok((None, _)) => NodeView::Free,
-                Ok((Some(value), pttl)) => {
-                    let text = String::from_utf8_lossy(&value);
-                    NodeView::Held {
-                        token_prefix: text.chars().take(Token::SHOWN).collect(),
-                        expires_in: u64::try_from(pttl).ok().map(Duration::from_millis),
-                    }
-                }
-                Err(failure) => NodeView::Failed(failure),
-            };
-        }
-        Status {
-            resource: ResourceName::new(resource),
-            nodes: self
-                .nodes
-                .iter()
-                .map(|n| n.label().to_owned())
-                .zip(views)
-                .collect(),
-            quorum: quorum::quorum(self.nodes.len()),
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::error::NodeFailureKind;
 
     fn status(views: Vec<NodeView>) -> Status {
-        Status {
-            resource: ResourceName::new(b"r"),
-            nodes: views
-                .into_iter()
-                .enumerate()
-                .map(|(i, v)| (format!("127.0.0.1:700{i}/0"), v))
-                .collect(),
-            quorum: 2,
-        }
+        let nodes = views
+            .into_iter()
+            .enumerate()
+            .map(|(i, v)| (format!("127.0.0.1:700{i}/0"), v))
+            .collect();
+        Status::new(ResourceName::new(b"r"), nodes, 2)
+    }
+
+    #[test]
+    fn a_peek_reads_as_free_or_held() {
+        assert_eq!(NodeView::from_peek(None, -2), NodeView::Free);
+        assert_eq!(
+            NodeView::from_peek(Some(b"0123456789abcdef0123"), 1500),
+            NodeView::Held {
+                token_prefix: "0123456789abcdef0123"
+                    .chars()
+                    .take(Token::SHOWN)
+                    .collect(),
+                expires_in: Some(Duration::from_millis(1500)),
+            }
+        );
+        assert!(matches!(
+            NodeView::from_peek(Some(b"x"), -1),
+            NodeView::Held { expires_in: None, .. }
+        ));
     }
 
     #[test]
     fn failed_nodes_are_not_reported_as_free() {
-        let wrongtype = NodeView::Failed(NodeFailure {
-            node: "127.0.0.1:7000/0".into(),
-            kind: NodeFailureKind::Redis {
+        let wrongtype = NodeView::Failed(NodeFailure::new(
+            "127.0.0.1:7000/0",
+            NodeFailureKind::Redis {
                 code: "WRONGTYPE".into(),
                 message: "Operation against a key holding the wrong kind of value".into(),
             },
-        });
+        ));
         let unknown = status(vec![wrongtype.clone(), wrongtype, NodeView::Free]);
         let text = unknown.to_string();
         assert!(!text.contains("is free"), "{text}");

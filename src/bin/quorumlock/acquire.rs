@@ -74,7 +74,7 @@ async fn attempts(
     let mut first = true;
     loop {
         let attempt_started = Instant::now();
-        let mut request = redlock.acquisition(resource, args.ttl);
+        let mut request = redlock.lock(resource, args.ttl);
         if args.fenced {
             request = request.fenced();
         }
@@ -83,7 +83,7 @@ async fn attempts(
             // contenders that started together.
             request.retries(2)
         } else if first {
-            request.once()
+            request.retries(0)
         } else {
             let left = wait_until.map_or(SLICE, |d| d.saturating_duration_since(Instant::now()));
             request.wait(left.min(SLICE))

@@ -1,0 +1,216 @@
+//! One acquisition attempt: `SET NX PX` on every node, decided at quorum;
+//! for a fenced lock, followed by the commit of the fencing token. Both
+//! phases are uses of [`fanout::quorum`]; the deadline the lock gets is
+//! [`quorum::deadline`] from the attempt's start.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use tracing::{debug, Instrument};
+
+use crate::engine::Engine;
+use crate::error::NodeFailure;
+use crate::fanout::{self, Outcome};
+use crate::fence::{self, Commit};
+use crate::keys::Keys;
+use crate::node::Grant;
+use crate::quorum::{self, Tally, Vote};
+use crate::set_order::SetFuture;
+use crate::token::Token;
+
+/// How one acquisition attempt ended.
+pub(crate) enum Attempt {
+    /// A quorum said yes in time.
+    Granted {
+        deadline: Instant,
+        sets: Vec<SetFuture>,
+        /// The fencing token, for a fenced lock.
+        fence: Option<u64>,
+    },
+    /// No lock; every node was told to release.
+    Failed(AttemptFailure),
+}
+
+/// Why an attempt failed, kept to build the final error after the retries.
+pub(crate) struct AttemptFailure {
+    pub(crate) tally: Tally,
+    pub(crate) failures: Vec<NodeFailure>,
+    /// Set when a quorum said yes but no validity was left.
+    pub(crate) exhausted: Option<Duration>,
+    /// Set, to the highest counter read, when no fencing token above it is
+    /// left (see [`crate::MAX_FENCE`]); retrying cannot help.
+    pub(crate) fence_exhausted: Option<u64>,
+}
+
+/// One Redlock attempt with a fresh `token`.
+///
+/// On failure every node is told to release before this returns (each
+/// release queued behind that node's `SET`, waiting at most one node
+/// timeout). If this future is dropped mid-flight, the same cleanup is
+/// spawned.
+pub(crate) async fn acquire_once(
+    engine: &Arc<Engine>,
+    keys: &Keys,
+    token: &Token,
+    ttl: Duration,
+    drift: Duration,
+) -> Attempt {
+    let span = tracing::debug_span!("acquire_attempt", resource = %keys, token = %token);
+    async move {
+        let start = Instant::now();
+        let valid_until = quorum::deadline(start, ttl, drift).unwrap_or(start);
+        let timeout = engine.config.node_timeout.min(ttl.saturating_sub(drift));
+        let sets = SetFuture::for_attempt(engine.nodes.len());
+        let mut guard = CleanupOnDrop {
+            engine: engine.clone(),
+            keys: keys.clone(),
+            token: token.clone(),
+            sets: Some(sets.clone()),
+        };
+
+        let quarantine = engine.config.restart_quarantine;
+        let set = fanout::quorum(
+            &engine.nodes,
+            &engine.background,
+            engine.majority(None),
+            |i, node| {
+                let (node, keys, token) = (node.clone(), keys.clone(), token.clone());
+                let over = sets[i].mark_over_on_drop();
+                async move {
+                    let _over = over;
+                    if let Some(required) = quarantine {
+                        node.check_standing(required, timeout).await?;
+                    }
+                    node.acquire(&keys, &token, ttl, timeout).await
+                }
+            },
+            |i, grant: &Grant| {
+                debug!(node = %engine.nodes[i].label(), vote = ?grant.vote, "node answered");
+                grant.vote
+            },
+        )
+        .await;
+
+        let mut granted = set.reached();
+        let mut fence = None;
+        let mut fence_exhausted = None;
+        let Outcome {
+            mut tally,
+            mut failures,
+            replies,
+            ..
+        } = set;
+        if granted && keys.fence_key().is_some() {
+            let counters = replies
+                .iter()
+                .filter(|(_, g)| g.vote == Vote::Yes)
+                .map(|(_, g)| g.counter);
+            match fence::propose(counters) {
+                Ok(proposed) => {
+                    let commit = commit_fence(engine, keys, token, proposed, valid_until).await;
+                    if commit.reached() {
+                        fence = Some(proposed);
+                    } else {
+                        debug!(
+                            yes = commit.tally.yes(),
+                            no = commit.tally.no(),
+                            "fence commit failed"
+                        );
+                        granted = false;
+                        failures.extend(commit.failures);
+                        tally = commit.tally;
+                    }
+                }
+                Err(highest) => {
+                    debug!(highest, "fencing tokens exhausted");
+                    granted = false;
+                    fence_exhausted = Some(highest);
+                }
+            }
+        }
+        let elapsed = start.elapsed();
+        let valid = quorum::validity(ttl, elapsed, drift).is_some();
+
+        if granted && valid {
+            guard.sets = None;
+            debug!(?elapsed, yes = tally.yes(), ?fence, "granted");
+            return Attempt::Granted {
+                deadline: valid_until,
+                sets,
+                fence,
+            };
+        }
+        let exhausted = granted.then_some(elapsed);
+        debug!(
+            ?elapsed,
+            yes = tally.yes(),
+            no = tally.no(),
+            failed = tally.failed(),
+            "attempt failed"
+        );
+        // Release everywhere before the next attempt (a key left from this
+        // one would refuse it), but wait at most one node timeout: a hung
+        // node gets its release in the background, queued behind its SET.
+        guard.sets = None;
+        let all = engine.nodes.len();
+        let _ = tokio::time::timeout(timeout, engine.release_after(keys, token, sets, all)).await;
+        Attempt::Failed(AttemptFailure {
+            tally,
+            failures,
+            exhausted,
+            fence_exhausted,
+        })
+    }
+    .instrument(span)
+    .await
+}
+
+/// Second phase of a fenced acquire: every node still holding the token
+/// raises its counter to `fence` from strictly below; only those count, so
+/// two commits of one token cannot both reach a majority
+/// (`docs/fencing.md`). Decided at quorum, and before the validity ends.
+async fn commit_fence(
+    engine: &Engine,
+    keys: &Keys,
+    token: &Token,
+    fence: u64,
+    valid_until: Instant,
+) -> Outcome<Commit> {
+    let timeout = engine
+        .config
+        .node_timeout
+        .min(valid_until.saturating_duration_since(Instant::now()));
+    fanout::quorum(
+        &engine.nodes,
+        &engine.background,
+        engine.majority(Some(valid_until)),
+        |_, node| {
+            let (node, keys, token) = (node.clone(), keys.clone(), token.clone());
+            async move { node.commit_fence(&keys, &token, fence, timeout).await }
+        },
+        |_, commit| match commit {
+            Commit::Raised => Vote::Yes,
+            Commit::NotHeld | Commit::Behind => Vote::No,
+        },
+    )
+    .await
+}
+
+/// Spawns the release of a half-finished attempt when the future running
+/// it is dropped (e.g. by `tokio::time::timeout`), so its keys do not
+/// linger until their TTL.
+struct CleanupOnDrop {
+    engine: Arc<Engine>,
+    keys: Keys,
+    token: Token,
+    sets: Option<Vec<SetFuture>>,
+}
+
+impl Drop for CleanupOnDrop {
+    fn drop(&mut self) {
+        if let Some(sets) = self.sets.take() {
+            self.engine
+                .spawn_release(self.keys.clone(), self.token.clone(), sets);
+        }
+    }
+}

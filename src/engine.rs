@@ -1,0 +1,321 @@
+//! The engine behind a [`Redlock`](crate::Redlock): the nodes, the tuning,
+//! and the operations on a held lock — release, extend, the remote check —
+//! plus the read-only status, each one use of [`fanout::quorum`].
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use tracing::{debug, Instrument};
+
+use crate::background::Background;
+use crate::config::Config;
+use crate::counters::LeaseCounters;
+use crate::error::{Error, LostReason, Operation, ResourceName};
+use crate::fanout::{self, Outcome, Plan};
+use crate::handoff::Handoff;
+use crate::keys::Keys;
+use crate::node::Node;
+use crate::quorum::{self, Vote};
+use crate::set_order::SetFuture;
+use crate::stats::Stats;
+use crate::status::{NodeView, Status};
+use crate::token::Token;
+
+/// The nodes, the tuning, and the operations that go to all of them.
+#[derive(Debug)]
+pub(crate) struct Engine {
+    pub(crate) nodes: Vec<Node>,
+    pub(crate) config: Config,
+    /// Release announcements for waiters, when fast hand-off is on.
+    pub(crate) handoff: Option<Arc<Handoff>>,
+    /// Renewal and lost-signal counters of every lock taken through this engine.
+    pub(crate) leases: Arc<LeaseCounters>,
+    /// Work left running after a call returned, for [`Engine::settle`].
+    pub(crate) background: Background,
+}
+
+impl Engine {
+    /// Votes a lock needs: a majority.
+    pub(crate) fn quorum(&self) -> usize {
+        quorum::quorum(self.nodes.len())
+    }
+
+    /// A majority, decided by the nodes' own timeouts or at `until`.
+    pub(crate) fn majority(&self, until: Option<Instant>) -> Plan {
+        Plan {
+            needed: self.quorum(),
+            until,
+        }
+    }
+
+    /// Every node's answer (a failure counts as an answer), each bounded
+    /// by its own timeout.
+    fn everyone(&self) -> Plan {
+        Plan {
+            needed: self.nodes.len(),
+            until: None,
+        }
+    }
+
+    /// Opens every connection, waiting at most the connect timeout; a node
+    /// that does not answer is not an error here (it may come up later).
+    pub(crate) async fn connect_all(&self) {
+        let wait = self.config.connect_timeout;
+        let quarantine = self.config.restart_quarantine;
+        let outcome = fanout::quorum(
+            &self.nodes,
+            &self.background,
+            self.everyone(),
+            |_, node| {
+                let node = node.clone();
+                async move {
+                    let mut result = node.ping(wait).await;
+                    if result.is_ok() {
+                        result = node.load_scripts(wait).await;
+                    }
+                    if let (Ok(()), Some(required)) = (&result, quarantine) {
+                        // Reads the uptime now, so a fresh node is known
+                        // before the first acquire.
+                        result = node.check_standing(required, wait).await;
+                    }
+                    Ok(result)
+                }
+            },
+            |_, _| Vote::Yes,
+        )
+        .await;
+        for (i, result) in outcome.replies {
+            if let Err(failure) = result {
+                debug!(node = %self.nodes[i].label(), %failure, "node not reachable yet");
+            }
+        }
+    }
+
+    /// Compare-and-delete on every node, each queued behind that node's
+    /// `SET` when `sets` is given; decided once `needed` nodes confirmed
+    /// (or that became impossible), the rest goes on in the background.
+    pub(crate) async fn release_after(
+        &self,
+        keys: &Keys,
+        token: &Token,
+        sets: Vec<SetFuture>,
+        needed: usize,
+    ) -> Outcome<bool> {
+        let timeout = self.config.node_timeout;
+        let mut sets = sets.into_iter();
+        let plan = Plan {
+            needed,
+            until: None,
+        };
+        fanout::quorum(
+            &self.nodes,
+            &self.background,
+            plan,
+            |_, node| {
+                let (node, keys, token) = (node.clone(), keys.clone(), token.clone());
+                let set = sets.next();
+                async move {
+                    if let Some(set) = set {
+                        set.over().await;
+                    }
+                    node.release(&keys, &token, timeout).await
+                }
+            },
+            // Deleted now, or already gone: either way the key no longer
+            // carries the token.
+            |_, _| Vote::Yes,
+        )
+        .await
+    }
+
+    /// Release for a held lock: `Ok` once a majority confirmed that the key
+    /// no longer carries the token (deleted now, or expired before).
+    pub(crate) async fn release(
+        &self,
+        keys: &Keys,
+        token: &Token,
+        sets: Vec<SetFuture>,
+    ) -> Result<(), Error> {
+        let span = tracing::debug_span!("release", resource = %keys, token = %token);
+        async move {
+            let outcome = self.release_after(keys, token, sets, self.quorum()).await;
+            if outcome.reached() {
+                return Ok(());
+            }
+            Err(self.unavailable(Operation::Release, keys.name(), outcome))
+        }
+        .instrument(span)
+        .await
+    }
+
+    /// Releases in the background (a dropped lock, a cancelled attempt),
+    /// when a tokio runtime is present.
+    pub(crate) fn spawn_release(self: &Arc<Self>, keys: Keys, token: Token, sets: Vec<SetFuture>) {
+        let engine = self.clone();
+        self.background.spawn(async move {
+            let all = engine.nodes.len();
+            engine.release_after(&keys, &token, sets, all).await;
+        });
+    }
+
+    /// Compare-and-pexpire on every node, measured from `start` (taken
+    /// before this is called); the new deadline when a majority extended
+    /// before `deadline` (the one that holds while the extension is in
+    /// flight), the reason the lock is lost otherwise.
+    pub(crate) async fn extend(
+        &self,
+        keys: &Keys,
+        token: &Token,
+        ttl: Duration,
+        drift: Duration,
+        start: Instant,
+        deadline: Instant,
+    ) -> Result<Instant, LostReason> {
+        let span = tracing::debug_span!("extend", resource = %keys, token = %token);
+        async move {
+            let remaining = deadline.saturating_duration_since(start);
+            if remaining.is_zero() {
+                return Err(LostReason::Expired);
+            }
+            let timeout = self.config.node_timeout.min(remaining);
+            let outcome = fanout::quorum(
+                &self.nodes,
+                &self.background,
+                self.majority(Some(deadline)),
+                |_, node| {
+                    let (node, keys, token) = (node.clone(), keys.clone(), token.clone());
+                    async move { node.extend(&keys, &token, ttl, timeout).await }
+                },
+                |i, &extended| {
+                    if !extended {
+                        debug!(node = %self.nodes[i].label(), "token gone on node");
+                    }
+                    if extended {
+                        Vote::Yes
+                    } else {
+                        Vote::No
+                    }
+                },
+            )
+            .await;
+            match outcome.decision {
+                None => Err(LostReason::Expired),
+                Some(_) if outcome.reached() => {
+                    let now = Instant::now();
+                    if now >= deadline {
+                        return Err(LostReason::Expired);
+                    }
+                    match quorum::deadline(start, ttl, drift) {
+                        Some(extended) if now < extended => {
+                            let valid = extended.saturating_duration_since(now);
+                            debug!(elapsed = ?start.elapsed(), ?valid, "extended");
+                            Ok(extended)
+                        }
+                        _ => Err(LostReason::TooSlow),
+                    }
+                }
+                Some(_) => Err(LostReason::NoQuorum {
+                    extended: outcome.tally.yes(),
+                    refused: outcome.tally.no(),
+                    needed: outcome.tally.needed(),
+                    failures: outcome.failures,
+                }),
+            }
+        }
+        .instrument(span)
+        .await
+    }
+
+    /// Asks every node whether the lock's keys still carry `token`
+    /// (read-only): `Ok(true)` when a majority said yes, `Ok(false)` when so
+    /// many said no that no majority can, an error when too few answered to
+    /// tell.
+    pub(crate) async fn holds(&self, keys: &Keys, token: &Token) -> Result<bool, Error> {
+        let timeout = self.config.node_timeout;
+        let outcome = fanout::quorum(
+            &self.nodes,
+            &self.background,
+            self.majority(None),
+            |_, node| {
+                let (node, keys, token) = (node.clone(), keys.clone(), token.clone());
+                async move { node.holds(&keys, &token, timeout).await }
+            },
+            |_, &held| if held { Vote::Yes } else { Vote::No },
+        )
+        .await;
+        if outcome.reached() {
+            Ok(true)
+        } else if !outcome.tally.outage() && outcome.tally.no() > 0 {
+            Ok(false)
+        } else {
+            Err(self.unavailable(Operation::Check, keys.name(), outcome))
+        }
+    }
+
+    /// Reads the resource's key on every node, in parallel.
+    pub(crate) async fn status(&self, resource: &[u8]) -> Status {
+        let timeout = self.config.node_timeout;
+        let key: Arc<[u8]> = resource.into();
+        let outcome = fanout::quorum(
+            &self.nodes,
+            &self.background,
+            self.everyone(),
+            |_, node| {
+                let (node, key) = (node.clone(), key.clone());
+                async move {
+                    Ok(match node.peek(&key, timeout).await {
+                        Ok((value, pttl)) => NodeView::from_peek(value.as_deref(), pttl),
+                        Err(failure) => NodeView::Failed(failure),
+                    })
+                }
+            },
+            |_, _| Vote::Yes,
+        )
+        .await;
+        let mut views = vec![NodeView::Free; self.nodes.len()];
+        for (i, view) in outcome.replies {
+            views[i] = view;
+        }
+        let nodes = self
+            .nodes
+            .iter()
+            .map(|n| n.label().to_owned())
+            .zip(views)
+            .collect();
+        Status::new(ResourceName::new(resource), nodes, self.quorum())
+    }
+
+    /// A snapshot of every counter.
+    pub(crate) fn stats(&self) -> Stats {
+        Stats::new(
+            self.nodes
+                .iter()
+                .map(|n| n.counters().snapshot(n.label()))
+                .collect(),
+            self.leases.snapshot(),
+        )
+    }
+
+    /// Waits for this engine's background work; see [`Background::settle`].
+    pub(crate) async fn settle(&self, limit: Duration) -> bool {
+        self.background.settle(limit).await
+    }
+
+    /// The error for an operation on a held lock that reached no quorum.
+    pub(crate) fn unavailable<T>(
+        &self,
+        operation: Operation,
+        resource: ResourceName,
+        outcome: Outcome<T>,
+    ) -> Error {
+        Error::Unavailable {
+            operation,
+            resource,
+            granted: outcome.tally.yes(),
+            needed: outcome.tally.needed(),
+            nodes: self.nodes.len(),
+            attempts: 1,
+            failures: outcome.failures,
+        }
+    }
+}
