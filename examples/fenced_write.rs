@@ -73,7 +73,7 @@ async fn run() -> Result<(), String> {
     let nodes = common::Nodes::get()?;
     let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
     let store = Arc::new(Store::open(&dir.path().join("reports.db")).map_err(|e| e.to_string())?);
-    let redlock = Redlock::builder(&nodes.urls)
+    let redlock = Redlock::builder(nodes.urls.clone())
         .retry_count(100)
         .retry_delay(Duration::from_millis(20), Duration::from_millis(60))
         .build()
@@ -83,7 +83,9 @@ async fn run() -> Result<(), String> {
     let log = |who: &str, msg: String| println!("{} {who}: {msg}", common::stamp(t0));
 
     let a_lock = redlock
-        .acquire_fenced(RESOURCE, TTL)
+        .lock(RESOURCE, TTL)
+        .fenced()
+        .acquire()
         .await
         .map_err(|e| e.to_string())?;
     let a_fence = a_lock.fence().ok_or("fenced lock without a token")?;
@@ -99,7 +101,7 @@ async fn run() -> Result<(), String> {
     let b = {
         let (redlock, store) = (redlock.clone(), store.clone());
         tokio::spawn(async move {
-            let lock = redlock.acquire_fenced(RESOURCE, TTL).await?;
+            let lock = redlock.lock(RESOURCE, TTL).fenced().acquire().await?;
             let fence = lock.fence().unwrap_or(0);
             println!(
                 "{} B: lock taken after A's expired, fence {fence}",

@@ -52,7 +52,7 @@ async fn job(t0: Instant, signal: quorumlock::LostSignal) -> u32 {
 
 async fn run() -> Result<(), String> {
     let nodes = common::Nodes::get()?;
-    let redlock = Redlock::builder(&nodes.urls)
+    let redlock = Redlock::builder(nodes.urls.clone())
         .build()
         .await
         .map_err(|e| e.to_string())?;
@@ -60,7 +60,8 @@ async fn run() -> Result<(), String> {
 
     println!("== part 1: 3.5 s of work under a {TTL:?} TTL, renewed every TTL/3");
     let steps = redlock
-        .with_lock(RESOURCE, TTL, |signal| job(t0, signal))
+        .lock(RESOURCE, TTL)
+        .run(|signal| job(t0, signal))
         .await
         .map_err(|e| format!("part 1 should have finished: {e}"))?;
     let renewals = redlock.stats().leases.renewals;
@@ -90,7 +91,8 @@ async fn run() -> Result<(), String> {
     });
     let t1 = Instant::now();
     let outcome = redlock
-        .with_lock(RESOURCE, TTL, |signal| job(t0, signal))
+        .lock(RESOURCE, TTL)
+        .run(|signal| job(t0, signal))
         .await;
     let _ = vandal.await;
     match outcome {

@@ -86,10 +86,16 @@ mod tests {
         background.spawn(async move {
             let _ = rx.await;
         });
-        assert!(!background.settle(Duration::from_millis(20)).await, "still running");
+        assert!(
+            !background.settle(Duration::from_millis(20)).await,
+            "still running"
+        );
         let _ = tx.send(());
         assert!(background.settle(Duration::from_secs(5)).await);
-        assert!(background.settle(Duration::MAX).await, "no limit, nothing left");
+        assert!(
+            background.settle(Duration::MAX).await,
+            "no limit, nothing left"
+        );
     }
 
     #[tokio::test]
@@ -100,7 +106,10 @@ mod tests {
             let _ = rx.await;
         });
         mine.spawn(async {});
-        assert!(mine.settle(Duration::from_secs(5)).await, "not held up by the other client");
+        assert!(
+            mine.settle(Duration::from_secs(5)).await,
+            "not held up by the other client"
+        );
         assert_eq!(theirs.in_flight(), 1);
         let _ = tx.send(());
         assert!(theirs.settle(Duration::from_secs(5)).await);

@@ -231,8 +231,13 @@ impl Builder {
             .zip(&labels)
             .map(|(node, label)| {
                 let client = node.into_client(&self.config)?;
-                Node::new(label, client, self.config.connect_timeout, background.clone())
-                    .map_err(|e| Error::invalid(format!("cannot use node {label}: {e}")))
+                Node::new(
+                    label,
+                    client,
+                    self.config.connect_timeout,
+                    background.clone(),
+                )
+                .map_err(|e| Error::invalid(format!("cannot use node {label}: {e}")))
             })
             .collect::<Result<Vec<_>>>()?;
         let handoff = self.config.fast_handoff.then(|| {
@@ -290,7 +295,8 @@ impl NodeSource {
             return redis::Client::build_with_tls(info, certs.clone())
                 .map_err(|e| Error::invalid(format!("cannot use node {label}: {e}")));
         }
-        redis::Client::open(info).map_err(|e| Error::invalid(format!("cannot use node {label}: {e}")))
+        redis::Client::open(info)
+            .map_err(|e| Error::invalid(format!("cannot use node {label}: {e}")))
     }
 }
 

@@ -359,8 +359,18 @@ pub struct NodeFailure {
 }
 
 impl NodeFailure {
-    /// A failure of `node` without an underlying redis error.
-    pub(crate) fn new(node: impl Into<String>, kind: NodeFailureKind) -> Self {
+    /// A failure of `node` (`host:port/db`) of this kind, without an
+    /// underlying redis error; for tests of code that handles failures.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use quorumlock::{NodeFailure, NodeFailureKind};
+    /// let failure = NodeFailure::new("127.0.0.1:7001/0", NodeFailureKind::Protocol("?".into()));
+    /// assert_eq!(failure.to_string(), "127.0.0.1:7001/0: unexpected reply: ?");
+    /// assert!(failure.redis_error().is_none());
+    /// ```
+    pub fn new(node: impl Into<String>, kind: NodeFailureKind) -> Self {
         Self {
             node: node.into(),
             kind,
@@ -389,7 +399,6 @@ impl PartialEq for NodeFailure {
 }
 
 impl Eq for NodeFailure {}
-
 
 /// The ways a single node can fail.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -528,6 +537,9 @@ mod tests {
         assert!(err.is_unavailable() && !err.is_contended() && !err.is_lost());
         assert_eq!(err.node_failures().len(), 1);
         let source = std::error::Error::source(&err).expect("the first failure");
-        assert_eq!(source.to_string(), "127.0.0.1:7001/0: no answer within 50ms");
+        assert_eq!(
+            source.to_string(),
+            "127.0.0.1:7001/0: no answer within 50ms"
+        );
     }
 }

@@ -19,11 +19,11 @@ use std::time::{Duration, Instant};
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
+use crate::counters::LeaseCounters;
 use crate::error::{Error, LostReason};
 use crate::keys::Keys;
 use crate::loss::{self, LossKind, SignalState, Transition};
 use crate::quorum;
-use crate::counters::LeaseCounters;
 
 /// The shared state of one held lock.
 pub(crate) struct Lease {

@@ -57,7 +57,7 @@
 //!
 //! # async fn demo(redlock: quorumlock::Redlock) -> Result<(), quorumlock::Error> {
 //! let report = redlock
-//!     .with_lock("report:monthly", Duration::from_secs(30), |signal| async move {
+//!     .lock("report:monthly", Duration::from_secs(30)).run(|signal| async move {
 //!         // runs for as long as it needs; dropped if the lock is lost
 //!         format!("built with {:?} of validity left", signal.validity())
 //!     })
@@ -130,9 +130,7 @@ pub use config::{
     DEFAULT_CONNECT_TIMEOUT, DEFAULT_DRIFT_FACTOR, DEFAULT_NODE_TIMEOUT, DEFAULT_RETRY_COUNT,
     DEFAULT_RETRY_DELAY_MAX, DEFAULT_RETRY_DELAY_MIN, MAX_TTL,
 };
-pub use error::{
-    Error, LostReason, NodeFailure, NodeFailureKind, Operation, ResourceName, Result,
-};
+pub use error::{Error, LostReason, NodeFailure, NodeFailureKind, Operation, ResourceName, Result};
 pub use fence::MAX_FENCE;
 pub use keys::{FENCE_KEY_PREFIX, RELEASE_CHANNEL_PREFIX};
 pub use lease::LostSignal;

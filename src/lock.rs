@@ -4,8 +4,8 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::error::{Error, LostReason, Result};
 use crate::engine::Engine;
+use crate::error::{Error, LostReason, Result};
 use crate::keys::Keys;
 use crate::lease::Lease;
 use crate::quorum;
@@ -208,7 +208,10 @@ impl Lock {
     /// # }
     /// ```
     pub async fn is_held_remotely(&self) -> Result<bool> {
-        self.held.engine.holds(&self.held.keys, &self.held.token).await
+        self.held
+            .engine
+            .holds(&self.held.keys, &self.held.token)
+            .await
     }
 
     /// Releases the lock on every node (compare-and-delete, so a key that

@@ -458,4 +458,3 @@ impl Node {
         NodeFailure::new(&*self.label, kind)
     }
 }
-

@@ -184,7 +184,8 @@ impl Redlock {
     }
 
     /// Describes a lock on `resource` for `ttl`, with every option: more
-    /// resources taken all or nothing ([`and`](LockRequest::and)), a
+    /// resources taken all or nothing ([`and`](LockRequest::and), or
+    /// [`lock_all`](Redlock::lock_all)), a
     /// fencing token ([`fenced`](LockRequest::fenced)), how long and how
     /// often to try ([`wait`](LockRequest::wait),
     /// [`retries`](LockRequest::retries)), automatic renewal
@@ -209,7 +210,34 @@ impl Redlock {
     /// # }
     /// ```
     pub fn lock(&self, resource: impl AsRef<[u8]>, ttl: Duration) -> LockRequest<'_> {
-        LockRequest::new(self, resource.as_ref(), ttl)
+        LockRequest::new(self, vec![resource.as_ref().to_vec()], ttl)
+    }
+
+    /// Describes one lock over several resources, taken all or nothing;
+    /// the same options as [`lock`](Redlock::lock) apply (a fencing token
+    /// excepted). An empty list or a resource listed twice is refused by
+    /// [`acquire`](LockRequest::acquire).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # async fn demo(redlock: quorumlock::Redlock) -> Result<(), quorumlock::Error> {
+    /// let accounts = ["account:17", "account:42"];
+    /// let lock = redlock
+    ///     .lock_all(accounts, std::time::Duration::from_secs(5))
+    ///     .acquire()
+    ///     .await?;
+    /// // transfer between the two accounts
+    /// # lock.release().await
+    /// # }
+    /// ```
+    pub fn lock_all<I, R>(&self, resources: I, ttl: Duration) -> LockRequest<'_>
+    where
+        I: IntoIterator<Item = R>,
+        R: AsRef<[u8]>,
+    {
+        let resources = resources.into_iter().map(|r| r.as_ref().to_vec()).collect();
+        LockRequest::new(self, resources, ttl)
     }
 
     /// Waits until the work this client left running in the background has

@@ -12,12 +12,13 @@ use crate::config::Config;
 use crate::error::{Error, LostReason, ResourceName, Result};
 use crate::keys::Keys;
 use crate::lease::LostSignal;
-use crate::renewal::Renewal;
 use crate::lock::Lock;
 use crate::redlock::Redlock;
+use crate::renewal::Renewal;
 use crate::retry;
 
-/// A lock to take, with its options; from [`Redlock::lock`].
+/// A lock to take, with its options; from [`Redlock::lock`] or
+/// [`Redlock::lock_all`].
 ///
 /// Every option is independent of the others and of the order in which
 /// they are set: [`retries`](LockRequest::retries) and
@@ -26,7 +27,7 @@ use crate::retry;
 ///
 /// | option | default |
 /// |---|---|
-/// | [`and`](LockRequest::and) | one resource |
+/// | [`and`](LockRequest::and) | the resources given to `lock` / `lock_all` |
 /// | [`fenced`](LockRequest::fenced) | no fencing token |
 /// | [`retries`](LockRequest::retries) | the builder's [`retry_count`](crate::Builder::retry_count) (3); without a count limit when only `wait` is set |
 /// | [`wait`](LockRequest::wait) | the builder's [`retry_deadline`](crate::Builder::retry_deadline) (none) |
@@ -64,10 +65,10 @@ pub struct LockRequest<'a> {
 }
 
 impl<'a> LockRequest<'a> {
-    pub(crate) fn new(redlock: &'a Redlock, resource: &[u8], ttl: Duration) -> Self {
+    pub(crate) fn new(redlock: &'a Redlock, resources: Vec<Vec<u8>>, ttl: Duration) -> Self {
         Self {
             redlock,
-            resources: vec![resource.to_vec()],
+            resources,
             ttl,
             fenced: false,
             retries: None,

@@ -253,4 +253,3 @@ pub struct LeaseStats {
     /// Signals that reached [`LossKind::LimitReached`](crate::LossKind::LimitReached).
     pub limit_reached: u64,
 }
-

@@ -188,16 +188,16 @@ mod tests {
         assert_eq!(
             NodeView::from_peek(Some(b"0123456789abcdef0123"), 1500),
             NodeView::Held {
-                token_prefix: "0123456789abcdef0123"
-                    .chars()
-                    .take(Token::SHOWN)
-                    .collect(),
+                token_prefix: "0123456789abcdef0123".chars().take(Token::SHOWN).collect(),
                 expires_in: Some(Duration::from_millis(1500)),
             }
         );
         assert!(matches!(
             NodeView::from_peek(Some(b"x"), -1),
-            NodeView::Held { expires_in: None, .. }
+            NodeView::Held {
+                expires_in: None,
+                ..
+            }
         ));
     }
 

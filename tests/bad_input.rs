@@ -9,7 +9,7 @@ use quorumlock::Redlock;
 use support::{unique, Cluster};
 
 async fn build_err(urls: &[&str]) -> quorumlock::Error {
-    Redlock::builder(urls)
+    Redlock::builder(urls.iter().copied())
         .build()
         .await
         .expect_err("must be rejected")
@@ -128,7 +128,7 @@ async fn unreachable_nodes_are_an_outage_not_a_crash() {
             format!("redis://127.0.0.1:{}", l.local_addr().expect("addr").port())
         })
         .collect();
-    let redlock = Redlock::builder(&urls)
+    let redlock = Redlock::builder(urls.clone())
         .retry_count(1)
         .retry_delay(Duration::ZERO, Duration::from_millis(10))
         .build()
@@ -175,14 +175,16 @@ async fn huge_durations_never_panic_and_leave_nothing() {
             .await
             .expect("release");
         redlock
-            .acquire_within(&name, ttl, big)
+            .lock(&name, ttl)
+            .wait(big)
+            .acquire()
             .await
             .expect("free lock")
             .release()
             .await
             .expect("release");
         redlock
-            .acquisition(&name, ttl)
+            .lock(&name, ttl)
             .wait(big)
             .acquire()
             .await
@@ -230,7 +232,7 @@ async fn huge_durations_never_panic_and_leave_nothing() {
         // And waiting "forever" for a held lock waits, without panicking.
         let waiting = tokio::time::timeout(
             Duration::from_millis(300),
-            holder.acquire_within(&name, ttl, big),
+            holder.lock(&name, ttl).wait(big).acquire(),
         )
         .await;
         assert!(waiting.is_err(), "still waiting: {waiting:?}");

@@ -500,7 +500,7 @@ async fn build_row(env: &Env, shape: Nodes, key: &[u8]) -> Result<(), Error> {
         }
         Nodes::AllRefused => (0..3).map(|_| refused()).collect(),
     };
-    let redlock = Redlock::builder(&urls)
+    let redlock = Redlock::builder(urls.clone())
         .node_timeout(Duration::from_millis(100))
         .retry_count(0)
         .build()

@@ -42,7 +42,12 @@ async fn fences_increase_and_the_counter_sits_beside_the_key() {
     let name = unique("fenced");
     let mut last = 0;
     for _ in 0..5 {
-        let lock = redlock.acquire_fenced(&name, TTL).await.expect("acquire");
+        let lock = redlock
+            .lock(&name, TTL)
+            .fenced()
+            .acquire()
+            .await
+            .expect("acquire");
         let fence = lock.fence().expect("fenced");
         assert!(fence > last, "{fence} after {last}");
         last = fence;
@@ -95,7 +100,9 @@ async fn a_stale_holder_after_early_expiry_is_fenced_off() {
         );
     }
     let a = redlock
-        .acquire_fenced(&name, TTL)
+        .lock(&name, TTL)
+        .fenced()
+        .acquire()
         .await
         .expect("A on 0,1,2");
     let a_fence = a.fence().expect("fenced");
@@ -105,7 +112,9 @@ async fn a_stale_holder_after_early_expiry_is_fenced_off() {
         let _: () = cluster.exec(i, redis::cmd("DEL").arg(&name));
     }
     let b = redlock
-        .acquire_fenced(&name, TTL)
+        .lock(&name, TTL)
+        .fenced()
+        .acquire()
         .await
         .expect("B on 2,3,4");
     let b_fence = b.fence().expect("fenced");
@@ -151,7 +160,12 @@ async fn fences_stay_monotonic_through_restarts_and_early_expiry() {
         workers.push(tokio::spawn(async move {
             let mut rejected = 0u32;
             while !stop.load(std::sync::atomic::Ordering::Relaxed) {
-                let Ok(lock) = r.acquire_fenced(&n, Duration::from_millis(800)).await else {
+                let Ok(lock) = r
+                    .lock(&n, Duration::from_millis(800))
+                    .fenced()
+                    .acquire()
+                    .await
+                else {
                     continue;
                 };
                 let fence = lock.fence().expect("fenced");
@@ -255,7 +269,7 @@ async fn a_delayed_client_is_never_granted_an_earlier_holders_fence() {
     b_links.link(z).hold(Direction::Replies);
     let b_acquire = tokio::spawn({
         let (b, name) = (b.clone(), name.clone());
-        async move { b.acquire_fenced(&name, ttl).await }
+        async move { b.lock(&name, ttl).fenced().acquire().await }
     });
     step("B's SET ran on x and z and waits at y", || {
         let values = cluster.values(name.as_bytes());
@@ -270,7 +284,12 @@ async fn a_delayed_client_is_never_granted_an_earlier_holders_fence() {
     // x's clock jumps: B's key expires there early.
     let _: () = cluster.exec(x, redis::cmd("DEL").arg(&name));
 
-    let a_lock = a.acquire_fenced(&name, ttl).await.expect("A takes x and y");
+    let a_lock = a
+        .lock(&name, ttl)
+        .fenced()
+        .acquire()
+        .await
+        .expect("A takes x and y");
     let a_fence = a_lock.fence().expect("fenced");
     a_lock.release().await.expect("A releases");
 
@@ -320,14 +339,18 @@ async fn fences_stop_at_two_to_the_53_with_a_typed_error() {
         let _: () = cluster.exec(i, redis::cmd("SET").arg(&counter).arg(MAX_FENCE - 1));
     }
     let lock = redlock
-        .acquire_fenced(&name, TTL)
+        .lock(&name, TTL)
+        .fenced()
+        .acquire()
         .await
         .expect("one token left");
     assert_eq!(lock.fence(), Some(MAX_FENCE), "exact at the bound");
     lock.release().await.expect("release");
 
     let err = redlock
-        .acquire_fenced(&name, TTL)
+        .lock(&name, TTL)
+        .fenced()
+        .acquire()
         .await
         .expect_err("no token left");
     assert!(err.is_fence_exhausted(), "{err}");
@@ -367,7 +390,9 @@ async fn nodes_refuse_counters_out_of_the_exact_range() {
             let _: () = cluster.exec(i, redis::cmd("SET").arg(counter_key(&name)).arg(bad));
         }
         let err = redlock
-            .acquire_fenced(&name, TTL)
+            .lock(&name, TTL)
+            .fenced()
+            .acquire()
             .await
             .expect_err("refused");
         assert!(err.is_unavailable(), "{bad}: {err}");

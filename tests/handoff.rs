@@ -95,7 +95,7 @@ async fn thirty_two_waiters_all_get_their_turn_one_at_a_time() {
         );
         waiters.push(tokio::spawn(async move {
             let lock = r
-                .acquisition(&n, TTL)
+                .lock(&n, TTL)
                 .wait(Duration::from_secs(60))
                 .acquire()
                 .await

@@ -370,17 +370,17 @@ async fn settings_that_cannot_work_are_refused_before_anything_runs() {
     }
     assert!(!lock.lost_signal().is_fired());
     let err: Result<(), Error> = redlock
-        .with_lock_renewing(&name, TTL, Renewal::every(Duration::ZERO), |_| async {
-            unreachable!("the work never runs")
-        })
+        .lock(&name, TTL)
+        .renew(Renewal::every(Duration::ZERO))
+        .run(|_| async { unreachable!("the work never runs") })
         .await;
     assert!(err.is_err(), "contended or invalid");
     lock.release().await.expect("release");
 
     let result: Result<(), Error> = redlock
-        .with_lock_renewing(&name, TTL, Renewal::every(Duration::ZERO), |_| async {
-            unreachable!("the work never runs")
-        })
+        .lock(&name, TTL)
+        .renew(Renewal::every(Duration::ZERO))
+        .run(|_| async { unreachable!("the work never runs") })
         .await;
     let err = result.expect_err("invalid");
     assert!(err.is_invalid_input(), "{err}");
@@ -700,7 +700,8 @@ async fn with_lock_returns_the_output_renews_meanwhile_and_releases() {
     let name = unique("scoped-ok");
     let (inner, inner_name) = (redlock.clone(), name.clone());
     let out = redlock
-        .with_lock(&name, TTL, |signal| async move {
+        .lock(&name, TTL)
+        .run(|signal| async move {
             // Longer than the TTL: only renewal keeps the lock.
             tokio::time::sleep(2 * TTL).await;
             assert!(!signal.is_fired());
@@ -722,7 +723,8 @@ async fn with_lock_releases_when_the_work_returns_an_error() {
     let redlock = cluster.redlock().await;
     let name = unique("scoped-err");
     let out = redlock
-        .with_lock(&name, TTL, |_| async { Err::<(), _>("boom") })
+        .lock(&name, TTL)
+        .run(|_| async { Err::<(), _>("boom") })
         .await
         .expect("the lock was held throughout");
     assert_eq!(out, Err("boom"));
@@ -741,7 +743,8 @@ async fn with_lock_releases_when_the_work_panics() {
     let name = unique("scoped-panic-task");
     let (r, n) = (redlock.clone(), name.clone());
     let joined = tokio::spawn(async move {
-        r.with_lock(&n, TTL, |_| async { panic!("work failed") })
+        r.lock(&n, TTL)
+            .run(|_| async { panic!("work failed") })
             .await
     })
     .await;
@@ -755,7 +758,9 @@ async fn with_lock_releases_when_the_work_panics() {
     // Caught in place.
     let name = unique("scoped-panic-caught");
     let caught = std::panic::AssertUnwindSafe(
-        redlock.with_lock(&name, TTL, |_| async { panic!("work failed") }),
+        redlock
+            .lock(&name, TTL)
+            .run(|_| async { panic!("work failed") }),
     )
     .catch_unwind()
     .await;
@@ -772,7 +777,7 @@ async fn with_lock_releases_when_the_caller_drops_it() {
     let flag = dropped.clone();
     let outcome = tokio::time::timeout(
         TTL,
-        redlock.with_lock(&name, TTL, |_| async move {
+        redlock.lock(&name, TTL).run(|_| async move {
             let _flag = SetOnDrop(flag);
             pending::<()>().await
         }),
@@ -794,12 +799,14 @@ async fn with_lock_cancels_the_work_when_the_lock_is_lost() {
     let r = redlock.clone();
     let n = name.clone();
     let task = tokio::spawn(async move {
-        r.with_lock_renewing(&n, TTL, Renewal::every(200 * MS), |_| async move {
-            let _flag = SetOnDrop(flag);
-            go.store(true, Ordering::SeqCst);
-            pending::<()>().await
-        })
-        .await
+        r.lock(&n, TTL)
+            .renew(Renewal::every(200 * MS))
+            .run(|_| async move {
+                let _flag = SetOnDrop(flag);
+                go.store(true, Ordering::SeqCst);
+                pending::<()>().await
+            })
+            .await
     });
     assert!(eventually(SOON, || started.load(Ordering::SeqCst)).await);
     // Someone else's token replaces ours on a majority.
@@ -852,7 +859,8 @@ async fn with_lock_on_a_held_resource_is_contended_and_runs_nothing() {
     let name = unique("scoped-contended");
     let lock = redlock.acquire(&name, TTL).await.expect("acquire");
     let result: Result<(), Error> = redlock
-        .with_lock(&name, TTL, |_| async { unreachable!("not run") })
+        .lock(&name, TTL)
+        .run(|_| async { unreachable!("not run") })
         .await;
     let err = result.expect_err("contended");
     assert!(err.is_contended(), "{err}");

@@ -169,7 +169,9 @@ async fn acquire_gives_up_after_the_retry_deadline() {
         other => panic!("{other:?}"),
     }
     let err = redlock
-        .acquire_within(&name, TTL, Duration::from_millis(200))
+        .lock(&name, TTL)
+        .wait(Duration::from_millis(200))
+        .acquire()
         .await
         .expect_err("held");
     assert!(err.is_contended());

@@ -17,7 +17,8 @@ async fn all_resources_are_taken_released_and_extended_together() {
     let redlock = cluster.redlock().await;
     let (a, b, c) = (unique("acct-a"), unique("acct-b"), unique("acct-c"));
     let lock = redlock
-        .acquire_all([&a, &b, &c], TTL)
+        .lock_all([&a, &b, &c], TTL)
+        .acquire()
         .await
         .expect("acquire");
     assert_eq!(lock.resources().count(), 3);
@@ -58,7 +59,8 @@ async fn one_taken_resource_blocks_the_set_and_nothing_is_set() {
     let (a, b) = (unique("free"), unique("taken"));
     let holder = redlock.acquire(&b, TTL).await.expect("b");
     let err = redlock
-        .acquire_all([&a, &b], TTL)
+        .lock_all([&a, &b], TTL)
+        .acquire()
         .await
         .expect_err("b is held");
     assert!(err.is_contended(), "{err}");
@@ -75,7 +77,11 @@ async fn extend_fails_when_one_resource_was_lost() {
     let cluster = Cluster::shared(5);
     let redlock = cluster.redlock().await;
     let (a, b) = (unique("x"), unique("y"));
-    let lock = redlock.acquire_all([&a, &b], TTL).await.expect("acquire");
+    let lock = redlock
+        .lock_all([&a, &b], TTL)
+        .acquire()
+        .await
+        .expect("acquire");
     for i in 0..3 {
         let _: () = cluster.exec(i, redis::cmd("DEL").arg(&b));
     }
@@ -91,22 +97,25 @@ async fn bad_resource_lists_are_rejected() {
     let redlock = cluster.redlock().await;
     let none: [&str; 0] = [];
     assert!(redlock
-        .acquire_all(none, TTL)
+        .lock_all(none, TTL)
+        .acquire()
         .await
         .unwrap_err()
         .is_invalid_input());
     assert!(redlock
-        .acquire_all(["a", "a"], TTL)
+        .lock_all(["a", "a"], TTL)
+        .acquire()
         .await
         .unwrap_err()
         .is_invalid_input());
     assert!(redlock
-        .acquire_all(["a", ""], TTL)
+        .lock_all(["a", ""], TTL)
+        .acquire()
         .await
         .unwrap_err()
         .is_invalid_input());
     let err = redlock
-        .acquisition_all(["a", "b"], TTL)
+        .lock_all(["a", "b"], TTL)
         .fenced()
         .acquire()
         .await
@@ -143,7 +152,11 @@ async fn overlapping_sets_never_hold_a_resource_twice() {
             tasks.push(tokio::spawn(async move {
                 let mut held = 0;
                 for _ in 0..10 {
-                    let lock = r.acquire_all(&set, TTL).await.expect("eventually free");
+                    let lock = r
+                        .lock_all(&set, TTL)
+                        .acquire()
+                        .await
+                        .expect("eventually free");
                     {
                         let mut occ = occ.lock().expect("map");
                         for name in &set {

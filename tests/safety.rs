@@ -218,7 +218,7 @@ async fn negative_control_on(mut cluster: Cluster, how: Break, strategy: &Strate
     let name = unique("control");
     let client = |retries| {
         strategy.builder(
-            Redlock::builder(&urls)
+            Redlock::builder(urls.clone())
                 .node_timeout(NODE_TIMEOUT)
                 .retry_count(retries)
                 .retry_delay(Duration::from_millis(10), Duration::from_millis(50)),
@@ -366,7 +366,7 @@ async fn negative_control_setup_without_the_break_is_clean() {
     let urls = cluster.proxied();
     let name = unique("control-clean");
     let build = || {
-        Redlock::builder(&urls)
+        Redlock::builder(urls.clone())
             .node_timeout(Duration::from_millis(200))
             .retry_count(0)
             .build()

@@ -62,7 +62,7 @@ async fn an_acl_user_limited_to_the_lock_commands_is_enough() {
         .collect();
     // Restart quarantine reads each node's uptime in whole seconds.
     tokio::time::sleep(Duration::from_millis(1100)).await;
-    let redlock = Redlock::builder(&urls)
+    let redlock = Redlock::builder(urls.clone())
         .node_timeout(Duration::from_millis(200))
         .retry_count(0)
         .restart_quarantine(Some(Duration::from_millis(500)))
@@ -81,7 +81,9 @@ async fn an_acl_user_limited_to_the_lock_commands_is_enough() {
         let (redlock, name) = (redlock.clone(), name.clone());
         tokio::spawn(async move {
             redlock
-                .acquire_within(&name, Duration::from_secs(10), Duration::from_secs(5))
+                .lock(&name, Duration::from_secs(10))
+                .wait(Duration::from_secs(5))
+                .acquire()
                 .await
         })
     };
@@ -90,7 +92,9 @@ async fn an_acl_user_limited_to_the_lock_commands_is_enough() {
     let next = waiter.await.expect("waiter").expect("the waiter takes it");
     next.release().await.expect("release");
     let fenced = redlock
-        .acquire_fenced(&name, Duration::from_secs(10))
+        .lock(&name, Duration::from_secs(10))
+        .fenced()
+        .acquire()
         .await
         .expect("fenced acquire");
     assert!(fenced.fence().is_some());
@@ -159,7 +163,7 @@ async fn wrong_or_missing_credentials_are_typed_and_never_echoed() {
                 None => u.clone(),
             })
             .collect();
-        let redlock = Redlock::builder(&urls)
+        let redlock = Redlock::builder(urls.clone())
             .retry_count(0)
             .build()
             .await
@@ -245,7 +249,7 @@ async fn releases_succeed_for_a_user_that_may_not_publish() {
         .iter()
         .map(|u| with_user(u, "locker", "locker-pw"))
         .collect();
-    let redlock = Redlock::builder(&urls)
+    let redlock = Redlock::builder(urls.clone())
         .node_timeout(Duration::from_millis(200))
         .retry_count(0)
         .retry_delay(Duration::from_millis(50), Duration::from_millis(100))
@@ -271,7 +275,8 @@ async fn releases_succeed_for_a_user_that_may_not_publish() {
     }
     let (a, b) = (unique("lock:no-publish-a"), unique("lock:no-publish-b"));
     let both = redlock
-        .acquire_all([&a, &b], Duration::from_secs(10))
+        .lock_all([&a, &b], Duration::from_secs(10))
+        .acquire()
         .await
         .expect("acquire both");
     both.release().await.expect("release both");
@@ -288,7 +293,9 @@ async fn releases_succeed_for_a_user_that_may_not_publish() {
         let (redlock, name) = (redlock.clone(), name.clone());
         tokio::spawn(async move {
             redlock
-                .acquire_within(&name, Duration::from_secs(10), Duration::from_secs(10))
+                .lock(&name, Duration::from_secs(10))
+                .wait(Duration::from_secs(10))
+                .acquire()
                 .await
         })
     };

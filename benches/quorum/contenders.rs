@@ -162,7 +162,7 @@ impl Contender {
     pub async fn connect(kind: Kind, urls: &[String]) -> Contender {
         let c = match kind {
             Kind::Quorumlock => Contender::Quorumlock(
-                quorumlock::Redlock::builder(urls)
+                quorumlock::Redlock::builder(urls.to_vec())
                     .build()
                     .await
                     .expect("build quorumlock"),
@@ -217,7 +217,7 @@ impl Contender {
         let wait = until.saturating_duration_since(Instant::now());
         match self {
             Contender::Quorumlock(rl) => rl
-                .acquisition(key, ttl)
+                .lock(key, ttl)
                 .wait(wait)
                 .acquire()
                 .await

@@ -103,7 +103,7 @@ impl Strategy {
             customize: Arc::new(|b| b),
             acquire: Arc::new(|redlock, resource, ttl| {
                 async move {
-                    let lock = redlock.acquire_fenced(resource, ttl).await?;
+                    let lock = redlock.lock(resource, ttl).fenced().acquire().await?;
                     let fence = lock.fence();
                     Ok((lock, fence))
                 }
@@ -166,7 +166,7 @@ impl Workload {
 
     /// The builder every client starts from.
     pub fn builder(&self, urls: &[String]) -> Builder {
-        Redlock::builder(urls)
+        Redlock::builder(urls.to_vec())
             .node_timeout(self.node_timeout)
             .connect_timeout(Duration::from_millis(500))
             .retry_count(self.retry_count)
@@ -451,7 +451,7 @@ impl SafetyRun {
         for r in 0..w.resources {
             let name = resource_name(&prefix, r);
             let wait = w.max_ttl() + Duration::from_secs(3);
-            match probe.acquire_within(&name, w.max_ttl(), wait).await {
+            match probe.lock(&name, w.max_ttl()).wait(wait).acquire().await {
                 Ok(lock) => {
                     recovery = recovery.map(|d| d.max(start.elapsed()));
                     let _ = lock.release().await;

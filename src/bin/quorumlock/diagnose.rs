@@ -102,10 +102,7 @@ mod tests {
     use std::time::Duration;
 
     fn failure(kind: NodeFailureKind) -> NodeFailure {
-        NodeFailure {
-            node: "127.0.0.1:7001/0".into(),
-            kind,
-        }
+        NodeFailure::new("127.0.0.1:7001/0", kind)
     }
 
     fn refused() -> NodeFailure {

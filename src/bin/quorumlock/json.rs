@@ -134,13 +134,13 @@ mod tests {
         );
         let failed = node(
             "a:1/0",
-            &NodeView::Failed(NodeFailure {
-                node: "a:1/0".into(),
-                kind: NodeFailureKind::Redis {
+            &NodeView::Failed(NodeFailure::new(
+                "a:1/0",
+                NodeFailureKind::Redis {
                     code: "WRONGTYPE".into(),
                     message: "wrong kind".into(),
                 },
-            }),
+            )),
         );
         assert_eq!(failed["state"], "error");
         assert_eq!(failed["error"]["kind"], "redis");
