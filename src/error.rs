@@ -4,6 +4,10 @@
 use std::fmt;
 use std::time::Duration;
 
+use crate::failure::NodeFailures;
+pub(crate) use crate::failure::{NodeFailure, NodeFailureKind};
+use crate::lease::ending::LostReason;
+
 /// Result alias for this crate.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
@@ -165,172 +169,13 @@ impl Error {
     pub fn node_failures(&self) -> &[NodeFailure] {
         match self {
             Error::Contended { failures, .. } | Error::Unavailable { failures, .. } => failures,
-            Error::Lost {
-                reason:
-                    LostReason::NoQuorum { failures, .. } | LostReason::Uncertain { failures, .. },
-                ..
-            } => failures,
+            Error::Lost { reason, .. } => reason.node_failures(),
             _ => &[],
         }
     }
 
     pub(crate) fn invalid(msg: impl Into<String>) -> Self {
         Error::InvalidInput(msg.into())
-    }
-}
-
-/// Why a held lock counts as lost.
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum LostReason {
-    /// The validity window ran out before the operation succeeded.
-    Expired,
-    /// An extension reached too few nodes still holding this lock's token.
-    NoQuorum {
-        /// Nodes that still held the token and extended it.
-        extended: usize,
-        /// Nodes that answered that the key is absent or holds another
-        /// token. When so many refused that the rest cannot be a majority,
-        /// the lock is certainly gone; otherwise it may still be held.
-        refused: usize,
-        /// Votes a quorum needs.
-        needed: usize,
-        /// Nodes that failed to answer, and why.
-        failures: Vec<NodeFailure>,
-    },
-    /// The extension reached a quorum, but too late: no validity was left.
-    TooSlow,
-    /// The lock was already marked lost by an earlier failed extension.
-    AlreadyLost,
-    /// Automatic renewal did not confirm the lock before its validity fell
-    /// below the safety margin; the keys may still be there.
-    Uncertain {
-        /// Validity that was left when this was decided.
-        validity_left: Duration,
-        /// Why the last renewal attempt failed (empty while it was still
-        /// waiting for replies).
-        failures: Vec<NodeFailure>,
-    },
-    /// Automatic renewal reached its cap on renewals or on hold time.
-    LimitReached {
-        /// Renewals that succeeded.
-        renewals: u32,
-        /// Time since the lock was granted.
-        held_for: Duration,
-    },
-    /// The holder released or dropped the lock.
-    Released,
-}
-
-impl fmt::Display for LostReason {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            LostReason::Expired => f.write_str("its validity ran out"),
-            LostReason::NoQuorum {
-                extended,
-                refused,
-                needed,
-                failures,
-            } => write!(
-                f,
-                "extension reached {extended} of {needed} needed nodes \
-                 ({refused} no longer held the token){}",
-                NodeFailures(failures)
-            ),
-            LostReason::TooSlow => f.write_str("the extension came back with no validity left"),
-            LostReason::AlreadyLost => f.write_str("an earlier extension failed"),
-            LostReason::Uncertain {
-                validity_left,
-                failures,
-            } => write!(
-                f,
-                "no renewal succeeded and only {validity_left:?} of validity was left{}",
-                NodeFailures(failures)
-            ),
-            LostReason::LimitReached { renewals, held_for } => write!(
-                f,
-                "renewal cap reached after {renewals} renewal(s) and {held_for:?} held"
-            ),
-            LostReason::Released => f.write_str("it was released"),
-        }
-    }
-}
-
-/// One node's failure to take part in an operation.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct NodeFailure {
-    /// The node, as `host:port/db` (never with its password).
-    pub node: String,
-    /// What went wrong.
-    pub kind: NodeFailureKind,
-}
-
-impl fmt::Display for NodeFailure {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}: {}", self.node, self.kind)
-    }
-}
-
-/// The ways a single node can fail.
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum NodeFailureKind {
-    /// No answer within the per-node timeout.
-    Timeout(Duration),
-    /// The connection was refused, dropped or could not be made.
-    Connection(String),
-    /// The node answered with an error reply, e.g. `WRONGTYPE`, `OOM`,
-    /// `NOAUTH`, `READONLY`, `BUSY`.
-    Redis {
-        /// The error code (`WRONGTYPE`, `OOM`, …), or `ERR`.
-        code: String,
-        /// The rest of the message.
-        message: String,
-    },
-    /// The node answered something this client cannot interpret.
-    Protocol(String),
-    /// The node was left out of the vote because it restarted too recently.
-    Quarantined {
-        /// How long ago the node (re)started.
-        uptime: Duration,
-    },
-}
-
-impl NodeFailureKind {
-    /// The node did not answer within its timeout.
-    pub fn is_timeout(&self) -> bool {
-        matches!(self, NodeFailureKind::Timeout(_))
-    }
-
-    /// The node answered with this error code (e.g. `"WRONGTYPE"`).
-    pub fn is_redis_error(&self, wanted: &str) -> bool {
-        matches!(self, NodeFailureKind::Redis { code, .. } if code.eq_ignore_ascii_case(wanted))
-    }
-}
-
-impl fmt::Display for NodeFailureKind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            NodeFailureKind::Timeout(t) => write!(f, "no answer within {t:?}"),
-            NodeFailureKind::Connection(m) => write!(f, "connection failed: {m}"),
-            NodeFailureKind::Redis { code, message } => write!(f, "{code} {message}"),
-            NodeFailureKind::Protocol(m) => write!(f, "unexpected reply: {m}"),
-            NodeFailureKind::Quarantined { uptime } => {
-                write!(f, "restarted {uptime:?} ago, not voting yet")
-            }
-        }
-    }
-}
-
-struct NodeFailures<'a>(&'a [NodeFailure]);
-
-impl fmt::Display for NodeFailures<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        for (i, failure) in self.0.iter().enumerate() {
-            f.write_str(if i == 0 { "; " } else { ", " })?;
-            write!(f, "{failure}")?;
-        }
-        Ok(())
     }
 }
 

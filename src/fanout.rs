@@ -15,10 +15,11 @@ use tracing::{debug, Instrument};
 
 use crate::background;
 use crate::config::Config;
-use crate::error::{Error, LostReason, NodeFailure};
+use crate::error::{Error, NodeFailure};
 use crate::fence::{self, Commit};
 use crate::handoff::Handoff;
 use crate::keys::Keys;
+use crate::lease::ending::LostReason;
 use crate::node::Node;
 use crate::quorum::{self, Decision, Tally, Vote};
 use crate::stats::LeaseCounters;
@@ -512,12 +513,7 @@ impl Engine {
                         _ => Err(LostReason::TooSlow),
                     }
                 }
-                Ok(_) => Err(LostReason::NoQuorum {
-                    extended: tally.yes(),
-                    refused: tally.no(),
-                    needed: tally.needed(),
-                    failures,
-                }),
+                Ok(_) => Err(LostReason::no_quorum(&tally, failures)),
             }
         }
         .instrument(span)

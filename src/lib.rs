@@ -75,11 +75,14 @@
 //! tally, backoff); `fence` the pure fencing-token rules (the proof that
 //! tokens are unique is in `docs/fencing.md`); `node` one node's connection and commands; `fanout`
 //! sends an operation to all nodes and decides as replies arrive; `redlock`
-//! is the handle with retries; `lock` the held lock. The lease lifecycle:
-//! `renewal` (settings and the pure renewal schedule) and `loss` (the pure
-//! rules of the lost-lock signal) feed `lease` (a held lock's shared state
-//! and [`LostSignal`]), `renewer` (the background renewal task) and
-//! `scoped` ([`Redlock::with_lock`]). `stats` holds the counters. `keys`
+//! is the handle with retries; `lock` the held lock. The lease lifecycle
+//! lives in `lease`: its `term` (deadline, TTL and drift), shared `state`,
+//! the public [`LostSignal`] (`signal`), one vocabulary for how a lock ends
+//! (`ending`: [`LostReason`] and its [`LossKind`]), the signal's pure rules
+//! (`signal_state`), the [`Renewal`] settings, the pure renewal `schedule`
+//! and the background renewal `task`; `lock` uses it, never the other way
+//! round. `scoped` holds [`Redlock::with_lock`]. `stats` holds the
+//! counters; `failure` one node's failure ([`NodeFailure`]). `keys`
 //! says what a lock covers (one resource, several, a fencing counter);
 //! `scripts` holds the Lua run on the nodes; `handoff` the release
 //! announcements waiters subscribe to; `quarantine` the restart rule;
@@ -92,6 +95,7 @@
 mod background;
 mod config;
 mod error;
+mod failure;
 mod fanout;
 mod fence;
 mod handoff;
@@ -99,7 +103,6 @@ mod keys;
 mod lease;
 mod link;
 mod lock;
-mod loss;
 #[cfg(feature = "metrics")]
 pub mod metrics;
 #[cfg(not(feature = "metrics"))]
@@ -109,8 +112,6 @@ mod op;
 mod quarantine;
 mod quorum;
 mod redlock;
-mod renewal;
-mod renewer;
 mod reply_code;
 mod scoped;
 mod scripts;
@@ -122,14 +123,13 @@ pub use config::{
     DEFAULT_CONNECT_TIMEOUT, DEFAULT_DRIFT_FACTOR, DEFAULT_NODE_TIMEOUT, DEFAULT_RETRY_COUNT,
     DEFAULT_RETRY_DELAY_MAX, DEFAULT_RETRY_DELAY_MIN, MAX_TTL,
 };
-pub use error::{Error, LostReason, NodeFailure, NodeFailureKind, ResourceName, Result};
+pub use error::{Error, ResourceName, Result};
+pub use failure::{NodeFailure, NodeFailureKind};
 pub use fence::MAX_FENCE;
 pub use keys::{FENCE_KEY_PREFIX, RELEASE_CHANNEL_PREFIX};
-pub use lease::LostSignal;
+pub use lease::{LossKind, LostReason, LostSignal, Renewal};
 pub use lock::Lock;
-pub use loss::LossKind;
 pub use redlock::{Acquisition, Builder, Redlock};
-pub use renewal::Renewal;
 pub use stats::{Latency, LeaseStats, NodeStats, Stats, Votes};
 pub use status::{NodeView, Status};
 

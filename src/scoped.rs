@@ -6,10 +6,11 @@ use std::time::Duration;
 
 use tracing::debug;
 
-use crate::error::{Error, LostReason, ResourceName, Result};
-use crate::lease::LostSignal;
+use crate::error::{Error, ResourceName, Result};
+use crate::lease::ending::LostReason;
+use crate::lease::renewal::Renewal;
+use crate::lease::signal::LostSignal;
 use crate::redlock::Redlock;
-use crate::renewal::Renewal;
 
 impl Redlock {
     /// Runs `work` while holding the lock on `resource`, renewing it in the

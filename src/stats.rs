@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use crate::error::NodeFailureKind;
 use crate::fanout::Engine;
-use crate::loss::LossKind;
+use crate::lease::ending::LossKind;
 use crate::metrics::{self, NodeMetrics};
 use crate::op::Op;
 use crate::redlock::Redlock;
