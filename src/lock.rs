@@ -242,6 +242,11 @@ impl Lock {
     ///   [`max_hold`](Renewal::max_hold) fires [`LossKind::LimitReached`]
     ///   and ends renewal; the lock runs out the validity it has left.
     ///
+    /// [`LossKind::Lost`]: crate::LossKind::Lost
+    /// [`LossKind::Uncertain`]: crate::LossKind::Uncertain
+    /// [`LossKind::Expired`]: crate::LossKind::Expired
+    /// [`LossKind::LimitReached`]: crate::LossKind::LimitReached
+    ///
     /// Renewal stops for good when the lock is released or dropped, and
     /// never sends a renewal after [`release`](Lock::release) has returned
     /// or the `Lock` was dropped. Calling `auto_renew` again replaces the

@@ -324,7 +324,7 @@ mod tests {
         let shown = decided(5, 0, 3, 0).to_string();
         assert!(shown.contains("3 no longer held the token"), "{shown}");
         let shown = decided(5, 0, 2, 3).to_string();
-        assert!(shown.contains("3 failed; n0: no answer"), "{shown}");
+        assert!(shown.contains("3 failed); n0: no answer"), "{shown}");
         assert_eq!(decided(5, 0, 2, 3).node_failures().len(), 3);
     }
 
