@@ -19,7 +19,6 @@ use std::process::ExitCode;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use quorumlock::Redlock;
 use rusqlite::{params, Connection};
 
 const RESOURCE: &str = "report:monthly";
@@ -73,7 +72,7 @@ async fn run() -> Result<(), String> {
     let nodes = common::Nodes::get()?;
     let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
     let store = Arc::new(Store::open(&dir.path().join("reports.db")).map_err(|e| e.to_string())?);
-    let redlock = Redlock::builder(nodes.urls.clone())
+    let redlock = quorumlock::Builder::new(nodes.urls.clone())
         .retry_count(100)
         .retry_delay(Duration::from_millis(20), Duration::from_millis(60))
         .build()

@@ -19,8 +19,6 @@ mod common;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-use quorumlock::Redlock;
-
 const RESOURCE: &str = "report:quarterly";
 const TTL: Duration = Duration::from_secs(1);
 
@@ -52,7 +50,7 @@ async fn job(t0: Instant, signal: quorumlock::LostSignal) -> u32 {
 
 async fn run() -> Result<(), String> {
     let nodes = common::Nodes::get()?;
-    let redlock = Redlock::builder(nodes.urls.clone())
+    let redlock = quorumlock::Builder::new(nodes.urls.clone())
         .build()
         .await
         .map_err(|e| e.to_string())?;

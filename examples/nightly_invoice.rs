@@ -19,8 +19,6 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use quorumlock::Redlock;
-
 const RESOURCE: &str = "invoice:nightly";
 /// Short so the demo shows expiry quickly; a real nightly job would use
 /// something like 10 minutes.
@@ -143,7 +141,7 @@ fn server(args: &[String]) -> ExitCode {
     };
     runtime.block_on(async move {
         let nodes = std::env::var("QUORUMLOCK_NODES").unwrap_or_default();
-        let redlock = match Redlock::builder(nodes.split(',')).build().await {
+        let redlock = match quorumlock::Builder::new(nodes.split(',')).build().await {
             Ok(r) => r,
             Err(e) => {
                 eprintln!("{name}: {e}");

@@ -22,7 +22,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
-use quorumlock::{Redlock, Renewal};
+use quorumlock::Renewal;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
@@ -58,7 +58,7 @@ async fn run() -> Result<(), Box<dyn std::error::Error>> {
 
     // 3. Some work to count.
     let nodes = common::Nodes::get()?;
-    let redlock = Redlock::builder(nodes.urls.clone())
+    let redlock = quorumlock::Builder::new(nodes.urls.clone())
         .retry_count(0)
         .build()
         .await?;

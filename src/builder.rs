@@ -17,16 +17,16 @@ use crate::redlock::Redlock;
 
 /// Configures a [`Redlock`]. Every setting has a documented default.
 ///
-/// Nodes are given to [`Redlock::builder`] as anything the redis crate
-/// turns into a connection (`"redis://host:port"` URLs, `ConnectionInfo`),
-/// or to [`Redlock::from_clients`] as ready `redis::Client`s.
+/// Nodes are given to [`Builder::new`] as anything the redis crate turns
+/// into a connection (`"redis://host:port"` URLs, `ConnectionInfo`), or to
+/// [`Builder::from_clients`] as ready `redis::Client`s.
 ///
 /// # Examples
 ///
 /// ```no_run
 /// use std::time::Duration;
 /// # async fn demo() -> Result<(), quorumlock::Error> {
-/// let redlock = quorumlock::Redlock::builder(["redis://127.0.0.1:7001"])
+/// let redlock = quorumlock::Builder::new(["redis://127.0.0.1:7001"])
 ///     .node_timeout(Duration::from_millis(20))
 ///     .retry_count(10)
 ///     .retry_delay(Duration::from_millis(50), Duration::from_millis(250))
@@ -43,8 +43,23 @@ pub struct Builder {
 }
 
 impl Builder {
-    /// A builder over addresses (see [`Redlock::builder`]).
-    pub(crate) fn addresses<I, T>(nodes: I) -> Self
+    /// Starts configuring a client for these nodes: anything the redis
+    /// crate turns into a connection — URLs
+    /// (`redis://[user[:password]@]host[:port][/db]`, `rediss://` with the
+    /// `tls` feature, `unix:///path`), `redis::ConnectionInfo`. An address
+    /// that does not parse is reported by [`build`](Builder::build).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # async fn demo() -> Result<(), quorumlock::Error> {
+    /// let urls: Vec<String> = (7001..=7005).map(|p| format!("redis://127.0.0.1:{p}")).collect();
+    /// let redlock = quorumlock::Builder::new(urls).build().await?;
+    /// assert_eq!(redlock.quorum(), 3);
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn new<I, T>(nodes: I) -> Self
     where
         I: IntoIterator<Item = T>,
         T: IntoConnectionInfo,
@@ -63,8 +78,23 @@ impl Builder {
         }
     }
 
-    /// A builder over ready clients (see [`Redlock::from_clients`]).
-    pub(crate) fn clients(clients: impl IntoIterator<Item = redis::Client>) -> Self {
+    /// Starts configuring a client over ready `redis::Client`s, one per
+    /// node, configured the redis crate's way (TLS, authentication,
+    /// protocol, timeouts): they are used as they are. The builder's TLS
+    /// settings do not apply to them.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+    /// let clients = (7001..=7005)
+    ///     .map(|port| redis::Client::open(format!("redis://127.0.0.1:{port}")))
+    ///     .collect::<Result<Vec<_>, _>>()?;
+    /// let redlock = quorumlock::Builder::from_clients(clients).build().await?;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn from_clients(clients: impl IntoIterator<Item = redis::Client>) -> Self {
         Self {
             nodes: clients.into_iter().map(NodeSource::Client).collect(),
             config: Config::default(),
@@ -169,7 +199,7 @@ impl Builder {
     /// ```no_run
     /// # async fn demo() -> Result<(), quorumlock::Error> {
     /// let ca = std::fs::read("ca.pem").expect("CA certificate");
-    /// let redlock = quorumlock::Redlock::builder(["rediss://redis-1.internal:6380"])
+    /// let redlock = quorumlock::Builder::new(["rediss://redis-1.internal:6380"])
     ///     .tls_root_ca(ca)
     ///     .build()
     ///     .await?;

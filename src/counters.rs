@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::time::Duration;
 
 use crate::error::NodeFailureKind;
-use crate::loss::LossKind;
+use crate::lease::ending::LossKind;
 use crate::metrics::{self, NodeMetrics};
 use crate::op::Op;
 use crate::stats::{Latency, LeaseStats, NodeStats, Votes};

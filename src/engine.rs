@@ -10,10 +10,11 @@ use tracing::{debug, Instrument};
 use crate::background::Background;
 use crate::config::Config;
 use crate::counters::LeaseCounters;
-use crate::error::{Error, LostReason, Operation, ResourceName};
+use crate::error::{Error, Operation, ResourceName};
 use crate::fanout::{self, Outcome, Plan};
 use crate::handoff::Handoff;
 use crate::keys::Keys;
+use crate::lease::ending::LostReason;
 use crate::node::Node;
 use crate::quorum::{self, Vote};
 use crate::set_order::SetFuture;
@@ -214,12 +215,7 @@ impl Engine {
                         _ => Err(LostReason::TooSlow),
                     }
                 }
-                Some(_) => Err(LostReason::NoQuorum {
-                    extended: outcome.tally.yes(),
-                    refused: outcome.tally.no(),
-                    needed: outcome.tally.needed(),
-                    failures: outcome.failures,
-                }),
+                Some(_) => Err(LostReason::no_quorum(&outcome.tally, outcome.failures)),
             }
         }
         .instrument(span)

@@ -2,8 +2,11 @@
 //! different things, and each keeps the per-node causes.
 
 use std::fmt;
-use std::sync::Arc;
 use std::time::Duration;
+
+use crate::failure::NodeFailures;
+pub(crate) use crate::failure::{NodeFailure, NodeFailureKind};
+use crate::lease::ending::LostReason;
 
 /// Result alias for this crate.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
@@ -252,214 +255,13 @@ impl Error {
     pub fn node_failures(&self) -> &[NodeFailure] {
         match self {
             Error::Contended { failures, .. } | Error::Unavailable { failures, .. } => failures,
-            Error::Lost {
-                reason:
-                    LostReason::NoQuorum { failures, .. } | LostReason::Uncertain { failures, .. },
-                ..
-            } => failures,
+            Error::Lost { reason, .. } => reason.node_failures(),
             _ => &[],
         }
     }
 
     pub(crate) fn invalid(msg: impl Into<String>) -> Self {
         Error::InvalidInput(msg.into())
-    }
-}
-
-/// Why a held lock counts as lost.
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum LostReason {
-    /// The validity window ran out before the operation succeeded.
-    Expired,
-    /// An extension reached too few nodes still holding this lock's token.
-    NoQuorum {
-        /// Nodes that still held the token and extended it.
-        extended: usize,
-        /// Nodes that answered that the key is absent or holds another
-        /// token. When so many refused that the rest cannot be a majority,
-        /// the lock is certainly gone; otherwise it may still be held.
-        refused: usize,
-        /// Votes a quorum needs.
-        needed: usize,
-        /// Nodes that failed to answer, and why.
-        failures: Vec<NodeFailure>,
-    },
-    /// The extension reached a quorum, but too late: no validity was left.
-    TooSlow,
-    /// The lock was already marked lost by an earlier failed extension.
-    AlreadyLost,
-    /// Automatic renewal did not confirm the lock before its validity fell
-    /// below the safety margin; the keys may still be there.
-    Uncertain {
-        /// Validity that was left when this was decided.
-        validity_left: Duration,
-        /// Why the last renewal attempt failed (empty while it was still
-        /// waiting for replies).
-        failures: Vec<NodeFailure>,
-    },
-    /// Automatic renewal reached its cap on renewals or on hold time.
-    LimitReached {
-        /// Renewals that succeeded.
-        renewals: u32,
-        /// Time since the lock was granted.
-        held_for: Duration,
-    },
-    /// The holder released or dropped the lock.
-    Released,
-}
-
-impl fmt::Display for LostReason {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            LostReason::Expired => f.write_str("its validity ran out"),
-            LostReason::NoQuorum {
-                extended,
-                refused,
-                needed,
-                failures,
-            } => write!(
-                f,
-                "extension reached {extended} of {needed} needed nodes \
-                 ({refused} no longer held the token){}",
-                NodeFailures(failures)
-            ),
-            LostReason::TooSlow => f.write_str("the extension came back with no validity left"),
-            LostReason::AlreadyLost => f.write_str("an earlier extension failed"),
-            LostReason::Uncertain {
-                validity_left,
-                failures,
-            } => write!(
-                f,
-                "no renewal succeeded and only {validity_left:?} of validity was left{}",
-                NodeFailures(failures)
-            ),
-            LostReason::LimitReached { renewals, held_for } => write!(
-                f,
-                "renewal cap reached after {renewals} renewal(s) and {held_for:?} held"
-            ),
-            LostReason::Released => f.write_str("it was released"),
-        }
-    }
-}
-
-/// One node's failure to take part in an operation. Its
-/// [`source`](std::error::Error::source) is the redis crate's error, when
-/// there was one.
-#[derive(Debug, Clone, thiserror::Error)]
-#[error("{node}: {kind}")]
-#[non_exhaustive]
-pub struct NodeFailure {
-    /// The node, as `host:port/db` (never with its password).
-    pub node: String,
-    /// What went wrong.
-    pub kind: NodeFailureKind,
-    #[source]
-    source: Option<Arc<redis::RedisError>>,
-}
-
-impl NodeFailure {
-    /// A failure of `node` (`host:port/db`) of this kind, without an
-    /// underlying redis error; for tests of code that handles failures.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use quorumlock::{NodeFailure, NodeFailureKind};
-    /// let failure = NodeFailure::new("127.0.0.1:7001/0", NodeFailureKind::Protocol("?".into()));
-    /// assert_eq!(failure.to_string(), "127.0.0.1:7001/0: unexpected reply: ?");
-    /// assert!(failure.redis_error().is_none());
-    /// ```
-    pub fn new(node: impl Into<String>, kind: NodeFailureKind) -> Self {
-        Self {
-            node: node.into(),
-            kind,
-            source: None,
-        }
-    }
-
-    /// The same failure, caused by `error`.
-    pub(crate) fn caused_by(mut self, error: redis::RedisError) -> Self {
-        self.source = Some(Arc::new(error));
-        self
-    }
-
-    /// The redis crate's error behind this failure, if there was one (not
-    /// for timeouts, quarantine, or replies this client could not read).
-    pub fn redis_error(&self) -> Option<&redis::RedisError> {
-        self.source.as_deref()
-    }
-}
-
-/// Equal when the node and the kind are: the source is not compared.
-impl PartialEq for NodeFailure {
-    fn eq(&self, other: &Self) -> bool {
-        self.node == other.node && self.kind == other.kind
-    }
-}
-
-impl Eq for NodeFailure {}
-
-/// The ways a single node can fail.
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum NodeFailureKind {
-    /// No answer within the per-node timeout.
-    Timeout(Duration),
-    /// The connection was refused, dropped or could not be made.
-    Connection(String),
-    /// The node answered with an error reply, e.g. `WRONGTYPE`, `OOM`,
-    /// `NOAUTH`, `READONLY`, `BUSY`.
-    Redis {
-        /// The error code (`WRONGTYPE`, `OOM`, …), or `ERR`.
-        code: String,
-        /// The rest of the message.
-        message: String,
-    },
-    /// The node answered something this client cannot interpret.
-    Protocol(String),
-    /// The node was left out of the vote because it restarted too recently.
-    Quarantined {
-        /// How long ago the node (re)started.
-        uptime: Duration,
-    },
-}
-
-impl NodeFailureKind {
-    /// The node did not answer within its timeout.
-    pub fn is_timeout(&self) -> bool {
-        matches!(self, NodeFailureKind::Timeout(_))
-    }
-
-    /// The node answered with this error code (e.g. `"WRONGTYPE"`).
-    pub fn is_redis_error(&self, wanted: &str) -> bool {
-        matches!(self, NodeFailureKind::Redis { code, .. } if code.eq_ignore_ascii_case(wanted))
-    }
-}
-
-impl fmt::Display for NodeFailureKind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            NodeFailureKind::Timeout(t) => write!(f, "no answer within {t:?}"),
-            NodeFailureKind::Connection(m) => write!(f, "connection failed: {m}"),
-            NodeFailureKind::Redis { code, message } => write!(f, "{code} {message}"),
-            NodeFailureKind::Protocol(m) => write!(f, "unexpected reply: {m}"),
-            NodeFailureKind::Quarantined { uptime } => {
-                write!(f, "restarted {uptime:?} ago, not voting yet")
-            }
-        }
-    }
-}
-
-struct NodeFailures<'a>(&'a [NodeFailure]);
-
-impl fmt::Display for NodeFailures<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        for (i, failure) in self.0.iter().enumerate() {
-            f.write_str(if i == 0 { "; " } else { ", " })?;
-            write!(f, "{failure}")?;
-        }
-        Ok(())
     }
 }
 

@@ -15,7 +15,7 @@
 //! use std::time::Duration;
 //!
 //! # async fn demo() -> Result<(), quorumlock::Error> {
-//! let redlock = quorumlock::Redlock::builder([
+//! let redlock = quorumlock::Builder::new([
 //!     "redis://127.0.0.1:7001",
 //!     "redis://127.0.0.1:7002",
 //!     "redis://127.0.0.1:7003",
@@ -49,7 +49,7 @@
 //! the lock is lost, when renewal is late enough that the validity fell
 //! below a safety margin ([`LossKind::Uncertain`], *before* the validity
 //! ends), when it expired, or when a renewal cap was reached.
-//! [`Redlock::with_lock`] wraps all of it: acquire, renew, run a future,
+//! [`LockRequest::run`] wraps all of it: acquire, renew, run a future,
 //! cancel it if the lock is lost, release on every way out.
 //!
 //! ```no_run
@@ -57,7 +57,8 @@
 //!
 //! # async fn demo(redlock: quorumlock::Redlock) -> Result<(), quorumlock::Error> {
 //! let report = redlock
-//!     .lock("report:monthly", Duration::from_secs(30)).run(|signal| async move {
+//!     .lock("report:monthly", Duration::from_secs(30))
+//!     .run(|signal| async move {
 //!         // runs for as long as it needs; dropped if the lock is lost
 //!         format!("built with {:?} of validity left", signal.validity())
 //!     })
@@ -71,20 +72,33 @@
 //!
 //! ## Layout
 //!
-//! `quorum` holds the pure arithmetic (majority, drift, validity, the running
-//! tally, backoff); `fence` the pure fencing-token rules (the proof that
-//! tokens are unique is in `docs/fencing.md`); `node` one node's connection and commands; `fanout`
-//! sends an operation to all nodes and decides as replies arrive; `redlock`
-//! is the handle with retries; `lock` the held lock. The lease lifecycle:
-//! `renewal` (settings and the pure renewal schedule) and `loss` (the pure
-//! rules of the lost-lock signal) feed `lease` (a held lock's shared state
-//! and [`LostSignal`]), `renewer` (the background renewal task) and
-//! `scoped` ([`Redlock::with_lock`]). `stats` holds the counters. `keys`
-//! says what a lock covers (one resource, several, a fencing counter);
-//! `scripts` holds the Lua run on the nodes; `handoff` the release
-//! announcements waiters subscribe to; `quarantine` the restart rule;
-//! `status` the read-only view of a resource; `background` counts the work
-//! left running after a call returned ([`Redlock::settle`]).
+//! Data flows one way: handle → lock → engine → node → scripts.
+//!
+//! - [`Builder`] (`builder`) checks the settings (`config`) and the nodes and
+//!   builds a [`Redlock`] (`redlock`), the handle; [`LockRequest`]
+//!   (`request`) holds the options of one lock.
+//! - `retry` runs attempts until granted or out of retries; `attempt` is one
+//!   attempt (`SET NX PX`, then the fencing-token commit); `engine` holds the
+//!   nodes and the operations on a held lock (release, extend, the remote
+//!   check) and the status read.
+//! - `fanout` is the one quorum operation all of them use: send to every
+//!   node, decide at quorum or as soon as it is impossible, leave the rest
+//!   to the client's `background` registry. `set_order` queues a release
+//!   behind its node's `SET`.
+//! - `node` is one node's connection (`link`, reconnecting; `quarantine`,
+//!   the restart rule) and commands (`scripts`); `classify` and
+//!   `reply_code` read its errors; `failure` names them ([`NodeFailure`]).
+//! - [`Lock`] (`lock`) is the held lock; its lease lives in `lease`: the
+//!   `term` (deadline, TTL, drift), shared `state`, the [`LostSignal`]
+//!   (`signal`), one vocabulary for how a lock ends (`ending`:
+//!   [`LostReason`] and its [`LossKind`]), the [`Renewal`] settings, the
+//!   pure renewal `schedule` and the renewal `task`.
+//! - Pure rules, unit-tested apart from I/O: `quorum` (majority, drift,
+//!   validity, deadline, tally, backoff), `fence` (fencing tokens; the proof
+//!   is in `docs/fencing.md`), `lease::schedule`, `lease::signal_state`.
+//! - Leaves: `keys` (what a lock covers), `token`, `handoff` (release
+//!   announcements for waiters), `counters` (recording) and `stats` (the
+//!   [`Stats`] read back), `status` ([`Status`]), `metrics`.
 
 #![warn(missing_docs, missing_debug_implementations, unreachable_pub)]
 #![forbid(unsafe_code)]
@@ -97,14 +111,15 @@ mod config;
 mod counters;
 mod engine;
 mod error;
+mod failure;
 mod fanout;
 mod fence;
+mod grant;
 mod handoff;
 mod keys;
 mod lease;
 mod link;
 mod lock;
-mod loss;
 #[cfg(feature = "metrics")]
 pub mod metrics;
 #[cfg(not(feature = "metrics"))]
@@ -114,8 +129,6 @@ mod op;
 mod quarantine;
 mod quorum;
 mod redlock;
-mod renewal;
-mod renewer;
 mod reply_code;
 mod request;
 mod retry;
@@ -130,14 +143,13 @@ pub use config::{
     DEFAULT_CONNECT_TIMEOUT, DEFAULT_DRIFT_FACTOR, DEFAULT_NODE_TIMEOUT, DEFAULT_RETRY_COUNT,
     DEFAULT_RETRY_DELAY_MAX, DEFAULT_RETRY_DELAY_MIN, MAX_TTL,
 };
-pub use error::{Error, LostReason, NodeFailure, NodeFailureKind, Operation, ResourceName, Result};
+pub use error::{Error, Operation, ResourceName, Result};
+pub use failure::{NodeFailure, NodeFailureKind};
 pub use fence::MAX_FENCE;
 pub use keys::{FENCE_KEY_PREFIX, RELEASE_CHANNEL_PREFIX};
-pub use lease::LostSignal;
+pub use lease::{LossKind, LostReason, LostSignal, Renewal};
 pub use lock::Lock;
-pub use loss::LossKind;
 pub use redlock::Redlock;
-pub use renewal::Renewal;
 pub use request::LockRequest;
 pub use stats::{Latency, LeaseStats, NodeStats, Stats, Votes};
 pub use status::{NodeView, Status};

@@ -1,13 +1,21 @@
 //! The held lock: its validity, extension, release, and release on drop.
 
 use std::fmt;
+use std::future::Future;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use tracing::Instrument;
+
 use crate::engine::Engine;
-use crate::error::{Error, LostReason, Result};
+use crate::error::{Error, Result};
 use crate::keys::Keys;
-use crate::lease::Lease;
+use crate::lease::ending::LostReason;
+use crate::lease::renewal::Renewal;
+use crate::lease::signal::LostSignal;
+use crate::lease::state::Lease;
+use crate::lease::task::{self, Renew};
+use crate::lease::term::Term;
 use crate::quorum;
 use crate::set_order::SetFuture;
 use crate::token::Token;
@@ -50,7 +58,7 @@ pub(crate) struct Held {
     pub(crate) token: Token,
     fence: Option<u64>,
     sets: Vec<SetFuture>,
-    /// Deadline, TTL, lost flag and the lost-lock signal.
+    /// Term, whether it ended, and the lost-lock signal.
     pub(crate) lease: Arc<Lease>,
     /// Serialises extensions, so two racing ones cannot leave the nodes with
     /// a shorter TTL than the deadline recorded here.
@@ -67,7 +75,12 @@ impl Lock {
         sets: Vec<SetFuture>,
         fence: Option<u64>,
     ) -> Self {
-        let lease = Lease::new(keys.clone(), deadline, ttl, engine.leases.clone());
+        let term = Term {
+            deadline,
+            ttl,
+            drift: quorum::drift(ttl, engine.config.drift_factor),
+        };
+        let lease = Lease::new(keys.clone(), term, engine.leases.clone());
         Self {
             held: Arc::new(Held {
                 engine,
@@ -95,7 +108,7 @@ impl Lock {
     }
 
     /// The fencing token of a lock taken with
-    /// [`acquire_fenced`](crate::Redlock::acquire_fenced): never the same
+    /// [`fenced`](crate::LockRequest::fenced) request: never the same
     /// as any other grant's, and larger than that of every holder granted
     /// before this lock's acquire began — as long as the nodes keep their
     /// counters (`docs/fencing.md`). At most [`MAX_FENCE`](crate::MAX_FENCE).
@@ -172,14 +185,122 @@ impl Lock {
     /// ```
     pub async fn extend(&self, ttl: Duration) -> Result<Duration> {
         let held = &self.held;
-        let (ttl, _) = held.engine.config.check_ttl(ttl)?;
-        match held.extend(Some(ttl)).await {
+        let (ttl, drift) = held.engine.config.check_ttl(ttl)?;
+        match held.extend(Some((ttl, drift))).await {
             Ok(deadline) => Ok(deadline.saturating_duration_since(Instant::now())),
             Err(reason) => {
-                held.lease.fail(reason.clone(), held.engine.nodes.len());
+                held.lease.fail(reason.clone());
                 Err(held.lost(reason))
             }
         }
+    }
+    /// The lost-lock signal of this lock: fires once when the lock is lost,
+    /// expires, can no longer be counted on, reaches its renewal cap, or is
+    /// released. See [`LostSignal`] for the kinds and when each fires.
+    ///
+    /// Without [`auto_renew`](Lock::auto_renew) it fires when an
+    /// [`extend`](Lock::extend) fails, when the validity runs out, and on
+    /// release or drop.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # async fn demo(redlock: quorumlock::Redlock) -> Result<(), quorumlock::Error> {
+    /// use std::time::Duration;
+    ///
+    /// let lock = redlock.acquire("export", Duration::from_secs(30)).await?;
+    /// let signal = lock.lost_signal();
+    /// if lock.extend(Duration::from_secs(30)).await.is_err() {
+    ///     assert!(signal.is_fired());
+    /// }
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn lost_signal(&self) -> LostSignal {
+        LostSignal::new(self.held.lease.clone())
+    }
+
+    /// Starts renewing this lock in the background on the schedule of
+    /// `renewal` (by default every third of the TTL) and returns its
+    /// [lost-lock signal](Lock::lost_signal).
+    ///
+    /// Each renewal extends the lock by its current TTL (the one it was
+    /// acquired or last [extended](Lock::extend) with) on every node that
+    /// still holds its token, and counts only with a majority inside the
+    /// current validity — the same rules as [`extend`](Lock::extend). An
+    /// expired key is never re-created. After an [`extend`](Lock::extend)
+    /// the schedule follows the new deadline and TTL at once: the default
+    /// interval and margin become those of the new TTL (an explicit
+    /// interval is kept, but renewal still comes before the margin).
+    ///
+    /// - A renewal refused by so many nodes that no majority can hold the
+    ///   token marks the lock lost and fires [`LossKind::Lost`].
+    /// - A renewal that fails on timeouts or errors is retried; when the
+    ///   validity left drops below the safety margin with no renewal
+    ///   through, the signal fires [`LossKind::Uncertain`] (renewal goes on
+    ///   trying), and [`LossKind::Expired`] follows if the validity runs out.
+    /// - Reaching [`max_renewals`](Renewal::max_renewals) or
+    ///   [`max_hold`](Renewal::max_hold) fires [`LossKind::LimitReached`]
+    ///   and ends renewal; the lock runs out the validity it has left.
+    ///
+    /// [`LossKind::Lost`]: crate::LossKind::Lost
+    /// [`LossKind::Uncertain`]: crate::LossKind::Uncertain
+    /// [`LossKind::Expired`]: crate::LossKind::Expired
+    /// [`LossKind::LimitReached`]: crate::LossKind::LimitReached
+    ///
+    /// Renewal stops for good when the lock is released or dropped, and
+    /// never sends a renewal after [`release`](Lock::release) has returned
+    /// or the `Lock` was dropped. Calling `auto_renew` again replaces the
+    /// running renewal (its count starts again; the hold-time cap still
+    /// counts from the acquisition). A node that restarts is reconnected by
+    /// itself and takes part in later renewals.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidInput`] when the settings cannot work for this
+    /// lock's TTL (zero interval, or interval plus margin not below the
+    /// validity budget `TTL − drift`), or when called outside a tokio
+    /// runtime. [`Error::Lost`] when the lock is already lost.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # async fn demo(redlock: quorumlock::Redlock) -> Result<(), quorumlock::Error> {
+    /// use std::time::Duration;
+    /// use quorumlock::Renewal;
+    ///
+    /// let lock = redlock.acquire("reindex", Duration::from_secs(30)).await?;
+    /// let signal = lock.auto_renew(Renewal::default().max_hold(Duration::from_secs(3600)))?;
+    /// let token = signal.cancellation_token();
+    /// // ... hand `token` to the job, which stops when it is cancelled ...
+    /// lock.release().await?;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn auto_renew(&self, renewal: Renewal) -> Result<LostSignal> {
+        let held = &self.held;
+        let term = held.lease.term().map_err(|reason| held.lost(reason))?;
+        let node_timeout = held.engine.config.node_timeout;
+        renewal
+            .timing(&term, node_timeout)
+            .map_err(Error::invalid)?;
+        let handle = tokio::runtime::Handle::try_current()
+            .map_err(|_| Error::invalid("auto_renew must be called inside a tokio runtime"))?;
+        let stop = held.lease.start_renewal();
+        let span = tracing::debug_span!(
+            "renewal",
+            resource = %held.keys,
+            token = %held.token
+        );
+        let renewing = task::run(
+            held.lease.clone(),
+            held.clone(),
+            renewal,
+            node_timeout,
+            stop,
+        );
+        handle.spawn(renewing.instrument(span));
+        Ok(self.lost_signal())
     }
 
     /// Asks the nodes whether a majority still carries this lock's token
@@ -253,32 +374,38 @@ impl Lock {
 }
 
 impl Held {
-    /// One extension — [`Lock::extend`] and every renewal — to `ttl`, or
-    /// to the lease's current TTL for `None` (read once it is this call's
-    /// turn). Serialised with every other extension of the lock; the
-    /// deadline is lowered before anything is sent when the new TTL is the
-    /// shorter one, and set from the start of the call after a majority
-    /// confirmed. Returns the new deadline; the caller decides what a
-    /// failure means (the lease is left as it is).
-    pub(crate) async fn extend(&self, ttl: Option<Duration>) -> Result<Instant, LostReason> {
+    /// One extension — [`Lock::extend`] and every renewal — to a checked
+    /// `(ttl, drift)`, or to the lease's current TTL and drift for `None`
+    /// (read once it is this call's turn). Serialised with every other
+    /// extension of the lock; the deadline is lowered before anything is
+    /// sent when the new TTL is the shorter one, and set from the start of
+    /// the call after a majority confirmed. Returns the new deadline; the
+    /// caller decides what a failure means (the lease is left as it is).
+    /// [`LostReason::AlreadyLost`] when the lock ended before or during it.
+    pub(crate) async fn extend(
+        &self,
+        ttl: Option<(Duration, Duration)>,
+    ) -> Result<Instant, LostReason> {
         let _serial = self.extending.lock().await;
-        let ttl = ttl.unwrap_or_else(|| self.lease.view().ttl);
-        let drift = quorum::drift(ttl, self.engine.config.drift_factor);
+        let (ttl, drift) = match ttl {
+            Some(checked) => checked,
+            None => {
+                let term = self.lease.term()?;
+                (term.ttl, term.drift)
+            }
+        };
         let start = Instant::now();
-        let in_flight = self
-            .lease
-            .begin_extend(start, ttl, drift)
-            .ok_or(LostReason::AlreadyLost)?;
+        let in_flight = self.lease.begin_extend(start, ttl, drift)?;
         let deadline = self
             .engine
             .extend(&self.keys, &self.token, ttl, drift, start, in_flight)
             .await?;
-        if self.lease.extended(deadline, ttl) {
-            Ok(deadline)
-        } else {
-            // Expired or released while the replies came in.
-            Err(LostReason::AlreadyLost)
-        }
+        self.lease.extended(Term {
+            deadline,
+            ttl,
+            drift,
+        })?;
+        Ok(deadline)
     }
 
     pub(crate) fn lost(&self, reason: LostReason) -> Error {
@@ -286,6 +413,12 @@ impl Held {
             resource: self.keys.name(),
             reason,
         }
+    }
+}
+
+impl Renew for Held {
+    fn renew(&self) -> impl Future<Output = Result<Instant, LostReason>> + Send {
+        self.extend(None)
     }
 }
 

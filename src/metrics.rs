@@ -40,7 +40,7 @@
 //! //     )?
 //! //     .install_recorder()?;
 //! quorumlock::metrics::describe();
-//! let redlock = quorumlock::Redlock::builder(["redis://127.0.0.1:6379"]).build().await?;
+//! let redlock = quorumlock::Builder::new(["redis://127.0.0.1:6379"]).build().await?;
 //! // handle.render() now shows quorumlock_node_commands_total{node="127.0.0.1:6379/0"} …
 //! # Ok(())
 //! # }

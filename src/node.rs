@@ -14,6 +14,7 @@ use crate::classify::classify;
 use crate::counters::NodeCounters;
 use crate::error::{NodeFailure, NodeFailureKind};
 use crate::fence::{self, Commit};
+use crate::grant::Grant;
 use crate::keys::Keys;
 use crate::link::Link;
 use crate::op::Op;
@@ -52,28 +53,6 @@ pub(crate) struct Node {
 impl std::fmt::Debug for Node {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Node").field("label", &self.label).finish()
-    }
-}
-
-/// One node's answer to an acquire: its vote and, for a fenced lock, the
-/// fencing counter it held when the key was set.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Grant {
-    pub(crate) vote: Vote,
-    pub(crate) counter: u64,
-}
-
-impl Grant {
-    const NO: Grant = Grant {
-        vote: Vote::No,
-        counter: 0,
-    };
-
-    fn yes(counter: u64) -> Self {
-        Grant {
-            vote: Vote::Yes,
-            counter,
-        }
     }
 }
 

@@ -5,9 +5,6 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use redis::IntoConnectionInfo;
-
-use crate::builder::Builder;
 use crate::engine::Engine;
 use crate::error::Result;
 use crate::lock::Lock;
@@ -15,7 +12,8 @@ use crate::request::LockRequest;
 use crate::stats::Stats;
 use crate::status::Status;
 
-/// A Redlock client over a fixed set of independent Redis nodes.
+/// A Redlock client over a fixed set of independent Redis nodes; built by
+/// a [`Builder`](crate::Builder).
 ///
 /// Cheap to clone (an `Arc` inside) and `Send + Sync`: build one and share
 /// it across tasks. Each node gets one long-lived multiplexed connection
@@ -27,7 +25,7 @@ use crate::status::Status;
 /// use std::time::Duration;
 ///
 /// # async fn demo() -> Result<(), quorumlock::Error> {
-/// let redlock = quorumlock::Redlock::builder([
+/// let redlock = quorumlock::Builder::new([
 ///     "redis://127.0.0.1:7001",
 ///     "redis://127.0.0.1:7002",
 ///     "redis://127.0.0.1:7003",
@@ -54,53 +52,6 @@ pub struct Redlock {
 }
 
 impl Redlock {
-    /// Starts configuring a client for these nodes: anything the redis
-    /// crate turns into a connection — URLs
-    /// (`redis://[user[:password]@]host[:port][/db]`, `rediss://` with the
-    /// `tls` feature, `unix:///path`), `redis::ConnectionInfo`. An address
-    /// that does not parse is reported by [`build`](Builder::build).
-    ///
-    /// # Examples
-    ///
-    /// ```no_run
-    /// # async fn demo() -> Result<(), quorumlock::Error> {
-    /// let urls: Vec<String> = (7001..=7005).map(|p| format!("redis://127.0.0.1:{p}")).collect();
-    /// let redlock = quorumlock::Redlock::builder(urls).build().await?;
-    /// assert_eq!(redlock.quorum(), 3);
-    /// # Ok(())
-    /// # }
-    /// ```
-    pub fn builder<I, T>(nodes: I) -> Builder
-    where
-        I: IntoIterator<Item = T>,
-        T: IntoConnectionInfo,
-    {
-        Builder::addresses(nodes)
-    }
-
-    /// Starts configuring a client over ready `redis::Client`s, one per
-    /// node, configured the redis crate's way (TLS, authentication,
-    /// protocol, timeouts): they are used as they are. The builder's TLS
-    /// settings do not apply to them.
-    ///
-    /// # Examples
-    ///
-    /// ```no_run
-    /// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
-    /// let clients = (7001..=7005)
-    ///     .map(|port| redis::Client::open(format!("redis://127.0.0.1:{port}")))
-    ///     .collect::<Result<Vec<_>, _>>()?;
-    /// let redlock = quorumlock::Redlock::from_clients(clients).build().await?;
-    /// # Ok(())
-    /// # }
-    /// ```
-    pub fn from_clients<I>(clients: I) -> Builder
-    where
-        I: IntoIterator<Item = redis::Client>,
-    {
-        Builder::clients(clients)
-    }
-
     /// Number of nodes.
     pub fn nodes(&self) -> usize {
         self.engine.nodes.len()
@@ -210,7 +161,7 @@ impl Redlock {
     /// # }
     /// ```
     pub fn lock(&self, resource: impl AsRef<[u8]>, ttl: Duration) -> LockRequest<'_> {
-        LockRequest::new(self, vec![resource.as_ref().to_vec()], ttl)
+        LockRequest::new(&self.engine, vec![resource.as_ref().to_vec()], ttl)
     }
 
     /// Describes one lock over several resources, taken all or nothing;
@@ -237,7 +188,7 @@ impl Redlock {
         R: AsRef<[u8]>,
     {
         let resources = resources.into_iter().map(|r| r.as_ref().to_vec()).collect();
-        LockRequest::new(self, resources, ttl)
+        LockRequest::new(&self.engine, resources, ttl)
     }
 
     /// Waits until the work this client left running in the background has
@@ -281,7 +232,7 @@ impl Redlock {
     /// A snapshot of this client's counters: per node (commands, votes,
     /// timeouts, errors by kind, reply latency) and for its locks'
     /// renewals and lost-lock signals. Clones of a `Redlock` share the
-    /// counters; they start at zero when [`build`](Builder::build) runs
+    /// counters; they start at zero when [`build`](crate::Builder::build) runs
     /// and only grow.
     ///
     /// Recording costs a few relaxed atomic adds per command and never

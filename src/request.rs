@@ -4,21 +4,23 @@
 //! it ([`LockRequest::run`]).
 
 use std::future::Future;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use tracing::debug;
 
 use crate::config::Config;
-use crate::error::{Error, LostReason, ResourceName, Result};
+use crate::engine::Engine;
+use crate::error::{Error, ResourceName, Result};
 use crate::keys::Keys;
-use crate::lease::LostSignal;
+use crate::lease::ending::LostReason;
+use crate::lease::renewal::Renewal;
+use crate::lease::signal::LostSignal;
 use crate::lock::Lock;
-use crate::redlock::Redlock;
-use crate::renewal::Renewal;
 use crate::retry;
 
-/// A lock to take, with its options; from [`Redlock::lock`] or
-/// [`Redlock::lock_all`].
+/// A lock to take, with its options; from [`Redlock::lock`](crate::Redlock::lock) or
+/// [`Redlock::lock_all`](crate::Redlock::lock_all).
 ///
 /// Every option is independent of the others and of the order in which
 /// they are set: [`retries`](LockRequest::retries) and
@@ -55,7 +57,7 @@ use crate::retry;
 #[derive(Debug, Clone)]
 #[must_use = "a lock request does nothing until acquire() or run() is awaited"]
 pub struct LockRequest<'a> {
-    redlock: &'a Redlock,
+    engine: &'a Arc<Engine>,
     resources: Vec<Vec<u8>>,
     ttl: Duration,
     fenced: bool,
@@ -65,9 +67,9 @@ pub struct LockRequest<'a> {
 }
 
 impl<'a> LockRequest<'a> {
-    pub(crate) fn new(redlock: &'a Redlock, resources: Vec<Vec<u8>>, ttl: Duration) -> Self {
+    pub(crate) fn new(engine: &'a Arc<Engine>, resources: Vec<Vec<u8>>, ttl: Duration) -> Self {
         Self {
-            redlock,
+            engine,
             resources,
             ttl,
             fenced: false,
@@ -248,7 +250,7 @@ impl<'a> LockRequest<'a> {
     /// # }
     /// ```
     pub async fn acquire(self) -> Result<Lock> {
-        let engine = &self.redlock.engine;
+        let engine = self.engine;
         let (retries, wait) = policy(self.retries, self.wait, &engine.config);
         // A wait too large to add to an instant is no deadline at all.
         let deadline = wait.and_then(|w| Instant::now().checked_add(w));

@@ -5,11 +5,10 @@ mod support;
 
 use std::time::Duration;
 
-use quorumlock::Redlock;
 use support::{unique, Cluster};
 
 async fn build_err(urls: &[&str]) -> quorumlock::Error {
-    Redlock::builder(urls.iter().copied())
+    quorumlock::Builder::new(urls.iter().copied())
         .build()
         .await
         .expect_err("must be rejected")
@@ -48,11 +47,11 @@ async fn node_lists_that_cannot_work_are_rejected() {
 async fn settings_out_of_range_are_rejected() {
     let urls = ["redis://127.0.0.1:1"];
     let cases = [
-        Redlock::builder(urls).node_timeout(Duration::ZERO),
-        Redlock::builder(urls).connect_timeout(Duration::ZERO),
-        Redlock::builder(urls).drift_factor(-0.1),
-        Redlock::builder(urls).drift_factor(f64::INFINITY),
-        Redlock::builder(urls).retry_delay(Duration::from_secs(2), Duration::from_secs(1)),
+        quorumlock::Builder::new(urls).node_timeout(Duration::ZERO),
+        quorumlock::Builder::new(urls).connect_timeout(Duration::ZERO),
+        quorumlock::Builder::new(urls).drift_factor(-0.1),
+        quorumlock::Builder::new(urls).drift_factor(f64::INFINITY),
+        quorumlock::Builder::new(urls).retry_delay(Duration::from_secs(2), Duration::from_secs(1)),
     ];
     for builder in cases {
         let err = builder.build().await.expect_err("rejected");
@@ -128,7 +127,7 @@ async fn unreachable_nodes_are_an_outage_not_a_crash() {
             format!("redis://127.0.0.1:{}", l.local_addr().expect("addr").port())
         })
         .collect();
-    let redlock = Redlock::builder(urls.clone())
+    let redlock = quorumlock::Builder::new(urls.clone())
         .retry_count(1)
         .retry_delay(Duration::ZERO, Duration::from_millis(10))
         .build()

@@ -273,7 +273,7 @@ impl Env {
                 }
             })
             .collect();
-        Redlock::builder(urls)
+        quorumlock::Builder::new(urls)
             .node_timeout(node_timeout)
             .connect_timeout(Duration::from_millis(300))
             .retry_count(0)
@@ -500,7 +500,7 @@ async fn build_row(env: &Env, shape: Nodes, key: &[u8]) -> Result<(), Error> {
         }
         Nodes::AllRefused => (0..3).map(|_| refused()).collect(),
     };
-    let redlock = Redlock::builder(urls.clone())
+    let redlock = quorumlock::Builder::new(urls.clone())
         .node_timeout(Duration::from_millis(100))
         .retry_count(0)
         .build()

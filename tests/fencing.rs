@@ -9,7 +9,7 @@ mod support;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use quorumlock::{Redlock, MAX_FENCE};
+use quorumlock::MAX_FENCE;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use support::{seed, unique, Cluster, Direction};
@@ -250,7 +250,7 @@ async fn a_delayed_client_is_never_granted_an_earlier_holders_fence() {
     let (x, y, z) = (0, 1, 2);
     let name = unique("dup-fence");
     let b_links = cluster.links();
-    let b = Redlock::builder(b_links.urls())
+    let b = quorumlock::Builder::new(b_links.urls())
         .node_timeout(Duration::from_secs(30))
         .connect_timeout(Duration::from_secs(2))
         .retry_count(0)

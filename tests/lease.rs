@@ -144,7 +144,7 @@ async fn a_majority_refusing_a_renewal_fires_lost_and_nothing_is_recreated() {
     assert!(lock.is_lost());
     assert_eq!(lock.validity(), Duration::ZERO);
     match signal.reason() {
-        Some(LostReason::NoQuorum {
+        Some(LostReason::Refused {
             refused, needed, ..
         }) => {
             assert_eq!((refused, needed), (3, 3));
@@ -152,13 +152,13 @@ async fn a_majority_refusing_a_renewal_fires_lost_and_nothing_is_recreated() {
         other => panic!("{other:?}"),
     }
     let err = lock.extend(TTL).await.expect_err("stays lost");
-    assert!(matches!(
-        err,
+    match &err {
         Error::Lost {
-            reason: LostReason::AlreadyLost,
+            reason: LostReason::AlreadyLost { earlier },
             ..
-        }
-    ));
+        } => assert_eq!(earlier.kind(), LossKind::Lost, "{err}"),
+        other => panic!("{other:?}"),
+    }
     let values = cluster.values(name.as_bytes());
     assert!(
         values[..3].iter().all(Option::is_none),
@@ -823,7 +823,7 @@ async fn with_lock_cancels_the_work_when_the_lock_is_lost() {
         matches!(
             &err,
             Error::Lost {
-                reason: LostReason::NoQuorum { refused: 3, .. },
+                reason: LostReason::Refused { refused: 3, .. },
                 ..
             }
         ),

@@ -293,13 +293,13 @@ async fn extend_after_expiry_fails_and_never_recreates_the_key() {
     );
     assert_eq!(lock.validity(), Duration::ZERO);
     let again = lock.extend(TTL).await.expect_err("stays lost");
-    assert!(matches!(
-        again,
+    match &again {
         quorumlock::Error::Lost {
-            reason: quorumlock::LostReason::AlreadyLost,
+            reason: quorumlock::LostReason::AlreadyLost { earlier },
             ..
-        }
-    ));
+        } => assert_eq!(**earlier, quorumlock::LostReason::Expired, "{again}"),
+        other => panic!("{other:?}"),
+    }
     drop(lock);
 }
 
@@ -318,7 +318,7 @@ async fn extend_fails_when_someone_else_holds_the_keys() {
     match &err {
         quorumlock::Error::Lost {
             reason:
-                quorumlock::LostReason::NoQuorum {
+                quorumlock::LostReason::Refused {
                     extended, needed, ..
                 },
             ..

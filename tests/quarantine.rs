@@ -202,7 +202,7 @@ fn taken_on_node_1(cluster: &Cluster, name: &str) {
 }
 
 async fn careful_client(urls: &[String]) -> Redlock {
-    Redlock::builder(urls.to_vec())
+    quorumlock::Builder::new(urls.to_vec())
         .node_timeout(Duration::from_millis(100))
         .connect_timeout(Duration::from_secs(2))
         .restart_quarantine(Some(FIVE_SECONDS))

@@ -44,7 +44,6 @@ mod support;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use quorumlock::Redlock;
 use support::checker::{Checker, Figures, Outcome};
 use support::workload::{SafetyOutcome, SafetyRun, Strategy, Workload};
 use support::{report, unique, Cluster, Fault, NodeOptions};
@@ -218,7 +217,7 @@ async fn negative_control_on(mut cluster: Cluster, how: Break, strategy: &Strate
     let name = unique("control");
     let client = |retries| {
         strategy.builder(
-            Redlock::builder(urls.clone())
+            quorumlock::Builder::new(urls.clone())
                 .node_timeout(NODE_TIMEOUT)
                 .retry_count(retries)
                 .retry_delay(Duration::from_millis(10), Duration::from_millis(50)),
@@ -366,7 +365,7 @@ async fn negative_control_setup_without_the_break_is_clean() {
     let urls = cluster.proxied();
     let name = unique("control-clean");
     let build = || {
-        Redlock::builder(urls.clone())
+        quorumlock::Builder::new(urls.clone())
             .node_timeout(Duration::from_millis(200))
             .retry_count(0)
             .build()

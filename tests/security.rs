@@ -8,7 +8,6 @@ mod support;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use quorumlock::Redlock;
 use support::{unique, Cluster};
 
 /// The ACL of a user that can take, extend and release locks on `lock:*`
@@ -62,7 +61,7 @@ async fn an_acl_user_limited_to_the_lock_commands_is_enough() {
         .collect();
     // Restart quarantine reads each node's uptime in whole seconds.
     tokio::time::sleep(Duration::from_millis(1100)).await;
-    let redlock = Redlock::builder(urls.clone())
+    let redlock = quorumlock::Builder::new(urls.clone())
         .node_timeout(Duration::from_millis(200))
         .retry_count(0)
         .restart_quarantine(Some(Duration::from_millis(500)))
@@ -163,7 +162,7 @@ async fn wrong_or_missing_credentials_are_typed_and_never_echoed() {
                 None => u.clone(),
             })
             .collect();
-        let redlock = Redlock::builder(urls.clone())
+        let redlock = quorumlock::Builder::new(urls.clone())
             .retry_count(0)
             .build()
             .await
@@ -249,7 +248,7 @@ async fn releases_succeed_for_a_user_that_may_not_publish() {
         .iter()
         .map(|u| with_user(u, "locker", "locker-pw"))
         .collect();
-    let redlock = Redlock::builder(urls.clone())
+    let redlock = quorumlock::Builder::new(urls.clone())
         .node_timeout(Duration::from_millis(200))
         .retry_count(0)
         .retry_delay(Duration::from_millis(50), Duration::from_millis(100))

@@ -10,7 +10,7 @@ mod support;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use quorumlock::{NodeFailureKind, Redlock};
+use quorumlock::NodeFailureKind;
 use rcgen::{
     BasicConstraints, CertificateParams, CertifiedIssuer, DnType, ExtendedKeyUsagePurpose, IsCa,
     KeyPair, KeyUsagePurpose,
@@ -98,7 +98,7 @@ impl Pki {
 }
 
 fn builder(urls: &[String]) -> quorumlock::Builder {
-    Redlock::builder(urls)
+    quorumlock::Builder::new(urls.to_vec())
         .node_timeout(Duration::from_millis(500))
         .connect_timeout(Duration::from_secs(2))
         .retry_count(0)

@@ -12,7 +12,6 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use quorumlock::Redlock;
 use support::{unique, Cluster, Fault};
 
 /// Reads `MONITOR` from one node on a thread until stopped.
@@ -107,7 +106,7 @@ async fn tokens_never_appear_in_full_in_logs_or_errors() {
     let monitors: Vec<Monitor> = (0..5)
         .map(|i| Monitor::start(cluster.side_addr(i)))
         .collect();
-    let redlock = Redlock::builder(urls.clone())
+    let redlock = quorumlock::Builder::new(urls.clone())
         .node_timeout(Duration::from_millis(100))
         .retry_count(1)
         .retry_delay(Duration::ZERO, Duration::from_millis(20))

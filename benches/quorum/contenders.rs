@@ -162,7 +162,7 @@ impl Contender {
     pub async fn connect(kind: Kind, urls: &[String]) -> Contender {
         let c = match kind {
             Kind::Quorumlock => Contender::Quorumlock(
-                quorumlock::Redlock::builder(urls.to_vec())
+                quorumlock::Builder::new(urls.to_vec())
                     .build()
                     .await
                     .expect("build quorumlock"),

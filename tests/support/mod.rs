@@ -496,7 +496,7 @@ impl Cluster {
     /// A new, separate proxy in front of every node: links for one more
     /// client, scripted apart from [`Cluster::proxied`]'s and from any
     /// other `links()`. Build that client with
-    /// `Redlock::builder(links.urls())`; the proxies stop when the
+    /// `quorumlock::Builder::new(links.urls())`; the proxies stop when the
     /// [`Links`] is dropped.
     pub fn links(&self) -> Links {
         let proxies: Vec<Proxy> = self.addrs().into_iter().map(Proxy::start).collect();
@@ -533,7 +533,7 @@ impl Cluster {
 
     /// Like [`Cluster::builder`], through the proxies.
     pub fn proxied_builder(&mut self) -> quorumlock::Builder {
-        Redlock::builder(self.proxied())
+        quorumlock::Builder::new(self.proxied())
             .node_timeout(Duration::from_millis(100))
             .connect_timeout(Duration::from_millis(500))
     }
@@ -541,7 +541,7 @@ impl Cluster {
     /// A builder with test-friendly settings: 100 ms node timeout (generous
     /// on a loaded 2-core machine, small against the TTLs tests use).
     pub fn builder(&self) -> quorumlock::Builder {
-        Redlock::builder(self.urls())
+        quorumlock::Builder::new(self.urls())
             .node_timeout(Duration::from_millis(100))
             .connect_timeout(Duration::from_millis(500))
     }

@@ -166,7 +166,7 @@ impl Workload {
 
     /// The builder every client starts from.
     pub fn builder(&self, urls: &[String]) -> Builder {
-        Redlock::builder(urls.to_vec())
+        quorumlock::Builder::new(urls.to_vec())
             .node_timeout(self.node_timeout)
             .connect_timeout(Duration::from_millis(500))
             .retry_count(self.retry_count)

@@ -118,7 +118,7 @@ fn main() -> ExitCode {
 
 /// Builds the client from the common options.
 pub async fn redlock(common: &Common) -> Result<quorumlock::Redlock, quorumlock::Error> {
-    quorumlock::Redlock::builder(common.nodes.iter().map(String::as_str))
+    quorumlock::Builder::new(common.nodes.iter().map(String::as_str))
         .node_timeout(common.node_timeout)
         .connect_timeout(common.connect_timeout)
         .retry_delay(Duration::ZERO, common.retry_delay)

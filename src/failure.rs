@@ -1,0 +1,129 @@
+//! One node's failure to take part in an operation, and how a list of them
+//! reads in a message. Shared by [`Error`](crate::Error) and
+//! [`LostReason`](crate::LostReason); depends on nothing else in the crate.
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// One node's failure to take part in an operation. Its
+/// [`source`](std::error::Error::source) is the redis crate's error, when
+/// there was one.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("{node}: {kind}")]
+#[non_exhaustive]
+pub struct NodeFailure {
+    /// The node, as `host:port/db` (never with its password).
+    pub node: String,
+    /// What went wrong.
+    pub kind: NodeFailureKind,
+    #[source]
+    source: Option<Arc<redis::RedisError>>,
+}
+
+impl NodeFailure {
+    /// A failure of `node` (`host:port/db`) of this kind, without an
+    /// underlying redis error; for tests of code that handles failures.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use quorumlock::{NodeFailure, NodeFailureKind};
+    /// let failure = NodeFailure::new("127.0.0.1:7001/0", NodeFailureKind::Protocol("?".into()));
+    /// assert_eq!(failure.to_string(), "127.0.0.1:7001/0: unexpected reply: ?");
+    /// assert!(failure.redis_error().is_none());
+    /// ```
+    pub fn new(node: impl Into<String>, kind: NodeFailureKind) -> Self {
+        Self {
+            node: node.into(),
+            kind,
+            source: None,
+        }
+    }
+
+    /// The same failure, caused by `error`.
+    pub(crate) fn caused_by(mut self, error: redis::RedisError) -> Self {
+        self.source = Some(Arc::new(error));
+        self
+    }
+
+    /// The redis crate's error behind this failure, if there was one (not
+    /// for timeouts, quarantine, or replies this client could not read).
+    pub fn redis_error(&self) -> Option<&redis::RedisError> {
+        self.source.as_deref()
+    }
+}
+
+/// Equal when the node and the kind are: the source is not compared.
+impl PartialEq for NodeFailure {
+    fn eq(&self, other: &Self) -> bool {
+        self.node == other.node && self.kind == other.kind
+    }
+}
+
+impl Eq for NodeFailure {}
+
+/// The ways a single node can fail.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum NodeFailureKind {
+    /// No answer within the per-node timeout.
+    Timeout(Duration),
+    /// The connection was refused, dropped or could not be made.
+    Connection(String),
+    /// The node answered with an error reply, e.g. `WRONGTYPE`, `OOM`,
+    /// `NOAUTH`, `READONLY`, `BUSY`.
+    Redis {
+        /// The error code (`WRONGTYPE`, `OOM`, …), or `ERR`.
+        code: String,
+        /// The rest of the message.
+        message: String,
+    },
+    /// The node answered something this client cannot interpret.
+    Protocol(String),
+    /// The node was left out of the vote because it restarted too recently.
+    Quarantined {
+        /// How long ago the node (re)started.
+        uptime: Duration,
+    },
+}
+
+impl NodeFailureKind {
+    /// The node did not answer within its timeout.
+    pub fn is_timeout(&self) -> bool {
+        matches!(self, NodeFailureKind::Timeout(_))
+    }
+
+    /// The node answered with this error code (e.g. `"WRONGTYPE"`).
+    pub fn is_redis_error(&self, wanted: &str) -> bool {
+        matches!(self, NodeFailureKind::Redis { code, .. } if code.eq_ignore_ascii_case(wanted))
+    }
+}
+
+impl fmt::Display for NodeFailureKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            NodeFailureKind::Timeout(t) => write!(f, "no answer within {t:?}"),
+            NodeFailureKind::Connection(m) => write!(f, "connection failed: {m}"),
+            NodeFailureKind::Redis { code, message } => write!(f, "{code} {message}"),
+            NodeFailureKind::Protocol(m) => write!(f, "unexpected reply: {m}"),
+            NodeFailureKind::Quarantined { uptime } => {
+                write!(f, "restarted {uptime:?} ago, not voting yet")
+            }
+        }
+    }
+}
+
+/// A list of node failures as a message suffix: `; a: why, b: why`, or
+/// nothing for an empty list.
+pub(crate) struct NodeFailures<'a>(pub(crate) &'a [NodeFailure]);
+
+impl fmt::Display for NodeFailures<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, failure) in self.0.iter().enumerate() {
+            f.write_str(if i == 0 { "; " } else { ", " })?;
+            write!(f, "{failure}")?;
+        }
+        Ok(())
+    }
+}

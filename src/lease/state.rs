@@ -1,0 +1,417 @@
+//! A held lock's shared state: its term, whether (and why) it ended, the
+//! lost-lock signal's state, and the token that stops its renewal. Shared
+//! (behind an `Arc`) by the lock, its renewal task and every
+//! [`LostSignal`](super::signal::LostSignal); the state sits behind a std
+//! mutex that is never held across an `await`.
+//!
+//! The term lives in one place, a `watch` channel ([`Term`]): `validity()`
+//! reads it, and everything that sleeps until a point derived from it —
+//! the renewal schedule, its safety-margin timer, the signal's expiry —
+//! wakes when it changes and sleeps again on the new value. An extension
+//! lowers the deadline *before* it is sent when its TTL is the shorter one
+//! ([`quorum::deadline_while_extending`]), so a dropped or failed extension
+//! never leaves a deadline later than the keys'.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::{Duration, Instant};
+
+use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
+
+use super::ending::{LossKind, LostReason};
+use super::signal_state::{SignalState, Transition};
+use super::term::Term;
+use crate::counters::LeaseCounters;
+use crate::keys::Keys;
+use crate::quorum;
+
+/// The shared state of one held lock.
+pub(crate) struct Lease {
+    keys: Keys,
+    granted: Instant,
+    counters: Arc<LeaseCounters>,
+    /// The term: the one source of truth, watched by every sleeper.
+    /// Changed only with `state` locked (so never after the end).
+    term: watch::Sender<Term>,
+    state: Mutex<State>,
+    /// Cancelled when the signal first fires.
+    fired: CancellationToken,
+    /// Cancelled on release or drop; every renewal task stops on it.
+    released: CancellationToken,
+    /// A task drives the signal to expiry (see
+    /// [`LostSignal::cancellation_token`](super::signal::LostSignal::cancellation_token)).
+    watched: AtomicBool,
+}
+
+struct State {
+    /// Why the lock stopped counting as held: the first reason only.
+    ended: Option<LostReason>,
+    signal: SignalState,
+    /// The reason behind the signal's current kind.
+    reason: Option<LostReason>,
+    fired_at: Option<Instant>,
+    /// Stops the current renewal task, if any.
+    renewal: Option<CancellationToken>,
+}
+
+impl Lease {
+    /// A lease on `term`, granted just now.
+    pub(crate) fn new(keys: Keys, term: Term, counters: Arc<LeaseCounters>) -> Self {
+        Self {
+            keys,
+            granted: Instant::now(),
+            counters,
+            term: watch::Sender::new(term),
+            state: Mutex::new(State {
+                ended: None,
+                signal: SignalState::default(),
+                reason: None,
+                fired_at: None,
+                renewal: None,
+            }),
+            fired: CancellationToken::new(),
+            released: CancellationToken::new(),
+            watched: AtomicBool::new(false),
+        }
+    }
+
+    fn state(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// What the lock covers.
+    pub(crate) fn keys(&self) -> &Keys {
+        &self.keys
+    }
+
+    /// When the lock was handed to the holder.
+    pub(crate) fn granted(&self) -> Instant {
+        self.granted
+    }
+
+    /// The renewal and signal counters of the client.
+    pub(crate) fn counters(&self) -> &LeaseCounters {
+        &self.counters
+    }
+
+    /// The current term while the lock is held;
+    /// [`LostReason::AlreadyLost`] once it ended.
+    pub(crate) fn term(&self) -> Result<Term, LostReason> {
+        let s = self.state();
+        match &s.ended {
+            Some(earlier) => Err(already_lost(earlier)),
+            None => Ok(*self.term.borrow()),
+        }
+    }
+
+    pub(crate) fn deadline(&self) -> Instant {
+        self.term.borrow().deadline
+    }
+
+    /// A receiver that sees every later change of the term.
+    pub(crate) fn watch(&self) -> watch::Receiver<Term> {
+        self.term.subscribe()
+    }
+
+    /// Time left; zero once lost or expired.
+    pub(crate) fn validity(&self) -> Duration {
+        let s = self.state();
+        if s.ended.is_some() {
+            Duration::ZERO
+        } else {
+            self.deadline().saturating_duration_since(Instant::now())
+        }
+    }
+
+    /// An extension to `ttl` (with its `drift`) is about to be sent,
+    /// measured from `start`: lowers the deadline to what the new TTL
+    /// allows if that is earlier, and returns the deadline that holds
+    /// while it is in flight. [`LostReason::AlreadyLost`] once the lock
+    /// ended.
+    pub(crate) fn begin_extend(
+        &self,
+        start: Instant,
+        ttl: Duration,
+        drift: Duration,
+    ) -> Result<Instant, LostReason> {
+        let s = self.state();
+        if let Some(earlier) = &s.ended {
+            return Err(already_lost(earlier));
+        }
+        let mut in_flight = start;
+        self.term.send_if_modified(|term| {
+            in_flight = quorum::deadline_while_extending(term.deadline, start, ttl, drift);
+            let lowered = in_flight != term.deadline;
+            term.deadline = in_flight;
+            lowered
+        });
+        drop(s);
+        Ok(in_flight)
+    }
+
+    /// A majority extended the lock to `next`. Refused with
+    /// [`LostReason::AlreadyLost`] once the lock ended (it expired or was
+    /// released while the replies came in).
+    pub(crate) fn extended(&self, next: Term) -> Result<(), LostReason> {
+        let s = self.state();
+        if let Some(earlier) = &s.ended {
+            return Err(already_lost(earlier));
+        }
+        self.term.send_if_modified(|term| {
+            let changed = *term != next;
+            *term = next;
+            changed
+        });
+        drop(s);
+        Ok(())
+    }
+
+    /// An extension or renewal failed for good: the lock counts as lost
+    /// from now on, and the signal fires with the reason's kind. An
+    /// [`AlreadyLost`](LostReason::AlreadyLost) reason changes nothing: its
+    /// loss was reported when it happened.
+    pub(crate) fn fail(&self, reason: LostReason) {
+        if matches!(reason, LostReason::AlreadyLost { .. }) {
+            return;
+        }
+        let mut s = self.state();
+        s.ended.get_or_insert_with(|| reason.clone());
+        let fired = self.fire_locked(&mut s, reason);
+        drop(s);
+        self.after_fire(fired);
+    }
+
+    /// Fires the signal without ending the lock (uncertain, limit reached).
+    pub(crate) fn warn(&self, reason: LostReason) {
+        let mut s = self.state();
+        let fired = self.fire_locked(&mut s, reason);
+        drop(s);
+        self.after_fire(fired);
+    }
+
+    /// Release or drop: the lock counts as lost, renewal stops, and the
+    /// signal fires `Released` (unless it already fired with a final kind).
+    pub(crate) fn end(&self) {
+        let mut s = self.state();
+        s.ended.get_or_insert(LostReason::Released);
+        s.renewal = None;
+        let fired = self.fire_locked(&mut s, LostReason::Released);
+        drop(s);
+        self.released.cancel();
+        self.after_fire(fired);
+    }
+
+    /// Replaces any running renewal: returns the token the new task stops
+    /// on (also cancelled by [`end`](Self::end)).
+    pub(crate) fn start_renewal(&self) -> CancellationToken {
+        let token = self.released.child_token();
+        if let Some(old) = self.state().renewal.replace(token.clone()) {
+            old.cancel();
+        }
+        token
+    }
+
+    fn fire_locked(&self, s: &mut State, reason: LostReason) -> Transition {
+        let kind = reason.kind();
+        let transition = s.signal.fire(kind);
+        if transition != Transition::Unchanged {
+            s.reason = Some(reason);
+            if transition == Transition::Fired {
+                s.fired_at = Some(Instant::now());
+            }
+            self.counters.signalled(kind);
+        }
+        transition
+    }
+
+    fn after_fire(&self, transition: Transition) {
+        if transition == Transition::Fired {
+            self.fired.cancel();
+        }
+    }
+
+    /// The first kind when the signal has fired — expiring the lease first
+    /// if its deadline has passed — or the deadline to wait for.
+    pub(crate) fn check(&self) -> Result<LossKind, Instant> {
+        let mut s = self.state();
+        let deadline = self.deadline();
+        let mut fired = Transition::Unchanged;
+        if Instant::now() >= deadline && !s.signal.current().is_some_and(LossKind::is_final) {
+            s.ended.get_or_insert(LostReason::Expired);
+            fired = self.fire_locked(&mut s, LostReason::Expired);
+        }
+        let result = s.signal.first().ok_or(deadline);
+        drop(s);
+        self.after_fire(fired);
+        result
+    }
+
+    /// Resolves when the signal first fires.
+    pub(crate) async fn fired(&self) {
+        self.fired.cancelled().await;
+    }
+
+    /// A child of the token cancelled when the signal first fires.
+    pub(crate) fn fired_token(&self) -> CancellationToken {
+        self.fired.child_token()
+    }
+
+    /// Marks the lease as watched for expiry; true if it was not before.
+    pub(crate) fn watch_expiry(&self) -> bool {
+        !self.watched.swap(true, Ordering::AcqRel)
+    }
+
+    /// Undoes [`watch_expiry`](Self::watch_expiry) when no watcher could start.
+    pub(crate) fn unwatch_expiry(&self) {
+        self.watched.store(false, Ordering::Release);
+    }
+
+    /// The signal's current kind, without checking for expiry.
+    pub(crate) fn kind(&self) -> Option<LossKind> {
+        self.state().signal.current()
+    }
+
+    /// The reason behind the signal's current kind.
+    pub(crate) fn reason(&self) -> Option<LostReason> {
+        self.state().reason.clone()
+    }
+
+    /// When the signal first fired.
+    pub(crate) fn fired_at(&self) -> Option<Instant> {
+        self.state().fired_at
+    }
+}
+
+fn already_lost(earlier: &LostReason) -> LostReason {
+    LostReason::AlreadyLost {
+        earlier: Box::new(earlier.clone()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MS: Duration = Duration::from_millis(1);
+
+    fn lease(valid: Duration) -> Lease {
+        let term = Term {
+            deadline: Instant::now() + valid,
+            ttl: valid,
+            drift: quorum::drift(valid, 0.01),
+        };
+        let keys = Keys::one(b"res", false).expect("a valid resource");
+        Lease::new(keys, term, Arc::new(LeaseCounters::default()))
+    }
+
+    fn ttl_of(lease: &Lease) -> Duration {
+        lease.term().expect("held").ttl
+    }
+
+    #[test]
+    fn nothing_moves_the_deadline_after_the_end() {
+        let lease = lease(Duration::from_secs(10));
+        let deadline = lease.deadline();
+        lease.end();
+        let later = Term {
+            deadline: deadline + Duration::from_secs(5),
+            ttl: Duration::from_secs(15),
+            drift: MS * 152,
+        };
+        let refused = lease.extended(later).expect_err("ended");
+        assert_eq!(refused.kind(), LossKind::Released);
+        assert_eq!(lease.deadline(), deadline);
+        assert_eq!(lease.validity(), Duration::ZERO);
+        assert!(lease.term().is_err());
+        let again = lease.begin_extend(Instant::now(), MS * 300, MS * 5);
+        assert!(
+            matches!(&again, Err(LostReason::AlreadyLost { earlier }) if **earlier == LostReason::Released),
+            "{again:?}"
+        );
+        assert_eq!(lease.deadline(), deadline);
+    }
+
+    #[test]
+    fn the_first_reason_the_lock_ended_with_is_kept() {
+        let lease = lease(Duration::from_secs(10));
+        lease.fail(LostReason::TooSlow);
+        lease.fail(LostReason::AlreadyLost {
+            earlier: Box::new(LostReason::Expired),
+        });
+        lease.end();
+        let again = lease.begin_extend(Instant::now(), MS * 300, MS * 5);
+        assert_eq!(
+            again,
+            Err(LostReason::AlreadyLost {
+                earlier: Box::new(LostReason::TooSlow)
+            })
+        );
+        assert_eq!(lease.kind(), Some(LossKind::Released), "upgraded");
+    }
+
+    #[test]
+    fn a_shorter_extension_lowers_the_deadline_before_it_is_sent() {
+        let lease = lease(Duration::from_secs(10));
+        let mut watched = lease.watch();
+        let start = Instant::now();
+        let in_flight = lease.begin_extend(start, 300 * MS, 5 * MS);
+        assert_eq!(in_flight, Ok(start + 295 * MS));
+        assert_eq!(lease.deadline(), start + 295 * MS);
+        assert!(lease.validity() <= 295 * MS);
+        assert_eq!(ttl_of(&lease), Duration::from_secs(10), "until confirmed");
+        assert!(watched.has_changed().unwrap_or(false), "watchers are told");
+        watched.mark_unchanged();
+        // Confirmed: the term of the extension, from its start.
+        let next = Term {
+            deadline: start + 295 * MS,
+            ttl: 300 * MS,
+            drift: 5 * MS,
+        };
+        assert_eq!(lease.extended(next), Ok(()));
+        assert_eq!(lease.term(), Ok(next));
+    }
+
+    #[test]
+    fn a_longer_extension_moves_nothing_until_it_is_confirmed() {
+        let lease = lease(Duration::from_secs(1));
+        let deadline = lease.deadline();
+        let watched = lease.watch();
+        let start = Instant::now();
+        assert_eq!(
+            lease.begin_extend(start, Duration::from_secs(60), 602 * MS),
+            Ok(deadline)
+        );
+        assert_eq!(lease.deadline(), deadline);
+        assert!(!watched.has_changed().unwrap_or(true), "nothing changed");
+        let later = Term {
+            deadline: start + Duration::from_secs(59),
+            ttl: Duration::from_secs(60),
+            drift: 602 * MS,
+        };
+        assert_eq!(lease.extended(later), Ok(()));
+        assert_eq!(lease.deadline(), later.deadline);
+        assert!(watched.has_changed().unwrap_or(false));
+    }
+
+    #[test]
+    fn expiry_is_noticed_lazily() {
+        let lease = lease(Duration::ZERO);
+        assert_eq!(lease.kind(), None, "not checked yet");
+        assert_eq!(lease.check(), Ok(LossKind::Expired));
+        assert_eq!(lease.reason(), Some(LostReason::Expired));
+        assert!(lease.term().is_err());
+        assert_eq!(lease.counters().snapshot().expired, 1);
+    }
+
+    #[test]
+    fn a_new_renewal_stops_the_previous_one_and_the_end_stops_all() {
+        let lease = lease(Duration::from_secs(10));
+        let first = lease.start_renewal();
+        let second = lease.start_renewal();
+        assert!(first.is_cancelled());
+        assert!(!second.is_cancelled());
+        lease.end();
+        assert!(second.is_cancelled());
+    }
+}

@@ -1,0 +1,160 @@
+//! The background task that renews a held lock on the schedule of its
+//! settings, and fires the lost-lock signal when renewal cannot keep up.
+//!
+//! The task holds the lease and the one extension path of the lock (a
+//! [`Renew`] implementation), never the lock itself, and stops on a token
+//! that release and drop cancel, so it never outlives the lock. Every wait
+//! re-arms when the lease's term changes (a manual extension, or its
+//! renewal), so the schedule always follows the current term.
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use tokio_util::sync::CancellationToken;
+use tracing::{debug, warn};
+
+use super::ending::{LossKind, LostReason};
+use super::renewal::Renewal;
+use super::schedule::{self, Progress, Step, Timing};
+use super::state::Lease;
+use super::term::Term;
+use crate::failure::NodeFailure;
+
+/// One renewal of a lock: extends it by its current TTL.
+pub(crate) trait Renew: Send + Sync + 'static {
+    /// The new deadline once a majority extended in time, or why not.
+    /// Leaves the lease's loss to the task: a failure is only reported.
+    fn renew(&self) -> impl Future<Output = Result<Instant, LostReason>> + Send;
+}
+
+/// Follows the schedule of `settings` (for nodes answering within
+/// `node_timeout`) until the lock ends, expires, is lost, or a cap is
+/// reached; returns at once when `stop` is cancelled.
+pub(crate) async fn run<R: Renew>(
+    lease: Arc<Lease>,
+    extension: Arc<R>,
+    settings: Renewal,
+    node_timeout: Duration,
+    stop: CancellationToken,
+) {
+    let mut watched = lease.watch();
+    let limits = settings.limits(lease.granted());
+    let mut progress = Progress::default();
+    let mut last_failures: Vec<NodeFailure> = Vec::new();
+    loop {
+        if stop.is_cancelled() {
+            return;
+        }
+        // Seen before the term is read: a later change wakes every wait.
+        watched.mark_unchanged();
+        let Ok(term) = lease.term() else {
+            return;
+        };
+        let timing = settings.timing_clamped(&term, node_timeout);
+        let now = Instant::now();
+        match schedule::next_step(now, &term, &timing, &limits, &progress) {
+            Step::Expired => {
+                warn!("validity ran out before a renewal succeeded");
+                lease.fail(LostReason::Expired);
+                return;
+            }
+            Step::LimitReached => {
+                let held_for = now.saturating_duration_since(lease.granted());
+                debug!(
+                    renewals = progress.renewals,
+                    ?held_for,
+                    "renewal cap reached"
+                );
+                lease.warn(LostReason::LimitReached {
+                    renewals: progress.renewals,
+                    held_for,
+                });
+                return;
+            }
+            Step::Uncertain => {
+                progress.uncertain = true;
+                warn_uncertain(&lease, &last_failures);
+            }
+            Step::Sleep(until) => {
+                tokio::select! {
+                    biased;
+                    _ = stop.cancelled() => return,
+                    _ = tokio::time::sleep_until(until.into()) => {}
+                    // The lease owns the sender: this never ends in an error.
+                    Ok(()) = watched.changed() => {}
+                }
+            }
+            Step::Renew => {
+                progress.last_attempt = Some(now);
+                let mut warn_at = warn_point(&term, &timing);
+                let attempt = extension.renew();
+                tokio::pin!(attempt);
+                // Wait for the attempt, but fire `Uncertain` on time if it
+                // is still waiting for replies when the margin is crossed —
+                // the margin of the current term, which a manual extension
+                // may change while this attempt waits for its turn.
+                let result = loop {
+                    tokio::select! {
+                        biased;
+                        _ = stop.cancelled() => return,
+                        result = &mut attempt => break result,
+                        _ = tokio::time::sleep_until(warn_at.into()), if !progress.uncertain => {
+                            progress.uncertain = true;
+                            warn_uncertain(&lease, &last_failures);
+                        }
+                        Ok(()) = watched.changed() => {
+                            let term = *watched.borrow();
+                            let timing = settings.timing_clamped(&term, node_timeout);
+                            warn_at = warn_point(&term, &timing);
+                        }
+                    }
+                };
+                match result {
+                    Ok(deadline) => {
+                        let valid = deadline.saturating_duration_since(Instant::now());
+                        lease.counters().renewed();
+                        progress.renewals = progress.renewals.saturating_add(1);
+                        progress.last_failed = false;
+                        last_failures.clear();
+                        debug!(?valid, renewals = progress.renewals, "renewed");
+                    }
+                    Err(reason) => {
+                        lease.counters().renewal_failed();
+                        if matches!(reason, LostReason::AlreadyLost { .. }) {
+                            // Ended meanwhile, and reported by what ended it.
+                            return;
+                        }
+                        if reason.kind() == LossKind::Uncertain {
+                            debug!(%reason, "renewal failed, will retry");
+                            progress.last_failed = true;
+                            last_failures = reason.node_failures().to_vec();
+                        } else {
+                            warn!(kind = %reason.kind(), %reason, "renewal found the lock gone");
+                            lease.fail(reason);
+                            return;
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// When the safety margin of `term` is crossed.
+fn warn_point(term: &Term, timing: &Timing) -> Instant {
+    schedule::uncertain_at(term.deadline, timing.margin)
+}
+
+fn warn_uncertain(lease: &Lease, failures: &[NodeFailure]) {
+    let validity_left = lease.validity();
+    warn!(
+        ?validity_left,
+        failures = failures.len(),
+        "no renewal got through before the safety margin"
+    );
+    lease.warn(LostReason::Uncertain {
+        validity_left,
+        failures: failures.to_vec(),
+    });
+}
