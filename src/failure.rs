@@ -9,16 +9,27 @@ use std::time::Duration;
 /// One node's failure to take part in an operation. Its
 /// [`source`](std::error::Error::source) is the redis crate's error, when
 /// there was one.
-#[derive(Debug, Clone, thiserror::Error)]
-#[error("{node}: {kind}")]
+#[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct NodeFailure {
     /// The node, as `host:port/db` (never with its password).
     pub node: String,
     /// What went wrong.
     pub kind: NodeFailureKind,
-    #[source]
-    source: Option<Arc<redis::RedisError>>,
+    cause: Option<Arc<redis::RedisError>>,
+}
+
+impl fmt::Display for NodeFailure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.node, self.kind)
+    }
+}
+
+impl std::error::Error for NodeFailure {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.redis_error()
+            .map(|e| e as &(dyn std::error::Error + 'static))
+    }
 }
 
 impl NodeFailure {
@@ -37,20 +48,20 @@ impl NodeFailure {
         Self {
             node: node.into(),
             kind,
-            source: None,
+            cause: None,
         }
     }
 
     /// The same failure, caused by `error`.
     pub(crate) fn caused_by(mut self, error: redis::RedisError) -> Self {
-        self.source = Some(Arc::new(error));
+        self.cause = Some(Arc::new(error));
         self
     }
 
     /// The redis crate's error behind this failure, if there was one (not
     /// for timeouts, quarantine, or replies this client could not read).
     pub fn redis_error(&self) -> Option<&redis::RedisError> {
-        self.source.as_deref()
+        self.cause.as_deref()
     }
 }
 
@@ -64,15 +75,18 @@ impl PartialEq for NodeFailure {
 impl Eq for NodeFailure {}
 
 /// The ways a single node can fail.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum NodeFailureKind {
     /// No answer within the per-node timeout.
+    #[error("no answer within {0:?}")]
     Timeout(Duration),
     /// The connection was refused, dropped or could not be made.
+    #[error("connection failed: {0}")]
     Connection(String),
     /// The node answered with an error reply, e.g. `WRONGTYPE`, `OOM`,
     /// `NOAUTH`, `READONLY`, `BUSY`.
+    #[error("{code} {message}")]
     Redis {
         /// The error code (`WRONGTYPE`, `OOM`, …), or `ERR`.
         code: String,
@@ -80,8 +94,10 @@ pub enum NodeFailureKind {
         message: String,
     },
     /// The node answered something this client cannot interpret.
+    #[error("unexpected reply: {0}")]
     Protocol(String),
     /// The node was left out of the vote because it restarted too recently.
+    #[error("restarted {uptime:?} ago, not voting yet")]
     Quarantined {
         /// How long ago the node (re)started.
         uptime: Duration,
@@ -97,20 +113,6 @@ impl NodeFailureKind {
     /// The node answered with this error code (e.g. `"WRONGTYPE"`).
     pub fn is_redis_error(&self, wanted: &str) -> bool {
         matches!(self, NodeFailureKind::Redis { code, .. } if code.eq_ignore_ascii_case(wanted))
-    }
-}
-
-impl fmt::Display for NodeFailureKind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            NodeFailureKind::Timeout(t) => write!(f, "no answer within {t:?}"),
-            NodeFailureKind::Connection(m) => write!(f, "connection failed: {m}"),
-            NodeFailureKind::Redis { code, message } => write!(f, "{code} {message}"),
-            NodeFailureKind::Protocol(m) => write!(f, "unexpected reply: {m}"),
-            NodeFailureKind::Quarantined { uptime } => {
-                write!(f, "restarted {uptime:?} ago, not voting yet")
-            }
-        }
     }
 }
 

@@ -1,0 +1,227 @@
+//! The ways in that are not about faults: a remote check of a held lock,
+//! clients built the redis crate's way, per-client background work, error
+//! sources, and lock options that compose in any order.
+
+mod support;
+
+use std::error::Error as _;
+use std::time::{Duration, Instant};
+
+use quorumlock::{Builder, Error, Operation};
+use support::{unique, Cluster};
+
+const TTL: Duration = Duration::from_secs(10);
+
+#[tokio::test]
+async fn a_held_lock_is_checked_on_the_nodes() {
+    let mut cluster = Cluster::local(5);
+    let redlock = cluster.redlock().await;
+    let name = unique("remote-check");
+    let lock = redlock.acquire(&name, TTL).await.expect("acquire");
+    assert!(lock.is_held_remotely().await.expect("answered"));
+
+    // Two nodes lose the key: a majority still carries the token.
+    for i in [0, 1] {
+        let _: i64 = cluster.exec(i, redis::cmd("DEL").arg(&name));
+    }
+    assert!(lock.is_held_remotely().await.expect("answered"));
+
+    // A third one: no majority can carry it any more. The local validity
+    // is untouched (the check only reads).
+    let _: i64 = cluster.exec(2, redis::cmd("DEL").arg(&name));
+    assert!(!lock.is_held_remotely().await.expect("answered"));
+    assert!(lock.validity() > Duration::from_secs(5), "{lock:?}");
+
+    // Another token on the nodes is not ours either.
+    for i in 0..5 {
+        let _: () = cluster.exec(i, redis::cmd("SET").arg(&name).arg("someone-else"));
+    }
+    assert!(!lock.is_held_remotely().await.expect("answered"));
+
+    // Too few nodes answering to tell: an error, quickly.
+    let other = unique("remote-check-outage");
+    let held = redlock.acquire(&other, TTL).await.expect("acquire");
+    for i in [2, 3, 4] {
+        cluster.pause(i);
+    }
+    let start = Instant::now();
+    let err = held
+        .is_held_remotely()
+        .await
+        .expect_err("no quorum answered");
+    assert!(
+        start.elapsed() < Duration::from_secs(2),
+        "{:?}",
+        start.elapsed()
+    );
+    assert!(
+        matches!(
+            err,
+            Error::Unavailable {
+                operation: Operation::Check,
+                ..
+            }
+        ),
+        "{err}"
+    );
+    for i in [2, 3, 4] {
+        cluster.resume(i);
+    }
+    assert!(held.is_held_remotely().await.expect("answered again"));
+    held.release().await.expect("release");
+    drop(lock);
+    assert!(cluster.released(&other, Duration::from_secs(5)).await);
+}
+
+#[tokio::test]
+async fn clients_built_the_redis_way_are_used_as_they_are() {
+    let cluster = Cluster::shared(5);
+    let clients = cluster
+        .urls()
+        .into_iter()
+        .map(|url| redis::Client::open(url).expect("client"))
+        .collect::<Vec<_>>();
+    let redlock = Builder::from_clients(clients.clone())
+        .build()
+        .await
+        .expect("build");
+    assert_eq!(redlock.nodes(), 5);
+    let name = unique("from-clients");
+    let lock = redlock.acquire(&name, TTL).await.expect("acquire");
+    assert_eq!(cluster.holders(name.as_bytes()), 5);
+    lock.release().await.expect("release");
+    assert!(cluster.released(&name, Duration::from_secs(5)).await);
+
+    // The same node twice would vote twice.
+    let twice = vec![clients[0].clone(), clients[0].clone()];
+    let err = Builder::from_clients(twice)
+        .build()
+        .await
+        .expect_err("refused");
+    assert!(err.to_string().contains("listed twice"), "{err}");
+
+    // `ConnectionInfo` works as well as URLs.
+    let infos = cluster
+        .urls()
+        .into_iter()
+        .map(|url| redis::IntoConnectionInfo::into_connection_info(url).expect("info"))
+        .collect::<Vec<_>>();
+    let redlock = Builder::new(infos).build().await.expect("build");
+    let lock = redlock.try_acquire(&name, TTL).await.expect("acquire");
+    lock.release().await.expect("release");
+}
+
+#[tokio::test]
+async fn settle_waits_only_for_this_clients_work() {
+    let mut stuck = Cluster::local(3);
+    let quiet = Cluster::shared(3);
+    let busy = stuck.redlock().await;
+    let idle = quiet.redlock().await;
+    let name = unique("settle-per-client");
+    let lock = busy.acquire(&name, TTL).await.expect("acquire");
+    // A hung node: the release returns at quorum, its command to the hung
+    // node stays in flight in `busy`'s background.
+    stuck.pause(2);
+    lock.release().await.expect("a majority released");
+    assert!(
+        !busy.settle(Duration::from_millis(200)).await,
+        "the release to the hung node is still running"
+    );
+    let start = Instant::now();
+    assert!(
+        idle.settle(Duration::from_secs(2)).await,
+        "another client's work is not this client's"
+    );
+    assert!(
+        start.elapsed() < Duration::from_millis(500),
+        "{:?}",
+        start.elapsed()
+    );
+    stuck.resume(2);
+    assert!(
+        busy.settle(Duration::from_secs(10)).await,
+        "done once the node wakes"
+    );
+    assert_eq!(stuck.holders(name.as_bytes()), 0);
+}
+
+#[tokio::test]
+async fn errors_keep_the_redis_error_as_their_source() {
+    let mut cluster = Cluster::local(5);
+    let redlock = cluster
+        .builder()
+        .retry_count(0)
+        .build()
+        .await
+        .expect("build");
+    for i in [0, 1, 2] {
+        cluster.kill(i);
+    }
+    let err = redlock
+        .acquire(unique("sources"), TTL)
+        .await
+        .expect_err("no quorum");
+    assert!(err.is_unavailable(), "{err}");
+    let failure = err.source().expect("the first node failure");
+    assert!(
+        failure.to_string().contains("connection failed"),
+        "{failure}"
+    );
+    let redis_error = failure
+        .source()
+        .and_then(|e| e.downcast_ref::<redis::RedisError>())
+        .expect("the redis error behind it");
+    assert!(
+        redis_error.is_connection_refusal() || redis_error.is_io_error(),
+        "{redis_error:?}"
+    );
+    assert!(err.node_failures()[0].redis_error().is_some());
+}
+
+#[tokio::test]
+async fn lock_options_compose_in_any_order() {
+    let cluster = Cluster::shared(3);
+    let redlock = cluster.redlock().await;
+    let name = unique("options");
+    let held = redlock.acquire(&name, TTL).await.expect("acquire");
+    let attempts = |err: Error| match err {
+        Error::Contended { attempts, .. } => attempts,
+        other => panic!("expected contention, got {other}"),
+    };
+    let wait = Duration::from_millis(400);
+    let a = redlock
+        .lock(&name, TTL)
+        .retries(1)
+        .wait(wait)
+        .acquire()
+        .await;
+    let b = redlock
+        .lock(&name, TTL)
+        .wait(wait)
+        .retries(1)
+        .acquire()
+        .await;
+    assert_eq!(attempts(a.expect_err("held")), 2);
+    assert_eq!(attempts(b.expect_err("held")), 2);
+
+    // A wait alone has no count limit: it tries until the time is spent.
+    let start = Instant::now();
+    let c = redlock.lock(&name, TTL).wait(wait).acquire().await;
+    let spent = start.elapsed();
+    assert!(attempts(c.expect_err("held")) > 2);
+    assert!(spent < wait + Duration::from_millis(500), "{spent:?}");
+
+    // A fenced lock covers one resource only, whatever the order.
+    let other = unique("options-other");
+    for request in [
+        redlock.lock(&name, TTL).fenced().and(&other),
+        redlock.lock(&name, TTL).and(&other).fenced(),
+    ] {
+        assert!(request
+            .acquire()
+            .await
+            .expect_err("refused")
+            .is_invalid_input());
+    }
+    held.release().await.expect("release");
+}
