@@ -467,6 +467,11 @@ impl Cluster {
         }
     }
 
+    /// True when the cluster has no nodes.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
     /// The node URLs clients use (`rediss://` for TLS nodes).
     pub fn urls(&self) -> Vec<String> {
         match &self.nodes {
