@@ -12,8 +12,7 @@
 //!
 //! Under `cargo test --all-targets` it only says that it was skipped.
 
-#[path = "../tests/support/mod.rs"]
-mod support;
+use quorumlock_testkit as support;
 
 use std::time::{Duration, Instant};
 

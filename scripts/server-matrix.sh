@@ -8,7 +8,8 @@
 #     scripts/server-matrix.sh valkey     # one row: redis62 | valkey | mixed
 #
 # Needs the binaries scripts/fetch-servers.sh unpacks (it is run here) and
-# the test binaries built (`cargo test --no-run` for the suites below).
+# the test binaries built (`cargo test -p quorumlock --no-run` for the
+# suites below: they are the library package's).
 # Exits non-zero when any suite failed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -37,7 +38,7 @@ for row in "${ORDER[@]}"; do
         log="$LOGS/$row-$suite.log"
         status=0
         QUORUMLOCK_REDIS_SERVERS="$servers" QUORUMLOCK_TEST_NODES= \
-            cargo test --quiet --test "$suite" >"$log" 2>&1 || status=$?
+            cargo test --quiet -p quorumlock --test "$suite" >"$log" 2>&1 || status=$?
         line="$(grep -E '^test result:' "$log" | tail -n 1 || true)"
         passed="$(sed -nE 's/.* ([0-9]+) passed.*/\1/p' <<<"$line")"
         failures="$(sed -nE 's/.* ([0-9]+) failed.*/\1/p' <<<"$line")"

@@ -2,7 +2,7 @@
 //! clients built the redis crate's way, per-client background work, error
 //! sources, and lock options that compose in any order.
 
-mod support;
+use quorumlock_testkit as support;
 
 use std::error::Error as _;
 use std::time::{Duration, Instant};

@@ -1,7 +1,7 @@
 //! Bad input is rejected before any network call with a typed error, and
 //! leaves nothing behind.
 
-mod support;
+use quorumlock_testkit as support;
 
 use std::time::Duration;
 

@@ -8,7 +8,7 @@
 //! must name the cause per node) or two of five (a minority: the lock must
 //! still work, the failing nodes simply not counted).
 
-mod support;
+use quorumlock_testkit as support;
 
 use std::fmt::Write as _;
 use std::time::Duration;

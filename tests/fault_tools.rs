@@ -3,7 +3,7 @@
 //! arithmetic. Only lower bounds of time are asserted (a delay cannot come
 //! early); how precise the delays are is for the benches.
 
-mod support;
+use quorumlock_testkit as support;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};

@@ -4,7 +4,7 @@
 //! one client held against another's); a stale holder's write is rejected;
 //! the counter range Lua can hold exactly is enforced (docs/fencing.md).
 
-mod support;
+use quorumlock_testkit as support;
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;

@@ -1,7 +1,7 @@
 //! Fast hand-off: a waiter retries when the holder's release is announced,
 //! not after its random delay.
 
-mod support;
+use quorumlock_testkit as support;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;

@@ -19,7 +19,7 @@
 //! `QUORUMLOCK_SKIP_INTEROP=1` skips them instead (for a machine without
 //! Python; CI never sets it).
 
-mod support;
+use quorumlock_testkit as support;
 
 use std::path::PathBuf;
 use std::time::Duration;

@@ -6,7 +6,7 @@
 //! connections block; waits are bounded with `eventually` or a timeout,
 //! and nothing asserts how long an operation took.
 
-mod support;
+use quorumlock_testkit as support;
 
 use std::future::pending;
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -1,7 +1,7 @@
 //! The lock's contract on healthy nodes: exclusion, expiry, extension,
 //! safe release. Runs on `QUORUMLOCK_TEST_NODES` when set.
 
-mod support;
+use quorumlock_testkit as support;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};

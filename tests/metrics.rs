@@ -4,7 +4,7 @@
 //!
 //! One test per binary: the recorder is process-global.
 
-mod support;
+use quorumlock_testkit as support;
 
 use std::collections::{BTreeMap, HashMap};
 use std::time::Duration;

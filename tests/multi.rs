@@ -1,7 +1,7 @@
 //! Locks over several resources: all or nothing on each node, released and
 //! extended together, overlapping sets exclude each other.
 
-mod support;
+use quorumlock_testkit as support;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};

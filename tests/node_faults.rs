@@ -1,7 +1,7 @@
 //! A minority of nodes dead, hung or restarted; per-node error replies;
 //! cancellation. Needs process control, so always runs on local nodes.
 
-mod support;
+use quorumlock_testkit as support;
 
 use std::time::{Duration, Instant};
 

@@ -1,7 +1,7 @@
 //! Restart quarantine: a node killed and restarted empty at once does not
 //! vote, so a second client cannot win a majority through it.
 
-mod support;
+use quorumlock_testkit as support;
 
 use std::time::Duration;
 

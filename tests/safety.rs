@@ -39,7 +39,7 @@
 //! fencing or restart-quarantine strategy runs through the same code and
 //! reports the same figures.
 
-mod support;
+use quorumlock_testkit as support;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};

@@ -3,7 +3,7 @@
 //! never echo the password. Tokens in logs: `tests/token_logs.rs`; TLS:
 //! `tests/tls.rs` (feature `tls`).
 
-mod support;
+use quorumlock_testkit as support;
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;

@@ -5,7 +5,7 @@
 //! `tls-auth-clients yes` the client certificate is required; and the fault
 //! proxy works on TLS traffic too.
 
-mod support;
+use quorumlock_testkit as support;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;

@@ -4,7 +4,7 @@
 //! per-node errors and an outage, and in every error's text. Its own test
 //! binary, so its global subscriber sees every thread.
 
-mod support;
+use quorumlock_testkit as support;
 
 use std::io::{Read as _, Write as _};
 use std::sync::atomic::{AtomicBool, Ordering};

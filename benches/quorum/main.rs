@@ -13,8 +13,7 @@
 //! benchmarks.svg). Run as a test (`cargo test --benches`) it only checks,
 //! in a few seconds, that every scenario runs.
 
-#[path = "../../tests/support/mod.rs"]
-mod support;
+use quorumlock_testkit as support;
 
 mod contenders;
 mod measure;

@@ -52,11 +52,19 @@ pub enum Action {
     ClockJump(Duration),
     /// Hold `dir` on client `client`'s link to the node from start to end;
     /// what was held is delivered, in order, at end.
-    LinkHold { client: usize, dir: Direction },
+    LinkHold {
+        /// The client whose link is held.
+        client: usize,
+        /// Which way.
+        dir: Direction,
+    },
     /// Delay `dir` on client `client`'s link to the node by `by`.
     LinkDelay {
+        /// The client whose link is delayed.
         client: usize,
+        /// Which way.
         dir: Direction,
+        /// The added delay.
         by: Duration,
     },
 }
@@ -96,16 +104,20 @@ impl Action {
 /// A fault on one node for a while.
 #[derive(Debug, Clone, Copy)]
 pub struct Episode {
+    /// The node faulted (index in the cluster).
     pub node: usize,
     /// Offset from the start of the run.
     pub start: Duration,
+    /// Offset from the start of the run at which the fault is undone.
     pub end: Duration,
+    /// The fault.
     pub action: Action,
 }
 
 /// Bounds of a schedule.
 #[derive(Debug, Clone)]
 pub struct Limits {
+    /// Nodes in the cluster.
     pub nodes: usize,
     /// Every episode ends by then.
     pub span: Duration,
@@ -125,7 +137,9 @@ pub struct Limits {
 /// A seeded list of episodes.
 #[derive(Debug, Clone)]
 pub struct Schedule {
+    /// The seed it was drawn from.
     pub seed: u64,
+    /// The faults, by start.
     pub episodes: Vec<Episode>,
 }
 

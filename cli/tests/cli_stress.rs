@@ -8,7 +8,7 @@
 //! Replay with `QUORUMLOCK_SEED=<seed>`; `QUORUMLOCK_TEST_BIN` runs it
 //! against another build of the binary.
 
-mod support;
+use quorumlock_testkit as support;
 
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};

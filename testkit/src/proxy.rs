@@ -53,7 +53,12 @@ pub enum Fault {
     None,
     /// Delay every reply by `base` plus a uniformly random `0..=jitter`.
     /// Requests are not delayed, so the round trip grows by exactly that.
-    Latency { base: Duration, jitter: Duration },
+    Latency {
+        /// Added to every reply.
+        base: Duration,
+        /// The most added on top, at random.
+        jitter: Duration,
+    },
     /// Hold all traffic both ways; deliver it in order on heal.
     Blackhole,
     /// Deliver requests, hold replies until heal.
@@ -61,7 +66,12 @@ pub enum Fault {
     /// Reset every connection now and every new one while this stands.
     Reset,
     /// Deliver replies `bytes` at a time, one piece every `every`.
-    SlowReplies { bytes: usize, every: Duration },
+    SlowReplies {
+        /// Bytes per piece.
+        bytes: usize,
+        /// Pause between pieces.
+        every: Duration,
+    },
 }
 
 impl Fault {

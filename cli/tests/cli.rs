@@ -2,7 +2,7 @@
 //! a lost lock killing the command, no overlap between concurrent runs,
 //! signal forwarding, usage errors.
 
-mod support;
+use quorumlock_testkit as support;
 
 use std::path::Path;
 use std::process::{Command, Output, Stdio};

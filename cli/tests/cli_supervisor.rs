@@ -6,7 +6,7 @@
 //! `QUORUMLOCK_TEST_BIN` runs these tests against another build of the
 //! binary (e.g. an older one, to see them fail).
 
-mod support;
+use quorumlock_testkit as support;
 
 use std::io::Read;
 use std::path::Path;

@@ -65,6 +65,7 @@ pub struct PlainStore {
 }
 
 impl PlainStore {
+    /// A store of `resources` counters, all 0.
     pub fn new(resources: usize) -> Self {
         Self {
             values: Mutex::new(vec![0; resources]),
@@ -104,6 +105,7 @@ pub struct FencedStore {
 }
 
 impl FencedStore {
+    /// A store of `resources` counters, all 0.
     pub fn new(resources: usize) -> Self {
         Self {
             cells: Mutex::new(vec![(0, None); resources]),
@@ -153,9 +155,13 @@ impl Store for FencedStore {
 /// One grant as its holder saw it.
 #[derive(Debug, Clone)]
 pub struct Grant {
+    /// The grant's number in the order grants were recorded.
     pub id: u64,
+    /// The client that held it.
     pub client: usize,
+    /// The resource (index of its counter in the store).
     pub resource: usize,
+    /// Its fencing token, when the strategy takes one.
     pub fence: Option<u64>,
     /// When the `acquire` call began (the first request went out after).
     pub requested_at: Instant,
@@ -389,7 +395,9 @@ impl Drop for Session<'_> {
 /// An overlap found in the history.
 #[derive(Debug, Clone)]
 pub struct Overlap {
+    /// The grant whose window the second began inside.
     pub first: Grant,
+    /// The grant that began while the first still held.
     pub second: Grant,
 }
 
@@ -435,31 +443,57 @@ impl Overlap {
 /// Every figure of a run.
 #[derive(Debug, Clone, Default)]
 pub struct Figures {
+    /// The store's name ([`Store`]).
     pub store: &'static str,
+    /// Grants recorded.
     pub grants: usize,
+    /// Pairs of overlapping grant windows ([`Checker::overlaps`]).
     pub overlaps: usize,
+    /// The longest of those overlaps.
     pub longest_overlap: Duration,
+    /// Accepted writes minus the counters' final sum.
     pub lost_updates: u64,
+    /// See [`Checker::stale_writes_accepted`].
     pub stale_writes_accepted: u64,
+    /// Writes the store took.
     pub writes_accepted: u64,
+    /// Reads the store turned away (stale fencing token).
     pub reads_refused: u64,
+    /// Writes the store turned away (stale fencing token).
     pub writes_refused: u64,
+    /// Holders whose validity ran out before their read.
     pub expired_before_read: u64,
+    /// Holders whose validity ran out before their write.
     pub expired_before_write: u64,
+    /// Extensions that succeeded.
     pub extended: u64,
+    /// Of those, extensions to a shorter TTL than before.
     pub extend_shorter: u64,
+    /// Extensions that failed: the lock counted as lost.
     pub extend_lost: u64,
+    /// Acquire calls dropped unfinished.
     pub acquire_cancelled: u64,
+    /// Extend calls dropped unfinished.
     pub extend_cancelled: u64,
+    /// Release calls dropped unfinished.
     pub release_cancelled: u64,
+    /// Grants of a resource sharing a fencing token.
     pub duplicate_fences: u64,
+    /// Grants requested after another was granted, with a token not above it.
     pub fence_inversions: u64,
+    /// Acquires that failed because another client held the lock.
     pub contended: u64,
+    /// Acquires that failed because too few nodes answered.
     pub unavailable: u64,
+    /// Acquires that failed otherwise.
     pub other_errors: u64,
+    /// Releases that returned an error.
     pub release_errors: u64,
+    /// Median latency of the successful acquires.
     pub acquire_p50: Duration,
+    /// 99th percentile of that latency.
     pub acquire_p99: Duration,
+    /// The slowest successful acquire.
     pub acquire_max: Duration,
 }
 

@@ -6,7 +6,7 @@
 //! [`Cluster::shared`] uses the nodes named in `QUORUMLOCK_TEST_NODES`
 //! (comma-separated URLs) when set, for tests that need no process control;
 //! [`Cluster::external`] uses nodes given by the test itself (the Docker
-//! fault tests). Benches reuse this file through `#[path]`.
+//! fault tests).
 //! [`Cluster::local_custom`] with [`valkey_clock_options`] starts Valkey
 //! under libfaketime instead, whose wall clock [`Cluster::jump_clock`]
 //! steps forward.
@@ -17,7 +17,11 @@
 //! [`inject`] (early expiry and per-node error replies on real servers),
 //! [`nemesis`] (seeded fault schedules), [`cancel`] (futures dropped
 //! mid-flight) and [`checker`] (the safety history).
-#![allow(dead_code, unreachable_pub)]
+//!
+//! The crate is a dev-dependency of `quorumlock` (its tests, benches and
+//! examples) and of `quorumlock-cli` (its tests); it is never published.
+//! Suites import it as `use quorumlock_testkit as support;`.
+#![warn(missing_docs)]
 
 pub mod cancel;
 pub mod checker;
@@ -35,8 +39,6 @@ use std::time::{Duration, Instant};
 
 use quorumlock::Redlock;
 
-// Not every test binary scripts links.
-#[allow(unused_imports)]
 pub use proxy::{Direction, Fault, FaultHandle, Links, Proxy};
 
 /// The environment variable naming external nodes.
@@ -336,15 +338,44 @@ impl Cluster {
     }
 
     /// Starts `n` local nodes with these options.
+    ///
+    /// # Panics
+    ///
+    /// When a node cannot be started (see [`Cluster::try_local_custom`]).
     pub fn local_custom(n: usize, options: &NodeOptions) -> Self {
-        let nodes = (0..n).map(|i| Self::start_node(i, options)).collect();
-        Self {
-            nodes: Nodes::Local(nodes),
-            proxies: Vec::new(),
-        }
+        Self::try_local_custom(n, options).unwrap_or_else(|e| panic!("{e}"))
     }
 
-    fn start_node(index: usize, options: &NodeOptions) -> LocalNode {
+    /// Like [`Cluster::local`], but says why a node could not be started
+    /// (the server binary is missing, or it never answered) instead of
+    /// panicking; the nodes already started are stopped then. For programs
+    /// that are not tests, such as the examples.
+    pub fn try_local(n: usize) -> Result<Self, String> {
+        Self::try_local_custom(n, &NodeOptions::default())
+    }
+
+    /// Like [`Cluster::local_custom`], with the error of
+    /// [`Cluster::try_local`].
+    pub fn try_local_custom(n: usize, options: &NodeOptions) -> Result<Self, String> {
+        let mut nodes = Vec::with_capacity(n);
+        for i in 0..n {
+            match Self::start_node(i, options) {
+                Ok(node) => nodes.push(node),
+                Err(e) => {
+                    for node in &mut nodes {
+                        node.stop();
+                    }
+                    return Err(e);
+                }
+            }
+        }
+        Ok(Self {
+            nodes: Nodes::Local(nodes),
+            proxies: Vec::new(),
+        })
+    }
+
+    fn start_node(index: usize, options: &NodeOptions) -> Result<LocalNode, String> {
         let mut last = String::new();
         for _ in 0..5 {
             let mut node = LocalNode {
@@ -366,21 +397,21 @@ impl Cluster {
                 clock_offset: Duration::ZERO,
             };
             if let Err(e) = node.spawn() {
-                panic!(
+                return Err(format!(
                     "cannot start {} (is it installed? set {SERVER_ENV}): {e}",
                     node.binary
-                );
+                ));
             }
             let child = node.child.as_mut().expect("just spawned");
             match wait_until_up(node.port, child) {
-                Ok(()) => return node,
+                Ok(()) => return Ok(node),
                 Err(e) => {
                     last = format!("{e}\n{}", node.log());
                     node.stop();
                 }
             }
         }
-        panic!("could not start a redis-server: {last}");
+        Err(format!("could not start a redis-server: {last}"))
     }
 
     /// The first `n` nodes of `QUORUMLOCK_TEST_NODES` when it is set, else
@@ -428,11 +459,17 @@ impl Cluster {
         matches!(self.nodes, Nodes::External(_))
     }
 
+    /// The number of nodes.
     pub fn len(&self) -> usize {
         match &self.nodes {
             Nodes::Local(n) => n.len(),
             Nodes::External(u) => u.len(),
         }
+    }
+
+    /// True when the cluster has no nodes.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
     }
 
     /// The node URLs clients use (`rediss://` for TLS nodes).
@@ -449,6 +486,7 @@ impl Cluster {
         }
     }
 
+    /// The URL of node `i` (see [`Cluster::urls`]).
     pub fn url(&self, i: usize) -> String {
         self.urls()[i].clone()
     }
@@ -546,6 +584,7 @@ impl Cluster {
             .connect_timeout(Duration::from_millis(500))
     }
 
+    /// A client built from [`Cluster::builder`].
     pub async fn redlock(&self) -> Redlock {
         self.builder().build().await.expect("build redlock")
     }

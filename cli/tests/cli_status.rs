@@ -1,7 +1,7 @@
 //! `quorumlock status --json` (stable fields, README "status --json") and
 //! `quorumlock completions SHELL`, on real nodes.
 
-mod support;
+use quorumlock_testkit as support;
 
 use std::process::{Command, Output, Stdio};
 use std::time::Duration;

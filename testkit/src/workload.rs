@@ -51,12 +51,16 @@ pub type MakeStore = fn(usize) -> Arc<dyn Store>;
 /// How clients take locks and what protects the counter.
 #[derive(Clone)]
 pub struct Strategy {
+    /// Name for reports.
     pub name: &'static str,
     /// How long nodes must have been up before this strategy can lock
     /// (a restart quarantine); runs wait that long after starting them.
     pub warmup: Duration,
+    /// Adjusts each client's builder.
     pub customize: Customize,
+    /// How a client takes a lock (and its fencing token, if any).
     pub acquire: AcquireFn,
+    /// The store the holders update.
     pub store: MakeStore,
 }
 
@@ -134,7 +138,9 @@ impl Strategy {
 /// The shape of the load.
 #[derive(Debug, Clone)]
 pub struct Workload {
+    /// Clients running at once.
     pub clients: usize,
+    /// Resources they contend for.
     pub resources: usize,
     /// Each acquisition picks one of these.
     pub ttls: Vec<Duration>,
@@ -144,17 +150,23 @@ pub struct Workload {
     /// drawn from `U(extend_ttls.0, extend_ttls.1)`: below the lock's TTL
     /// as well as above.
     pub extend_one_in: u32,
+    /// Bounds of the TTL an extension asks for.
     pub extend_ttls: (Duration, Duration),
     /// One in `cancel_one_in` acquire and release calls, and one in
     /// `cancel_extend_one_in` extends, is dropped unfinished (0: never):
     /// after `U(0, cancel_within)` or after 1–4 polls.
     pub cancel_one_in: u32,
+    /// How often an extend is dropped unfinished (see above).
     pub cancel_extend_one_in: u32,
+    /// Upper bound of the delay before a drop (see above).
     pub cancel_within: Duration,
     /// Pause between a client's acquisitions: `U(0, think)`.
     pub think: Duration,
+    /// Each client's node timeout.
     pub node_timeout: Duration,
+    /// Each client's acquire retries.
     pub retry_count: u32,
+    /// The largest random delay between retries.
     pub retry_delay_max: Duration,
 }
 
@@ -330,23 +342,29 @@ async fn hold_extend(
 /// A whole randomized safety run: its settings.
 #[derive(Debug, Clone)]
 pub struct SafetyRun {
+    /// Seeds the workload and the nemesis.
     pub seed: u64,
     /// How long clients run; every fault is healed a second before the end.
     pub duration: Duration,
+    /// Nodes started for the run.
     pub nodes: usize,
     /// Nodes faulted at once (keep it a minority).
     pub max_faulty: usize,
     /// How the nodes run; with `faketime` set the nemesis also steps their
     /// clocks forward.
     pub node_options: super::NodeOptions,
+    /// The clients' load.
     pub workload: Workload,
 }
 
 /// What a safety run found. Holds the cluster, so a failing assertion on
 /// it prints the node logs.
 pub struct SafetyOutcome {
+    /// The nodes the run used.
     pub cluster: super::Cluster,
+    /// The checker's figures.
     pub figures: super::checker::Figures,
+    /// Every overlap found.
     pub overlaps: Vec<super::checker::Overlap>,
     /// Overlaps a clock jump explains (out of the model for mutual
     /// exclusion); the rest are violations.
@@ -355,6 +373,7 @@ pub struct SafetyOutcome {
     pub jumps: Vec<(Instant, Instant)>,
     /// Episodes the nemesis applied, and their kinds.
     pub faults: usize,
+    /// The episodes by kind, for the report line.
     pub fault_kinds: String,
     /// Keys of the run's resources left on any node once every TTL passed.
     pub leaked_keys: usize,
