@@ -26,13 +26,9 @@ impl Command {
     pub(crate) fn acquire(keys: &Keys, token: &Token, ttl: Duration) -> Arc<Self> {
         let ttl_ms = quorum::millis(ttl);
         if let Some(fence_key) = keys.fence_key() {
-            return Self::call(
-                &scripts::ACQUIRE_FENCED,
-                [keys.first(), fence_key],
-                |cmd| {
-                    cmd.arg(token.as_str()).arg(ttl_ms);
-                },
-            );
+            return Self::call(&scripts::ACQUIRE_FENCED, [keys.first(), fence_key], |cmd| {
+                cmd.arg(token.as_str()).arg(ttl_ms);
+            });
         }
         if keys.is_multi() {
             return Self::call(&scripts::ACQUIRE_MULTI, keys.slices(), |cmd| {

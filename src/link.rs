@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use futures::future::{BoxFuture, FutureExt, Shared};
 use redis::aio::MultiplexedConnection;
-use redis::{AsyncConnectionConfig, Client, Cmd, Pipeline, PushInfo, PushKind, RedisError, Value};
+use redis::{AsyncConnectionConfig, Client, Cmd, PushInfo, PushKind, RedisError, Value};
 
 use crate::quarantine::Quarantine;
 
@@ -64,14 +64,6 @@ impl Link {
     pub(crate) async fn send(&self, cmd: &Cmd) -> Result<Value, RedisError> {
         let (mut conn, number) = self.connection().await?;
         let result = conn.send_packed_command(cmd).await;
-        self.check(&result, number);
-        result
-    }
-
-    /// Sends the commands of a pipeline and reads their replies.
-    pub(crate) async fn send_pipeline(&self, pipe: &Pipeline) -> Result<Vec<Value>, RedisError> {
-        let (mut conn, number) = self.connection().await?;
-        let result = conn.send_packed_commands(pipe, 0, pipe.len()).await;
         self.check(&result, number);
         result
     }

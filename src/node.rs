@@ -71,7 +71,9 @@ impl Window {
     pub(crate) fn from_now(timeout: Duration) -> Self {
         let now = Instant::now();
         Self {
-            deadline: now.checked_add(timeout).unwrap_or(now + Duration::from_secs(1 << 32)),
+            deadline: now
+                .checked_add(timeout)
+                .unwrap_or(now + Duration::from_secs(1 << 32)),
             timeout,
         }
     }
@@ -155,10 +157,9 @@ impl Node {
             (Value::Int(n), true) => match u64::try_from(*n) {
                 Ok(counter) if fence::in_range(counter) => Grant::yes(counter),
                 Ok(_) => {
-                    return Err(self.protocol(format!(
-                        "fencing counter {n} beyond {}",
-                        fence::MAX_FENCE
-                    )))
+                    return Err(
+                        self.protocol(format!("fencing counter {n} beyond {}", fence::MAX_FENCE))
+                    )
                 }
                 Err(_) => Grant::NO,
             },
@@ -174,7 +175,11 @@ impl Node {
     /// now, reading its uptime first when it is unknown (at start and after
     /// every connection loss or reconnect). `Err` when it may not, and when
     /// the connection was replaced while the uptime was being read.
-    pub(crate) async fn check_standing(&self, required: Duration, window: Window) -> NodeResult<()> {
+    pub(crate) async fn check_standing(
+        &self,
+        required: Duration,
+        window: Window,
+    ) -> NodeResult<()> {
         let standing = match self.restart.standing(Instant::now()) {
             Standing::Unknown => {
                 let epoch = self.restart.epoch();
@@ -211,7 +216,11 @@ impl Node {
     /// Second phase of a fenced acquire: where the token is still held,
     /// raise the counter from strictly below (see [`Command::commit_fence`]).
     /// Only [`Commit::Raised`] counts for the commit.
-    pub(crate) async fn commit_fence(&self, command: &Command, window: Window) -> NodeResult<Commit> {
+    pub(crate) async fn commit_fence(
+        &self,
+        command: &Command,
+        window: Window,
+    ) -> NodeResult<Commit> {
         let n: i64 = self.counted(window, self.run_parsed(command)).await?;
         Commit::from_reply(n).ok_or_else(|| self.protocol(format!("fence commit answered {n}")))
     }
@@ -224,8 +233,7 @@ impl Node {
     /// node wakes up, the `EVAL` follows, and a key set by a `SET` queued
     /// before it is removed.
     pub(crate) async fn release(&self, command: &Command, window: Window) -> NodeResult<bool> {
-        let (deleted, refused): (i64, i64) =
-            self.counted(window, self.run_parsed(command)).await?;
+        let (deleted, refused): (i64, i64) = self.counted(window, self.run_parsed(command)).await?;
         if refused != 0 {
             self.announcement_refused();
         }
@@ -262,7 +270,12 @@ impl Node {
     /// Sends `command`, and its `EVAL` when the node does not know the
     /// script (restarted, or `SCRIPT FLUSH`).
     async fn run(&self, command: &Command) -> Result<Value, RedisError> {
-        match self.conn.send(command.cmd()).await.and_then(Value::extract_error) {
+        match self
+            .conn
+            .send(command.cmd())
+            .await
+            .and_then(Value::extract_error)
+        {
             Err(e) if e.kind() == ErrorKind::Server(ServerErrorKind::NoScript) => {
                 match command.fallback() {
                     Some(eval) => self.send(&eval).await,

@@ -115,12 +115,15 @@ mod tests {
             .args_iter()
             .filter_map(|a| match a {
                 redis::Arg::Simple(b) => Some(b.to_vec()),
-                redis::Arg::Cursor => None,
+                _ => None,
             })
             .collect();
         assert_eq!(args[0], b"EVAL");
         assert_eq!(args[1], include_str!("scripts/release.lua").as_bytes());
-        assert_eq!(&args[2..], [b"1".to_vec(), b"res".to_vec(), b"token".to_vec()]);
+        assert_eq!(
+            &args[2..],
+            [b"1".to_vec(), b"res".to_vec(), b"token".to_vec()]
+        );
         assert_eq!(RELEASE.hash().len(), 40);
     }
 }
