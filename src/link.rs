@@ -68,6 +68,12 @@ impl Link {
         result
     }
 
+    /// Opens the connection if there is none (a new connection starts a
+    /// new restart epoch before this returns).
+    pub(crate) async fn open(&self) -> Result<(), RedisError> {
+        self.connection().await.map(|_| ())
+    }
+
     fn state(&self) -> MutexGuard<'_, State> {
         self.0.state.lock().unwrap_or_else(PoisonError::into_inner)
     }

@@ -182,8 +182,7 @@ impl Node {
     ) -> NodeResult<()> {
         let standing = match self.restart.standing(Instant::now()) {
             Standing::Unknown => {
-                let epoch = self.restart.epoch();
-                let uptime = self.uptime(window).await?;
+                let (epoch, uptime) = self.uptime(window).await?;
                 self.restart
                     .observed(epoch, uptime, required, Instant::now())
             }
@@ -200,17 +199,24 @@ impl Node {
         Err(self.failure(kind))
     }
 
-    async fn uptime(&self, window: Window) -> NodeResult<Duration> {
+    /// The node's uptime, with the epoch of the connection it was read on
+    /// (taken once that connection is open, before the command is sent).
+    async fn uptime(&self, window: Window) -> NodeResult<(u64, Duration)> {
         let mut cmd = redis::cmd("INFO");
         cmd.arg("server");
-        let info: String = self
-            .counted(window, async { parse(self.conn.send(&cmd).await?) })
+        let (epoch, info): (u64, String) = self
+            .counted(window, async {
+                self.conn.open().await?;
+                let epoch = self.restart.epoch();
+                Ok((epoch, parse(self.conn.send(&cmd).await?)?))
+            })
             .await?;
-        quarantine::parse_uptime(&info).ok_or_else(|| {
+        let uptime = quarantine::parse_uptime(&info).ok_or_else(|| {
             self.failure(NodeFailureKind::Protocol(
                 "INFO server without uptime_in_seconds".to_owned(),
             ))
-        })
+        })?;
+        Ok((epoch, uptime))
     }
 
     /// Second phase of a fenced acquire: where the token is still held,
