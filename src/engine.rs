@@ -11,12 +11,12 @@ use crate::background::Background;
 use crate::commands::Command;
 use crate::config::Config;
 use crate::counters::LeaseCounters;
-use crate::error::{Error, Operation, ResourceName};
+use crate::error::{Error, NodeFailureKind, Operation, ResourceName};
 use crate::fanout::{self, Outcome, Plan};
 use crate::handoff::Handoff;
 use crate::keys::Keys;
 use crate::lease::ending::LostReason;
-use crate::node::Node;
+use crate::node::{Node, Window};
 use crate::quorum::{self, Vote};
 use crate::set_order::SetFuture;
 use crate::stats::Stats;
@@ -251,6 +251,25 @@ impl Engine {
             Ok(false)
         } else {
             Err(self.unavailable(Operation::Check, keys.name(), outcome))
+        }
+    }
+
+    /// A hint for a woken waiter: whether `keys`' first key is set on one
+    /// node picked at random (see `retry::wait_for_release`). False when
+    /// the node does not answer within the node timeout.
+    pub(crate) async fn taken_again(&self, keys: &Keys) -> bool {
+        let node = &self.nodes[rand::random_range(0..self.nodes.len())];
+        let timeout = self.config.node_timeout;
+        let window = Window::from_now(timeout);
+        match tokio::time::timeout(timeout, node.exists(keys.first(), window)).await {
+            Ok(Ok(set)) => set,
+            // A late answer is a timeout the node did not count.
+            Ok(Err(failure)) if !failure.kind.is_timeout() => false,
+            Ok(Err(_)) | Err(_) => {
+                node.counters()
+                    .failed(&NodeFailureKind::Timeout(timeout), None);
+                false
+            }
         }
     }
 

@@ -127,6 +127,16 @@ impl Node {
         .await
     }
 
+    /// Whether `key` exists (a single read, no lock taken).
+    pub(crate) async fn exists(&self, key: &[u8], window: Window) -> NodeResult<bool> {
+        let mut cmd = redis::cmd("EXISTS");
+        cmd.arg(key);
+        let n: i64 = self
+            .counted(window, async { parse(self.conn.send(&cmd).await?) })
+            .await?;
+        Ok(n > 0)
+    }
+
     /// Reads a key's value and remaining TTL (no lock taken).
     pub(crate) async fn peek(
         &self,
