@@ -8,9 +8,10 @@ use std::time::{Duration, Instant};
 
 use tracing::{debug, Instrument};
 
+use crate::commands::Command;
 use crate::engine::Engine;
 use crate::error::NodeFailure;
-use crate::fanout::{self, Outcome};
+use crate::fanout::{self, Outcome, Plan};
 use crate::fence::{self, Commit};
 use crate::grant::Grant;
 use crate::keys::Keys;
@@ -60,6 +61,7 @@ pub(crate) async fn acquire_once(
         let start = Instant::now();
         let valid_until = quorum::deadline(start, ttl, drift).unwrap_or(start);
         let timeout = engine.config.node_timeout.min(ttl.saturating_sub(drift));
+        let command = Command::acquire(keys, token, ttl);
         let sets = SetFuture::for_attempt(engine.nodes.len());
         let mut guard = CleanupOnDrop {
             engine: engine.clone(),
@@ -69,19 +71,23 @@ pub(crate) async fn acquire_once(
         };
 
         let quarantine = engine.config.restart_quarantine;
+        let plan = Plan {
+            timeout,
+            ..engine.majority(None)
+        };
         let set = fanout::quorum(
             &engine.nodes,
             &engine.background,
-            engine.majority(None),
-            |i, node| {
-                let (node, keys, token) = (node.clone(), keys.clone(), token.clone());
+            plan,
+            |i, node, window| {
+                let (node, keys, command) = (node.clone(), keys.clone(), command.clone());
                 let over = sets[i].mark_over_on_drop();
                 async move {
                     let _over = over;
                     if let Some(required) = quarantine {
-                        node.check_standing(required, timeout).await?;
+                        node.check_standing(required, window).await?;
                     }
-                    node.acquire(&keys, &token, ttl, timeout).await
+                    node.acquire(&keys, &command, window).await
                 }
             },
             |i, grant: &Grant| {
@@ -176,17 +182,21 @@ async fn commit_fence(
     fence: u64,
     valid_until: Instant,
 ) -> Outcome<Commit> {
-    let timeout = engine
-        .config
-        .node_timeout
-        .min(valid_until.saturating_duration_since(Instant::now()));
+    let command = Command::commit_fence(keys, token, fence);
+    let plan = Plan {
+        timeout: engine
+            .config
+            .node_timeout
+            .min(valid_until.saturating_duration_since(Instant::now())),
+        ..engine.majority(Some(valid_until))
+    };
     fanout::quorum(
         &engine.nodes,
         &engine.background,
-        engine.majority(Some(valid_until)),
-        |_, node| {
-            let (node, keys, token) = (node.clone(), keys.clone(), token.clone());
-            async move { node.commit_fence(&keys, &token, fence, timeout).await }
+        plan,
+        |_, node, window| {
+            let (node, command) = (node.clone(), command.clone());
+            async move { node.commit_fence(&command, window).await }
         },
         |_, commit| match commit {
             Commit::Raised => Vote::Yes,

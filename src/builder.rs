@@ -254,22 +254,15 @@ impl Builder {
             .map(|node| node.label())
             .collect::<Result<Vec<_>>>()?;
         config::check_nodes(&labels)?;
-        let background = Background::default();
         let nodes = self
             .nodes
             .into_iter()
             .zip(&labels)
             .map(|(node, label)| {
                 let client = node.into_client(&self.config)?;
-                Node::new(
-                    label,
-                    client,
-                    self.config.connect_timeout,
-                    background.clone(),
-                )
-                .map_err(|e| Error::invalid(format!("cannot use node {label}: {e}")))
+                Ok(Node::new(label, client, self.config.connect_timeout))
             })
-            .collect::<Result<Vec<_>>>()?;
+            .collect::<Result<Arc<[_]>>>()?;
         let handoff = self.config.fast_handoff.then(|| {
             let clients = nodes
                 .iter()
@@ -282,7 +275,7 @@ impl Builder {
             config: self.config,
             handoff,
             leases: Arc::default(),
-            background,
+            background: Background::default(),
         });
         engine.connect_all().await;
         Ok(Redlock { engine })

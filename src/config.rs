@@ -103,12 +103,21 @@ impl Config {
     }
 }
 
-/// Checks the node list: at least one node, no node twice (the same
+/// Most nodes a client may have (a Redlock cluster has a handful).
+pub const MAX_NODES: usize = 64;
+
+/// Checks the node list: at least one node, at most [`MAX_NODES`], no node twice (the same
 /// host, port and database would vote twice). `labels` are the nodes'
 /// `host:port/db`.
 pub(crate) fn check_nodes(labels: &[String]) -> Result<()> {
     if labels.is_empty() {
         return Err(Error::invalid("no Redis nodes given"));
+    }
+    if labels.len() > MAX_NODES {
+        return Err(Error::invalid(format!(
+            "{} nodes given; at most {MAX_NODES} are supported",
+            labels.len()
+        )));
     }
     let mut seen = HashSet::new();
     for label in labels {

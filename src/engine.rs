@@ -8,14 +8,15 @@ use std::time::{Duration, Instant};
 use tracing::{debug, Instrument};
 
 use crate::background::Background;
+use crate::commands::Command;
 use crate::config::Config;
 use crate::counters::LeaseCounters;
-use crate::error::{Error, Operation, ResourceName};
+use crate::error::{Error, NodeFailureKind, Operation, ResourceName};
 use crate::fanout::{self, Outcome, Plan};
 use crate::handoff::Handoff;
 use crate::keys::Keys;
 use crate::lease::ending::LostReason;
-use crate::node::Node;
+use crate::node::{Node, Window};
 use crate::quorum::{self, Vote};
 use crate::set_order::SetFuture;
 use crate::stats::Stats;
@@ -25,7 +26,7 @@ use crate::token::Token;
 /// The nodes, the tuning, and the operations that go to all of them.
 #[derive(Debug)]
 pub(crate) struct Engine {
-    pub(crate) nodes: Vec<Node>,
+    pub(crate) nodes: Arc<[Node]>,
     pub(crate) config: Config,
     /// Release announcements for waiters, when fast hand-off is on.
     pub(crate) handoff: Option<Arc<Handoff>>,
@@ -41,19 +42,20 @@ impl Engine {
         quorum::quorum(self.nodes.len())
     }
 
-    /// A majority, decided by the nodes' own timeouts or at `until`.
+    /// A majority within the node timeout, undecided at `until`.
     pub(crate) fn majority(&self, until: Option<Instant>) -> Plan {
         Plan {
             needed: self.quorum(),
+            timeout: self.config.node_timeout,
             until,
         }
     }
 
-    /// Every node's answer (a failure counts as an answer), each bounded
-    /// by its own timeout.
-    fn everyone(&self) -> Plan {
+    /// Every node's answer (a failure counts as an answer) within `timeout`.
+    fn everyone(&self, timeout: Duration) -> Plan {
         Plan {
             needed: self.nodes.len(),
+            timeout,
             until: None,
         }
     }
@@ -61,23 +63,22 @@ impl Engine {
     /// Opens every connection, waiting at most the connect timeout; a node
     /// that does not answer is not an error here (it may come up later).
     pub(crate) async fn connect_all(&self) {
-        let wait = self.config.connect_timeout;
         let quarantine = self.config.restart_quarantine;
         let outcome = fanout::quorum(
             &self.nodes,
             &self.background,
-            self.everyone(),
-            |_, node| {
+            self.everyone(self.config.connect_timeout),
+            |_, node, window| {
                 let node = node.clone();
                 async move {
-                    let mut result = node.ping(wait).await;
+                    let mut result = node.ping(window).await;
                     if result.is_ok() {
-                        result = node.load_scripts(wait).await;
+                        result = node.load_scripts(window).await;
                     }
                     if let (Ok(()), Some(required)) = (&result, quarantine) {
                         // Reads the uptime now, so a fresh node is known
                         // before the first acquire.
-                        result = node.check_standing(required, wait).await;
+                        result = node.check_standing(required, window).await;
                     }
                     Ok(result)
                 }
@@ -102,24 +103,25 @@ impl Engine {
         sets: Vec<SetFuture>,
         needed: usize,
     ) -> Outcome<bool> {
-        let timeout = self.config.node_timeout;
+        let command = Command::release(keys, token);
         let mut sets = sets.into_iter();
         let plan = Plan {
             needed,
+            timeout: self.config.node_timeout,
             until: None,
         };
         fanout::quorum(
             &self.nodes,
             &self.background,
             plan,
-            |_, node| {
-                let (node, keys, token) = (node.clone(), keys.clone(), token.clone());
+            |_, node, window| {
+                let (node, command) = (node.clone(), command.clone());
                 let set = sets.next();
                 async move {
                     if let Some(set) = set {
                         set.over().await;
                     }
-                    node.release(&keys, &token, timeout).await
+                    node.release(&command, window).await
                 }
             },
             // Deleted now, or already gone: either way the key no longer
@@ -178,14 +180,18 @@ impl Engine {
             if remaining.is_zero() {
                 return Err(LostReason::Expired);
             }
-            let timeout = self.config.node_timeout.min(remaining);
+            let command = Command::extend(keys, token, ttl);
+            let plan = Plan {
+                timeout: self.config.node_timeout.min(remaining),
+                ..self.majority(Some(deadline))
+            };
             let outcome = fanout::quorum(
                 &self.nodes,
                 &self.background,
-                self.majority(Some(deadline)),
-                |_, node| {
-                    let (node, keys, token) = (node.clone(), keys.clone(), token.clone());
-                    async move { node.extend(&keys, &token, ttl, timeout).await }
+                plan,
+                |_, node, window| {
+                    let (node, command) = (node.clone(), command.clone());
+                    async move { node.extend(&command, window).await }
                 },
                 |i, &extended| {
                     if !extended {
@@ -227,14 +233,14 @@ impl Engine {
     /// many said no that no majority can, an error when too few answered to
     /// tell.
     pub(crate) async fn holds(&self, keys: &Keys, token: &Token) -> Result<bool, Error> {
-        let timeout = self.config.node_timeout;
+        let command = Command::holds(keys, token);
         let outcome = fanout::quorum(
             &self.nodes,
             &self.background,
             self.majority(None),
-            |_, node| {
-                let (node, keys, token) = (node.clone(), keys.clone(), token.clone());
-                async move { node.holds(&keys, &token, timeout).await }
+            |_, node, window| {
+                let (node, command) = (node.clone(), command.clone());
+                async move { node.holds(&command, window).await }
             },
             |_, &held| if held { Vote::Yes } else { Vote::No },
         )
@@ -248,18 +254,36 @@ impl Engine {
         }
     }
 
+    /// A hint for a woken waiter: whether `keys`' first key is set on one
+    /// node picked at random (see `retry::wait_for_release`). False when
+    /// the node does not answer within the node timeout.
+    pub(crate) async fn taken_again(&self, keys: &Keys) -> bool {
+        let node = &self.nodes[rand::random_range(0..self.nodes.len())];
+        let timeout = self.config.node_timeout;
+        let window = Window::from_now(timeout);
+        match tokio::time::timeout(timeout, node.exists(keys.first(), window)).await {
+            Ok(Ok(set)) => set,
+            // A late answer is a timeout the node did not count.
+            Ok(Err(failure)) if !failure.kind.is_timeout() => false,
+            Ok(Err(_)) | Err(_) => {
+                node.counters()
+                    .failed(&NodeFailureKind::Timeout(timeout), None);
+                false
+            }
+        }
+    }
+
     /// Reads the resource's key on every node, in parallel.
     pub(crate) async fn status(&self, resource: &[u8]) -> Status {
-        let timeout = self.config.node_timeout;
         let key: Arc<[u8]> = resource.into();
         let outcome = fanout::quorum(
             &self.nodes,
             &self.background,
-            self.everyone(),
-            |_, node| {
+            self.everyone(self.config.node_timeout),
+            |_, node, window| {
                 let (node, key) = (node.clone(), key.clone());
                 async move {
-                    Ok(match node.peek(&key, timeout).await {
+                    Ok(match node.peek(&key, window).await {
                         Ok((value, pttl)) => NodeView::from_peek(value.as_deref(), pttl),
                         Err(failure) => NodeView::Failed(failure),
                     })

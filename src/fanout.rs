@@ -9,17 +9,30 @@
 //! the status read and the first connection are all uses of [`quorum`];
 //! they differ only in the command sent, in how a reply votes, and in how
 //! many yes votes they need.
+//!
+//! One timer per operation, not one per node: every node call shares the
+//! operation's [`Window`]. A node that has not answered when it closes
+//! counts as failed (a timeout); its call goes on in the background, where
+//! a late reply is no longer counted as a reply.
 
 use std::future::Future;
-use std::time::Instant;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use futures::stream::{FuturesUnordered, StreamExt};
 use tracing::debug;
 
 use crate::background::Background;
-use crate::error::NodeFailure;
-use crate::node::{Node, NodeResult};
+use crate::error::{NodeFailure, NodeFailureKind};
+use crate::node::{Node, NodeResult, Window};
 use crate::quorum::{Decision, Tally, Vote};
+
+/// How long a call still running after its operation's window may go on
+/// in the background (a release queued on a hung node, for instance).
+const STRAGGLER_LIMIT: Duration = Duration::from_secs(30);
+
+/// The fan-out tracks nodes in one word: at most 64 of them.
+const MAX_NODES: usize = crate::config::MAX_NODES;
 
 /// When a fan-out is decided.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -27,8 +40,10 @@ pub(crate) struct Plan {
     /// Yes votes that decide success (a majority, or every node to hear
     /// from all of them).
     pub(crate) needed: usize,
-    /// After this instant the fan-out stops undecided; `None` waits for
-    /// the nodes' own timeouts.
+    /// How long each node may take to answer.
+    pub(crate) timeout: Duration,
+    /// After this instant the fan-out stops undecided, whoever has
+    /// answered; `None` for no such limit.
     pub(crate) until: Option<Instant>,
 }
 
@@ -41,7 +56,8 @@ pub(crate) struct Outcome<T> {
     pub(crate) decision: Option<Decision>,
     /// The replies counted, as (node index, reply), in arrival order.
     pub(crate) replies: Vec<(usize, T)>,
-    /// The nodes that failed before the decision, and why.
+    /// The nodes that failed before the decision (timeouts included), and
+    /// why.
     pub(crate) failures: Vec<NodeFailure>,
 }
 
@@ -52,8 +68,9 @@ impl<T> Outcome<T> {
     }
 }
 
-/// Sends `send(i, node)` to every node and decides per `plan`, each reply
-/// voting as `vote` says (a failure always votes [`Vote::Failed`]).
+/// Sends `send(i, node, window)` to every node and decides per `plan`,
+/// each reply voting as `vote` says (a failure always votes
+/// [`Vote::Failed`]).
 ///
 /// `send` builds each node's future before anything is awaited; the
 /// futures must own what they use (`'static`), since those still running
@@ -64,62 +81,104 @@ impl<T> Outcome<T> {
 /// Dropping this future hands the unfinished per-node futures to
 /// `background` too: every command still reaches its node.
 pub(crate) async fn quorum<T, F, Fut>(
-    nodes: &[Node],
+    nodes: &Arc<[Node]>,
     background: &Background,
     plan: Plan,
     mut send: F,
     mut vote: impl FnMut(usize, &T) -> Vote,
 ) -> Outcome<T>
 where
-    F: FnMut(usize, &Node) -> Fut,
+    F: FnMut(usize, &Node, Window) -> Fut,
     Fut: Future<Output = NodeResult<T>> + Send + 'static,
     T: Send + 'static,
 {
-    let mut gather = Gather::new(
-        background.clone(),
-        nodes.iter().enumerate().map(|(i, node)| {
-            let reply = send(i, node);
-            async move { (i, reply.await) }
-        }),
-    );
+    let window = Window::from_now(plan.timeout);
+    let mut gather = Gather {
+        pending: Some(
+            nodes
+                .iter()
+                .enumerate()
+                .map(|(i, node)| {
+                    let reply = send(i, node, window);
+                    async move { (i, reply.await) }
+                })
+                .collect(),
+        ),
+        background: background.clone(),
+        nodes: nodes.clone(),
+        window,
+        uncounted: all(nodes.len()),
+    };
     let mut outcome = Outcome {
         tally: Tally::new(nodes.len(), plan.needed),
         decision: None,
         replies: Vec::with_capacity(nodes.len()),
         failures: Vec::new(),
     };
-    let count = async {
-        if let Some(decision) = outcome.tally.decision() {
-            return Some(decision); // nothing needed: the rest is background work
-        }
-        while let Some((i, reply)) = gather.next().await {
-            let v = match reply {
-                Ok(reply) => {
-                    let v = vote(i, &reply);
-                    outcome.replies.push((i, reply));
-                    v
+    if let Some(decision) = outcome.tally.decision() {
+        // Nothing needed: the calls are background work.
+        outcome.decision = Some(decision);
+        return outcome;
+    }
+    let stop = plan
+        .until
+        .map_or(window.deadline, |until| until.min(window.deadline));
+    let timer = tokio::time::sleep_until(stop.into());
+    tokio::pin!(timer);
+    loop {
+        tokio::select! {
+            biased;
+            reply = gather.next() => {
+                let Some((i, reply)) = reply else {
+                    outcome.decision = outcome.tally.decision();
+                    break;
+                };
+                let v = match reply {
+                    Ok(reply) => {
+                        gather.counted(i);
+                        let v = vote(i, &reply);
+                        outcome.replies.push((i, reply));
+                        v
+                    }
+                    Err(failure) => {
+                        gather.failed(i, &failure);
+                        debug!(%failure, "node failed");
+                        outcome.failures.push(failure);
+                        Vote::Failed
+                    }
+                };
+                if let Some(decision) = outcome.tally.record(v) {
+                    outcome.decision = Some(decision);
+                    break;
                 }
-                Err(failure) => {
+            }
+            () = &mut timer => {
+                if plan.until.is_some_and(|until| until <= window.deadline) {
+                    break; // undecided
+                }
+                // The nodes' window closed: whoever has not answered failed.
+                for i in gather.take_uncounted() {
+                    let failure = nodes[i].failure(NodeFailureKind::Timeout(plan.timeout));
+                    nodes[i].counters().failed(&failure.kind, None);
                     debug!(%failure, "node failed");
                     outcome.failures.push(failure);
-                    Vote::Failed
+                    outcome.tally.record(Vote::Failed);
                 }
-            };
-            if let Some(decision) = outcome.tally.record(v) {
-                return Some(decision);
+                outcome.decision = outcome.tally.decision();
+                break;
             }
         }
-        outcome.tally.decision()
-    };
-    let decision = match plan.until {
-        Some(until) => tokio::time::timeout_at(until.into(), count)
-            .await
-            .ok()
-            .flatten(),
-        None => count.await,
-    };
-    outcome.decision = decision;
+    }
     outcome
+}
+
+/// A mask of the first `n` nodes.
+fn all(n: usize) -> u64 {
+    if n >= MAX_NODES {
+        u64::MAX
+    } else {
+        (1u64 << n) - 1
+    }
 }
 
 /// Per-node futures driven together. Dropping a `Gather` (because the
@@ -128,46 +187,113 @@ where
 /// reaches its node and nothing waits for the slow ones. (The redis crate's
 /// multiplexed connection skips a queued command whose reply future was
 /// dropped before its connection task wrote it: the futures must live on.)
+/// There, a node still silent when the window closes is counted as a
+/// timeout, once.
 ///
 /// Generic over the future type rather than boxed: a lock cycle builds
 /// two of these over five nodes, and each box is an allocation.
-struct Gather<F>
+struct Gather<F, T>
 where
-    F: Future + Send + 'static,
-    F::Output: Send,
+    F: Future<Output = (usize, NodeResult<T>)> + Send + 'static,
+    T: Send + 'static,
 {
     /// Taken by `drop`.
     pending: Option<FuturesUnordered<F>>,
     background: Background,
+    nodes: Arc<[Node]>,
+    window: Window,
+    /// Nodes whose outcome has not been counted yet (bit `i` for node `i`).
+    uncounted: u64,
 }
 
-impl<F> Gather<F>
+impl<F, T> Gather<F, T>
 where
-    F: Future + Send + 'static,
-    F::Output: Send,
+    F: Future<Output = (usize, NodeResult<T>)> + Send + 'static,
+    T: Send + 'static,
 {
-    fn new(background: Background, futures: impl IntoIterator<Item = F>) -> Self {
-        Self {
-            pending: Some(futures.into_iter().collect()),
-            background,
-        }
-    }
-
-    async fn next(&mut self) -> Option<F::Output> {
+    async fn next(&mut self) -> Option<(usize, NodeResult<T>)> {
         self.pending.as_mut()?.next().await
     }
+
+    /// Node `i` answered in time (the node counted its reply).
+    fn counted(&mut self, i: usize) {
+        self.uncounted &= !(1 << i);
+    }
+
+    /// Node `i` failed: a late answer is a timeout the node did not count.
+    fn failed(&mut self, i: usize, failure: &NodeFailure) {
+        count_late(&self.nodes, &mut self.uncounted, i, failure);
+    }
+
+    /// The nodes not counted yet, now counted.
+    fn take_uncounted(&mut self) -> impl Iterator<Item = usize> {
+        bits(std::mem::take(&mut self.uncounted))
+    }
 }
 
-impl<F> Drop for Gather<F>
+/// Node `i` ended in `failure`: a late answer (a timeout the node did not
+/// count) is counted here, once.
+fn count_late(nodes: &[Node], uncounted: &mut u64, i: usize, failure: &NodeFailure) {
+    if failure.kind.is_timeout() && *uncounted & (1 << i) != 0 {
+        nodes[i].counters().failed(&failure.kind, None);
+    }
+    *uncounted &= !(1 << i);
+}
+
+/// The indices of the bits set in `mask`.
+fn bits(mask: u64) -> impl Iterator<Item = usize> {
+    (0..MAX_NODES).filter(move |i| mask & (1 << i) != 0)
+}
+
+impl<F, T> Drop for Gather<F, T>
 where
-    F: Future + Send + 'static,
-    F::Output: Send,
+    F: Future<Output = (usize, NodeResult<T>)> + Send + 'static,
+    T: Send + 'static,
 {
     fn drop(&mut self) {
-        let Some(mut pending) = self.pending.take().filter(|p| !p.is_empty()) else {
+        let Some(pending) = self.pending.take().filter(|p| !p.is_empty()) else {
             return;
         };
-        self.background
-            .spawn(async move { while pending.next().await.is_some() {} });
+        self.background.spawn(drain(
+            pending,
+            self.nodes.clone(),
+            self.window,
+            self.uncounted,
+        ));
     }
+}
+
+/// The calls of a decided fan-out, finishing in the background: counted
+/// until the window closes, a timeout each for those still silent then,
+/// and driven (uncounted) for at most [`STRAGGLER_LIMIT`] after it.
+async fn drain<F, T>(
+    mut pending: FuturesUnordered<F>,
+    nodes: Arc<[Node]>,
+    window: Window,
+    mut uncounted: u64,
+) where
+    F: Future<Output = (usize, NodeResult<T>)> + Send + 'static,
+    T: Send + 'static,
+{
+    let in_time = tokio::time::timeout_at(window.deadline.into(), async {
+        while let Some((i, result)) = pending.next().await {
+            match result {
+                Err(failure) => count_late(&nodes, &mut uncounted, i, &failure),
+                Ok(_) => uncounted &= !(1 << i),
+            }
+        }
+    })
+    .await;
+    if in_time.is_ok() {
+        return;
+    }
+    for i in bits(uncounted) {
+        nodes[i]
+            .counters()
+            .failed(&NodeFailureKind::Timeout(window.timeout), None);
+    }
+    let _ = tokio::time::timeout(STRAGGLER_LIMIT, async {
+        while pending.next().await.is_some() {}
+    })
+    .await;
 }

@@ -67,6 +67,11 @@ impl Keys {
         &self.0.resources
     }
 
+    /// The resources as byte slices, in order.
+    pub(crate) fn slices(&self) -> impl ExactSizeIterator<Item = &[u8]> + '_ {
+        self.0.resources.iter().map(Vec::as_slice)
+    }
+
     /// The first (for a single lock: the only) resource.
     pub(crate) fn first(&self) -> &[u8] {
         self.0

@@ -107,6 +107,7 @@ mod attempt;
 mod background;
 mod builder;
 mod classify;
+mod commands;
 mod config;
 mod counters;
 mod engine;
@@ -141,7 +142,7 @@ mod token;
 pub use builder::Builder;
 pub use config::{
     DEFAULT_CONNECT_TIMEOUT, DEFAULT_DRIFT_FACTOR, DEFAULT_NODE_TIMEOUT, DEFAULT_RETRY_COUNT,
-    DEFAULT_RETRY_DELAY_MAX, DEFAULT_RETRY_DELAY_MIN, MAX_TTL,
+    DEFAULT_RETRY_DELAY_MAX, DEFAULT_RETRY_DELAY_MIN, MAX_NODES, MAX_TTL,
 };
 pub use error::{Error, Operation, ResourceName, Result};
 pub use failure::{NodeFailure, NodeFailureKind};

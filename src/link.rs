@@ -1,99 +1,176 @@
-//! One node's connection and its reconnect signal.
+//! One node's connection: a multiplexed connection of the redis crate,
+//! replaced by this module when it dies — so every reconnect is known here,
+//! and reported to the node's [`Quarantine`] before the new connection
+//! carries a command.
 //!
-//! The redis crate's `ConnectionManager` replaces a dead connection by
-//! itself: after a command meets the dead one, or, with RESP3
-//! (`?protocol=resp3`), as soon as the close is noticed, before any command
-//! of this crate runs. Either way the node may have restarted meanwhile, so
-//! its restart standing must be read again. [`Link`] reports every such
-//! event to the node's [`Quarantine`]: it watches the result of every
-//! command sent through it (background ones included), and the crate's
-//! disconnection notice on RESP3 connections.
+//! A command goes straight to the multiplexed connection (no boxing, no
+//! manager in between). A command that meets a dead connection fails; the
+//! next one opens a new connection (commands arriving meanwhile wait for
+//! the same attempt). With RESP3 (`?protocol=resp3`) the crate's
+//! disconnection notice marks the connection dead as soon as the close is
+//! seen.
 
-use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 use std::time::Duration;
 
-use redis::aio::{ConnectionLike, ConnectionManager, ConnectionManagerConfig};
-use redis::{Client, Cmd, Pipeline, PushInfo, PushKind, RedisError, RedisFuture, Value};
+use futures::future::{BoxFuture, FutureExt, Shared};
+use redis::aio::MultiplexedConnection;
+use redis::{AsyncConnectionConfig, Client, Cmd, PushInfo, PushKind, RedisError, Value};
 
 use crate::quarantine::Quarantine;
 
-/// The managed connection of one node. Cheap to clone (shared handles).
+type Connecting = Shared<BoxFuture<'static, Result<MultiplexedConnection, RedisError>>>;
+
+/// The connection of one node. Cheap to clone (one shared handle).
 #[derive(Clone)]
-pub(crate) struct Link {
-    conn: ConnectionManager,
+pub(crate) struct Link(Arc<Inner>);
+
+struct Inner {
+    client: Client,
+    connect_timeout: Duration,
     restart: Arc<Quarantine>,
+    state: Mutex<State>,
+    /// Connections opened so far.
+    opened: AtomicU64,
+}
+
+enum State {
+    /// No connection: the next command opens one.
+    Down,
+    /// Connection `number` is being opened; every command waits for this
+    /// attempt.
+    Connecting(Connecting, u64),
+    /// The connection in use, and its number (so that a failure on an
+    /// older connection does not take a newer one down).
+    Up(MultiplexedConnection, u64),
 }
 
 impl Link {
-    /// Prepares the connection without waiting for it. Commands travel in
+    /// Prepares the connection without opening it. Commands travel in
     /// order on one multiplexed connection that is never torn down for a
     /// slow reply (no response timeout inside it).
-    pub(crate) fn new(
-        client: Client,
-        connect_timeout: Duration,
-        restart: Arc<Quarantine>,
-    ) -> Result<Self, RedisError> {
-        let mut config = ConnectionManagerConfig::new()
-            .set_connection_timeout(Some(connect_timeout))
-            .set_response_timeout(None)
-            .set_number_of_retries(1)
-            .set_min_delay(Duration::from_millis(10))
-            .set_max_delay(Duration::from_millis(100));
-        let resp3 = client
-            .get_connection_info()
-            .redis_settings()
-            .protocol()
-            .supports_resp3();
-        if resp3 {
-            // The crate swaps in the new connection before it passes the
-            // notice on, so a reading started after the epoch moved is
-            // taken on the new connection.
-            let notice = restart.clone();
-            config = config.set_push_sender(move |info: PushInfo| {
-                if info.kind == PushKind::Disconnection {
-                    notice.connection_lost();
-                }
-                Ok::<(), std::convert::Infallible>(())
-            });
-        }
-        let conn = ConnectionManager::new_lazy_with_config(client, config)?;
-        Ok(Self { conn, restart })
+    pub(crate) fn new(client: Client, connect_timeout: Duration, restart: Arc<Quarantine>) -> Self {
+        Self(Arc::new(Inner {
+            client,
+            connect_timeout,
+            restart,
+            state: Mutex::new(State::Down),
+            opened: AtomicU64::new(0),
+        }))
     }
 
-    /// Reports a failure after which the crate reconnects (the same tests
-    /// it applies) as a possible restart.
-    fn watch<T>(&self, result: &Result<T, RedisError>) {
+    /// Sends one command and reads its reply.
+    pub(crate) async fn send(&self, cmd: &Cmd) -> Result<Value, RedisError> {
+        let (mut conn, number) = self.connection().await?;
+        let result = conn.send_packed_command(cmd).await;
+        self.check(&result, number);
+        result
+    }
+
+    /// Opens the connection if there is none (a new connection starts a
+    /// new restart epoch before this returns).
+    pub(crate) async fn open(&self) -> Result<(), RedisError> {
+        self.connection().await.map(|_| ())
+    }
+
+    fn state(&self) -> MutexGuard<'_, State> {
+        self.0.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The connection in use, opening one if there is none.
+    async fn connection(&self) -> Result<(MultiplexedConnection, u64), RedisError> {
+        let (attempt, number) = {
+            let mut state = self.state();
+            match &*state {
+                State::Up(conn, number) => return Ok((conn.clone(), *number)),
+                State::Connecting(attempt, number) => (attempt.clone(), *number),
+                State::Down => {
+                    let number = self.0.opened.fetch_add(1, Ordering::Relaxed) + 1;
+                    let attempt = connect(
+                        self.0.client.clone(),
+                        self.0.connect_timeout,
+                        Arc::downgrade(&self.0),
+                        number,
+                    )
+                    .boxed()
+                    .shared();
+                    *state = State::Connecting(attempt.clone(), number);
+                    (attempt, number)
+                }
+            }
+        };
+        let result = attempt.clone().await;
+        let mut state = self.state();
+        let ours = matches!(&*state, State::Connecting(current, _) if current.ptr_eq(&attempt));
+        match (result, ours) {
+            (Ok(conn), true) => {
+                // A new connection: the node may have restarted since the
+                // last one. Known before the connection carries a command.
+                self.0.restart.connection_lost();
+                *state = State::Up(conn.clone(), number);
+                Ok((conn, number))
+            }
+            (Err(e), true) => {
+                *state = State::Down;
+                Err(e)
+            }
+            // Another caller installed this attempt's outcome already.
+            (result, false) => match &*state {
+                State::Up(conn, number) => Ok((conn.clone(), *number)),
+                _ => result.map(|conn| (conn, u64::MAX)),
+            },
+        }
+    }
+
+    /// After a failure the connection does not survive, takes connection
+    /// `number` down (a newer one stays) and reports the loss.
+    fn check<T>(&self, result: &Result<T, RedisError>, number: u64) {
         if let Err(e) = result {
-            if e.is_io_error() || e.is_unrecoverable_error() {
-                self.restart.connection_lost();
+            if e.is_io_error() || e.is_unrecoverable_error() || e.is_connection_dropped() {
+                down(&self.0, number);
             }
         }
     }
 }
 
-impl ConnectionLike for Link {
-    fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
-        Box::pin(async move {
-            let result = self.conn.req_packed_command(cmd).await;
-            self.watch(&result);
-            result
-        })
+/// Takes connection `number` down, if it is still the one in use.
+fn down(inner: &Inner, number: u64) {
+    let mut state = inner.state.lock().unwrap_or_else(PoisonError::into_inner);
+    if matches!(&*state, State::Up(_, n) if *n == number) {
+        *state = State::Down;
+        drop(state);
+        inner.restart.connection_lost();
     }
+}
 
-    fn req_packed_commands<'a>(
-        &'a mut self,
-        pipeline: &'a Pipeline,
-        offset: usize,
-        count: usize,
-    ) -> RedisFuture<'a, Vec<Value>> {
-        Box::pin(async move {
-            let result = self.conn.req_packed_commands(pipeline, offset, count).await;
-            self.watch(&result);
-            result
-        })
+/// Opens a connection; with RESP3, the crate's disconnection notice takes
+/// it down as soon as the close is seen.
+async fn connect(
+    client: Client,
+    timeout: Duration,
+    inner: Weak<Inner>,
+    number: u64,
+) -> Result<MultiplexedConnection, RedisError> {
+    let mut config = AsyncConnectionConfig::new()
+        .set_connection_timeout(Some(timeout))
+        .set_response_timeout(None);
+    let resp3 = client
+        .get_connection_info()
+        .redis_settings()
+        .protocol()
+        .supports_resp3();
+    if resp3 {
+        config = config.set_push_sender(move |info: PushInfo| {
+            if info.kind == PushKind::Disconnection {
+                if let Some(inner) = inner.upgrade() {
+                    down(&inner, number);
+                }
+            }
+            Ok::<(), std::convert::Infallible>(())
+        });
     }
-
-    fn get_db(&self) -> i64 {
-        self.conn.get_db()
-    }
+    client
+        .get_multiplexed_async_connection_with_config(&config)
+        .await
 }

@@ -1,16 +1,22 @@
-//! One Redis node: its long-lived multiplexed connection (reconnecting by
-//! itself, see [`crate::link`]), the per-node timeout, and the commands the
-//! lock sends to it.
+//! One Redis node: its connection ([`crate::link`], replaced when it dies),
+//! its counters, and the commands the lock sends to it, with what their
+//! replies mean.
+//!
+//! A node call has no timer of its own: the fan-out that sends it keeps
+//! one deadline for every node ([`Window`]). A reply after that deadline
+//! is not counted as a reply: it arrives as a timeout, which the fan-out
+//! counts.
 
+use std::future::Future;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use redis::{Client, RedisError, Value};
+use redis::{Client, Cmd, ErrorKind, FromRedisValue, RedisError, ServerErrorKind, Value};
 use tracing::warn;
 
-use crate::background::Background;
 use crate::classify::classify;
+use crate::commands::Command;
 use crate::counters::NodeCounters;
 use crate::error::{NodeFailure, NodeFailureKind};
 use crate::fence::{self, Commit};
@@ -19,24 +25,18 @@ use crate::keys::Keys;
 use crate::link::Link;
 use crate::op::Op;
 use crate::quarantine::{self, Quarantine, Standing};
-use crate::quorum::{self, Vote};
+use crate::quorum::Vote;
 use crate::scripts;
-use crate::token::Token;
-
-/// How long a background follow-up to a timed-out release may wait.
-const STRAGGLER_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// A node of the cluster.
 ///
 /// Commands travel over one multiplexed connection ([`Link`]), in order.
 /// That order is what lets a release sent after a stuck `SET` remove the
-/// key the `SET` creates when the node wakes up. The connection is never torn down for a
-/// slow reply (no response timeout inside the connection); the per-node
-/// timeout only stops *waiting*.
+/// key the `SET` creates when the node wakes up. The connection is never
+/// torn down for a slow reply (no response timeout inside it); the
+/// fan-out's deadline only stops *waiting*.
 ///
-/// Cheap to clone: every fan-out clones each node into its per-node future,
-/// twice per lock cycle, so every field is a shared handle (a cloned
-/// `String` label and `Client` cost several allocations per node and call).
+/// Cheap to clone: every field is a shared handle.
 #[derive(Clone)]
 pub(crate) struct Node {
     label: Arc<str>,
@@ -46,8 +46,6 @@ pub(crate) struct Node {
     counters: Arc<NodeCounters>,
     /// Whether the node has refused a release announcement (said once).
     announce_refused: Arc<AtomicBool>,
-    /// The client's registry of background work.
-    background: Background,
 }
 
 impl std::fmt::Debug for Node {
@@ -59,26 +57,42 @@ impl std::fmt::Debug for Node {
 /// A node's reply, or why there was none.
 pub(crate) type NodeResult<T> = Result<T, NodeFailure>;
 
+/// Until when a node's answer counts, and the timeout that deadline
+/// stands for (for the message of a late answer).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Window {
+    pub(crate) deadline: Instant,
+    pub(crate) timeout: Duration,
+}
+
+impl Window {
+    /// From now until `timeout` has passed (without limit when that
+    /// instant cannot be represented).
+    pub(crate) fn from_now(timeout: Duration) -> Self {
+        let now = Instant::now();
+        Self {
+            deadline: now
+                .checked_add(timeout)
+                .unwrap_or(now + Duration::from_secs(1 << 32)),
+            timeout,
+        }
+    }
+}
+
 impl Node {
     /// The node `label` (`host:port/db`) reached through `client`;
-    /// prepares the connection without waiting for it.
-    pub(crate) fn new(
-        label: &str,
-        client: Client,
-        connect_timeout: Duration,
-        background: Background,
-    ) -> Result<Self, RedisError> {
+    /// prepares the connection without opening it.
+    pub(crate) fn new(label: &str, client: Client, connect_timeout: Duration) -> Self {
         let restart = Arc::new(Quarantine::default());
-        let conn = Link::new(client.clone(), connect_timeout, restart.clone())?;
-        Ok(Self {
+        let conn = Link::new(client.clone(), connect_timeout, restart.clone());
+        Self {
             label: label.into(),
             client: Arc::new(client),
             conn,
             restart,
             counters: Arc::new(NodeCounters::new(label)),
             announce_refused: Arc::default(),
-            background,
-        })
+        }
     }
 
     /// `host:port/db`.
@@ -91,114 +105,80 @@ impl Node {
         &self.counters
     }
 
-    /// Counts an acquire vote and passes the grant on.
-    fn granted(&self, grant: Grant) -> Grant {
-        self.counters.vote(Op::Acquire, grant.vote == Vote::Yes);
-        grant
-    }
-
     /// The client, for connections of other kinds (subscriptions).
     pub(crate) fn client(&self) -> &Client {
         &self.client
     }
 
     /// Sends `PING`, used to open the connection early.
-    pub(crate) async fn ping(&self, timeout: Duration) -> NodeResult<()> {
-        let mut conn = self.conn.clone();
+    pub(crate) async fn ping(&self, window: Window) -> NodeResult<()> {
         let cmd = redis::cmd("PING");
-        self.timed(
-            timeout,
-            async move { cmd.query_async::<Value>(&mut conn).await },
-        )
-        .await
-        .map(|_| ())
+        self.counted(window, self.conn.send(&cmd)).await.map(|_| ())
     }
 
-    /// Reads a key's value and remaining TTL (one pipeline, no lock taken).
-    pub(crate) async fn peek(
-        &self,
-        key: &[u8],
-        timeout: Duration,
-    ) -> NodeResult<(Option<Vec<u8>>, i64)> {
-        let mut conn = self.conn.clone();
-        let mut pipe = redis::pipe();
-        pipe.cmd("GET").arg(key).cmd("PTTL").arg(key);
-        self.timed(timeout, async move {
-            pipe.query_async::<(Option<Vec<u8>>, i64)>(&mut conn).await
+    /// Loads the scripts, so the first release does not meet `NOSCRIPT`.
+    pub(crate) async fn load_scripts(&self, window: Window) -> NodeResult<()> {
+        self.counted(window, async {
+            for script in scripts::all() {
+                self.conn.send(&script.load()).await?.extract_error()?;
+            }
+            Ok(())
         })
         .await
     }
 
-    /// Takes the lock on this node: `SET resource token NX PX ttl` for one
-    /// resource (what every Redlock client sends), the all-or-nothing
-    /// script for several, the counter-reading script for a fenced lock.
+    /// Whether `key` exists (a single read, no lock taken).
+    pub(crate) async fn exists(&self, key: &[u8], window: Window) -> NodeResult<bool> {
+        let mut cmd = redis::cmd("EXISTS");
+        cmd.arg(key);
+        let n: i64 = self
+            .counted(window, async { parse(self.conn.send(&cmd).await?) })
+            .await?;
+        Ok(n > 0)
+    }
+
+    /// Reads a key's value and remaining TTL (no lock taken).
+    pub(crate) async fn peek(
+        &self,
+        key: &[u8],
+        window: Window,
+    ) -> NodeResult<(Option<Vec<u8>>, i64)> {
+        let (mut get, mut pttl) = (redis::cmd("GET"), redis::cmd("PTTL"));
+        get.arg(key);
+        pttl.arg(key);
+        self.counted(window, async {
+            // Both queued at once on the multiplexed connection.
+            let (value, left) = futures::join!(self.conn.send(&get), self.conn.send(&pttl));
+            Ok((parse(value?)?, parse(left?)?))
+        })
+        .await
+    }
+
+    /// Takes the lock on this node with `command` (see
+    /// [`Command::acquire`]); the reply's shape depends on `keys`.
     pub(crate) async fn acquire(
         &self,
         keys: &Keys,
-        token: &Token,
-        ttl: Duration,
-        timeout: Duration,
+        command: &Command,
+        window: Window,
     ) -> NodeResult<Grant> {
-        let mut conn = self.conn.clone();
-        let ttl_ms = quorum::millis(ttl);
-        if let Some(fence_key) = keys.fence_key() {
-            let mut inv = scripts::ACQUIRE_FENCED.prepare_invoke();
-            inv.key(keys.first())
-                .key(fence_key)
-                .arg(token.as_str())
-                .arg(ttl_ms);
-            let n = self
-                .timed(
-                    timeout,
-                    async move { inv.invoke_async::<i64>(&mut conn).await },
-                )
-                .await?;
-            return match u64::try_from(n) {
-                Ok(counter) if fence::in_range(counter) => Ok(self.granted(Grant::yes(counter))),
+        let reply = self.counted(window, self.run(command)).await?;
+        let grant = match (&reply, keys.fence_key().is_some()) {
+            (Value::Int(n), true) => match u64::try_from(*n) {
+                Ok(counter) if fence::in_range(counter) => Grant::yes(counter),
                 Ok(_) => {
-                    self.counters.protocol_error();
-                    Err(self.failure(NodeFailureKind::Protocol(format!(
-                        "fencing counter {n} beyond {}",
-                        fence::MAX_FENCE
-                    ))))
+                    return Err(
+                        self.protocol(format!("fencing counter {n} beyond {}", fence::MAX_FENCE))
+                    )
                 }
-                Err(_) => Ok(self.granted(Grant::NO)),
-            };
-        }
-        if keys.is_multi() {
-            let mut inv = scripts::ACQUIRE_MULTI.prepare_invoke();
-            for r in keys.resources() {
-                inv.key(r.as_slice());
-            }
-            inv.arg(token.as_str()).arg(ttl_ms);
-            let n = self
-                .timed(
-                    timeout,
-                    async move { inv.invoke_async::<i64>(&mut conn).await },
-                )
-                .await?;
-            return Ok(self.granted(if n == 1 { Grant::yes(0) } else { Grant::NO }));
-        }
-        let mut cmd = redis::cmd("SET");
-        cmd.arg(keys.first())
-            .arg(token.as_str())
-            .arg("NX")
-            .arg("PX")
-            .arg(ttl_ms);
-        let reply = self
-            .timed(
-                timeout,
-                async move { cmd.query_async::<Value>(&mut conn).await },
-            )
-            .await?;
-        match reply {
-            Value::Okay => Ok(self.granted(Grant::yes(0))),
-            Value::Nil => Ok(self.granted(Grant::NO)),
-            other => {
-                self.counters.protocol_error();
-                Err(self.failure(NodeFailureKind::Protocol(format!("{other:?}"))))
-            }
-        }
+                Err(_) => Grant::NO,
+            },
+            (Value::Int(1), false) | (Value::Okay, false) => Grant::yes(0),
+            (Value::Int(0), false) | (Value::Nil, false) => Grant::NO,
+            (other, _) => return Err(self.protocol(format!("{other:?}"))),
+        };
+        self.counters.vote(Op::Acquire, grant.vote == Vote::Yes);
+        Ok(grant)
     }
 
     /// With a restart quarantine of `required`: whether this node may vote
@@ -208,12 +188,11 @@ impl Node {
     pub(crate) async fn check_standing(
         &self,
         required: Duration,
-        timeout: Duration,
+        window: Window,
     ) -> NodeResult<()> {
         let standing = match self.restart.standing(Instant::now()) {
             Standing::Unknown => {
-                let epoch = self.restart.epoch();
-                let uptime = self.uptime(timeout).await?;
+                let (epoch, uptime) = self.uptime(window).await?;
                 self.restart
                     .observed(epoch, uptime, required, Instant::now())
             }
@@ -230,102 +209,51 @@ impl Node {
         Err(self.failure(kind))
     }
 
-    async fn uptime(&self, timeout: Duration) -> NodeResult<Duration> {
-        let mut conn = self.conn.clone();
+    /// The node's uptime, with the epoch of the connection it was read on
+    /// (taken once that connection is open, before the command is sent).
+    async fn uptime(&self, window: Window) -> NodeResult<(u64, Duration)> {
         let mut cmd = redis::cmd("INFO");
         cmd.arg("server");
-        let info = self
-            .timed(timeout, async move {
-                cmd.query_async::<String>(&mut conn).await
+        let (epoch, info): (u64, String) = self
+            .counted(window, async {
+                self.conn.open().await?;
+                let epoch = self.restart.epoch();
+                Ok((epoch, parse(self.conn.send(&cmd).await?)?))
             })
             .await?;
-        quarantine::parse_uptime(&info).ok_or_else(|| {
+        let uptime = quarantine::parse_uptime(&info).ok_or_else(|| {
             self.failure(NodeFailureKind::Protocol(
                 "INFO server without uptime_in_seconds".to_owned(),
             ))
-        })
+        })?;
+        Ok((epoch, uptime))
     }
 
     /// Second phase of a fenced acquire: where the token is still held,
-    /// raise the counter to `fence` from strictly below. Only
-    /// [`Commit::Raised`] counts for the commit.
+    /// raise the counter from strictly below (see [`Command::commit_fence`]).
+    /// Only [`Commit::Raised`] counts for the commit.
     pub(crate) async fn commit_fence(
         &self,
-        keys: &Keys,
-        token: &Token,
-        fence: u64,
-        timeout: Duration,
+        command: &Command,
+        window: Window,
     ) -> NodeResult<Commit> {
-        let mut conn = self.conn.clone();
-        let mut inv = scripts::FENCE_COMMIT.prepare_invoke();
-        inv.key(keys.first())
-            .key(keys.fence_key().unwrap_or_default())
-            .arg(token.as_str())
-            .arg(fence);
-        let n = self
-            .timed(
-                timeout,
-                async move { inv.invoke_async::<i64>(&mut conn).await },
-            )
-            .await?;
-        Commit::from_reply(n).ok_or_else(|| {
-            self.counters.protocol_error();
-            self.failure(NodeFailureKind::Protocol(format!(
-                "fence commit answered {n}"
-            )))
-        })
+        let n: i64 = self.counted(window, self.run_parsed(command)).await?;
+        Commit::from_reply(n).ok_or_else(|| self.protocol(format!("fence commit answered {n}")))
     }
 
     /// Compare-and-delete → true when our key(s) were deleted, false when
     /// absent or holding another token.
     ///
-    /// When the node does not answer in time, a plain `EVAL` of the same
-    /// script follows on the same connection in the background: if the
-    /// timed-out `EVALSHA` meets `NOSCRIPT` when the node wakes up (it
-    /// restarted, or its scripts were flushed), nobody would be left waiting
-    /// to fall back, and a key set by a `SET` queued before it would stay.
-    pub(crate) async fn release(
-        &self,
-        keys: &Keys,
-        token: &Token,
-        timeout: Duration,
-    ) -> NodeResult<bool> {
-        let mut conn = self.conn.clone();
-        let (script, source) = if keys.is_multi() {
-            (&*scripts::RELEASE_MULTI, scripts::RELEASE_MULTI_SOURCE)
-        } else {
-            (&*scripts::RELEASE, scripts::RELEASE_SOURCE)
-        };
-        let mut inv = script.prepare_invoke();
-        for r in keys.resources() {
-            inv.key(r.as_slice());
+    /// A late answer still runs to its end in the background (the fan-out
+    /// keeps the future): if the `EVALSHA` meets `NOSCRIPT` when a hung
+    /// node wakes up, the `EVAL` follows, and a key set by a `SET` queued
+    /// before it is removed.
+    pub(crate) async fn release(&self, command: &Command, window: Window) -> NodeResult<bool> {
+        let (deleted, refused): (i64, i64) = self.counted(window, self.run_parsed(command)).await?;
+        if refused != 0 {
+            self.announcement_refused();
         }
-        inv.arg(token.as_str());
-        let result = self
-            .timed(timeout, async move {
-                inv.invoke_async::<(i64, i64)>(&mut conn).await
-            })
-            .await;
-        if matches!(&result, Err(f) if f.kind.is_timeout()) {
-            let mut conn = self.conn.clone();
-            let mut cmd = redis::cmd("EVAL");
-            cmd.arg(source).arg(keys.resources().len());
-            for r in keys.resources() {
-                cmd.arg(r.as_slice());
-            }
-            cmd.arg(token.as_str());
-            self.background.spawn(async move {
-                let _ =
-                    tokio::time::timeout(STRAGGLER_TIMEOUT, cmd.query_async::<Value>(&mut conn))
-                        .await;
-            });
-        }
-        result.map(|(deleted, refused)| {
-            if refused != 0 {
-                self.announcement_refused();
-            }
-            self.counters.vote(Op::Release, deleted >= 1)
-        })
+        Ok(self.counters.vote(Op::Release, deleted >= 1))
     }
 
     /// The node refused a release announcement (`PUBLISH`) on a release
@@ -343,97 +271,90 @@ impl Node {
         }
     }
 
-    /// Loads the scripts, so the first release does not meet `NOSCRIPT`.
-    pub(crate) async fn load_scripts(&self, timeout: Duration) -> NodeResult<()> {
-        let mut conn = self.conn.clone();
-        self.timed(timeout, async move {
-            for script in scripts::all() {
-                script.load_async(&mut conn).await?;
-            }
-            Ok(())
-        })
-        .await
-    }
-
     /// Read-only: true when every key of the lock still carries the token.
-    pub(crate) async fn holds(
-        &self,
-        keys: &Keys,
-        token: &Token,
-        timeout: Duration,
-    ) -> NodeResult<bool> {
-        let mut conn = self.conn.clone();
-        let mut inv = scripts::HOLDS.prepare_invoke();
-        for r in keys.resources() {
-            inv.key(r.as_slice());
-        }
-        inv.arg(token.as_str());
-        self.timed(
-            timeout,
-            async move { inv.invoke_async::<i64>(&mut conn).await },
-        )
-        .await
-        .map(|n| n == 1)
+    pub(crate) async fn holds(&self, command: &Command, window: Window) -> NodeResult<bool> {
+        let n: i64 = self.counted(window, self.run_parsed(command)).await?;
+        Ok(n == 1)
     }
 
     /// Compare-and-pexpire → true when our key(s) got the new TTL.
-    pub(crate) async fn extend(
-        &self,
-        keys: &Keys,
-        token: &Token,
-        ttl: Duration,
-        timeout: Duration,
-    ) -> NodeResult<bool> {
-        let mut conn = self.conn.clone();
-        let script = if keys.is_multi() {
-            &*scripts::EXTEND_MULTI
-        } else {
-            &*scripts::EXTEND
-        };
-        let mut inv = script.prepare_invoke();
-        for r in keys.resources() {
-            inv.key(r.as_slice());
-        }
-        inv.arg(token.as_str()).arg(quorum::millis(ttl));
-        self.timed(
-            timeout,
-            async move { inv.invoke_async::<i64>(&mut conn).await },
-        )
-        .await
-        .map(|n| self.counters.vote(Op::Extend, n == 1))
+    pub(crate) async fn extend(&self, command: &Command, window: Window) -> NodeResult<bool> {
+        let n: i64 = self.counted(window, self.run_parsed(command)).await?;
+        Ok(self.counters.vote(Op::Extend, n == 1))
     }
 
-    async fn timed<T>(
+    /// Sends `command`, and its `EVAL` when the node does not know the
+    /// script (restarted, or `SCRIPT FLUSH`).
+    async fn run(&self, command: &Command) -> Result<Value, RedisError> {
+        match self
+            .conn
+            .send(command.cmd())
+            .await
+            .and_then(Value::extract_error)
+        {
+            Err(e) if e.kind() == ErrorKind::Server(ServerErrorKind::NoScript) => {
+                match command.fallback() {
+                    Some(eval) => self.send(&eval).await,
+                    None => Err(e),
+                }
+            }
+            other => other,
+        }
+    }
+
+    async fn run_parsed<T: FromRedisValue>(&self, command: &Command) -> Result<T, RedisError> {
+        parse(self.run(command).await?)
+    }
+
+    async fn send(&self, cmd: &Cmd) -> Result<Value, RedisError> {
+        self.conn.send(cmd).await.and_then(Value::extract_error)
+    }
+
+    /// Counts the command `fut` sends: its reply (latency) or its failure,
+    /// when it ends inside `window`. An end after the window is a timeout,
+    /// returned uncounted: the fan-out that set the window counts it.
+    async fn counted<T>(
         &self,
-        timeout: Duration,
-        fut: impl std::future::Future<Output = redis::RedisResult<T>>,
+        window: Window,
+        fut: impl Future<Output = Result<T, RedisError>>,
     ) -> NodeResult<T> {
         self.counters.sent();
         let start = Instant::now();
-        match tokio::time::timeout(timeout, fut).await {
-            Ok(Ok(v)) => {
-                self.counters.replied(start.elapsed());
+        let result = fut.await;
+        let end = Instant::now();
+        if end > window.deadline {
+            return Err(self.failure(NodeFailureKind::Timeout(window.timeout)));
+        }
+        match result {
+            Ok(v) => {
+                self.counters.replied(end - start);
                 Ok(v)
             }
-            Ok(Err(e)) => {
+            Err(e) => {
                 let kind = classify(&e);
                 if matches!(kind, NodeFailureKind::Connection(_)) {
-                    // Also reported by the link for the errors after which
-                    // the connection is replaced; this covers the rest.
+                    // The link reports the failures after which it replaces
+                    // the connection; this covers the rest.
                     self.restart.connection_lost();
                 }
-                self.counters.failed(&kind, Some(start.elapsed()));
+                self.counters.failed(&kind, Some(end - start));
                 Err(self.failure(kind).caused_by(e))
             }
-            Err(_) => {
-                let kind = NodeFailureKind::Timeout(timeout);
-                self.counters.failed(&kind, None);
-                Err(self.failure(kind))
-            }
         }
+    }
+
+    /// A reply this client cannot read (counted as a protocol error).
+    fn protocol(&self, what: String) -> NodeFailure {
+        self.counters.protocol_error();
+        self.failure(NodeFailureKind::Protocol(what))
     }
 
     pub(crate) fn failure(&self, kind: NodeFailureKind) -> NodeFailure {
         NodeFailure::new(&*self.label, kind)
     }
+}
+
+/// A reply as `T` (an error reply as the error it is).
+fn parse<T: FromRedisValue>(value: Value) -> Result<T, RedisError> {
+    Ok(T::from_redis_value(value.extract_error()?)?)
 }

@@ -72,13 +72,42 @@ pub(crate) async fn acquire(
                 // the subscription is not missed.
                 watch = Some(handoff.watch(&keys, cfg.node_timeout).await);
             }
-            (_, Some(w)) if held => {
-                tokio::select! {
-                    _ = w.released() => {}
-                    _ = tokio::time::sleep(delay) => {}
-                }
-            }
+            (_, Some(w)) if held => wait_for_release(engine, &keys, w, delay).await,
             _ => tokio::time::sleep(delay).await,
+        }
+    }
+}
+
+/// Longest pause between a release announcement and a woken waiter's look
+/// at the key: waiters woken together spread over it, so that the first
+/// one's `SET` is on the nodes before most of the others look.
+const HANDOFF_JITTER: Duration = Duration::from_millis(1);
+
+/// Waits for a release announcement, or at most `delay` (the retry delay,
+/// the fallback when an announcement is missed).
+///
+/// A release wakes every waiting client (each subscribed on the nodes).
+/// Woken, a waiter lets a random part of [`HANDOFF_JITTER`] pass and then
+/// looks at the key on one node: if it is set again, another waiter was
+/// faster, and this one goes back to waiting instead of sending a whole
+/// attempt (five `SET`s, then five releases, whose announcements would
+/// wake everyone once more). The look is a hint only: anything but "set"
+/// ends the wait, and the attempt decides.
+async fn wait_for_release(engine: &Engine, keys: &Keys, watch: &Watch, delay: Duration) {
+    let fallback = tokio::time::sleep(delay);
+    tokio::pin!(fallback);
+    loop {
+        tokio::select! {
+            () = &mut fallback => return,
+            () = watch.released() => {}
+        }
+        let jitter = HANDOFF_JITTER.mul_f64(rand::random::<f64>());
+        tokio::select! {
+            () = &mut fallback => return,
+            () = tokio::time::sleep(jitter) => {}
+        }
+        if !engine.taken_again(keys).await {
+            return;
         }
     }
 }

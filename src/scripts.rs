@@ -1,49 +1,95 @@
-//! The Lua scripts that run on the nodes, each built (and hashed) once.
-//! `redis::Script` sends `EVALSHA` and falls back to `EVAL` on `NOSCRIPT`,
-//! so a `SCRIPT FLUSH` or a restarted node costs one extra round trip.
+//! The Lua scripts that run on the nodes: each with its source and its
+//! SHA-1, computed once. Commands call them by `EVALSHA` and fall back to
+//! `EVAL` on `NOSCRIPT`, so a `SCRIPT FLUSH` or a restarted node costs one
+//! extra round trip.
 
 use std::sync::LazyLock;
 
-use redis::Script;
+use redis::{Cmd, Script};
 
-/// Source of the compare-and-delete script, for a plain `EVAL`.
-pub(crate) const RELEASE_SOURCE: &str = include_str!("scripts/release.lua");
-/// Source of the multi-resource compare-and-delete script.
-pub(crate) const RELEASE_MULTI_SOURCE: &str = include_str!("scripts/release_multi.lua");
+/// One script: its source and its hash.
+pub(crate) struct Lua {
+    source: &'static str,
+    script: LazyLock<Script>,
+}
 
-/// Compare-and-delete (and publish the release).
-pub(crate) static RELEASE: LazyLock<Script> = LazyLock::new(|| Script::new(RELEASE_SOURCE));
+impl Lua {
+    const fn new(source: &'static str, script: fn() -> Script) -> Self {
+        Self {
+            source,
+            script: LazyLock::new(script),
+        }
+    }
 
-/// Compare-and-delete over several keys.
-pub(crate) static RELEASE_MULTI: LazyLock<Script> =
-    LazyLock::new(|| Script::new(RELEASE_MULTI_SOURCE));
+    /// The SHA-1 that `EVALSHA` names it by.
+    pub(crate) fn hash(&self) -> &str {
+        self.script.get_hash()
+    }
 
-/// Compare-and-pexpire; never re-creates an expired key.
-pub(crate) static EXTEND: LazyLock<Script> =
-    LazyLock::new(|| Script::new(include_str!("scripts/extend.lua")));
+    /// `SCRIPT LOAD`, to preload it.
+    pub(crate) fn load(&self) -> Cmd {
+        let mut cmd = redis::cmd("SCRIPT");
+        cmd.arg("LOAD").arg(self.source);
+        cmd
+    }
 
-/// Compare-and-pexpire over several keys, all or nothing.
-pub(crate) static EXTEND_MULTI: LazyLock<Script> =
-    LazyLock::new(|| Script::new(include_str!("scripts/extend_multi.lua")));
+    /// The `EVAL` of `evalsha` (an `EVALSHA` of this script): the same keys
+    /// and arguments with the source in place of the hash.
+    pub(crate) fn eval_of(&self, evalsha: &Cmd) -> Cmd {
+        let mut cmd = redis::cmd("EVAL");
+        cmd.arg(self.source);
+        for arg in evalsha.args_iter().skip(2) {
+            if let redis::Arg::Simple(bytes) = arg {
+                cmd.arg(bytes);
+            }
+        }
+        cmd
+    }
+}
 
-/// All-or-nothing `SET NX PX` over several keys.
-pub(crate) static ACQUIRE_MULTI: LazyLock<Script> =
-    LazyLock::new(|| Script::new(include_str!("scripts/acquire_multi.lua")));
+macro_rules! script {
+    ($(#[$doc:meta])* $name:ident = $file:literal) => {
+        $(#[$doc])*
+        pub(crate) static $name: Lua =
+            Lua::new(include_str!($file), || Script::new(include_str!($file)));
+    };
+}
 
-/// `SET NX PX` that returns the fencing counter atomically.
-pub(crate) static ACQUIRE_FENCED: LazyLock<Script> =
-    LazyLock::new(|| Script::new(include_str!("scripts/acquire_fenced.lua")));
-
-/// Raises the fencing counter where the token is still held.
-pub(crate) static FENCE_COMMIT: LazyLock<Script> =
-    LazyLock::new(|| Script::new(include_str!("scripts/fence_commit.lua")));
-
-/// Whether every key still carries the token (read-only).
-pub(crate) static HOLDS: LazyLock<Script> =
-    LazyLock::new(|| Script::new(include_str!("scripts/holds.lua")));
+script!(
+    /// Compare-and-delete (and publish the release).
+    RELEASE = "scripts/release.lua"
+);
+script!(
+    /// Compare-and-delete over several keys.
+    RELEASE_MULTI = "scripts/release_multi.lua"
+);
+script!(
+    /// Compare-and-pexpire; never re-creates an expired key.
+    EXTEND = "scripts/extend.lua"
+);
+script!(
+    /// Compare-and-pexpire over several keys, all or nothing.
+    EXTEND_MULTI = "scripts/extend_multi.lua"
+);
+script!(
+    /// All-or-nothing `SET NX PX` over several keys.
+    ACQUIRE_MULTI = "scripts/acquire_multi.lua"
+);
+script!(
+    /// `SET NX PX` that returns the fencing counter atomically.
+    ACQUIRE_FENCED = "scripts/acquire_fenced.lua"
+);
+script!(
+    /// Raises the fencing counter where the token is still held.
+    FENCE_COMMIT = "scripts/fence_commit.lua"
+);
+script!(
+    /// Whether every key still carries the token (read-only).
+    HOLDS = "scripts/holds.lua"
+);
 
 /// Every script, for preloading on connect.
-pub(crate) fn all() -> [&'static Script; 8] {
+pub(crate) fn all() -> [&'static Lua; 8] {
     [
         &RELEASE,
         &RELEASE_MULTI,
@@ -54,4 +100,30 @@ pub(crate) fn all() -> [&'static Script; 8] {
         &FENCE_COMMIT,
         &HOLDS,
     ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_eval_fallback_carries_the_same_keys_and_arguments() {
+        let mut evalsha = redis::cmd("EVALSHA");
+        evalsha.arg(RELEASE.hash()).arg(1).arg(b"res").arg("token");
+        let eval = RELEASE.eval_of(&evalsha);
+        let args: Vec<Vec<u8>> = eval
+            .args_iter()
+            .filter_map(|a| match a {
+                redis::Arg::Simple(b) => Some(b.to_vec()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(args[0], b"EVAL");
+        assert_eq!(args[1], include_str!("scripts/release.lua").as_bytes());
+        assert_eq!(
+            &args[2..],
+            [b"1".to_vec(), b"res".to_vec(), b"token".to_vec()]
+        );
+        assert_eq!(RELEASE.hash().len(), 40);
+    }
 }

@@ -1,0 +1,114 @@
+//! The command of each operation, built once per operation and shared by
+//! every node's future (one `Arc` per fan-out instead of one command per
+//! node): `SET NX PX` for a plain lock, `EVALSHA` of a script otherwise.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use redis::Cmd;
+
+use crate::keys::Keys;
+use crate::quorum;
+use crate::scripts::{self, Lua};
+use crate::token::Token;
+
+/// One operation's command.
+pub(crate) struct Command {
+    cmd: Cmd,
+    /// The script an `EVALSHA` calls, for the `EVAL` on `NOSCRIPT`.
+    script: Option<&'static Lua>,
+}
+
+impl Command {
+    /// Takes the lock: `SET resource token NX PX ttl` for one resource
+    /// (what every Redlock client sends), the all-or-nothing script for
+    /// several, the counter-reading script for a fenced lock.
+    pub(crate) fn acquire(keys: &Keys, token: &Token, ttl: Duration) -> Arc<Self> {
+        let ttl_ms = quorum::millis(ttl);
+        if let Some(fence_key) = keys.fence_key() {
+            return Self::call(&scripts::ACQUIRE_FENCED, [keys.first(), fence_key], |cmd| {
+                cmd.arg(token.as_str()).arg(ttl_ms);
+            });
+        }
+        if keys.is_multi() {
+            return Self::call(&scripts::ACQUIRE_MULTI, keys.slices(), |cmd| {
+                cmd.arg(token.as_str()).arg(ttl_ms);
+            });
+        }
+        let mut cmd = redis::cmd("SET");
+        cmd.arg(keys.first())
+            .arg(token.as_str())
+            .arg("NX")
+            .arg("PX")
+            .arg(ttl_ms);
+        Arc::new(Self { cmd, script: None })
+    }
+
+    /// Raises the fencing counter to `fence` where the token is held.
+    pub(crate) fn commit_fence(keys: &Keys, token: &Token, fence: u64) -> Arc<Self> {
+        let fence_key = keys.fence_key().unwrap_or_default();
+        Self::call(&scripts::FENCE_COMMIT, [keys.first(), fence_key], |cmd| {
+            cmd.arg(token.as_str()).arg(fence);
+        })
+    }
+
+    /// Compare-and-delete.
+    pub(crate) fn release(keys: &Keys, token: &Token) -> Arc<Self> {
+        let script = if keys.is_multi() {
+            &scripts::RELEASE_MULTI
+        } else {
+            &scripts::RELEASE
+        };
+        Self::call(script, keys.slices(), |cmd| {
+            cmd.arg(token.as_str());
+        })
+    }
+
+    /// Compare-and-pexpire to `ttl`.
+    pub(crate) fn extend(keys: &Keys, token: &Token, ttl: Duration) -> Arc<Self> {
+        let script = if keys.is_multi() {
+            &scripts::EXTEND_MULTI
+        } else {
+            &scripts::EXTEND
+        };
+        Self::call(script, keys.slices(), |cmd| {
+            cmd.arg(token.as_str()).arg(quorum::millis(ttl));
+        })
+    }
+
+    /// Whether every key still carries the token (read-only).
+    pub(crate) fn holds(keys: &Keys, token: &Token) -> Arc<Self> {
+        Self::call(&scripts::HOLDS, keys.slices(), |cmd| {
+            cmd.arg(token.as_str());
+        })
+    }
+
+    /// `EVALSHA hash numkeys keys… args…`.
+    fn call<'k>(
+        script: &'static Lua,
+        keys: impl IntoIterator<Item = &'k [u8], IntoIter: ExactSizeIterator>,
+        args: impl FnOnce(&mut Cmd),
+    ) -> Arc<Self> {
+        let keys = keys.into_iter();
+        let mut cmd = redis::cmd("EVALSHA");
+        cmd.arg(script.hash()).arg(keys.len());
+        for key in keys {
+            cmd.arg(key);
+        }
+        args(&mut cmd);
+        Arc::new(Self {
+            cmd,
+            script: Some(script),
+        })
+    }
+
+    /// The command as sent first.
+    pub(crate) fn cmd(&self) -> &Cmd {
+        &self.cmd
+    }
+
+    /// The `EVAL` to send when the node does not know the script.
+    pub(crate) fn fallback(&self) -> Option<Cmd> {
+        self.script.map(|script| script.eval_of(&self.cmd))
+    }
+}
