@@ -17,7 +17,7 @@ use crate::status::Status;
 ///
 /// Cheap to clone (an `Arc` inside) and `Send + Sync`: build one and share
 /// it across tasks. Each node gets one long-lived multiplexed connection
-/// that reconnects by itself after the node restarts.
+/// that is replaced (at the next command) after the node restarts.
 ///
 /// # Examples
 ///

@@ -161,7 +161,7 @@ async fn a_restarted_node_is_used_again() {
     lock.release().await.expect("release");
     cluster.restart(2);
     // The first command after the restart may meet the dead connection;
-    // the node reconnects by itself and votes again.
+    // the client opens a new connection and the node votes again.
     let mut voted = false;
     for _ in 0..20 {
         let lock = redlock
