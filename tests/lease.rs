@@ -154,7 +154,7 @@ async fn a_majority_refusing_a_renewal_fires_lost_and_nothing_is_recreated() {
     let err = lock.extend(TTL).await.expect_err("stays lost");
     match &err {
         Error::Lost {
-            reason: LostReason::AlreadyLost { earlier },
+            reason: LostReason::AlreadyLost { earlier, .. },
             ..
         } => assert_eq!(earlier.kind(), LossKind::Lost, "{err}"),
         other => panic!("{other:?}"),
@@ -342,7 +342,9 @@ async fn the_hold_time_cap_fires_limit_reached() {
         .expect("auto_renew");
     assert_eq!(fired(&signal).await, LossKind::LimitReached);
     match signal.reason() {
-        Some(LostReason::LimitReached { held_for, renewals }) => {
+        Some(LostReason::LimitReached {
+            held_for, renewals, ..
+        }) => {
             assert!(held_for >= cap, "{held_for:?}");
             assert!(renewals >= 1, "{renewals}");
         }

@@ -295,7 +295,7 @@ async fn extend_after_expiry_fails_and_never_recreates_the_key() {
     let again = lock.extend(TTL).await.expect_err("stays lost");
     match &again {
         quorumlock::Error::Lost {
-            reason: quorumlock::LostReason::AlreadyLost { earlier },
+            reason: quorumlock::LostReason::AlreadyLost { earlier, .. },
             ..
         } => assert_eq!(**earlier, quorumlock::LostReason::Expired, "{again}"),
         other => panic!("{other:?}"),

@@ -114,6 +114,7 @@ pub enum LostReason {
     /// An extension was refused by so many nodes (the key is absent or
     /// holds another token) that the nodes left cannot be a majority: the
     /// lock is certainly gone. Kind [`Lost`](LossKind::Lost).
+    #[non_exhaustive]
     Refused {
         /// Nodes that still held the token and extended it.
         extended: usize,
@@ -128,6 +129,7 @@ pub enum LostReason {
     /// connection or error replies), without enough refusals to prove the
     /// key gone: the lock may still be held. Kind
     /// [`Uncertain`](LossKind::Uncertain).
+    #[non_exhaustive]
     Unconfirmed {
         /// Nodes that still held the token and extended it.
         extended: usize,
@@ -143,12 +145,14 @@ pub enum LostReason {
     /// The lock had already ended (an earlier extension failed, the
     /// validity ran out, or it was released) before this operation; it
     /// keeps the reason it ended with, and that reason's kind.
+    #[non_exhaustive]
     AlreadyLost {
         /// Why the lock ended in the first place.
         earlier: Box<LostReason>,
     },
     /// Automatic renewal did not confirm the lock before its validity fell
     /// below the safety margin; the keys may still be there.
+    #[non_exhaustive]
     Uncertain {
         /// Validity that was left when this was decided.
         validity_left: Duration,
@@ -157,6 +161,7 @@ pub enum LostReason {
         failures: Vec<NodeFailure>,
     },
     /// Automatic renewal reached its cap on renewals or on hold time.
+    #[non_exhaustive]
     LimitReached {
         /// Renewals that succeeded.
         renewals: u32,
