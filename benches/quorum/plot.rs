@@ -102,7 +102,7 @@ impl Results {
             let line = |dashed: bool, f: &dyn Fn(&ScalePoint) -> f64| Line {
                 kind,
                 dashed,
-                pts: pts.iter().map(|p| (p.x as f64, f(*p))).collect(),
+                pts: pts.iter().map(|p| (p.x as f64, f(p))).collect(),
             };
             latency.push(line(false, &|p: &ScalePoint| micros(p.latency.p50)));
             latency.push(line(true, &|p: &ScalePoint| micros(p.latency.p99)));
