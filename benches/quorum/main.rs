@@ -3,8 +3,8 @@
 //! scenario measures and how to read the results.
 //!
 //! ```text
-//! cargo bench --bench quorum                 # everything (about 12 minutes)
-//! cargo bench --bench quorum -- --quick      # the short version (about 2 minutes)
+//! cargo bench --bench quorum                 # everything (about 11 minutes)
+//! cargo bench --bench quorum -- --quick      # the short version (about a minute)
 //! cargo bench --bench quorum -- throughput   # only scenarios whose name matches
 //! cargo bench --bench quorum -- scale        # the three scaling curves
 //! ```
