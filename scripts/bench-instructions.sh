@@ -5,7 +5,8 @@
 # Runs the bench binary's CPU child (one acquire+release at a time against
 # five local redis-server nodes it starts itself) twice, with LOW and HIGH
 # cycles, and divides the difference by HIGH - LOW, so start-up and
-# connection set-up cancel out.
+# connection set-up cancel out. The allocations per cycle are the child's
+# own count (its sequential cycles after the first 1,000).
 #
 #   scripts/bench-instructions.sh [quorumlock|ideal|rslock ...]
 set -euo pipefail
@@ -23,12 +24,14 @@ trap 'rm -rf "$out"' EXIT
 
 count() { # kind cycles -> total instructions
     QUORUMLOCK_BENCH_CHILD=cpu QUORUMLOCK_BENCH_KIND=$1 QUORUMLOCK_BENCH_SEQUENTIAL=$2 \
-        valgrind --tool=callgrind --callgrind-out-file="$out/cg.$1.$2" "$bin" >/dev/null 2>"$out/log.$1.$2"
+        valgrind --tool=callgrind --callgrind-out-file="$out/cg.$1.$2" "$bin" >"$out/res.$1.$2" 2>"$out/log.$1.$2"
     sed -n 's/^summary: //p; s/^totals: //p' "$out/cg.$1.$2" | head -n 1
 }
 
 for kind in "${kinds[@]}"; do
     low=$(count "$kind" "$LOW")
     high=$(count "$kind" "$HIGH")
-    echo "$kind: $(( (high - low) / (HIGH - LOW) )) instructions per cycle ($LOW → $HIGH cycles: $low → $high)"
+    # The child's own count of allocations per sequential cycle (alloc.rs).
+    allocs=$(sed -n 's/.*"allocs_per_cycle":\([0-9.]*\).*/\1/p' "$out/res.$kind.$HIGH")
+    echo "$kind: $(( (high - low) / (HIGH - LOW) )) instructions per cycle ($LOW → $HIGH cycles: $low → $high), ${allocs:-?} allocations per cycle"
 done

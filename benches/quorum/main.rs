@@ -3,23 +3,33 @@
 //! scenario measures and how to read the results.
 //!
 //! ```text
-//! cargo bench --bench quorum                 # everything (about 8 minutes)
-//! cargo bench --bench quorum -- --quick      # the short version (under a minute)
+//! cargo bench --bench quorum                 # everything (about 11 minutes)
+//! cargo bench --bench quorum -- --quick      # the short version (about a minute)
 //! cargo bench --bench quorum -- throughput   # only scenarios whose name matches
+//! cargo bench --bench quorum -- scale        # the three scaling curves
 //! ```
 //!
 //! `QUORUMLOCK_BENCH_QUICK=1` is the same as `--quick`. Results go to
 //! `target/quorumlock-bench/` (results.json, results.csv, summary.md,
-//! benchmarks.svg). Run as a test (`cargo test --benches`) it only checks,
+//! benchmarks.svg, scaling.svg). Run as a test (`cargo test --benches`) it only checks,
 //! in a few seconds, that every scenario runs.
 
 use quorumlock_testkit as support;
 
+mod alloc;
 mod contenders;
 mod measure;
+mod plot;
 mod report;
+mod scaling;
 mod scenarios;
 mod soak;
+mod summary;
+mod waiters;
+
+/// Counts allocations while the CPU child asks it to (`alloc.rs`).
+#[global_allocator]
+static ALLOCATOR: alloc::Counting = alloc::Counting;
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -58,6 +68,15 @@ struct Settings {
     contention_k: Vec<usize>,
     contention_window: Duration,
     soak: soak::Plan,
+    /// Node counts of the node curve (`scale-nodes`).
+    scale_nodes: Vec<usize>,
+    /// Its latency sampling and its throughput (tasks, window, rounds).
+    scale: scaling::Plan,
+    /// Task counts of the concurrency curve (`scale-tasks`, at N=5).
+    scale_tasks: Vec<usize>,
+    /// Waiting processes of the hand-off curve (`scale-waiters`).
+    scale_waiters: Vec<usize>,
+    scale_waiters_window: Duration,
     /// Only scenarios whose name contains this.
     filter: Option<String>,
 }
@@ -88,6 +107,21 @@ impl Settings {
             contention_k: vec![2, 8, 32],
             contention_window: Duration::from_millis(if quick { 1_000 } else { 5_000 }),
             soak,
+            scale_nodes: vec![1, 3, 5, 7, 9],
+            scale: scaling::Plan {
+                latency: Sampling {
+                    rounds: if quick { 1 } else { 3 },
+                    per_round: if quick { 200 } else { 1_000 },
+                    rslock_per_round: if quick { 200 } else { 1_000 },
+                    warmup: if quick { 10 } else { 50 },
+                },
+                tasks: 64,
+                window: Duration::from_millis(if quick { 300 } else { 1_500 }),
+                rounds: if quick { 1 } else { 2 },
+            },
+            scale_tasks: vec![1, 4, 16, 64, 256],
+            scale_waiters: vec![2, 4, 8, 16, 32, 64],
+            scale_waiters_window: Duration::from_millis(if quick { 600 } else { 3_000 }),
             filter,
         }
     }
@@ -104,6 +138,16 @@ impl Settings {
         s.throughput_window = Duration::from_millis(100);
         s.contention_k = vec![2];
         s.contention_window = Duration::from_millis(300);
+        s.scale_nodes = vec![1, 3];
+        s.scale = scaling::Plan {
+            latency: s.latency,
+            tasks: 4,
+            window: Duration::from_millis(100),
+            rounds: 1,
+        };
+        s.scale_tasks = vec![1, 4];
+        s.scale_waiters = vec![2];
+        s.scale_waiters_window = Duration::from_millis(300);
         s
     }
 
@@ -116,7 +160,11 @@ impl Settings {
 
 fn main() {
     if let Ok(mode) = std::env::var("QUORUMLOCK_BENCH_CHILD") {
-        soak::child(&mode);
+        if mode == "waiter" {
+            waiters::child();
+        } else {
+            soak::child(&mode);
+        }
         return;
     }
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -157,6 +205,14 @@ fn smoke() {
     let mut results = Results::default();
     run_all(&settings, &mut results);
     assert!(!results.latency.is_empty() && !results.throughput.is_empty());
+    assert!(
+        results.scale.iter().all(|p| p.latency.n > 0),
+        "a scaling point made no cycle"
+    );
+    assert!(
+        results.waiters.iter().all(|w| w.grants_per_s > 0.0),
+        "a waiter scenario made no grant"
+    );
     for run in &results.latency {
         for l in &run.results {
             assert!(
@@ -170,6 +226,7 @@ fn smoke() {
     let dir = std::env::temp_dir().join(format!("quorumlock-bench-smoke-{}", std::process::id()));
     results.write(&dir).expect("write results");
     assert!(dir.join("benchmarks.svg").exists());
+    assert!(dir.join("scaling.svg").exists());
     let _ = std::fs::remove_dir_all(&dir);
     println!("bench smoke: 1 passed, 0 failed");
 }
@@ -325,7 +382,75 @@ fn run_all(s: &Settings, results: &mut Results) {
             results.cpu.push(r);
         }
     }
+    scale_all(s, &rt, results);
     rt.shutdown_timeout(Duration::from_secs(1));
+}
+
+/// The scaling curves: against N, against tasks at N=5 (three in a smoke
+/// run), against waiting processes.
+fn scale_all(s: &Settings, rt: &tokio::runtime::Runtime, results: &mut Results) {
+    let smoke = s.latency.per_round < 10;
+    let n = if smoke { 3 } else { 5 };
+    if s.wants("scale-nodes") {
+        for &nodes in &s.scale_nodes {
+            let cluster = Cluster::local(nodes);
+            let urls = cluster.urls();
+            let r = rt.block_on(async {
+                let c = connect_all(&urls).await;
+                scaling::nodes_point(&c, nodes, s.scale).await
+            });
+            eprintln!("scale-nodes N={nodes}: {}", brief_scale(&r));
+            results.scale.extend(r);
+        }
+    }
+    if s.wants("scale-tasks") {
+        let cluster = Cluster::local(n);
+        let urls = cluster.urls();
+        rt.block_on(async {
+            let c = connect_all(&urls).await;
+            for &tasks in &s.scale_tasks {
+                let r = scaling::tasks_point(&c, n, tasks, s.scale).await;
+                eprintln!("scale-tasks {tasks} tasks: {}", brief_scale(&r));
+                results.scale.extend(r);
+            }
+        });
+    }
+    if s.wants("scale-waiters") {
+        let cluster = Cluster::local(n);
+        let urls = cluster.urls();
+        for &k in &s.scale_waiters {
+            for kind in Kind::ALL {
+                let r = waiters::run(kind, &urls, k, s.scale_waiters_window);
+                eprintln!(
+                    "scale-waiters {k} processes {}: {:.0} grants/s, next grant p50 {:.0} µs \
+                     p99 {:.0} µs, hand-offs {}, re-grabs {:.0} %",
+                    kind.name(),
+                    r.grants_per_s,
+                    measure::micros(r.next_grant.p50),
+                    measure::micros(r.next_grant.p99),
+                    r.handoff.n,
+                    r.regrabs * 100.0
+                );
+                results.waiters.push(r);
+            }
+        }
+    }
+}
+
+fn brief_scale(r: &[scaling::ScalePoint]) -> String {
+    r.iter()
+        .map(|p| {
+            format!(
+                "{} p50 {:.0} µs p99 {:.0} µs {:.0}/s (errors {})",
+                p.kind.name(),
+                measure::micros(p.latency.p50),
+                measure::micros(p.latency.p99),
+                p.rate.median,
+                p.errors
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
 }
 
 /// Criterion's mean (with its confidence interval, and its saved baselines

@@ -10,6 +10,7 @@ use serde_json::{json, Value};
 
 use crate::contenders::Kind;
 use crate::measure::micros;
+use crate::scaling::ScalePoint;
 use crate::scenarios::{Contention, Latency, Throughput};
 
 /// One latency scenario run: its name, node count, run number, and the
@@ -36,9 +37,13 @@ pub struct Results {
     pub throughput: Vec<Throughput>,
     pub contention: Vec<Contention>,
     pub cpu: Vec<Value>,
+    /// The node and task curves.
+    pub scale: Vec<ScalePoint>,
+    /// The waiting-process curve (separate processes on one resource).
+    pub waiters: Vec<Contention>,
 }
 
-fn us(v: f64) -> String {
+pub(crate) fn us(v: f64) -> String {
     if v >= 100_000.0 {
         format!("{:.0} ms", v / 1000.0)
     } else if v >= 10_000.0 {
@@ -48,7 +53,7 @@ fn us(v: f64) -> String {
     }
 }
 
-fn ratio(a: f64, b: f64) -> String {
+pub(crate) fn ratio(a: f64, b: f64) -> String {
     if b > 0.0 {
         format!("{:.2}×", a / b)
     } else {
@@ -87,11 +92,32 @@ impl Results {
                 })
             })
             .collect();
-        let contention: Vec<Value> = self
-            .contention
+        let contention: Vec<Value> = self.contention.iter().map(contention_json).collect();
+        let waiters: Vec<Value> = self.waiters.iter().map(contention_json).collect();
+        let scale: Vec<Value> = self
+            .scale
             .iter()
-            .map(|c| {
+            .map(|p| {
                 json!({
+                    "curve": p.curve, "x": p.x, "nodes": p.nodes, "tasks": p.tasks,
+                    "contender": p.kind.name(), "samples": p.latency.n, "errors": p.errors,
+                    "p50_us": micros(p.latency.p50), "p99_us": micros(p.latency.p99),
+                    "mean_us": micros(p.latency.mean), "max_us": micros(p.latency.max),
+                    "cycles_per_s_median": p.rate.median,
+                    "cycles_per_s_min": p.rate.min, "cycles_per_s_max": p.rate.max,
+                })
+            })
+            .collect();
+        json!({
+            "machine": self.machine, "quick": self.quick, "latency": latency,
+            "throughput": throughput, "contention": contention, "cpu_memory": self.cpu,
+            "scale": scale, "scale_waiters": waiters,
+        })
+    }
+}
+
+fn contention_json(c: &Contention) -> Value {
+    json!({
                     "k": c.k, "contender": c.kind.name(), "grants_per_s": c.grants_per_s,
                     "next_grant_p50_us": micros(c.next_grant.p50),
                     "next_grant_p99_us": micros(c.next_grant.p99),
@@ -100,15 +126,10 @@ impl Results {
                     "handoffs": c.handoff.n, "handoff_p50_us": micros(c.handoff.p50),
                     "handoff_p99_us": micros(c.handoff.p99),
                     "handoff_max_us": micros(c.handoff.max), "regrab_share": c.regrabs,
-                })
-            })
-            .collect();
-        json!({
-            "machine": self.machine, "quick": self.quick, "latency": latency,
-            "throughput": throughput, "contention": contention, "cpu_memory": self.cpu,
-        })
-    }
+    })
+}
 
+impl Results {
     /// One CSV with a row per figure: scenario, parameter, contender,
     /// metric, value.
     pub fn to_csv(&self) -> String {
@@ -158,11 +179,46 @@ impl Results {
                 );
             }
         }
+        for p in &self.scale {
+            for (metric, value) in [
+                ("p50_us", micros(p.latency.p50)),
+                ("p99_us", micros(p.latency.p99)),
+                ("cycles_per_s", p.rate.median),
+                ("samples", p.latency.n as f64),
+            ] {
+                let _ = writeln!(
+                    out,
+                    "scale-{},{},1,{},{metric},{value:.1}",
+                    p.curve,
+                    p.x,
+                    p.kind.name()
+                );
+            }
+        }
+        for c in &self.waiters {
+            for (metric, value) in [
+                ("grants_per_s", c.grants_per_s),
+                ("next_grant_p50_us", micros(c.next_grant.p50)),
+                ("next_grant_p99_us", micros(c.next_grant.p99)),
+                ("handoff_p50_us", micros(c.handoff.p50)),
+                ("wait_p99_us", micros(c.wait.p99)),
+            ] {
+                let _ = writeln!(
+                    out,
+                    "scale-waiters,{},1,{},{metric},{value:.1}",
+                    c.k,
+                    c.kind.name()
+                );
+            }
+        }
         for c in &self.cpu {
             let kind = c["kind"].as_str().unwrap_or("?");
             for (m, v) in [
                 ("seq_user_us", &c["sequential"]["user_us_per_cycle"]),
                 ("seq_sys_us", &c["sequential"]["sys_us_per_cycle"]),
+                ("seq_allocs", &c["sequential"]["allocs_per_cycle"]),
+                ("seq_reallocs", &c["sequential"]["reallocs_per_cycle"]),
+                ("seq_alloc_bytes", &c["sequential"]["alloc_bytes_per_cycle"]),
                 ("soak_user_us", &c["soak"]["user_us_per_cycle"]),
                 ("soak_sys_us", &c["soak"]["sys_us_per_cycle"]),
             ] {
@@ -303,9 +359,11 @@ impl Results {
         if !self.cpu.is_empty() {
             md.push_str(
                 "### Client CPU per lock cycle and memory (a child process per contender)\n\n\
-                 | contender | sequential user+sys µs/cycle | concurrent user+sys µs/cycle \
-                 | cycles | RSS first → last sample | RSS growth |\n\
-                 |---|---|---|---|---|---|\n",
+                 Allocations: calls to the allocator per cycle, one cycle at a time (the \
+                 sequential part after its first 1,000 cycles; reallocations in brackets).\n\n\
+                 | contender | sequential user+sys µs/cycle | allocations/cycle \
+                 | concurrent user+sys µs/cycle | cycles | RSS first → last sample | RSS growth |\n\
+                 |---|---|---|---|---|---|---|\n",
             );
             for c in &self.cpu {
                 let f = |v: &Value| v.as_f64().unwrap_or(0.0);
@@ -324,10 +382,12 @@ impl Results {
                 );
                 let _ = writeln!(
                     md,
-                    "| {} | {seq:.1} (user {:.1}, sys {:.1}) | {soak:.1} (user {:.1}, sys {:.1}) | {} | {first:.1} → {last:.1} MiB | {:+.1} MiB |",
+                    "| {} | {seq:.1} (user {:.1}, sys {:.1}) | {:.1} ({:.1}) | {soak:.1} (user {:.1}, sys {:.1}) | {} | {first:.1} → {last:.1} MiB | {:+.1} MiB |",
                     c["kind"].as_str().unwrap_or("?"),
                     f(&c["sequential"]["user_us_per_cycle"]),
                     f(&c["sequential"]["sys_us_per_cycle"]),
+                    f(&c["sequential"]["allocs_per_cycle"]),
+                    f(&c["sequential"]["reallocs_per_cycle"]),
                     f(&c["soak"]["user_us_per_cycle"]),
                     f(&c["soak"]["sys_us_per_cycle"]),
                     c["soak"]["cycles"],
@@ -355,11 +415,13 @@ impl Results {
             }
             md.push('\n');
         }
+        self.scale_markdown(&mut md);
+        self.targets_markdown(&mut md);
         md
     }
 
     /// Median over the healthy runs with `nodes` nodes of quorumlock's p99.
-    fn healthy_p99(&self, nodes: usize) -> f64 {
+    pub(crate) fn healthy_p99(&self, nodes: usize) -> f64 {
         let mut v: Vec<f64> = self
             .latency
             .iter()
@@ -381,10 +443,13 @@ impl Results {
         if let Err(e) = self.plot(&dir.join("benchmarks.svg")) {
             eprintln!("plot failed: {e}");
         }
+        if let Err(e) = self.plot_scaling(&dir.join("scaling.svg")) {
+            eprintln!("scaling plot failed: {e}");
+        }
         Ok(())
     }
 
-    fn color(kind: Kind) -> RGBColor {
+    pub(crate) fn color(kind: Kind) -> RGBColor {
         match kind {
             Kind::Quorumlock => RGBColor(31, 119, 180),
             Kind::Ideal => RGBColor(44, 160, 44),

@@ -5,6 +5,8 @@
 //! The parent re-runs this same binary with `QUORUMLOCK_BENCH_CHILD=soak`;
 //! `QUORUMLOCK_BENCH_CHILD=cpu` runs only the sequential part, for counting
 //! instructions under `valgrind --tool=callgrind` (see BENCHMARKS.md).
+//! Both count the allocations per cycle of the sequential part (the bench
+//! binary's global allocator counts while told to: `alloc.rs`).
 
 use std::process::Command;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -13,8 +15,12 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
+use crate::alloc::Counts;
 use crate::contenders::{Contender, Kind, TTL};
 use crate::measure::{cpu_time, rss_bytes};
+
+/// Sequential cycles left out of the allocation count (warm-up).
+const ALLOC_SKIP: u64 = 1_000;
 
 /// What the parent asks of a child.
 #[derive(Debug, Clone)]
@@ -95,22 +101,37 @@ pub fn child(mode: &str) {
             let _ = c.cycle(&key, TTL).await;
         }
 
-        // Sequential: one cycle at a time.
+        // Sequential: one cycle at a time. Allocations are counted from
+        // cycle `skip` to the end (as the instruction count takes 1,000 →
+        // 6,000 cycles), so one-time set-up does not count.
+        let skip = ALLOC_SKIP.min(sequential / 6);
         let (u0, s0) = cpu_time();
         let start = Instant::now();
         let mut failed = 0u64;
-        for _ in 0..sequential {
+        crate::alloc::counting(true);
+        let mut from = Counts::now();
+        for i in 0..sequential {
+            if i == skip {
+                from = Counts::now();
+            }
             failed += u64::from(c.cycle(&key, TTL).await.is_err());
         }
+        let to = Counts::now();
+        crate::alloc::counting(false);
         let wall = start.elapsed();
         let (u1, s1) = cpu_time();
         let per = |d: Duration| d.as_secs_f64() * 1e6 / sequential.max(1) as f64;
+        let counted = (sequential - skip).max(1) as f64;
         let seq = json!({
             "cycles": sequential,
             "errors": failed,
             "user_us_per_cycle": per(u1 - u0),
             "sys_us_per_cycle": per(s1 - s0),
             "wall_us_per_cycle": per(wall),
+            "allocs_per_cycle": (to.allocs - from.allocs) as f64 / counted,
+            "reallocs_per_cycle": (to.reallocs - from.reallocs) as f64 / counted,
+            "alloc_bytes_per_cycle": (to.bytes - from.bytes) as f64 / counted,
+            "alloc_cycles_counted": sequential - skip,
         });
         if soak == 0 {
             return json!({ "kind": kind.name(), "sequential": seq });
