@@ -10,6 +10,8 @@
 //! disconnection notice marks the connection dead as soon as the close is
 //! seen.
 
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 use std::time::Duration;
@@ -61,9 +63,15 @@ impl Link {
     }
 
     /// Sends one command and reads its reply.
+    ///
+    /// The redis crate's command future is large (over a kilobyte) and
+    /// every layer above would carry and move it (the fan-out, the node's
+    /// accounting, the reply's meaning): it is boxed once here instead.
     pub(crate) async fn send(&self, cmd: &Cmd) -> Result<Value, RedisError> {
         let (mut conn, number) = self.connection().await?;
-        let result = conn.send_packed_command(cmd).await;
+        let reply: Pin<Box<dyn Future<Output = _> + Send + '_>> =
+            Box::pin(async move { conn.send_packed_command(cmd).await });
+        let result = reply.await;
         self.check(&result, number);
         result
     }

@@ -113,12 +113,14 @@ impl Node {
     /// Sends `PING`, used to open the connection early.
     pub(crate) async fn ping(&self, window: Window) -> NodeResult<()> {
         let cmd = redis::cmd("PING");
-        self.counted(window, self.conn.send(&cmd)).await.map(|_| ())
+        self.counted(window, || self.conn.send(&cmd))
+            .await
+            .map(|_| ())
     }
 
     /// Loads the scripts, so the first release does not meet `NOSCRIPT`.
     pub(crate) async fn load_scripts(&self, window: Window) -> NodeResult<()> {
-        self.counted(window, async {
+        self.counted(window, || async {
             for script in scripts::all() {
                 self.conn.send(&script.load()).await?.extract_error()?;
             }
@@ -132,7 +134,7 @@ impl Node {
         let mut cmd = redis::cmd("EXISTS");
         cmd.arg(key);
         let n: i64 = self
-            .counted(window, async { parse(self.conn.send(&cmd).await?) })
+            .counted(window, || async { parse(self.conn.send(&cmd).await?) })
             .await?;
         Ok(n > 0)
     }
@@ -146,7 +148,7 @@ impl Node {
         let (mut get, mut pttl) = (redis::cmd("GET"), redis::cmd("PTTL"));
         get.arg(key);
         pttl.arg(key);
-        self.counted(window, async {
+        self.counted(window, || async {
             // Both queued at once on the multiplexed connection.
             let (value, left) = futures::join!(self.conn.send(&get), self.conn.send(&pttl));
             Ok((parse(value?)?, parse(left?)?))
@@ -162,7 +164,7 @@ impl Node {
         command: &Command,
         window: Window,
     ) -> NodeResult<Grant> {
-        let reply = self.counted(window, self.run(command)).await?;
+        let reply = self.counted(window, || self.run(command)).await?;
         let grant = match (&reply, keys.fence_key().is_some()) {
             (Value::Int(n), true) => match u64::try_from(*n) {
                 Ok(counter) if fence::in_range(counter) => Grant::yes(counter),
@@ -215,7 +217,7 @@ impl Node {
         let mut cmd = redis::cmd("INFO");
         cmd.arg("server");
         let (epoch, info): (u64, String) = self
-            .counted(window, async {
+            .counted(window, || async {
                 self.conn.open().await?;
                 let epoch = self.restart.epoch();
                 Ok((epoch, parse(self.conn.send(&cmd).await?)?))
@@ -237,7 +239,7 @@ impl Node {
         command: &Command,
         window: Window,
     ) -> NodeResult<Commit> {
-        let n: i64 = self.counted(window, self.run_parsed(command)).await?;
+        let n: i64 = self.counted(window, || self.run_parsed(command)).await?;
         Commit::from_reply(n).ok_or_else(|| self.protocol(format!("fence commit answered {n}")))
     }
 
@@ -249,7 +251,8 @@ impl Node {
     /// node wakes up, the `EVAL` follows, and a key set by a `SET` queued
     /// before it is removed.
     pub(crate) async fn release(&self, command: &Command, window: Window) -> NodeResult<bool> {
-        let (deleted, refused): (i64, i64) = self.counted(window, self.run_parsed(command)).await?;
+        let (deleted, refused): (i64, i64) =
+            self.counted(window, || self.run_parsed(command)).await?;
         if refused != 0 {
             self.announcement_refused();
         }
@@ -273,13 +276,13 @@ impl Node {
 
     /// Read-only: true when every key of the lock still carries the token.
     pub(crate) async fn holds(&self, command: &Command, window: Window) -> NodeResult<bool> {
-        let n: i64 = self.counted(window, self.run_parsed(command)).await?;
+        let n: i64 = self.counted(window, || self.run_parsed(command)).await?;
         Ok(n == 1)
     }
 
     /// Compare-and-pexpire → true when our key(s) got the new TTL.
     pub(crate) async fn extend(&self, command: &Command, window: Window) -> NodeResult<bool> {
-        let n: i64 = self.counted(window, self.run_parsed(command)).await?;
+        let n: i64 = self.counted(window, || self.run_parsed(command)).await?;
         Ok(self.counters.vote(Op::Extend, n == 1))
     }
 
@@ -294,7 +297,8 @@ impl Node {
         {
             Err(e) if e.kind() == ErrorKind::Server(ServerErrorKind::NoScript) => {
                 match command.fallback() {
-                    Some(eval) => self.send(&eval).await,
+                    // Rare: boxed, so that the common path stays small.
+                    Some(eval) => Box::pin(self.send(&eval)).await,
                     None => Err(e),
                 }
             }
@@ -313,14 +317,16 @@ impl Node {
     /// Counts the command `fut` sends: its reply (latency) or its failure,
     /// when it ends inside `window`. An end after the window is a timeout,
     /// returned uncounted: the fan-out that set the window counts it.
-    async fn counted<T>(
-        &self,
-        window: Window,
-        fut: impl Future<Output = Result<T, RedisError>>,
-    ) -> NodeResult<T> {
+    ///
+    /// Takes a function that makes the future rather than the future: a
+    /// future passed in would be stored twice in this one's state.
+    async fn counted<T, Fut>(&self, window: Window, send: impl FnOnce() -> Fut) -> NodeResult<T>
+    where
+        Fut: Future<Output = Result<T, RedisError>>,
+    {
         self.counters.sent();
         let start = Instant::now();
-        let result = fut.await;
+        let result = send().await;
         let end = Instant::now();
         if end > window.deadline {
             return Err(self.failure(NodeFailureKind::Timeout(window.timeout)));
