@@ -96,6 +96,12 @@ impl Engine {
     /// Compare-and-delete on every node, each queued behind that node's
     /// `SET` when `sets` is given; decided once `needed` nodes confirmed
     /// (or that became impossible), the rest goes on in the background.
+    ///
+    /// With `needed` = every node (the cleanup of a failed attempt), a
+    /// failure is an answer too: this waits for every node's answer (within
+    /// the node timeout), so that a node that failed fast does not end the
+    /// wait before a healthy node's release was even sent — the caller's
+    /// next attempt would then reach that node before it.
     pub(crate) async fn release_after(
         &self,
         keys: &Keys,
@@ -110,6 +116,7 @@ impl Engine {
             timeout: self.config.node_timeout,
             until: None,
         };
+        let everyone = needed >= self.nodes.len();
         fanout::quorum(
             &self.nodes,
             &self.background,
@@ -121,7 +128,10 @@ impl Engine {
                     if let Some(set) = set {
                         set.over().await;
                     }
-                    node.release(&command, window).await
+                    match node.release(&command, window).await {
+                        Err(failure) if everyone && !failure.kind.is_timeout() => Ok(false),
+                        result => result,
+                    }
                 }
             },
             // Deleted now, or already gone: either way the key no longer
