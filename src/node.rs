@@ -73,7 +73,8 @@ impl Window {
         Self {
             deadline: now
                 .checked_add(timeout)
-                .unwrap_or(now + Duration::from_secs(1 << 32)),
+                .or_else(|| now.checked_add(Duration::from_secs(1 << 32)))
+                .unwrap_or(now),
             timeout,
         }
     }
