@@ -34,6 +34,9 @@ struct State {
 struct Channel {
     notify: Arc<Notify>,
     watchers: usize,
+    /// The last release announced (its token): every node announces each
+    /// release, and a waiter is woken once per release, not once per node.
+    last: Vec<u8>,
 }
 
 impl std::fmt::Debug for Handoff {
@@ -104,6 +107,7 @@ impl Handoff {
                     Channel {
                         notify: Arc::new(Notify::new()),
                         watchers: 0,
+                        last: Vec::new(),
                     }
                 });
                 entry.watchers += 1;
@@ -155,8 +159,13 @@ impl Handoff {
         }
     }
 
-    fn announce(&self, channel: &[u8]) {
-        if let Some(entry) = self.state().channels.get(channel) {
+    fn announce(&self, channel: &[u8], release: &[u8]) {
+        if let Some(entry) = self.state().channels.get_mut(channel) {
+            if entry.last == release {
+                return; // the same release, announced by another node
+            }
+            entry.last.clear();
+            entry.last.extend_from_slice(release);
             // One waiter per announcement: the others keep waiting for the
             // next release instead of stampeding at once.
             entry.notify.notify_one();
@@ -257,7 +266,7 @@ async fn run_node(handoff: Weak<Handoff>, i: usize, stop: CancellationToken) {
             let Some(msg) = msg else { break };
             let Some(h) = handoff.upgrade() else { return };
             if let Ok(name) = msg.get_channel::<Vec<u8>>() {
-                h.announce(&name);
+                h.announce(&name, msg.get_payload_bytes());
             }
         }
         if let Some(h) = handoff.upgrade() {

@@ -33,6 +33,8 @@ pub(crate) async fn acquire(
     let (ttl, drift) = cfg.check_ttl(ttl)?;
     let mut attempts: u32 = 0;
     let mut watch: Option<Watch> = None;
+    let mut spread = HANDOFF_JITTER;
+    let mut woken = false;
     loop {
         attempts = attempts.saturating_add(1);
         let token = Token::generate();
@@ -66,49 +68,75 @@ pub(crate) async fn acquire(
             return Err(error(engine, &keys, ttl, attempts, failure));
         }
         let held = failure.tally.no() > 0;
+        if held && woken {
+            // Woken by a release, and another waiter was faster.
+            spread = widened(spread);
+        }
+        woken = false;
         match (&engine.handoff, &watch) {
             (Some(handoff), None) if held => {
                 // Subscribe, then retry at once: a release that came before
                 // the subscription is not missed.
                 watch = Some(handoff.watch(&keys, cfg.node_timeout).await);
             }
-            (_, Some(w)) if held => wait_for_release(engine, &keys, w, delay).await,
+            (_, Some(w)) if held => {
+                woken = wait_for_release(engine, &keys, w, delay, &mut spread).await;
+            }
             _ => tokio::time::sleep(delay).await,
         }
     }
 }
 
 /// Longest pause between a release announcement and a woken waiter's look
-/// at the key: waiters woken together spread over it, so that the first
-/// one's `SET` is on the nodes before most of the others look.
+/// at the key, at first: waiters woken together spread over it, so that the
+/// first one's `SET` is on the nodes before most of the others look. A
+/// waiter that finds the key taken again doubles it, up to
+/// [`HANDOFF_SPREAD_MAX`]: the more waiters, the wider they spread.
 const HANDOFF_JITTER: Duration = Duration::from_millis(1);
 
+/// The widest spread of a waiter that keeps losing.
+const HANDOFF_SPREAD_MAX: Duration = Duration::from_millis(16);
+
+/// The spread after a loss: doubled, at most [`HANDOFF_SPREAD_MAX`].
+fn widened(spread: Duration) -> Duration {
+    spread.saturating_mul(2).min(HANDOFF_SPREAD_MAX)
+}
+
 /// Waits for a release announcement, or at most `delay` (the retry delay,
-/// the fallback when an announcement is missed).
+/// the fallback when an announcement is missed); true when a release ended
+/// the wait.
 ///
 /// A release wakes every waiting client (each subscribed on the nodes).
-/// Woken, a waiter lets a random part of [`HANDOFF_JITTER`] pass and then
+/// Woken, a waiter lets a random part of its spread pass and then
 /// looks at the key on one node: if it is set again, another waiter was
 /// faster, and this one goes back to waiting instead of sending a whole
 /// attempt (five `SET`s, then five releases, whose announcements would
 /// wake everyone once more). The look is a hint only: anything but "set"
 /// ends the wait, and the attempt decides.
-async fn wait_for_release(engine: &Engine, keys: &Keys, watch: &Watch, delay: Duration) {
+async fn wait_for_release(
+    engine: &Engine,
+    keys: &Keys,
+    watch: &Watch,
+    delay: Duration,
+    spread: &mut Duration,
+) -> bool {
     let fallback = tokio::time::sleep(delay);
     tokio::pin!(fallback);
     loop {
         tokio::select! {
-            () = &mut fallback => return,
+            () = &mut fallback => return false,
             () = watch.released() => {}
         }
-        let jitter = HANDOFF_JITTER.mul_f64(rand::random::<f64>());
+        let jitter = (*spread).mul_f64(rand::random::<f64>());
         tokio::select! {
-            () = &mut fallback => return,
+            () = &mut fallback => return false,
             () = tokio::time::sleep(jitter) => {}
         }
         if !engine.taken_again(keys).await {
-            return;
+            return true;
         }
+        // Another waiter was faster: spread wider next time.
+        *spread = widened(*spread);
     }
 }
 

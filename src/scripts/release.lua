@@ -1,5 +1,7 @@
 -- Compare-and-delete: remove the lock only if it still carries our token,
--- and wake up waiters on the resource's channel.
+-- and wake up waiters on the resource's channel. The announcement carries
+-- the released token (of no use once the key is gone), so that a waiter
+-- subscribed on every node counts one release once.
 -- KEYS[1] = resource, ARGV[1] = token.
 -- Returns {deleted, refused}: deleted is 1 if the key was ours (and is now
 -- gone), 0 otherwise; refused is 1 if the node refused the announcement.
@@ -9,7 +11,7 @@
 -- DEL that has happened.
 if redis.call("GET", KEYS[1]) == ARGV[1] then
     redis.call("DEL", KEYS[1])
-    local published = redis.pcall("PUBLISH", "quorumlock:released:" .. KEYS[1], "1")
+    local published = redis.pcall("PUBLISH", "quorumlock:released:" .. KEYS[1], ARGV[1])
     if type(published) == "table" and published.err then
         return {1, 1}
     end

@@ -10,7 +10,7 @@ local refused = 0
 for _, key in ipairs(KEYS) do
     if redis.call("GET", key) == ARGV[1] then
         redis.call("DEL", key)
-        local published = redis.pcall("PUBLISH", "quorumlock:released:" .. key, "1")
+        local published = redis.pcall("PUBLISH", "quorumlock:released:" .. key, ARGV[1])
         if type(published) == "table" and published.err then
             refused = 1
         end
