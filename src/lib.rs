@@ -85,9 +85,11 @@
 //!   node, decide at quorum or as soon as it is impossible, leave the rest
 //!   to the client's `background` registry. `set_order` queues a release
 //!   behind its node's `SET`.
-//! - `node` is one node's connection (`link`, reconnecting; `quarantine`,
-//!   the restart rule) and commands (`scripts`); `classify` and
-//!   `reply_code` read its errors; `failure` names them ([`NodeFailure`]).
+//! - `node` is one node's commands and what their replies mean; `link` its
+//!   connection (replaced after it dies); `quarantine` the restart rule;
+//!   `commands` builds each operation's command once, `scripts` holds the
+//!   Lua; `classify` and `reply_code` read its errors; `failure` names them
+//!   ([`NodeFailure`]).
 //! - [`Lock`] (`lock`) is the held lock; its lease lives in `lease`: the
 //!   `term` (deadline, TTL, drift), shared `state`, the [`LostSignal`]
 //!   (`signal`), one vocabulary for how a lock ends (`ending`:
