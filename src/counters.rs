@@ -45,10 +45,16 @@ const CODES: [&str; 13] = [
 const OTHER_CODE: &str = "OTHER";
 
 /// Index of the bucket a latency of `micros` falls into.
-fn bucket_index(micros: u64) -> usize {
+///
+/// Compared in seconds as `f64`, as the `metrics` histogram compares a
+/// value with its `le` bounds: a latency a fraction of a microsecond above
+/// a bound falls in the next bucket in both (truncating to whole
+/// microseconds here put it one bucket lower).
+fn bucket_index(elapsed: Duration) -> usize {
+    let secs = elapsed.as_secs_f64();
     BOUNDS_MICROS
         .iter()
-        .position(|&bound| micros <= bound)
+        .position(|&bound| secs <= bound as f64 / 1e6)
         .unwrap_or(BOUNDS_MICROS.len())
 }
 
@@ -93,7 +99,7 @@ impl LatencyCounters {
         self.count.fetch_add(1, Relaxed);
         self.sum_micros.fetch_add(us, Relaxed);
         self.max_micros.fetch_max(us, Relaxed);
-        self.buckets[bucket_index(us)].fetch_add(1, Relaxed);
+        self.buckets[bucket_index(elapsed)].fetch_add(1, Relaxed);
     }
 
     fn snapshot(&self) -> Latency {
@@ -293,13 +299,18 @@ mod tests {
 
     #[test]
     fn buckets_are_inclusive_upper_bounds() {
-        assert_eq!(bucket_index(0), 0);
-        assert_eq!(bucket_index(100), 0);
-        assert_eq!(bucket_index(101), 1);
-        assert_eq!(bucket_index(1_000), 3);
-        assert_eq!(bucket_index(5_000_000), BOUNDS_MICROS.len() - 1);
-        assert_eq!(bucket_index(5_000_001), BOUNDS_MICROS.len());
-        assert_eq!(bucket_index(u64::MAX), BUCKETS - 1);
+        let us = Duration::from_micros;
+        assert_eq!(bucket_index(us(0)), 0);
+        assert_eq!(bucket_index(us(100)), 0);
+        assert_eq!(bucket_index(us(101)), 1);
+        assert_eq!(bucket_index(us(1_000)), 3);
+        assert_eq!(bucket_index(us(5_000_000)), BOUNDS_MICROS.len() - 1);
+        assert_eq!(bucket_index(us(5_000_001)), BOUNDS_MICROS.len());
+        assert_eq!(bucket_index(Duration::MAX), BUCKETS - 1);
+        // A fraction of a microsecond above a bound is above it, as the
+        // `metrics` histogram (seconds, `le`) sees it.
+        assert_eq!(bucket_index(Duration::from_nanos(250_400)), 2);
+        assert_eq!(bucket_index(Duration::from_nanos(250_000)), 1);
         assert!(BOUNDS_MICROS.windows(2).all(|w| w[0] < w[1]));
     }
 
