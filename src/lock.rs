@@ -104,7 +104,7 @@ impl Lock {
     /// Every resource this lock covers, in the order given (one for a
     /// lock taken with [`acquire`](crate::Redlock::acquire)).
     pub fn resources(&self) -> impl ExactSizeIterator<Item = &[u8]> + '_ {
-        self.held.keys.resources().iter().map(Vec::as_slice)
+        self.held.keys.slices()
     }
 
     /// The fencing token of a lock taken with

@@ -98,6 +98,17 @@ async fn three_of_five_down_fails_fast_as_unavailable_and_leaves_nothing() {
     assert!(failures
         .iter()
         .all(|f| matches!(f.kind, quorumlock::NodeFailureKind::Connection(_))));
+    // The redis error is kept: Error → first NodeFailure → RedisError.
+    let failure = std::error::Error::source(&err).expect("the first node failure");
+    let redis_error = failure
+        .source()
+        .and_then(|e| e.downcast_ref::<redis::RedisError>())
+        .expect("the redis error behind it");
+    assert!(
+        redis_error.is_connection_refusal() || redis_error.is_io_error(),
+        "{redis_error:?}"
+    );
+    assert!(failures[0].redis_error().is_some());
     // The last attempt's releases to the healthy nodes may still be in
     // flight when the error returns; they are this client's background work.
     assert!(
