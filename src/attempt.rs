@@ -80,14 +80,14 @@ pub(crate) async fn acquire_once(
             &engine.background,
             plan,
             |i, node, window| {
-                let (node, keys, command) = (node.clone(), keys.clone(), command.clone());
+                let (node, command) = (node.clone(), command.clone());
                 let over = sets[i].mark_over_on_drop();
                 async move {
                     let _over = over;
                     if let Some(required) = quarantine {
                         node.check_standing(required, window).await?;
                     }
-                    node.acquire(&keys, &command, window).await
+                    node.acquire(&command, window).await
                 }
             },
             |i, grant: &Grant| {

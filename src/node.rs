@@ -21,7 +21,6 @@ use crate::counters::NodeCounters;
 use crate::error::{NodeFailure, NodeFailureKind};
 use crate::fence::{self, Commit};
 use crate::grant::Grant;
-use crate::keys::Keys;
 use crate::link::Link;
 use crate::op::Op;
 use crate::quarantine::{self, Quarantine, Standing};
@@ -158,15 +157,10 @@ impl Node {
     }
 
     /// Takes the lock on this node with `command` (see
-    /// [`Command::acquire`]); the reply's shape depends on `keys`.
-    pub(crate) async fn acquire(
-        &self,
-        keys: &Keys,
-        command: &Command,
-        window: Window,
-    ) -> NodeResult<Grant> {
+    /// [`Command::acquire`]), whose kind says what the reply holds.
+    pub(crate) async fn acquire(&self, command: &Command, window: Window) -> NodeResult<Grant> {
         let reply = self.counted(window, || self.run(command)).await?;
-        let grant = match (&reply, keys.fence_key().is_some()) {
+        let grant = match (&reply, command.reads_fence()) {
             (Value::Int(n), true) => match u64::try_from(*n) {
                 Ok(counter) if fence::in_range(counter) => Grant::yes(counter),
                 Ok(_) => {
@@ -338,12 +332,9 @@ impl Node {
                 Ok(v)
             }
             Err(e) => {
+                // A lost connection is the link's to report: it takes the
+                // connection down, and the next one starts a new epoch.
                 let kind = classify(&e);
-                if matches!(kind, NodeFailureKind::Connection(_)) {
-                    // The link reports the failures after which it replaces
-                    // the connection; this covers the rest.
-                    self.restart.connection_lost();
-                }
                 self.counters.failed(&kind, Some(end - start));
                 Err(self.failure(kind).caused_by(e))
             }
