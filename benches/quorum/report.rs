@@ -333,28 +333,9 @@ impl Results {
                  release made while someone waited to the next grant, whoever got it. \
                  *Hand-off*: from a release to the grant of a client that was already waiting \
                  (the polling clients mostly re-grab instead: see the last column). *Wait*: \
-                 from calling acquire to the grant, every grant.\n\n\
-                 | K | contender | grants/s | next grant p50 | p99 | hand-offs | hand-off p50 \
-                 | wait p50 | wait p99 | re-grabs |\n\
-                 |---|---|---|---|---|---|---|---|---|---|\n",
+                 from calling acquire to the grant, every grant.\n\n",
             );
-            for c in &self.contention {
-                let _ = writeln!(
-                    md,
-                    "| {} | {} | {:.0} | {} | {} | {} | {} | {} | {} | {:.0} % |",
-                    c.k,
-                    c.kind.name(),
-                    c.grants_per_s,
-                    us(micros(c.next_grant.p50)),
-                    us(micros(c.next_grant.p99)),
-                    c.handoff.n,
-                    us(micros(c.handoff.p50)),
-                    us(micros(c.wait.p50)),
-                    us(micros(c.wait.p99)),
-                    c.regrabs * 100.0,
-                );
-            }
-            md.push('\n');
+            contention_rows(&mut md, &self.contention);
         }
         if !self.cpu.is_empty() {
             md.push_str(
@@ -687,4 +668,31 @@ impl Results {
         root.present()?;
         Ok(())
     }
+}
+
+/// The contention table (header and one row per contender and K), as the
+/// report and the waiting-process summary print it.
+pub fn contention_rows(md: &mut String, rows: &[Contention]) {
+    md.push_str(
+        "| K | contender | grants/s | next grant p50 | p99 | hand-offs | hand-off p50 \
+         | wait p50 | wait p99 | re-grabs |\n\
+         |---|---|---|---|---|---|---|---|---|---|\n",
+    );
+    for c in rows {
+        let _ = writeln!(
+            md,
+            "| {} | {} | {:.0} | {} | {} | {} | {} | {} | {} | {:.0} % |",
+            c.k,
+            c.kind.name(),
+            c.grants_per_s,
+            us(micros(c.next_grant.p50)),
+            us(micros(c.next_grant.p99)),
+            c.handoff.n,
+            us(micros(c.handoff.p50)),
+            us(micros(c.wait.p50)),
+            us(micros(c.wait.p99)),
+            c.regrabs * 100.0,
+        );
+    }
+    md.push('\n');
 }

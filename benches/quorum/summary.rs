@@ -7,9 +7,8 @@ use serde_json::Value;
 
 use crate::contenders::Kind;
 use crate::measure::micros;
-use crate::report::{ratio, us, Results};
+use crate::report::{contention_rows, ratio, us, Results};
 use crate::scaling::ScalePoint;
-use crate::scenarios::Contention;
 
 fn median(mut v: Vec<f64>) -> Option<f64> {
     v.retain(|x| x.is_finite());
@@ -48,31 +47,6 @@ fn div(a: f64, b: f64) -> f64 {
     } else {
         f64::NAN
     }
-}
-
-fn contention_rows(md: &mut String, rows: &[Contention]) {
-    md.push_str(
-        "| K | contender | grants/s | next grant p50 | p99 | hand-offs | hand-off p50 \
-         | wait p50 | wait p99 | re-grabs |\n\
-         |---|---|---|---|---|---|---|---|---|---|\n",
-    );
-    for c in rows {
-        let _ = writeln!(
-            md,
-            "| {} | {} | {:.0} | {} | {} | {} | {} | {} | {} | {:.0} % |",
-            c.k,
-            c.kind.name(),
-            c.grants_per_s,
-            us(micros(c.next_grant.p50)),
-            us(micros(c.next_grant.p99)),
-            c.handoff.n,
-            us(micros(c.handoff.p50)),
-            us(micros(c.wait.p50)),
-            us(micros(c.wait.p99)),
-            c.regrabs * 100.0,
-        );
-    }
-    md.push('\n');
 }
 
 impl Results {
