@@ -81,7 +81,7 @@ async fn clients_built_the_redis_way_are_used_as_they_are() {
     assert_eq!(redlock.nodes(), 5);
     let name = unique("from-clients");
     let lock = redlock.acquire(&name, TTL).await.expect("acquire");
-    assert_eq!(cluster.holders(name.as_bytes()), 5);
+    assert!(cluster.held_on(&name, 5, Duration::from_secs(2)).await);
     lock.release().await.expect("release");
     assert!(cluster.released(&name, Duration::from_secs(5)).await);
 

@@ -680,6 +680,14 @@ impl Cluster {
         self.values(key).iter().filter(|v| v.is_some()).count()
     }
 
+    /// Waits (bounded by `limit`) until exactly `count` nodes hold `key`.
+    /// An acquire returns at the quorum-th yes, so the last nodes' `SET`s
+    /// may still be on their way when it does: a test that checks every
+    /// node waits for them rather than reading once.
+    pub async fn held_on(&self, key: impl AsRef<[u8]>, count: usize, limit: Duration) -> bool {
+        eventually(limit, || self.holders(key.as_ref()) == count).await
+    }
+
     /// Waits (bounded by `limit`) until no node holds `key`: the way every
     /// test checks that nothing was left behind. True when none does.
     pub async fn released(&self, key: impl AsRef<[u8]>, limit: Duration) -> bool {
