@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use tracing::{debug, Instrument};
 
-use crate::commands::Command;
+use crate::commands::{Announce, Command};
 use crate::engine::Engine;
 use crate::error::NodeFailure;
 use crate::fanout::{self, Outcome, Plan};
@@ -157,9 +157,18 @@ pub(crate) async fn acquire_once(
         // Release everywhere before the next attempt (a key left from this
         // one would refuse it), but wait at most one node timeout: a hung
         // node gets its release in the background, queued behind its SET.
+        // Lost to a holder, the cleanup is silent: that holder announces
+        // when it lets go, and waking the waiters now would only send them
+        // to its keys.
         guard.sets = None;
         let all = engine.nodes.len();
-        let _ = tokio::time::timeout(timeout, engine.release_after(keys, token, sets, all)).await;
+        let announce = if tally.held_elsewhere() {
+            Announce::Silently
+        } else {
+            Announce::Waiters
+        };
+        let cleanup = engine.release_after(keys, token, sets, all, announce);
+        let _ = tokio::time::timeout(timeout, cleanup).await;
         Attempt::Failed(AttemptFailure {
             tally,
             failures,

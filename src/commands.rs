@@ -12,6 +12,19 @@ use crate::quorum;
 use crate::scripts::{self, Lua};
 use crate::token::Token;
 
+/// Whether a release wakes the resource's waiters (fast hand-off).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Announce {
+    /// Announce the release: a held lock let go, or an attempt whose keys
+    /// may have been all that kept a waiter out.
+    Waiters,
+    /// Delete without a word: the cleanup of an attempt that lost to a
+    /// holder. Waking the waiters would send every one of them to that
+    /// holder's keys (a thundering herd of failed attempts, each cleanup
+    /// waking everyone again).
+    Silently,
+}
+
 /// One operation's command.
 pub(crate) struct Command {
     cmd: Cmd,
@@ -52,15 +65,20 @@ impl Command {
         })
     }
 
-    /// Compare-and-delete.
-    pub(crate) fn release(keys: &Keys, token: &Token) -> Arc<Self> {
+    /// Compare-and-delete; where a key was deleted, the release is
+    /// announced to waiters on the resource's channel when `announce` says
+    /// so.
+    pub(crate) fn release(keys: &Keys, token: &Token, announce: Announce) -> Arc<Self> {
         let script = if keys.is_multi() {
             &scripts::RELEASE_MULTI
         } else {
             &scripts::RELEASE
         };
         Self::call(script, keys.slices(), |cmd| {
-            cmd.arg(token.as_str());
+            cmd.arg(token.as_str()).arg(match announce {
+                Announce::Waiters => "1",
+                Announce::Silently => "0",
+            });
         })
     }
 

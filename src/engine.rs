@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use tracing::{debug, Instrument};
 
 use crate::background::Background;
-use crate::commands::Command;
+use crate::commands::{Announce, Command};
 use crate::config::Config;
 use crate::counters::LeaseCounters;
 use crate::error::{Error, NodeFailureKind, Operation, ResourceName};
@@ -94,8 +94,9 @@ impl Engine {
     }
 
     /// Compare-and-delete on every node, each queued behind that node's
-    /// `SET` when `sets` is given; decided once `needed` nodes confirmed
-    /// (or that became impossible), the rest goes on in the background.
+    /// `SET` when `sets` is given, announced to waiters as `announce` says;
+    /// decided once `needed` nodes confirmed (or that became impossible),
+    /// the rest goes on in the background.
     ///
     /// With `needed` = every node (the cleanup of a failed attempt), a
     /// failure is an answer too: this waits for every node's answer (within
@@ -108,8 +109,9 @@ impl Engine {
         token: &Token,
         sets: Vec<SetFuture>,
         needed: usize,
+        announce: Announce,
     ) -> Outcome<bool> {
-        let command = Command::release(keys, token);
+        let command = Command::release(keys, token, announce);
         let mut sets = sets.into_iter();
         let plan = Plan {
             needed,
@@ -151,7 +153,9 @@ impl Engine {
     ) -> Result<(), Error> {
         let span = tracing::debug_span!("release", resource = %keys, token = %token);
         async move {
-            let outcome = self.release_after(keys, token, sets, self.quorum()).await;
+            let outcome = self
+                .release_after(keys, token, sets, self.quorum(), Announce::Waiters)
+                .await;
             if outcome.reached() {
                 return Ok(());
             }
@@ -162,12 +166,15 @@ impl Engine {
     }
 
     /// Releases in the background (a dropped lock, a cancelled attempt),
-    /// when a tokio runtime is present.
+    /// when a tokio runtime is present; announced, since nothing tells
+    /// whether a waiter needs it.
     pub(crate) fn spawn_release(self: &Arc<Self>, keys: Keys, token: Token, sets: Vec<SetFuture>) {
         let engine = self.clone();
         self.background.spawn(async move {
             let all = engine.nodes.len();
-            engine.release_after(&keys, &token, sets, all).await;
+            engine
+                .release_after(&keys, &token, sets, all, Announce::Waiters)
+                .await;
         });
     }
 

@@ -161,6 +161,13 @@ impl Tally {
     pub(crate) fn outage(&self) -> bool {
         self.nodes.saturating_sub(self.failed) < self.needed
     }
+
+    /// True when the refusals alone are a quorum: other tokens sit on a
+    /// majority of the nodes, so whoever set them, not this attempt's
+    /// cleanup, has something to announce to waiters when it lets go.
+    pub(crate) fn held_elsewhere(&self) -> bool {
+        self.no >= self.needed
+    }
 }
 
 /// Uniform random delay in `[min, max]` from `unit`, a number in `[0, 1)`.
@@ -223,6 +230,27 @@ mod tests {
             assert!(2 * quorum(n) > n, "two quorums of {n} must intersect");
         }
         assert_eq!(quorum(0), 1);
+    }
+
+    #[test]
+    fn an_attempt_is_held_elsewhere_when_its_refusals_are_a_quorum() {
+        let tally = |yes, no, failed| {
+            let mut t = Tally::majority(5);
+            for (vote, n) in [(Vote::Yes, yes), (Vote::No, no), (Vote::Failed, failed)] {
+                for _ in 0..n {
+                    t.record(vote);
+                }
+            }
+            t
+        };
+        // Lost to a holder of three or more nodes.
+        assert!(tally(0, 5, 0).held_elsewhere());
+        assert!(tally(2, 3, 0).held_elsewhere());
+        assert!(tally(0, 3, 2).held_elsewhere());
+        // A split or an outage: nobody else may hold the lock.
+        assert!(!tally(2, 2, 1).held_elsewhere());
+        assert!(!tally(1, 2, 2).held_elsewhere());
+        assert!(!tally(0, 0, 5).held_elsewhere());
     }
 
     #[test]

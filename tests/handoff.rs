@@ -71,6 +71,109 @@ async fn the_release_script_announces_on_the_resource_channel() {
     assert_eq!(msg.get_channel::<Vec<u8>>().expect("channel"), channel);
 }
 
+/// The release announcements on `channel` that node `i` sends within
+/// `window`, gathered while `during` runs.
+async fn announcements_during<T>(
+    cluster: &Cluster,
+    nodes: &[usize],
+    channel: &[u8],
+    window: Duration,
+    during: impl std::future::Future<Output = T>,
+) -> (T, usize) {
+    use futures::StreamExt;
+    let mut streams = Vec::new();
+    for &i in nodes {
+        let client = redis::Client::open(cluster.url(i)).expect("url");
+        let mut pubsub = client.get_async_pubsub().await.expect("pubsub");
+        pubsub.subscribe(channel).await.expect("subscribe");
+        streams.push(pubsub.into_on_message());
+    }
+    let out = during.await;
+    let mut all = futures::stream::select_all(streams);
+    let mut seen = 0;
+    let _ = tokio::time::timeout(window, async {
+        while all.next().await.is_some() {
+            seen += 1;
+        }
+    })
+    .await;
+    (out, seen)
+}
+
+/// Another owner's token on `nodes`, written directly (as that owner's
+/// `SET`s would be).
+fn foreign(cluster: &Cluster, name: &str, nodes: &[usize]) {
+    for &i in nodes {
+        let _: () = cluster.exec(
+            i,
+            redis::cmd("SET")
+                .arg(name)
+                .arg("other-owner")
+                .arg("PX")
+                .arg(10_000),
+        );
+    }
+}
+
+fn channel(name: &str) -> Vec<u8> {
+    [quorumlock::RELEASE_CHANNEL_PREFIX, name.as_bytes()].concat()
+}
+
+#[tokio::test]
+async fn a_cleanup_after_losing_to_a_holder_wakes_nobody() {
+    // Five nodes: another owner holds three. Our attempt sets nodes 3 and
+    // 4, loses, and deletes its keys there without waking anyone: the
+    // holder announces when it lets go, and a waiter woken now could only
+    // run into its keys.
+    let cluster = Cluster::shared(5);
+    let redlock = cluster.redlock().await;
+    let name = unique("handoff-lost");
+    foreign(&cluster, &name, &[0, 1, 2]);
+    let (result, seen) = announcements_during(
+        &cluster,
+        &[3, 4],
+        &channel(&name),
+        Duration::from_millis(500),
+        async { redlock.try_acquire(&name, TTL).await },
+    )
+    .await;
+    assert!(result.expect_err("held elsewhere").is_contended());
+    assert!(
+        cluster.held_on(&name, 3, Duration::from_secs(2)).await,
+        "our keys on nodes 3 and 4 are gone"
+    );
+    assert_eq!(seen, 0, "a cleanup after losing to a holder announced");
+    for i in 0..3 {
+        let _: i64 = cluster.exec(i, redis::cmd("DEL").arg(&name));
+    }
+}
+
+#[tokio::test]
+async fn a_cleanup_after_a_split_wakes_the_waiters() {
+    // Four nodes, quorum three: another owner on nodes 0 and 1, our
+    // attempt on 2 and 3. Nobody holds the lock; our cleanup is what lets
+    // a waiter in once the other side cleans up too, so it announces, on
+    // each node where it deleted a key.
+    let cluster = Cluster::shared(4);
+    let redlock = cluster.redlock().await;
+    let name = unique("handoff-split");
+    foreign(&cluster, &name, &[0, 1]);
+    let (result, seen) = announcements_during(
+        &cluster,
+        &[2, 3],
+        &channel(&name),
+        Duration::from_millis(500),
+        async { redlock.try_acquire(&name, TTL).await },
+    )
+    .await;
+    assert!(result.expect_err("split").is_contended());
+    assert!(cluster.held_on(&name, 2, Duration::from_secs(2)).await);
+    assert_eq!(seen, 2, "each node announces the split attempt's cleanup");
+    for i in 0..2 {
+        let _: i64 = cluster.exec(i, redis::cmd("DEL").arg(&name));
+    }
+}
+
 #[tokio::test]
 async fn thirty_two_waiters_all_get_their_turn_one_at_a_time() {
     let cluster = Cluster::shared(5);

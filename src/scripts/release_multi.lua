@@ -1,6 +1,7 @@
 -- Compare-and-delete for a lock over several resources: delete each key
 -- that still carries our token and wake up its waiters.
--- KEYS = resources, ARGV[1] = token.
+-- KEYS = resources, ARGV[1] = token, ARGV[2] = "1" to announce, "0" for a
+-- silent release (see release.lua).
 -- Returns {deleted, refused}: the number of keys deleted, and 1 if the node
 -- refused an announcement (no rights on the channel), 0 otherwise. As in
 -- release.lua, the PUBLISH runs under pcall so that a refusal never hides
@@ -10,9 +11,11 @@ local refused = 0
 for _, key in ipairs(KEYS) do
     if redis.call("GET", key) == ARGV[1] then
         redis.call("DEL", key)
-        local published = redis.pcall("PUBLISH", "quorumlock:released:" .. key, ARGV[1])
-        if type(published) == "table" and published.err then
-            refused = 1
+        if ARGV[2] ~= "0" then
+            local published = redis.pcall("PUBLISH", "quorumlock:released:" .. key, ARGV[1])
+            if type(published) == "table" and published.err then
+                refused = 1
+            end
         end
         deleted = deleted + 1
     end
