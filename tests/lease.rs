@@ -891,6 +891,10 @@ async fn stats_count_votes_timeouts_error_replies_renewals_and_latency() {
 
     let name = unique("stats");
     let lock = redlock.acquire(&name, TTL).await.expect("acquire");
+    // Every node holds the key before the second attempt: a node whose
+    // connection is still opening could otherwise take the second SET
+    // first (both wait for that connection) and give the holder four.
+    assert!(cluster.held_on(&name, 5, SOON).await);
     let err = redlock.try_acquire(&name, TTL).await.expect_err("held");
     assert!(err.is_contended());
     assert!(
