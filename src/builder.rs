@@ -11,7 +11,7 @@ use crate::background::Background;
 use crate::config::{self, Config};
 use crate::engine::Engine;
 use crate::error::{Error, Result};
-use crate::handoff::Handoff;
+use crate::handoff::{self, Handoff};
 use crate::node::Node;
 use crate::redlock::Redlock;
 
@@ -264,9 +264,9 @@ impl Builder {
             })
             .collect::<Result<Arc<[_]>>>()?;
         let handoff = self.config.fast_handoff.then(|| {
-            let clients = nodes
-                .iter()
-                .map(|n| (n.label().to_owned(), n.client().clone()))
+            let listened = handoff::listened(nodes.len(), rand::random::<u32>() as usize);
+            let clients = listened
+                .map(|i| (nodes[i].label().to_owned(), nodes[i].client().clone()))
                 .collect();
             Arc::new(Handoff::new(clients, self.config.connect_timeout))
         });
