@@ -271,21 +271,22 @@ impl Engine {
         }
     }
 
-    /// A hint for a woken waiter: whether `keys`' first key is set on one
-    /// node picked at random (see `retry::wait_for_release`). False when
-    /// the node does not answer within the node timeout.
-    pub(crate) async fn taken_again(&self, keys: &Keys) -> bool {
+    /// A hint for a waiter (see `retry::wait_for_release`): how long
+    /// `keys`' first key stays set on one node picked at random; `Ok(None)`
+    /// when it is not set there, `Err(())` when the node did not answer
+    /// within the node timeout or refused.
+    pub(crate) async fn held_for(&self, keys: &Keys) -> Result<Option<Duration>, ()> {
         let node = &self.nodes[rand::random_range(0..self.nodes.len())];
         let timeout = self.config.node_timeout;
         let window = Window::from_now(timeout);
-        match tokio::time::timeout(timeout, node.exists(keys.first(), window)).await {
-            Ok(Ok(set)) => set,
+        match tokio::time::timeout(timeout, node.time_to_live(keys.first(), window)).await {
+            Ok(Ok(left)) => Ok(left),
             // A late answer is a timeout the node did not count.
-            Ok(Err(failure)) if !failure.kind.is_timeout() => false,
+            Ok(Err(failure)) if !failure.kind.is_timeout() => Err(()),
             Ok(Err(_)) | Err(_) => {
                 node.counters()
                     .failed(&NodeFailureKind::Timeout(timeout), None);
-                false
+                Err(())
             }
         }
     }

@@ -129,14 +129,23 @@ impl Node {
         .await
     }
 
-    /// Whether `key` exists (a single read, no lock taken).
-    pub(crate) async fn exists(&self, key: &[u8], window: Window) -> NodeResult<bool> {
-        let mut cmd = redis::cmd("EXISTS");
+    /// How long `key` stays set (a single `PTTL` read, no lock taken):
+    /// `None` when it is not set, `Duration::MAX` when it has no expiry.
+    pub(crate) async fn time_to_live(
+        &self,
+        key: &[u8],
+        window: Window,
+    ) -> NodeResult<Option<Duration>> {
+        let mut cmd = redis::cmd("PTTL");
         cmd.arg(key);
-        let n: i64 = self
+        let ms: i64 = self
             .counted(window, || async { parse(self.conn.send(&cmd).await?) })
             .await?;
-        Ok(n > 0)
+        Ok(match u64::try_from(ms) {
+            Ok(ms) => Some(Duration::from_millis(ms)),
+            Err(_) if ms == -1 => Some(Duration::MAX),
+            Err(_) => None,
+        })
     }
 
     /// Reads a key's value and remaining TTL (no lock taken).

@@ -80,7 +80,14 @@ pub(crate) async fn acquire(
                 watch = Some(handoff.watch(&keys, cfg.node_timeout).await);
             }
             (_, Some(w)) if held => {
-                woken = wait_for_release(engine, &keys, w, delay, &mut spread).await;
+                let patience = Patience {
+                    delay,
+                    // With a count of retries to keep, each retry comes
+                    // after the retry delay as configured.
+                    stretch: retries == u32::MAX,
+                    deadline,
+                };
+                woken = wait_for_release(engine, &keys, w, patience, &mut spread).await;
             }
             _ => tokio::time::sleep(delay).await,
         }
@@ -102,25 +109,73 @@ fn widened(spread: Duration) -> Duration {
     spread.saturating_mul(2).min(HANDOFF_SPREAD_MAX)
 }
 
-/// Waits for a release announcement, or at most `delay` (the retry delay,
-/// the fallback when an announcement is missed); true when a release ended
-/// the wait.
+/// The longest a watching waiter waits without an announcement before it
+/// tries again anyway, unless its retry delay is longer: an announcement
+/// missed (a subscriber reconnecting) costs at most this much.
+const PATIENCE_MAX: Duration = Duration::from_secs(1);
+
+/// How long a waiter waits for an announcement before it tries anyway.
+#[derive(Debug, Clone, Copy)]
+struct Patience {
+    /// The retry delay drawn for this wait.
+    delay: Duration,
+    /// Whether the wait may stretch to the holder's remaining time (no
+    /// count of retries to keep).
+    stretch: bool,
+    /// The end of the caller's wait, if any.
+    deadline: Option<Instant>,
+}
+
+impl Patience {
+    /// The wait, given that the key was seen set for `held_for` more.
+    ///
+    /// Announcements tell a waiter about releases; what they cannot tell is
+    /// a holder that vanished (its keys expire, nobody announces) or an
+    /// announcement missed. So a waiter tries again when the holder's keys
+    /// expire, but at the latest after [`PATIENCE_MAX`] (or its retry
+    /// delay, if longer), and never before its retry delay: it does not
+    /// poll every 0–200 ms as a waiter without announcements must. Never
+    /// past the caller's deadline.
+    fn wait(&self, held_for: Duration, now: Instant) -> Duration {
+        let wait = if self.stretch {
+            held_for.clamp(self.delay, PATIENCE_MAX.max(self.delay))
+        } else {
+            self.delay
+        };
+        match self.deadline {
+            Some(deadline) => wait.min(deadline.saturating_duration_since(now)),
+            None => wait,
+        }
+    }
+}
+
+/// Waits for a release announcement, or at most as long as `patience`
+/// allows (the fallback when an announcement is missed or the holder
+/// vanished); true when a release ended the wait.
+///
+/// First the waiter reads how long the key stays set, on one node: not
+/// set any more, it tries again at once; set, that time bounds the wait;
+/// no answer (the node is down, or refuses), the retry delay does.
 ///
 /// A release wakes every waiting client (each subscribed on the nodes).
 /// Woken, a waiter lets a random part of its spread pass and then
 /// looks at the key on one node: if it is set again, another waiter was
 /// faster, and this one goes back to waiting instead of sending a whole
-/// attempt (five `SET`s, then five releases, whose announcements would
-/// wake everyone once more). The look is a hint only: anything but "set"
-/// ends the wait, and the attempt decides.
+/// attempt (five `SET`s, then five releases). The look is a hint only:
+/// anything but "set" ends the wait, and the attempt decides.
 async fn wait_for_release(
     engine: &Engine,
     keys: &Keys,
     watch: &Watch,
-    delay: Duration,
+    patience: Patience,
     spread: &mut Duration,
 ) -> bool {
-    let fallback = tokio::time::sleep(delay);
+    let first_wait = match engine.held_for(keys).await {
+        Ok(None) => return true,
+        Ok(Some(held_for)) => patience.wait(held_for, Instant::now()),
+        Err(()) => patience.wait(Duration::ZERO, Instant::now()),
+    };
+    let fallback = tokio::time::sleep(first_wait);
     tokio::pin!(fallback);
     loop {
         tokio::select! {
@@ -132,8 +187,15 @@ async fn wait_for_release(
             () = &mut fallback => return false,
             () = tokio::time::sleep(jitter) => {}
         }
-        if !engine.taken_again(keys).await {
+        let Ok(Some(held_for)) = engine.held_for(keys).await else {
             return true;
+        };
+        // Set again by a faster waiter, for this long at most.
+        let now = Instant::now();
+        if let Some(until) = now.checked_add(patience.wait(held_for, now)) {
+            if until > fallback.deadline().into_std() {
+                fallback.as_mut().reset(until.into());
+            }
         }
         // Another waiter was faster: spread wider next time.
         *spread = widened(*spread);
@@ -176,5 +238,55 @@ fn error(engine: &Engine, keys: &Keys, ttl: Duration, attempts: u32, f: AttemptF
             attempts,
             failures: f.failures,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MS: Duration = Duration::from_millis(1);
+
+    fn patience(delay: Duration, stretch: bool, deadline: Option<Instant>) -> Patience {
+        Patience {
+            delay,
+            stretch,
+            deadline,
+        }
+    }
+
+    #[test]
+    fn a_patient_waiter_waits_for_the_holders_keys_within_bounds() {
+        let now = Instant::now();
+        let p = patience(100 * MS, true, None);
+        // The holder's keys expire in 400 ms: that is when it looks again.
+        assert_eq!(p.wait(400 * MS, now), 400 * MS);
+        // Never sooner than its retry delay, never later than a second.
+        assert_eq!(p.wait(3 * MS, now), 100 * MS);
+        assert_eq!(p.wait(Duration::from_secs(30), now), PATIENCE_MAX);
+        assert_eq!(p.wait(Duration::MAX, now), PATIENCE_MAX);
+        // A retry delay above a second is kept as it is.
+        let slow = patience(4000 * MS, true, None);
+        assert_eq!(slow.wait(Duration::from_secs(30), now), 4000 * MS);
+        assert_eq!(slow.wait(MS, now), 4000 * MS);
+    }
+
+    #[test]
+    fn a_waiter_with_a_retry_count_keeps_its_retry_delay() {
+        let now = Instant::now();
+        let p = patience(150 * MS, false, None);
+        assert_eq!(p.wait(Duration::from_secs(30), now), 150 * MS);
+        assert_eq!(p.wait(MS, now), 150 * MS);
+    }
+
+    #[test]
+    fn no_wait_goes_past_the_callers_deadline() {
+        let now = Instant::now();
+        let p = patience(100 * MS, true, Some(now + 250 * MS));
+        assert_eq!(p.wait(Duration::from_secs(30), now), 250 * MS);
+        let past = patience(100 * MS, true, Some(now));
+        assert_eq!(past.wait(Duration::from_secs(30), now + MS), Duration::ZERO);
+        let huge = patience(Duration::MAX, true, None);
+        assert_eq!(huge.wait(MS, now), Duration::MAX);
     }
 }

@@ -36,6 +36,8 @@ const LOCKER_ACL: &[&str] = &[
     "+del",
     "+pexpire",
     "+exists",
+    // A waiter's look at the holder's key.
+    "+pttl",
     "+publish",
     // Waiters' hand-off subscriptions.
     "+subscribe",
