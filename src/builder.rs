@@ -152,11 +152,15 @@ impl Builder {
     }
 
     /// Fast hand-off (default on): while [`Redlock::acquire`] waits for a
-    /// held lock, it subscribes on every node to the channel the release
-    /// script publishes on (`quorumlock:released:<resource>`) and retries as
-    /// soon as a release is announced, instead of only after the random
-    /// retry delay (which stays as the fallback). Costs one subscriber
-    /// connection per node, opened the first time a caller waits.
+    /// held lock, it subscribes to the channel the release script publishes
+    /// on (`quorumlock:released:<resource>`) on `N − quorum + 1` of the `N`
+    /// nodes (every majority includes one of them) and retries as soon as a
+    /// release is announced, instead of only after the random retry delay
+    /// (which stays as the fallback; without a retry count, as with
+    /// [`LockRequest::wait`](crate::LockRequest::wait) alone, it stretches
+    /// to the holder's remaining time, at most a second). Costs one
+    /// subscriber connection per listened node, opened the first time a
+    /// caller waits.
     ///
     /// Best effort: for a user without rights on the channel (Redis 7's
     /// default for new ACL users) releases still succeed, the node logs one

@@ -174,7 +174,9 @@ impl<'a> LockRequest<'a> {
     /// Keeps trying for at most `limit`: no attempt starts after it, nor
     /// one whose retry delay would end after it. Without
     /// [`retries`](LockRequest::retries), the number of attempts is not
-    /// limited. A `limit` too large to add to the current instant
+    /// limited, and with fast hand-off on a waiter does not poll: it tries
+    /// again when the holder's release is announced, when the holder's
+    /// keys expire, or after a second without either. A `limit` too large to add to the current instant
     /// (`Duration::MAX`) is no limit.
     ///
     /// # Examples
