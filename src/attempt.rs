@@ -6,7 +6,9 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use tracing::{debug, Instrument};
+use tracing::debug;
+
+use crate::traced::in_span;
 
 use crate::commands::{Announce, Command};
 use crate::engine::Engine;
@@ -57,7 +59,7 @@ pub(crate) async fn acquire_once(
     drift: Duration,
 ) -> Attempt {
     let span = tracing::debug_span!("acquire_attempt", resource = %keys, token = %token);
-    async move {
+    in_span(span, async move {
         let start = Instant::now();
         let valid_until = quorum::deadline(start, ttl, drift).unwrap_or(start);
         let timeout = engine.config.node_timeout.min(ttl.saturating_sub(drift));
@@ -175,8 +177,7 @@ pub(crate) async fn acquire_once(
             exhausted,
             fence_exhausted,
         })
-    }
-    .instrument(span)
+    })
     .await
 }
 

@@ -5,7 +5,9 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use tracing::{debug, Instrument};
+use tracing::debug;
+
+use crate::traced::in_span;
 
 use crate::background::Background;
 use crate::commands::{Announce, Command};
@@ -152,7 +154,7 @@ impl Engine {
         sets: Vec<SetFuture>,
     ) -> Result<(), Error> {
         let span = tracing::debug_span!("release", resource = %keys, token = %token);
-        async move {
+        in_span(span, async move {
             let outcome = self
                 .release_after(keys, token, sets, self.quorum(), Announce::Waiters)
                 .await;
@@ -160,8 +162,7 @@ impl Engine {
                 return Ok(());
             }
             Err(self.unavailable(Operation::Release, keys.name(), outcome))
-        }
-        .instrument(span)
+        })
         .await
     }
 
@@ -192,7 +193,7 @@ impl Engine {
         deadline: Instant,
     ) -> Result<Instant, LostReason> {
         let span = tracing::debug_span!("extend", resource = %keys, token = %token);
-        async move {
+        in_span(span, async move {
             let remaining = deadline.saturating_duration_since(start);
             if remaining.is_zero() {
                 return Err(LostReason::Expired);
@@ -240,8 +241,7 @@ impl Engine {
                 }
                 Some(_) => Err(LostReason::no_quorum(&outcome.tally, outcome.failures)),
             }
-        }
-        .instrument(span)
+        })
         .await
     }
 

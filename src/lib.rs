@@ -141,6 +141,7 @@ mod set_order;
 mod stats;
 mod status;
 mod token;
+mod traced;
 
 pub use builder::Builder;
 pub use config::{

@@ -255,12 +255,12 @@ impl Node {
     /// node wakes up, the `EVAL` follows, and a key set by a `SET` queued
     /// before it is removed.
     pub(crate) async fn release(&self, command: &Command, window: Window) -> NodeResult<bool> {
-        let (deleted, refused): (i64, i64) =
-            self.counted(window, || self.run_parsed(command)).await?;
-        if refused != 0 {
+        // The keys deleted, negated when the announcement was refused.
+        let deleted: i64 = self.counted(window, || self.run_parsed(command)).await?;
+        if deleted < 0 {
             self.announcement_refused();
         }
-        Ok(self.counters.vote(Op::Release, deleted >= 1))
+        Ok(self.counters.vote(Op::Release, deleted != 0))
     }
 
     /// The node refused a release announcement (`PUBLISH`) on a release

@@ -2,9 +2,8 @@
 -- that still carries our token and wake up its waiters.
 -- KEYS = resources, ARGV[1] = token, ARGV[2] = "1" to announce, "0" for a
 -- silent release (see release.lua).
--- Returns {deleted, refused}: the number of keys deleted, and 1 if the node
--- refused an announcement (no rights on the channel), 0 otherwise. As in
--- release.lua, the PUBLISH runs under pcall so that a refusal never hides
+-- Returns the number of keys deleted, negated if the node refused an
+-- announcement (no rights on the channel). As in release.lua, the PUBLISH runs under pcall so that a refusal never hides
 -- the DELs that happened.
 local deleted = 0
 local refused = 0
@@ -20,4 +19,7 @@ for _, key in ipairs(KEYS) do
         deleted = deleted + 1
     end
 end
-return {deleted, refused}
+if refused == 1 then
+    return -deleted
+end
+return deleted
