@@ -10,14 +10,12 @@
 //! disconnection notice marks the connection dead as soon as the close is
 //! seen.
 
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 use std::time::Duration;
 
 use futures::future::{BoxFuture, FutureExt, Shared};
-use redis::aio::MultiplexedConnection;
+use redis::aio::{ConnectionLike, MultiplexedConnection};
 use redis::{AsyncConnectionConfig, Client, Cmd, PushInfo, PushKind, RedisError, Value};
 
 use crate::quarantine::Quarantine;
@@ -66,12 +64,11 @@ impl Link {
     ///
     /// The redis crate's command future is large (over a kilobyte) and
     /// every layer above would carry and move it (the fan-out, the node's
-    /// accounting, the reply's meaning): it is boxed once here instead.
+    /// accounting, the reply's meaning): it goes through the crate's
+    /// `ConnectionLike` entry, which builds it in a box of its own.
     pub(crate) async fn send(&self, cmd: &Cmd) -> Result<Value, RedisError> {
         let (mut conn, number) = self.connection().await?;
-        let reply: Pin<Box<dyn Future<Output = _> + Send + '_>> =
-            Box::pin(async move { conn.send_packed_command(cmd).await });
-        let result = reply.await;
+        let result = conn.req_packed_command(cmd).await;
         self.check(&result, number);
         result
     }

@@ -293,20 +293,30 @@ impl Node {
     /// Sends `command`, and its `EVAL` when the node does not know the
     /// script (restarted, or `SCRIPT FLUSH`).
     async fn run(&self, command: &Command) -> Result<Value, RedisError> {
-        match self
+        let result = self
             .conn
             .send(command.cmd())
             .await
-            .and_then(Value::extract_error)
-        {
+            .and_then(Value::extract_error);
+        match result {
             Err(e) if e.kind() == ErrorKind::Server(ServerErrorKind::NoScript) => {
-                match command.fallback() {
-                    // Rare: boxed, so that the common path stays small.
-                    Some(eval) => Box::pin(self.send(&eval)).await,
-                    None => Err(e),
-                }
+                drop(e);
+                // Rare: boxed, so that the common path's future stays small
+                // (every fan-out moves it a few times).
+                Box::pin(self.run_eval(command)).await
             }
             other => other,
+        }
+    }
+
+    /// The `EVAL` of `command`'s script, after a `NOSCRIPT`.
+    async fn run_eval(&self, command: &Command) -> Result<Value, RedisError> {
+        match command.fallback() {
+            Some(eval) => self.send(&eval).await,
+            None => Err(RedisError::from((
+                ErrorKind::Server(ServerErrorKind::NoScript),
+                "NOSCRIPT for a command without a script",
+            ))),
         }
     }
 
@@ -335,16 +345,17 @@ impl Node {
         if end > window.deadline {
             return Err(self.failure(NodeFailureKind::Timeout(window.timeout)));
         }
+        let latency = end - start;
         match result {
             Ok(v) => {
-                self.counters.replied(end - start);
+                self.counters.replied(latency);
                 Ok(v)
             }
             Err(e) => {
                 // A lost connection is the link's to report: it takes the
                 // connection down, and the next one starts a new epoch.
                 let kind = classify(&e);
-                self.counters.failed(&kind, Some(end - start));
+                self.counters.failed(&kind, Some(latency));
                 Err(self.failure(kind).caused_by(e))
             }
         }
