@@ -4,7 +4,9 @@
 //! `metrics` facade when that feature is on.
 //!
 //! Recording is a handful of relaxed atomic adds — no lock and no
-//! allocation on the hot path. A snapshot copies them into the plain
+//! allocation on the hot path — and the counters every command touches are
+//! sharded per thread ([`crate::shards`]), so that the runtime's threads do
+//! not pass their cache lines back and forth. A snapshot copies them into the plain
 //! structs of `stats`; each counter is read on its own, so a snapshot taken
 //! while operations run is not a consistent cut across counters.
 
@@ -12,18 +14,12 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::time::Duration;
 
 use crate::error::NodeFailureKind;
+use crate::latency::LatencyCounters;
 use crate::lease::ending::LossKind;
 use crate::metrics::{self, NodeMetrics};
 use crate::op::Op;
-use crate::stats::{Latency, LeaseStats, NodeStats, Votes};
-
-/// Upper bounds (inclusive, in microseconds) of the latency buckets; one
-/// more bucket counts everything slower.
-const BOUNDS_MICROS: [u64; 15] = [
-    100, 250, 500, 1_000, 2_500, 5_000, 10_000, 25_000, 50_000, 100_000, 250_000, 500_000,
-    1_000_000, 2_500_000, 5_000_000,
-];
-const BUCKETS: usize = BOUNDS_MICROS.len() + 1;
+use crate::shards::Sharded;
+use crate::stats::{LeaseStats, NodeStats, Votes};
 
 /// Redis error codes counted one by one; any other code counts as `OTHER`.
 const CODES: [&str; 13] = [
@@ -44,30 +40,12 @@ const CODES: [&str; 13] = [
 /// The name under which codes outside [`CODES`] are counted.
 const OTHER_CODE: &str = "OTHER";
 
-/// Index of the bucket a latency of `micros` falls into.
-///
-/// Compared in seconds as `f64`, as the `metrics` histogram compares a
-/// value with its `le` bounds: a latency a fraction of a microsecond above
-/// a bound falls in the next bucket in both (truncating to whole
-/// microseconds here put it one bucket lower).
-fn bucket_index(elapsed: Duration) -> usize {
-    let secs = elapsed.as_secs_f64();
-    BOUNDS_MICROS
-        .iter()
-        .position(|&bound| secs <= bound as f64 / 1e6)
-        .unwrap_or(BOUNDS_MICROS.len())
-}
-
 /// Index of the counter for an error `code` (case-insensitive).
 fn code_index(code: &str) -> usize {
     CODES
         .iter()
         .position(|c| c.eq_ignore_ascii_case(code))
         .unwrap_or(CODES.len())
-}
-
-fn micros(d: Duration) -> u64 {
-    u64::try_from(d.as_micros()).unwrap_or(u64::MAX)
 }
 
 #[derive(Debug, Default)]
@@ -77,65 +55,35 @@ struct VoteCounters {
 }
 
 impl VoteCounters {
-    fn snapshot(&self) -> Votes {
-        Votes {
-            yes: self.yes.load(Relaxed),
-            no: self.no.load(Relaxed),
-        }
+    /// The votes of these counters taken together (one node's shards).
+    fn merged<'a>(all: impl IntoIterator<Item = &'a VoteCounters>) -> Votes {
+        all.into_iter().fold(Votes { yes: 0, no: 0 }, |v, c| Votes {
+            yes: v.yes.wrapping_add(c.yes.load(Relaxed)),
+            no: v.no.wrapping_add(c.no.load(Relaxed)),
+        })
     }
 }
 
+/// The counters every command touches, one set per shard: threads that
+/// record at once write to different cache lines.
 #[derive(Debug, Default)]
-struct LatencyCounters {
-    count: AtomicU64,
-    sum_micros: AtomicU64,
-    max_micros: AtomicU64,
-    buckets: [AtomicU64; BUCKETS],
-}
-
-impl LatencyCounters {
-    fn record(&self, elapsed: Duration) {
-        let us = micros(elapsed);
-        self.count.fetch_add(1, Relaxed);
-        self.sum_micros.fetch_add(us, Relaxed);
-        self.max_micros.fetch_max(us, Relaxed);
-        self.buckets[bucket_index(elapsed)].fetch_add(1, Relaxed);
-    }
-
-    fn snapshot(&self) -> Latency {
-        let buckets = self
-            .buckets
-            .iter()
-            .enumerate()
-            .map(|(i, n)| {
-                let bound = BOUNDS_MICROS
-                    .get(i)
-                    .map_or(Duration::MAX, |&us| Duration::from_micros(us));
-                (bound, n.load(Relaxed))
-            })
-            .collect();
-        Latency {
-            count: self.count.load(Relaxed),
-            sum: Duration::from_micros(self.sum_micros.load(Relaxed)),
-            max: Duration::from_micros(self.max_micros.load(Relaxed)),
-            buckets,
-        }
-    }
+struct Hot {
+    commands: AtomicU64,
+    acquire: VoteCounters,
+    extend: VoteCounters,
+    release: VoteCounters,
+    latency: LatencyCounters,
 }
 
 /// One node's live counters, shared by every clone of the node.
 #[derive(Debug, Default)]
 pub(crate) struct NodeCounters {
-    commands: AtomicU64,
-    acquire: VoteCounters,
-    extend: VoteCounters,
-    release: VoteCounters,
+    hot: Sharded<Hot>,
     timeouts: AtomicU64,
     connection_errors: AtomicU64,
     protocol_errors: AtomicU64,
     quarantined: AtomicU64,
     redis_errors: [AtomicU64; CODES.len() + 1],
-    latency: LatencyCounters,
     /// The same events for the `metrics` facade (a no-op without the
     /// feature).
     metrics: NodeMetrics,
@@ -152,13 +100,13 @@ impl NodeCounters {
 
     /// A command is about to be sent.
     pub(crate) fn sent(&self) {
-        self.commands.fetch_add(1, Relaxed);
+        self.hot.here().commands.fetch_add(1, Relaxed);
         self.metrics.sent();
     }
 
     /// A reply (not an error) came back after `elapsed`.
     pub(crate) fn replied(&self, elapsed: Duration) {
-        self.latency.record(elapsed);
+        self.hot.here().latency.record(elapsed);
         self.metrics.reply(elapsed);
     }
 
@@ -167,7 +115,7 @@ impl NodeCounters {
     pub(crate) fn failed(&self, kind: &NodeFailureKind, elapsed: Option<Duration>) {
         if let Some(elapsed) = elapsed {
             if matches!(kind, NodeFailureKind::Redis { .. }) {
-                self.latency.record(elapsed);
+                self.hot.here().latency.record(elapsed);
                 self.metrics.reply(elapsed);
             }
         }
@@ -207,10 +155,11 @@ impl NodeCounters {
     /// The node voted `yes` (granted, extended, deleted) or no (held
     /// elsewhere, not ours). Returns `yes`, to be used inline.
     pub(crate) fn vote(&self, op: Op, yes: bool) -> bool {
+        let hot = self.hot.here();
         let votes = match op {
-            Op::Acquire => &self.acquire,
-            Op::Extend => &self.extend,
-            Op::Release => &self.release,
+            Op::Acquire => &hot.acquire,
+            Op::Extend => &hot.extend,
+            Op::Release => &hot.release,
         };
         if yes { &votes.yes } else { &votes.no }.fetch_add(1, Relaxed);
         self.metrics.vote(op, yes);
@@ -228,16 +177,16 @@ impl NodeCounters {
         }
         NodeStats {
             node: node.to_owned(),
-            commands: self.commands.load(Relaxed),
-            acquire: self.acquire.snapshot(),
-            extend: self.extend.snapshot(),
-            release: self.release.snapshot(),
+            commands: self.hot.iter().map(|h| h.commands.load(Relaxed)).sum(),
+            acquire: VoteCounters::merged(self.hot.iter().map(|h| &h.acquire)),
+            extend: VoteCounters::merged(self.hot.iter().map(|h| &h.extend)),
+            release: VoteCounters::merged(self.hot.iter().map(|h| &h.release)),
             timeouts: self.timeouts.load(Relaxed),
             connection_errors: self.connection_errors.load(Relaxed),
             protocol_errors: self.protocol_errors.load(Relaxed),
             quarantined: self.quarantined.load(Relaxed),
             redis_errors,
-            latency: self.latency.snapshot(),
+            latency: LatencyCounters::merged(self.hot.iter().map(|h| &h.latency)),
         }
     }
 }
@@ -296,68 +245,6 @@ mod tests {
     use super::*;
 
     const MS: Duration = Duration::from_millis(1);
-
-    #[test]
-    fn buckets_are_inclusive_upper_bounds() {
-        let us = Duration::from_micros;
-        assert_eq!(bucket_index(us(0)), 0);
-        assert_eq!(bucket_index(us(100)), 0);
-        assert_eq!(bucket_index(us(101)), 1);
-        assert_eq!(bucket_index(us(1_000)), 3);
-        assert_eq!(bucket_index(us(5_000_000)), BOUNDS_MICROS.len() - 1);
-        assert_eq!(bucket_index(us(5_000_001)), BOUNDS_MICROS.len());
-        assert_eq!(bucket_index(Duration::MAX), BUCKETS - 1);
-        // A fraction of a microsecond above a bound is above it, as the
-        // `metrics` histogram (seconds, `le`) sees it.
-        assert_eq!(bucket_index(Duration::from_nanos(250_400)), 2);
-        assert_eq!(bucket_index(Duration::from_nanos(250_000)), 1);
-        assert!(BOUNDS_MICROS.windows(2).all(|w| w[0] < w[1]));
-    }
-
-    #[test]
-    fn latency_keeps_count_sum_max_and_buckets() {
-        let l = LatencyCounters::default();
-        for ms in [1, 1, 2, 40, 3_000] {
-            l.record(ms * MS);
-        }
-        let s = l.snapshot();
-        assert_eq!(s.count, 5);
-        assert_eq!(s.sum, 3_044 * MS);
-        assert_eq!(s.max, 3_000 * MS);
-        assert_eq!(s.buckets.len(), BUCKETS);
-        assert_eq!(s.buckets.iter().map(|b| b.1).sum::<u64>(), 5);
-        assert_eq!(s.buckets[3], (MS, 2), "two replies of exactly 1 ms");
-        assert_eq!(s.buckets.last().map(|b| b.0), Some(Duration::MAX));
-        assert_eq!(s.mean(), Some(Duration::from_micros(608_800)));
-        assert!(l.snapshot().count == 5, "a snapshot does not reset");
-    }
-
-    #[test]
-    fn quantiles_are_bucket_upper_bounds_capped_by_the_max() {
-        let l = LatencyCounters::default();
-        assert_eq!(l.snapshot().quantile(0.5), None);
-        assert_eq!(l.snapshot().mean(), None);
-        for _ in 0..98 {
-            l.record(Duration::from_micros(700));
-        }
-        l.record(30 * MS);
-        l.record(7 * Duration::from_secs(1));
-        let s = l.snapshot();
-        assert_eq!(s.quantile(0.5), Some(MS));
-        assert_eq!(s.quantile(0.98), Some(MS));
-        assert_eq!(s.quantile(0.99), Some(50 * MS));
-        assert_eq!(s.quantile(1.0), Some(7 * Duration::from_secs(1)));
-        assert_eq!(s.quantile(0.0), Some(MS), "the first reply's bucket");
-        assert_eq!(s.quantile(f64::NAN), s.quantile(1.0));
-
-        let one = LatencyCounters::default();
-        one.record(Duration::from_micros(130));
-        assert_eq!(
-            one.snapshot().quantile(0.5),
-            Some(Duration::from_micros(130)),
-            "never above the maximum seen"
-        );
-    }
 
     #[test]
     fn failures_are_counted_by_kind_and_code() {

@@ -35,16 +35,28 @@ use crate::scripts;
 /// torn down for a slow reply (no response timeout inside it); the
 /// fan-out's deadline only stops *waiting*.
 ///
-/// Cheap to clone: every field is a shared handle.
+/// Cheap to clone: one shared handle (every per-node future of a fan-out
+/// holds a clone, so a clone is one reference count, not one per field).
 #[derive(Clone)]
-pub(crate) struct Node {
-    label: Arc<str>,
-    client: Arc<Client>,
+pub(crate) struct Node(Arc<Shared>);
+
+/// What the clones of a node share.
+pub(crate) struct Shared {
+    label: Box<str>,
+    client: Client,
     conn: Link,
     restart: Arc<Quarantine>,
-    counters: Arc<NodeCounters>,
+    counters: NodeCounters,
     /// Whether the node has refused a release announcement (said once).
-    announce_refused: Arc<AtomicBool>,
+    announce_refused: AtomicBool,
+}
+
+impl std::ops::Deref for Node {
+    type Target = Shared;
+
+    fn deref(&self) -> &Shared {
+        &self.0
+    }
 }
 
 impl std::fmt::Debug for Node {
@@ -85,14 +97,14 @@ impl Node {
     pub(crate) fn new(label: &str, client: Client, connect_timeout: Duration) -> Self {
         let restart = Arc::new(Quarantine::default());
         let conn = Link::new(client.clone(), connect_timeout, restart.clone());
-        Self {
+        Self(Arc::new(Shared {
             label: label.into(),
-            client: Arc::new(client),
+            client,
             conn,
             restart,
-            counters: Arc::new(NodeCounters::new(label)),
-            announce_refused: Arc::default(),
-        }
+            counters: NodeCounters::new(label),
+            announce_refused: AtomicBool::new(false),
+        }))
     }
 
     /// `host:port/db`.
