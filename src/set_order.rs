@@ -22,6 +22,10 @@ pub(crate) struct SetFuture {
 struct SetsOver {
     over: Box<[AtomicBool]>,
     changed: Notify,
+    /// Whether a release has waited for a `SET` of this attempt: until one
+    /// has, a `SET` that ends (as they all do, long before a lock is
+    /// released) has nobody to wake and skips the `Notify`'s lock.
+    awaited: AtomicBool,
 }
 
 impl SetFuture {
@@ -30,6 +34,7 @@ impl SetFuture {
         let sets = Arc::new(SetsOver {
             over: (0..nodes).map(|_| AtomicBool::new(false)).collect(),
             changed: Notify::new(),
+            awaited: AtomicBool::new(false),
         });
         (0..nodes)
             .map(|node| SetFuture {
@@ -46,7 +51,11 @@ impl SetFuture {
             // Created before the check: `notify_waiters` reaches it even
             // before it is first polled.
             let changed = self.sets.changed.notified();
-            if self.sets.over[self.node].load(Ordering::Acquire) {
+            // SeqCst with the store and load in `MarkOver::drop`: either
+            // this sees the flag, or that sees `awaited` and wakes
+            // `changed`, created before.
+            self.sets.awaited.store(true, Ordering::SeqCst);
+            if self.sets.over[self.node].load(Ordering::SeqCst) {
                 return;
             }
             changed.await;
@@ -66,8 +75,10 @@ pub(crate) struct MarkOver(SetFuture);
 impl Drop for MarkOver {
     fn drop(&mut self) {
         let SetFuture { sets, node } = &self.0;
-        sets.over[*node].store(true, Ordering::Release);
-        sets.changed.notify_waiters();
+        sets.over[*node].store(true, Ordering::SeqCst);
+        if sets.awaited.load(Ordering::SeqCst) {
+            sets.changed.notify_waiters();
+        }
     }
 }
 
