@@ -119,6 +119,38 @@ fn channel(name: &str) -> Vec<u8> {
     [quorumlock::RELEASE_CHANNEL_PREFIX, name.as_bytes()].concat()
 }
 
+/// One attempt of ours on a fresh resource while another owner's token
+/// sits on the nodes `others`: the attempt's error, and how many release
+/// announcements the nodes `watched` sent while it ran and cleaned up.
+/// Checks that only the other owner's keys are left, then removes them.
+async fn attempt_beside_another_owner(
+    cluster: &Cluster,
+    others: &[usize],
+    watched: &[usize],
+) -> (quorumlock::Error, usize) {
+    let redlock = cluster.redlock().await;
+    let name = unique("handoff-cleanup");
+    foreign(cluster, &name, others);
+    let (result, seen) = announcements_during(
+        cluster,
+        watched,
+        &channel(&name),
+        Duration::from_millis(500),
+        async { redlock.try_acquire(&name, TTL).await },
+    )
+    .await;
+    assert!(
+        cluster
+            .held_on(&name, others.len(), Duration::from_secs(2))
+            .await,
+        "our keys are gone, the other owner's stay"
+    );
+    for &i in others {
+        let _: i64 = cluster.exec(i, redis::cmd("DEL").arg(&name));
+    }
+    (result.expect_err("not ours"), seen)
+}
+
 #[tokio::test]
 async fn a_cleanup_after_losing_to_a_holder_wakes_nobody() {
     // Five nodes: another owner holds three. Our attempt sets nodes 3 and
@@ -126,26 +158,9 @@ async fn a_cleanup_after_losing_to_a_holder_wakes_nobody() {
     // holder announces when it lets go, and a waiter woken now could only
     // run into its keys.
     let cluster = Cluster::shared(5);
-    let redlock = cluster.redlock().await;
-    let name = unique("handoff-lost");
-    foreign(&cluster, &name, &[0, 1, 2]);
-    let (result, seen) = announcements_during(
-        &cluster,
-        &[3, 4],
-        &channel(&name),
-        Duration::from_millis(500),
-        async { redlock.try_acquire(&name, TTL).await },
-    )
-    .await;
-    assert!(result.expect_err("held elsewhere").is_contended());
-    assert!(
-        cluster.held_on(&name, 3, Duration::from_secs(2)).await,
-        "our keys on nodes 3 and 4 are gone"
-    );
+    let (err, seen) = attempt_beside_another_owner(&cluster, &[0, 1, 2], &[3, 4]).await;
+    assert!(err.is_contended(), "{err}");
     assert_eq!(seen, 0, "a cleanup after losing to a holder announced");
-    for i in 0..3 {
-        let _: i64 = cluster.exec(i, redis::cmd("DEL").arg(&name));
-    }
 }
 
 #[tokio::test]
@@ -155,23 +170,42 @@ async fn a_cleanup_after_a_split_wakes_the_waiters() {
     // a waiter in once the other side cleans up too, so it announces, on
     // each node where it deleted a key.
     let cluster = Cluster::shared(4);
-    let redlock = cluster.redlock().await;
-    let name = unique("handoff-split");
-    foreign(&cluster, &name, &[0, 1]);
-    let (result, seen) = announcements_during(
-        &cluster,
-        &[2, 3],
-        &channel(&name),
-        Duration::from_millis(500),
-        async { redlock.try_acquire(&name, TTL).await },
-    )
-    .await;
-    assert!(result.expect_err("split").is_contended());
-    assert!(cluster.held_on(&name, 2, Duration::from_secs(2)).await);
+    let (err, seen) = attempt_beside_another_owner(&cluster, &[0, 1], &[2, 3]).await;
+    assert!(err.is_contended(), "{err}");
     assert_eq!(seen, 2, "each node announces the split attempt's cleanup");
-    for i in 0..2 {
-        let _: i64 = cluster.exec(i, redis::cmd("DEL").arg(&name));
-    }
+}
+
+#[tokio::test]
+async fn a_waiter_without_a_retry_count_does_not_poll_a_live_holder() {
+    // The holder keeps the lock for the whole wait. A waiter limited by
+    // time alone tries again when the holder's keys would expire or once a
+    // second (in case an announcement was missed), not every 0–200 ms.
+    let cluster = Cluster::shared(5);
+    let holder = cluster.redlock().await;
+    let waiter = cluster.redlock().await;
+    let name = unique("handoff-patient");
+    let lock = holder.acquire(&name, TTL).await.expect("holder");
+    let wait = Duration::from_secs(3);
+    let err = waiter
+        .lock(&name, TTL)
+        .wait(wait)
+        .acquire()
+        .await
+        .expect_err("held for the whole wait");
+    assert!(err.is_contended(), "{err}");
+    let attempts = waiter
+        .stats()
+        .nodes
+        .iter()
+        .map(|n| n.acquire.yes + n.acquire.no)
+        .max()
+        .unwrap_or(0);
+    // First attempt, the one right after subscribing, then one a second.
+    assert!(
+        (2..=6).contains(&attempts),
+        "{attempts} attempts in {wait:?} (every 0–200 ms would be about 30)"
+    );
+    lock.release().await.expect("release");
 }
 
 #[tokio::test]
