@@ -55,24 +55,24 @@ async fn the_release_script_announces_on_the_resource_channel() {
     let cluster = Cluster::shared(3);
     let redlock = cluster.redlock().await;
     let name = unique("announce");
-    let client = redis::Client::open(cluster.url(0)).expect("url");
-    let mut pubsub = client.get_async_pubsub().await.expect("pubsub");
-    let channel = [quorumlock::RELEASE_CHANNEL_PREFIX, name.as_bytes()].concat();
-    pubsub.subscribe(&channel).await.expect("subscribe");
     let lock = redlock.acquire(&name, TTL).await.expect("acquire");
-    lock.release().await.expect("release");
-    let msg = tokio::time::timeout(Duration::from_secs(5), async {
-        use futures::StreamExt;
-        pubsub.on_message().next().await
-    })
-    .await
-    .expect("announced")
-    .expect("message");
-    assert_eq!(msg.get_channel::<Vec<u8>>().expect("channel"), channel);
+    let (released, seen) = announcements_during(
+        &cluster,
+        &[0, 1, 2],
+        &channel(&name),
+        Duration::from_secs(1),
+        lock.release(),
+    )
+    .await;
+    released.expect("release");
+    assert_eq!(
+        seen, 3,
+        "every node announces on quorumlock:released:<resource>"
+    );
 }
 
-/// The release announcements on `channel` that node `i` sends within
-/// `window`, gathered while `during` runs.
+/// What `during` returns, and how many release announcements the nodes
+/// `nodes` sent on `channel` while it ran and within `window` after.
 async fn announcements_during<T>(
     cluster: &Cluster,
     nodes: &[usize],
