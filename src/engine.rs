@@ -25,6 +25,17 @@ use crate::stats::Stats;
 use crate::status::{NodeView, Status};
 use crate::token::Token;
 
+/// What a waiter's look at a lock's key on one node found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Look {
+    /// Not set there.
+    Free,
+    /// Set, for at most this long (`Duration::MAX`: without expiry).
+    HeldFor(Duration),
+    /// No answer within the node timeout, or a refusal.
+    Unknown,
+}
+
 /// The nodes, the tuning, and the operations that go to all of them.
 #[derive(Debug)]
 pub(crate) struct Engine {
@@ -271,22 +282,21 @@ impl Engine {
         }
     }
 
-    /// A hint for a waiter (see `retry::wait_for_release`): how long
-    /// `keys`' first key stays set on one node picked at random; `Ok(None)`
-    /// when it is not set there, `Err(())` when the node did not answer
-    /// within the node timeout or refused.
-    pub(crate) async fn held_for(&self, keys: &Keys) -> Result<Option<Duration>, ()> {
+    /// A hint for a waiter (see `retry::wait_for_release`): `keys`' first
+    /// key as one node picked at random sees it.
+    pub(crate) async fn look(&self, keys: &Keys) -> Look {
         let node = &self.nodes[rand::random_range(0..self.nodes.len())];
         let timeout = self.config.node_timeout;
         let window = Window::from_now(timeout);
         match tokio::time::timeout(timeout, node.time_to_live(keys.first(), window)).await {
-            Ok(Ok(left)) => Ok(left),
+            Ok(Ok(Some(left))) => Look::HeldFor(left),
+            Ok(Ok(None)) => Look::Free,
             // A late answer is a timeout the node did not count.
-            Ok(Err(failure)) if !failure.kind.is_timeout() => Err(()),
+            Ok(Err(failure)) if !failure.kind.is_timeout() => Look::Unknown,
             Ok(Err(_)) | Err(_) => {
                 node.counters()
                     .failed(&NodeFailureKind::Timeout(timeout), None);
-                Err(())
+                Look::Unknown
             }
         }
     }

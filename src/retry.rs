@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::attempt::{self, Attempt, AttemptFailure};
-use crate::engine::Engine;
+use crate::engine::{Engine, Look};
 use crate::error::{Error, Operation, Result};
 use crate::handoff::Watch;
 use crate::keys::Keys;
@@ -170,10 +170,10 @@ async fn wait_for_release(
     patience: Patience,
     spread: &mut Duration,
 ) -> bool {
-    let first_wait = match engine.held_for(keys).await {
-        Ok(None) => return true,
-        Ok(Some(held_for)) => patience.wait(held_for, Instant::now()),
-        Err(()) => patience.wait(Duration::ZERO, Instant::now()),
+    let first_wait = match engine.look(keys).await {
+        Look::Free => return true,
+        Look::HeldFor(held_for) => patience.wait(held_for, Instant::now()),
+        Look::Unknown => patience.wait(Duration::ZERO, Instant::now()),
     };
     let fallback = tokio::time::sleep(first_wait);
     tokio::pin!(fallback);
@@ -187,7 +187,7 @@ async fn wait_for_release(
             () = &mut fallback => return false,
             () = tokio::time::sleep(jitter) => {}
         }
-        let Ok(Some(held_for)) = engine.held_for(keys).await else {
+        let Look::HeldFor(held_for) = engine.look(keys).await else {
             return true;
         };
         // Set again by a faster waiter, for this long at most.
