@@ -18,6 +18,7 @@ use crate::fanout::{self, Outcome, Plan};
 use crate::handoff::Handoff;
 use crate::keys::Keys;
 use crate::lease::ending::LostReason;
+use crate::lease::term::{Late, Term};
 use crate::node::{Node, Window};
 use crate::quorum::{self, Vote};
 use crate::set_order::SetFuture;
@@ -190,10 +191,11 @@ impl Engine {
         });
     }
 
-    /// Compare-and-pexpire on every node, measured from `start` (taken
-    /// before this is called); the new deadline when a majority extended
-    /// before `deadline` (the one that holds while the extension is in
-    /// flight), the reason the lock is lost otherwise.
+    /// Compare-and-pexpire on every node (a key's time left is never
+    /// shortened), measured from `start` (taken before this is called);
+    /// the new term ([`Term::extended`]) when a majority extended before
+    /// `deadline` (the lock's, while the extension is in flight), the
+    /// reason the lock is lost otherwise.
     pub(crate) async fn extend(
         &self,
         keys: &Keys,
@@ -202,7 +204,7 @@ impl Engine {
         drift: Duration,
         start: Instant,
         deadline: Instant,
-    ) -> Result<Instant, LostReason> {
+    ) -> Result<Term, LostReason> {
         let span = tracing::debug_span!("extend", resource = %keys, token = %token);
         in_span(span, async move {
             let remaining = deadline.saturating_duration_since(start);
@@ -238,16 +240,14 @@ impl Engine {
                 None => Err(LostReason::Expired),
                 Some(_) if outcome.reached() => {
                     let now = Instant::now();
-                    if now >= deadline {
-                        return Err(LostReason::Expired);
-                    }
-                    match quorum::deadline(start, ttl, drift) {
-                        Some(extended) if now < extended => {
-                            let valid = extended.saturating_duration_since(now);
+                    match Term::extended(deadline, start, ttl, drift, now) {
+                        Ok(term) => {
+                            let valid = term.deadline.saturating_duration_since(now);
                             debug!(elapsed = ?start.elapsed(), ?valid, "extended");
-                            Ok(extended)
+                            Ok(term)
                         }
-                        _ => Err(LostReason::TooSlow),
+                        Err(Late::Expired) => Err(LostReason::Expired),
+                        Err(Late::TooSlow) => Err(LostReason::TooSlow),
                     }
                 }
                 Some(_) => Err(LostReason::no_quorum(&outcome.tally, outcome.failures)),

@@ -60,8 +60,8 @@ pub(crate) struct Held {
     sets: Vec<SetFuture>,
     /// Term, whether it ended, and the lost-lock signal.
     pub(crate) lease: Arc<Lease>,
-    /// Serialises extensions, so two racing ones cannot leave the nodes with
-    /// a shorter TTL than the deadline recorded here.
+    /// Serialises extensions, so the term recorded is the one of the
+    /// extension confirmed last.
     pub(crate) extending: tokio::sync::Mutex<()>,
 }
 
@@ -126,9 +126,9 @@ impl Lock {
         self.held.lease.validity()
     }
 
-    /// The monotonic instant at which the validity ends. Later after each
-    /// renewal or longer extension; earlier as soon as an extension to a
-    /// shorter TTL is sent.
+    /// The monotonic instant at which the validity ends. Moved only by a
+    /// confirmed renewal or extension: later after a renewal or a longer
+    /// extension, earlier after an extension to a shorter TTL.
     pub fn deadline(&self) -> Instant {
         self.held.lease.deadline()
     }
@@ -154,6 +154,15 @@ impl Lock {
     /// same lock run one after another. A running
     /// [automatic renewal](Lock::auto_renew) goes on with the new TTL.
     ///
+    /// An extension never shortens a key's time left on a node: a key that
+    /// already lives longer than `ttl` keeps its expiry. After an extension
+    /// to a shorter TTL the validity is the shorter one, while the keys may
+    /// live on until their earlier expiry ([`release`](Lock::release) ends
+    /// them). That is what keeps the validity safe when extensions reach a
+    /// node in another order than they were sent in (a dropped one retried
+    /// after `NOSCRIPT`, or sent on a new connection): a late shorter one
+    /// can no longer cut a later, longer one short.
+    ///
     /// # Errors
     ///
     /// [`Error::InvalidInput`] for a TTL of zero, not above the drift, or
@@ -166,12 +175,11 @@ impl Lock {
     /// # Cancel safety
     ///
     /// Dropping the future may leave some nodes extended and others not
-    /// (commands already handed to a connection still reach their node).
-    /// The recorded deadline stays a safe bound either way: an extension to
-    /// a longer TTL leaves it unchanged until a majority confirms, and one
-    /// to a shorter TTL lowers it to `ttl − drift` from the start of the
-    /// call before anything is sent, so [`validity`](Lock::validity) never
-    /// outlives the keys.
+    /// (commands already handed to a connection still reach their node,
+    /// possibly after those of a later extension). The recorded deadline
+    /// stays a safe bound either way: it moves only when a majority
+    /// confirms, and no extension shortens a key, so
+    /// [`validity`](Lock::validity) never outlives a majority of the keys.
     ///
     /// # Examples
     ///
@@ -377,35 +385,27 @@ impl Held {
     /// One extension — [`Lock::extend`] and every renewal — to a checked
     /// `(ttl, drift)`, or to the lease's current TTL and drift for `None`
     /// (read once it is this call's turn). Serialised with every other
-    /// extension of the lock; the deadline is lowered before anything is
-    /// sent when the new TTL is the shorter one, and set from the start of
-    /// the call after a majority confirmed. Returns the new deadline; the
-    /// caller decides what a failure means (the lease is left as it is).
-    /// [`LostReason::AlreadyLost`] when the lock ended before or during it.
+    /// extension of the lock. The term moves by [`Term::extended`] only:
+    /// nothing changes while the extension is in flight, nor when it fails
+    /// or is dropped; once a majority confirmed before the current
+    /// deadline, the deadline is `start + ttl − drift` from this call's
+    /// start. Returns the new deadline; the caller decides what a failure
+    /// means (the lease is left as it is). [`LostReason::AlreadyLost`] when
+    /// the lock ended before or during it.
     pub(crate) async fn extend(
         &self,
         ttl: Option<(Duration, Duration)>,
     ) -> Result<Instant, LostReason> {
         let _serial = self.extending.lock().await;
-        let (ttl, drift) = match ttl {
-            Some(checked) => checked,
-            None => {
-                let term = self.lease.term()?;
-                (term.ttl, term.drift)
-            }
-        };
+        let current = self.lease.term()?;
+        let (ttl, drift) = ttl.unwrap_or((current.ttl, current.drift));
         let start = Instant::now();
-        let in_flight = self.lease.begin_extend(start, ttl, drift)?;
-        let deadline = self
+        let next = self
             .engine
-            .extend(&self.keys, &self.token, ttl, drift, start, in_flight)
+            .extend(&self.keys, &self.token, ttl, drift, start, current.deadline)
             .await?;
-        self.lease.extended(Term {
-            deadline,
-            ttl,
-            drift,
-        })?;
-        Ok(deadline)
+        self.lease.extended(next)?;
+        Ok(next.deadline)
     }
 
     pub(crate) fn lost(&self, reason: LostReason) -> Error {

@@ -50,23 +50,6 @@ pub(crate) fn deadline(start: Instant, ttl: Duration, drift: Duration) -> Option
     start.checked_add(budget)
 }
 
-/// The deadline that holds while an extension to `ttl`, started at
-/// `start`, is in flight on a lock valid until `current`: the earlier of
-/// the two. Nodes that got the extension keep the key for the new TTL,
-/// the others for the old one, and the lock may end whichever way it
-/// goes — or half-way, if the extension is dropped. Lower than `current`
-/// only when the new TTL is the shorter one; `start` when the new TTL gives
-/// nothing at all, or a deadline too far away to represent (never for a
-/// TTL the configuration accepts): when in doubt, the earlier bound.
-pub(crate) fn deadline_while_extending(
-    current: Instant,
-    start: Instant,
-    ttl: Duration,
-    drift: Duration,
-) -> Instant {
-    deadline(start, ttl, drift).unwrap_or(start).min(current)
-}
-
 /// What a node said to an operation, reduced to the three cases the quorum
 /// logic needs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -311,46 +294,6 @@ mod tests {
         assert_eq!(deadline(start, 2 * MS, 2 * MS), None, "nothing left");
         assert_eq!(deadline(start, MS, 2 * MS), None, "never underflows");
         assert_eq!(deadline(start, Duration::MAX, MS), None, "never overflows");
-    }
-
-    #[test]
-    fn a_shorter_extension_lowers_the_deadline_before_it_is_sent() {
-        let start = Instant::now();
-        let current = start + Duration::from_millis(9_400);
-        let short = Duration::from_millis(300);
-        let lowered = deadline_while_extending(current, start, short, drift(short, 0.01));
-        assert_eq!(lowered, start + Duration::from_millis(295));
-        assert!(lowered < current);
-    }
-
-    #[test]
-    fn a_longer_extension_keeps_the_deadline_until_it_succeeds() {
-        let start = Instant::now();
-        let current = start + Duration::from_millis(1_400);
-        for ttl in [
-            Duration::from_secs(2),
-            Duration::from_secs(60),
-            Duration::from_secs(365 * 24 * 3600),
-        ] {
-            assert_eq!(
-                deadline_while_extending(current, start, ttl, drift(ttl, 0.01)),
-                current,
-                "{ttl:?}"
-            );
-        }
-    }
-
-    #[test]
-    fn an_extension_that_gives_nothing_ends_the_validity_at_its_start() {
-        let start = Instant::now();
-        let current = start + Duration::from_secs(5);
-        assert_eq!(
-            deadline_while_extending(current, start, MS, DRIFT_FLOOR),
-            start
-        );
-        // A lock already past its deadline stays there.
-        let past = start - MS;
-        assert_eq!(deadline_while_extending(past, start, MS, DRIFT_FLOOR), past);
     }
 
     #[test]

@@ -3,8 +3,8 @@
 //! A lock is granted with a [`term`] — deadline, TTL and the TTL's drift
 //! allowance, computed once where the TTL is set — kept in the shared
 //! [`state`] (`Lease`) that the lock, its renewal task and every
-//! [`LostSignal`] read. Extensions move the term (a shorter TTL lowers the
-//! deadline before it is sent). [`Renewal`] settings resolve, for the
+//! [`LostSignal`] read. A confirmed extension moves the term
+//! ([`term::Term::extended`]). [`Renewal`] settings resolve, for the
 //! current term, into the pure [`schedule`], which the background [`task`]
 //! follows: renew, wait, or fire the signal. The lock ends by release or
 //! drop, by a failed extension, at expiry, or — without ending — the signal

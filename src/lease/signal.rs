@@ -206,7 +206,7 @@ impl LostSignal {
 
     /// The monotonic instant at which the validity ends, as
     /// [`Lock::deadline`](crate::Lock::deadline): later after each renewal,
-    /// earlier as soon as an extension to a shorter TTL is sent.
+    /// earlier after an extension to a shorter TTL.
     ///
     /// # Examples
     ///
@@ -426,7 +426,12 @@ mod tests {
         // Both are asleep until the 60 s deadline now.
         tokio::time::sleep(10 * MS).await;
         let start = Instant::now();
-        assert!(lease.begin_extend(start, 50 * MS, 2 * MS).is_ok());
+        let shorter = Term {
+            deadline: start + 48 * MS,
+            ttl: 50 * MS,
+            drift: 2 * MS,
+        };
+        assert!(lease.extended(shorter).is_ok());
         let kind = tokio::time::timeout(Duration::from_secs(5), waiter)
             .await
             .expect("woken at the new deadline, not the old one")

@@ -7,10 +7,10 @@
 //! The term lives in one place, a `watch` channel ([`Term`]): `validity()`
 //! reads it, and everything that sleeps until a point derived from it —
 //! the renewal schedule, its safety-margin timer, the signal's expiry —
-//! wakes when it changes and sleeps again on the new value. An extension
-//! lowers the deadline *before* it is sent when its TTL is the shorter one
-//! ([`quorum::deadline_while_extending`]), so a dropped or failed extension
-//! never leaves a deadline later than the keys'.
+//! wakes when it changes and sleeps again on the new value. Only a
+//! confirmed extension moves it ([`Term::extended`]); one in flight, failed
+//! or dropped leaves it as it is, which is safe because no extension
+//! shortens a key on a node (see `Lock::extend`).
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
@@ -24,7 +24,6 @@ use super::signal_state::{SignalState, Transition};
 use super::term::Term;
 use crate::counters::LeaseCounters;
 use crate::keys::Keys;
-use crate::quorum;
 
 /// The shared state of one held lock.
 pub(crate) struct Lease {
@@ -124,33 +123,8 @@ impl Lease {
         }
     }
 
-    /// An extension to `ttl` (with its `drift`) is about to be sent,
-    /// measured from `start`: lowers the deadline to what the new TTL
-    /// allows if that is earlier, and returns the deadline that holds
-    /// while it is in flight. [`LostReason::AlreadyLost`] once the lock
-    /// ended.
-    pub(crate) fn begin_extend(
-        &self,
-        start: Instant,
-        ttl: Duration,
-        drift: Duration,
-    ) -> Result<Instant, LostReason> {
-        let s = self.state();
-        if let Some(earlier) = &s.ended {
-            return Err(already_lost(earlier));
-        }
-        let mut in_flight = start;
-        self.term.send_if_modified(|term| {
-            in_flight = quorum::deadline_while_extending(term.deadline, start, ttl, drift);
-            let lowered = in_flight != term.deadline;
-            term.deadline = in_flight;
-            lowered
-        });
-        drop(s);
-        Ok(in_flight)
-    }
-
-    /// A majority extended the lock to `next`. Refused with
+    /// A majority extended the lock to `next` ([`Term::extended`]): earlier
+    /// or later than before, the term is `next`. Refused with
     /// [`LostReason::AlreadyLost`] once the lock ended (it expired or was
     /// released while the replies came in).
     pub(crate) fn extended(&self, next: Term) -> Result<(), LostReason> {
@@ -292,6 +266,7 @@ fn already_lost(earlier: &LostReason) -> LostReason {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::quorum;
 
     const MS: Duration = Duration::from_millis(1);
 
@@ -324,7 +299,7 @@ mod tests {
         assert_eq!(lease.deadline(), deadline);
         assert_eq!(lease.validity(), Duration::ZERO);
         assert!(lease.term().is_err());
-        let again = lease.begin_extend(Instant::now(), MS * 300, MS * 5);
+        let again = lease.term();
         assert!(
             matches!(&again, Err(LostReason::AlreadyLost { earlier }) if **earlier == LostReason::Released),
             "{again:?}"
@@ -340,9 +315,8 @@ mod tests {
             earlier: Box::new(LostReason::Expired),
         });
         lease.end();
-        let again = lease.begin_extend(Instant::now(), MS * 300, MS * 5);
         assert_eq!(
-            again,
+            lease.term(),
             Err(LostReason::AlreadyLost {
                 earlier: Box::new(LostReason::TooSlow)
             })
@@ -351,46 +325,28 @@ mod tests {
     }
 
     #[test]
-    fn a_shorter_extension_lowers_the_deadline_before_it_is_sent() {
+    fn a_confirmed_extension_sets_the_term_earlier_or_later_and_tells_the_watchers() {
         let lease = lease(Duration::from_secs(10));
         let mut watched = lease.watch();
         let start = Instant::now();
-        let in_flight = lease.begin_extend(start, 300 * MS, 5 * MS);
-        assert_eq!(in_flight, Ok(start + 295 * MS));
-        assert_eq!(lease.deadline(), start + 295 * MS);
-        assert!(lease.validity() <= 295 * MS);
-        assert_eq!(ttl_of(&lease), Duration::from_secs(10), "until confirmed");
-        assert!(watched.has_changed().unwrap_or(false), "watchers are told");
-        watched.mark_unchanged();
-        // Confirmed: the term of the extension, from its start.
-        let next = Term {
+        let shorter = Term {
             deadline: start + 295 * MS,
             ttl: 300 * MS,
             drift: 5 * MS,
         };
-        assert_eq!(lease.extended(next), Ok(()));
-        assert_eq!(lease.term(), Ok(next));
-    }
-
-    #[test]
-    fn a_longer_extension_moves_nothing_until_it_is_confirmed() {
-        let lease = lease(Duration::from_secs(1));
-        let deadline = lease.deadline();
-        let watched = lease.watch();
-        let start = Instant::now();
-        assert_eq!(
-            lease.begin_extend(start, Duration::from_secs(60), 602 * MS),
-            Ok(deadline)
-        );
-        assert_eq!(lease.deadline(), deadline);
-        assert!(!watched.has_changed().unwrap_or(true), "nothing changed");
-        let later = Term {
+        assert_eq!(lease.extended(shorter), Ok(()));
+        assert_eq!(lease.term(), Ok(shorter));
+        assert!(lease.validity() <= 295 * MS);
+        assert!(watched.has_changed().unwrap_or(false), "watchers are told");
+        watched.mark_unchanged();
+        let longer = Term {
             deadline: start + Duration::from_secs(59),
             ttl: Duration::from_secs(60),
             drift: 602 * MS,
         };
-        assert_eq!(lease.extended(later), Ok(()));
-        assert_eq!(lease.deadline(), later.deadline);
+        assert_eq!(lease.extended(longer), Ok(()));
+        assert_eq!(lease.deadline(), longer.deadline);
+        assert_eq!(ttl_of(&lease), Duration::from_secs(60));
         assert!(watched.has_changed().unwrap_or(false));
     }
 
