@@ -36,7 +36,7 @@ const LOCKER_ACL: &[&str] = &[
     "+del",
     "+pexpire",
     "+exists",
-    // A waiter's look at the holder's key.
+    // A waiter's look at the holder's key; the extension scripts.
     "+pttl",
     "+publish",
     // Waiters' hand-off subscriptions.
