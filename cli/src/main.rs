@@ -5,6 +5,7 @@ mod acquire;
 mod child;
 mod completions;
 mod deadline;
+mod descendants;
 mod diagnose;
 mod exit;
 mod json;
