@@ -29,6 +29,11 @@ pub const MIN_TTL_NODE_TIMEOUTS: u32 = 8;
 /// How long humantime's `1y` is (365.25 days); accepted as the maximum.
 const HUMANTIME_YEAR: Duration = Duration::from_secs(31_557_600);
 
+/// How long before the lock's validity ends a lost lock's SIGKILL is
+/// sent: finding every process of CMD's in `/proc` and signalling each
+/// takes a few milliseconds, and a timer may fire a millisecond late.
+const KILL_LEAD: Duration = Duration::from_millis(20);
+
 /// Default bound on waiting for a quorum that does not answer.
 pub const DEFAULT_OUTAGE_WAIT: &str = "30s";
 
@@ -267,9 +272,11 @@ async fn supervise(
                 // Past the validity another holder may run: the grace never
                 // reaches beyond it (none at all once the lock has expired
                 // or a majority refused it).
+                let deadline = lost.deadline();
+                let kill_by = deadline.checked_sub(KILL_LEAD).unwrap_or(deadline);
                 let grace = args
                     .grace
-                    .min(lost.deadline().saturating_duration_since(Instant::now()));
+                    .min(kill_by.saturating_duration_since(Instant::now()));
                 out.error(&format!(
                     "LOCK LOST on {resource:?} ({}): {why}; terminating the command and \
                      everything it started (SIGTERM, SIGKILL after {})",
@@ -280,7 +287,7 @@ async fn supervise(
                 ));
                 let kill_at = Instant::now()
                     .checked_add(grace)
-                    .map_or(lost.deadline(), |at| at.min(lost.deadline()));
+                    .map_or(kill_by, |at| at.min(kill_by));
                 running.stop(Some(kill_at));
             }
             sig = signals.next() => {
