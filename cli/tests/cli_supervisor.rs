@@ -606,6 +606,66 @@ fn the_lock_is_released_only_after_what_the_command_left_outside_its_group_is_go
     }
 }
 
+/// The processes `/proc` lists as children of `parent`, with their state.
+fn children_of(parent: u32) -> Vec<(u32, String)> {
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    dir.flatten()
+        .filter_map(|entry| {
+            let pid = entry.file_name().to_str()?.parse::<u32>().ok()?;
+            let stat = std::fs::read_to_string(entry.path().join("stat")).ok()?;
+            let mut fields = stat[stat.rfind(')')? + 1..].split_whitespace();
+            let state = fields.next()?.to_owned();
+            let ppid = fields.next()?.parse::<u32>().ok()?;
+            (ppid == parent).then_some((pid, state))
+        })
+        .collect()
+}
+
+/// `run` is the subreaper of the command's tree: a process orphaned while
+/// the command runs (here by a subshell that starts `setsid sleep` and
+/// exits) is re-parented to `run`, not to init, and once it exits `run`
+/// reaps it at once rather than keeping a zombie until the end.
+#[test]
+fn orphans_of_the_command_are_adopted_and_reaped_by_run() {
+    let cluster = Cluster::shared(3);
+    let name = unique("cli-adopt");
+    let orphan = format!("1.{:09}", rand::random::<u32>() % 1_000_000_000);
+    let mut cmd = quorumlock(&cluster.urls());
+    cmd.args(["run", &name, "--", "sh", "-c"]).arg(format!(
+        "(setsid sleep {orphan} > /dev/null 2>&1 &); sleep 6"
+    ));
+    let mut child = cmd
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn");
+    let run = child.id();
+    let is_orphan = |pid: u32| {
+        std::fs::read(format!("/proc/{pid}/cmdline"))
+            .is_ok_and(|c| String::from_utf8_lossy(&c) == format!("sleep\0{orphan}\0"))
+    };
+    let adopted = support::block_on_eventually(Duration::from_secs(10), || {
+        children_of(run).iter().any(|&(pid, _)| is_orphan(pid))
+    });
+    // The orphan sleeps about a second; then no zombie child of `run` may
+    // stay (only the orphan could be one).
+    let reaped = adopted
+        && support::block_on_eventually(Duration::from_secs(5), || {
+            let children = children_of(run);
+            !children.iter().any(|&(pid, _)| is_orphan(pid))
+                && !children.iter().any(|(_, state)| state == "Z")
+        });
+    let children = children_of(run);
+    let status = wait_within(&mut child, Duration::from_secs(20));
+    let _ = child.kill();
+    assert!(adopted, "the orphan was re-parented to run");
+    assert!(reaped, "the orphan was reaped: {children:?}");
+    assert_eq!(status.and_then(|s| s.code()), Some(0));
+    assert!(released(&cluster, &name));
+}
+
 // ---- 3. quorumlock dies; signals in every phase ---------------------
 
 #[test]
