@@ -12,11 +12,12 @@
 //! Not covered: a process that leaves the tree by design — adopted by
 //! another subreaper that is not below the supervisor, or started through
 //! a service manager, `at`, `cron`, `ssh` or a container runtime (the
-//! process is then a child of that service, not of CMD) — and processes in
-//! another PID namespace, which `/proc` here does not show. A process that
-//! forks and exits in a loop faster than `/proc` is read could stay one
-//! step ahead of a scan; the next scan (every few milliseconds while
-//! stopping) finds its child.
+//! process is then a child of that service, not of CMD), as is one started
+//! in a PID namespace that is not below the supervisor's (`docker exec`).
+//! A PID namespace CMD creates is covered: its processes show in `/proc`
+//! here. A process that forks and exits faster than `/proc` is read can
+//! slip past the SIGTERM sweep; SIGKILL is repeated at every scan until
+//! nothing is left.
 
 use std::collections::{HashMap, HashSet};
 
@@ -153,6 +154,7 @@ impl Descendants {
     fn reap_in(&self, table: &[Entry]) {
         let us = self.supervisor.as_raw();
         for entry in table {
+            // CMD's pid is its group's id.
             let ours = entry.ppid == us
                 && Some(entry.pid) != self.group.map(Pid::as_raw)
                 && !self.not_cmds.iter().any(|p| p.as_raw() == entry.pid);
