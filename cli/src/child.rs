@@ -1,10 +1,12 @@
 //! The command: started in its own process group with the parent-death
-//! signal set, signalled as a group, and swept up when it exits.
+//! signal set, signalled as a group, and ended — with everything it
+//! started, in its group or not (see `descendants`) — when it exits or the
+//! lock is lost.
 //!
 //! - Its own process group: a signal to the supervisor's group (Ctrl-C,
 //!   `kill -- -PGID`, systemd's `KillMode=control-group`) reaches CMD once,
-//!   through the supervisor, and every signal the supervisor sends reaches
-//!   everything CMD started in the background as well.
+//!   through the supervisor, and every signal the supervisor passes on
+//!   reaches what CMD started in the background in that group as well.
 //! - `PR_SET_PDEATHSIG` = SIGKILL: if the supervisor dies (even by
 //!   SIGKILL), CMD dies with it instead of running on past the lock's TTL.
 //!   The kernel ties that signal to the *thread* that forked the child; the
@@ -23,6 +25,9 @@ use nix::errno::Errno;
 use nix::sys::signal::{killpg, SigSet, SigmaskHow, Signal};
 use nix::unistd::{getpgrp, getpid, getppid, setpgid, tcgetpgrp, tcsetpgrp, Pid};
 use tokio::process::{Child, Command};
+use tokio::signal::unix::SignalKind;
+
+use crate::descendants::{self, Descendants};
 
 /// What CMD is started with.
 pub struct Spec<'a> {
@@ -58,6 +63,11 @@ pub struct Running {
     pub child: Child,
     /// The group's id (the command's pid); `None` if the pid was unknown.
     group: Option<Pid>,
+    /// Everything CMD started, in its group or not.
+    descendants: Descendants,
+    ending: Ending,
+    /// Says when a child of quorumlock exited: time to reap.
+    pub exits: ChildExits,
     watcher: Option<Watcher>,
     _terminal: Option<Terminal>,
 }
@@ -137,6 +147,11 @@ pub fn spawn(spec: &Spec<'_>) -> std::io::Result<Running> {
         });
     }
     let terminal = foreground.then(|| Terminal { ours: getpgrp() });
+    // Orphans of CMD's tree come to us (where the kernel allows it: else
+    // only CMD's group and the descendants still linked to it are found),
+    // and each exit of a child of ours says so.
+    let _ = descendants::adopt_orphans();
+    let sigchld = tokio::signal::unix::signal(SignalKind::child()).ok();
     let child = Command::from(cmd).kill_on_drop(false).spawn()?;
     let group = child
         .id()
@@ -147,16 +162,26 @@ pub fn spawn(spec: &Spec<'_>) -> std::io::Result<Running> {
         // Without it, the command itself still dies with quorumlock.
         _ => None,
     };
+    let mut descendants = Descendants::new(supervisor, group);
+    if let Some(watcher) = &watcher {
+        if let Ok(pid) = i32::try_from(watcher.child.id()) {
+            descendants.exclude(Pid::from_raw(pid));
+        }
+    }
     Ok(Running {
         child,
         group,
+        descendants,
+        ending: Ending::Running,
+        exits: ChildExits(sigchld),
         watcher,
         _terminal: terminal,
     })
 }
 
 impl Running {
-    /// Sends `sig` to the whole group; false when no process is left in it.
+    /// Sends `sig` to CMD's process group (the signals quorumlock passes
+    /// on); false when no process is left in it.
     pub fn signal(&self, sig: Signal) -> bool {
         match self.group {
             Some(group) => killpg(group, sig) != Err(Errno::ESRCH),
@@ -164,106 +189,172 @@ impl Running {
         }
     }
 
-    /// True while any process of the group is still running. Zombies do
-    /// not count: they run nothing, and an init that reaps slowly (as in
-    /// some containers) would otherwise make every exit wait for --grace.
-    fn group_alive(&self) -> bool {
-        match self.group {
-            Some(group) => killpg(group, None) != Err(Errno::ESRCH) && running_in(group),
-            None => false,
+    /// True while CMD or anything it started still runs.
+    pub fn any_alive(&self) -> bool {
+        self.descendants.any_alive()
+    }
+
+    /// Starts ending everything of CMD's, or moves its end closer: SIGTERM
+    /// now (the first time), and SIGKILL at `kill_at` (never, if `None`)
+    /// or at an earlier instant given before. Call [`Running::progress`]
+    /// until it says what is left is nothing.
+    pub fn stop(&mut self, kill_at: Option<Instant>) {
+        self.ending = match self.ending {
+            Ending::Running => {
+                self.descendants.terminate();
+                Ending::Terminating { kill_at }
+            }
+            Ending::Terminating { kill_at: before } => Ending::Terminating {
+                kill_at: earliest(before, kill_at),
+            },
+            killed @ Ending::Killed { .. } => killed,
+        };
+    }
+
+    /// True once [`Running::stop`] was called.
+    pub fn stopping(&self) -> bool {
+        !matches!(self.ending, Ending::Running)
+    }
+
+    /// When to call [`Running::progress`] next: after [`POLL`], or when
+    /// SIGKILL is due if that comes first.
+    pub fn next_check(&self) -> Instant {
+        let poll = Instant::now() + POLL;
+        match self.ending {
+            Ending::Terminating { kill_at: Some(at) } => poll.min(at),
+            _ => poll,
         }
     }
 
-    /// Waits until the command has exited and its group is empty, at most
-    /// `limit`; true when it is.
-    /// A `limit` too large to add to the current instant (`--grace
+    /// True when SIGKILL was needed.
+    pub fn killed(&self) -> bool {
+        matches!(self.ending, Ending::Killed { .. })
+    }
+
+    /// One step of the end: SIGKILL once it is due (and again to anything
+    /// seen after it); then whether anything of CMD's still runs: `Stuck`
+    /// when something survived SIGKILL for [`KILL_WAIT`] (a process in
+    /// uninterruptible sleep).
+    pub fn progress(&mut self) -> Left {
+        let now = Instant::now();
+        match self.ending {
+            Ending::Running => {}
+            Ending::Terminating { kill_at } => {
+                if kill_at.is_some_and(|k| now >= k) {
+                    self.descendants.kill_all();
+                    let _ = self.child.start_kill();
+                    self.ending = Ending::Killed { at: now };
+                }
+            }
+            Ending::Killed { .. } => self.descendants.kill_all(),
+        }
+        if !self.descendants.any_alive() {
+            return Left::Nothing;
+        }
+        match self.ending {
+            Ending::Killed { at } if now.duration_since(at) >= KILL_WAIT => Left::Stuck,
+            _ => Left::Running,
+        }
+    }
+
+    /// Reaps the processes of CMD's that were re-parented to quorumlock
+    /// and exited (call when [`ChildExits::next`] says a child exited).
+    pub fn reap(&self) {
+        self.descendants.reap();
+    }
+
+    /// SIGTERM to everything of CMD's, SIGKILL to whatever is left after
+    /// `grace`; returns once all of it is gone (or did not go within
+    /// [`KILL_WAIT`] after SIGKILL). True when SIGKILL was needed.
+    /// A `grace` too large to add to the current instant (`--grace
     /// 500000000000y`) is no limit.
-    async fn wait_gone(&mut self, limit: Duration) -> bool {
-        let deadline = Instant::now().checked_add(limit);
-        loop {
-            let exited = !matches!(self.child.try_wait(), Ok(None));
-            if exited && !self.group_alive() {
-                return true;
-            }
-            if deadline.is_some_and(|d| Instant::now() >= d) {
-                return false;
-            }
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-    }
-
-    /// SIGTERM to the group, SIGKILL to whatever is left after `grace`;
-    /// returns once the group is gone (or did not go within a bounded
-    /// wait after SIGKILL: a zombie nobody reaps). True when SIGKILL was
-    /// needed.
     pub async fn terminate(&mut self, grace: Duration) -> bool {
-        if !self.signal(Signal::SIGTERM) && !matches!(self.child.try_wait(), Ok(None)) {
-            return false;
+        self.stop(Instant::now().checked_add(grace));
+        while let Left::Running = self.progress() {
+            tokio::time::sleep_until(self.next_check().into()).await;
         }
-        if self.wait_gone(grace).await {
-            return false;
-        }
-        self.signal(Signal::SIGKILL);
-        let _ = self.child.start_kill();
-        self.wait_gone(Duration::from_secs(2)).await;
-        true
+        self.killed()
     }
 
-    /// Once the command and its group are gone: stops the watcher.
+    /// Once the command and everything it started are gone: stops the
+    /// watcher.
     pub fn finish(&mut self) {
         if let Some(watcher) = self.watcher.take() {
             watcher.disarm();
         }
     }
+}
 
-    /// After the command itself exited: true when processes it left in
-    /// its group are still running.
-    pub fn leftovers(&mut self) -> bool {
-        self.group_alive()
+/// SIGCHLD: a child of quorumlock exited (CMD, or a process of CMD's
+/// re-parented to quorumlock).
+pub struct ChildExits(Option<tokio::signal::unix::Signal>);
+
+impl ChildExits {
+    /// Waits for the next SIGCHLD; never returns without the stream.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: a SIGCHLD not yet taken stays pending.
+    pub async fn next(&mut self) {
+        if let Some(stream) = &mut self.0 {
+            if stream.recv().await.is_some() {
+                return;
+            }
+        }
+        std::future::pending::<()>().await;
     }
 }
 
-/// True when `/proc` lists a process of `group` that is not a zombie (or
-/// when `/proc` cannot be read: then assume one is).
-fn running_in(group: Pid) -> bool {
-    let Ok(dir) = std::fs::read_dir("/proc") else {
-        return true;
-    };
-    dir.flatten().any(|entry| {
-        let is_pid = entry
-            .file_name()
-            .to_str()
-            .is_some_and(|n| n.bytes().all(|b| b.is_ascii_digit()));
-        is_pid
-            && std::fs::read_to_string(entry.path().join("stat"))
-                .ok()
-                .and_then(|stat| parse_stat(&stat))
-                .is_some_and(|(state, pgrp)| pgrp == group.as_raw() && !matches!(state, 'Z' | 'X'))
-    })
+/// What is left of CMD's processes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Left {
+    /// Something still runs.
+    Running,
+    /// Nothing runs any more.
+    Nothing,
+    /// Something survived SIGKILL for [`KILL_WAIT`].
+    Stuck,
 }
 
-/// The state and process group from a `/proc/PID/stat` line:
-/// `pid (comm) state ppid pgrp …`, where comm may hold spaces and parens.
-fn parse_stat(stat: &str) -> Option<(char, i32)> {
-    let rest = &stat[stat.rfind(')')? + 1..];
-    let mut fields = rest.split_whitespace();
-    let state = fields.next()?.chars().next()?;
-    let _ppid = fields.next()?;
-    let pgrp = fields.next()?.parse().ok()?;
-    Some((state, pgrp))
+/// How far the end of CMD's processes has gone.
+#[derive(Debug, Clone, Copy)]
+enum Ending {
+    /// No end asked for.
+    Running,
+    /// SIGTERM sent; SIGKILL due at `kill_at` (never, if `None`).
+    Terminating { kill_at: Option<Instant> },
+    /// SIGKILL sent at `at`.
+    Killed { at: Instant },
 }
+
+/// The earlier of two optional instants, `None` meaning never.
+fn earliest(a: Option<Instant>, b: Option<Instant>) -> Option<Instant> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, None) => a,
+        (None, b) => b,
+    }
+}
+
+/// How often `/proc` is read while the end of CMD's processes is under way
+/// (a read costs a few milliseconds on a busy machine; the SIGKILL itself
+/// is sent on time, see [`Running::next_check`]).
+const POLL: Duration = Duration::from_millis(50);
+
+/// How long to wait for processes after SIGKILL before giving up on them.
+const KILL_WAIT: Duration = Duration::from_secs(2);
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn stat_lines_give_state_and_group() {
-        assert_eq!(
-            parse_stat("4242 (sleep) S 4240 4241 4241 0 -1 4194560"),
-            Some(('S', 4241))
-        );
-        assert_eq!(parse_stat("7 (a (b) c) Z 1 7 7 0"), Some(('Z', 7)));
-        assert_eq!(parse_stat("garbage"), None);
+    fn the_earliest_kill_wins_and_none_is_never() {
+        let now = Instant::now();
+        let later = now + Duration::from_secs(1);
+        assert_eq!(earliest(Some(now), Some(later)), Some(now));
+        assert_eq!(earliest(Some(later), None), Some(later));
+        assert_eq!(earliest(None, Some(now)), Some(now));
+        assert_eq!(earliest(None, None), None);
     }
 }

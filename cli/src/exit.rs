@@ -15,7 +15,8 @@ pub const SOFTWARE: u8 = 70;
 pub const CONFIG: u8 = 78;
 /// The lock is held by someone else (`--no-wait`, or `--wait` ran out).
 pub const BUSY: u8 = 75;
-/// The lock was lost while the command ran; the command was terminated.
+/// The lock was lost while the command (or a process it started) ran; all
+/// of them were terminated.
 pub const LOST: u8 = 79;
 /// The command could not be executed (permission).
 pub const CANNOT_EXECUTE: u8 = 126;
@@ -31,8 +32,9 @@ Exit status of `run`: the command's own status, or
     78  configuration error no retry cures: wrong password (WRONGPASS,
         NOAUTH), missing ACL permission (NOPERM), or the resource's key
         holds a value of another type (WRONGTYPE) on too many nodes
-    79  the lock was lost while the command ran; its process group was sent
-        SIGTERM (SIGKILL after --grace) and this status is returned
+    79  the lock was lost while the command, or a process it started, ran;
+        all of them were sent SIGTERM (SIGKILL after --grace or at the end
+        of the lock's validity) and this status is returned
    126  the command could not be executed
    127  the command was not found
   128+N the command was killed by signal N, or quorumlock got signal N

@@ -5,6 +5,7 @@ mod acquire;
 mod child;
 mod completions;
 mod deadline;
+mod descendants;
 mod diagnose;
 mod exit;
 mod json;
@@ -72,6 +73,8 @@ enum Command {
     /// unless --export-nodes is given. SIGINT, SIGTERM, SIGHUP, SIGQUIT,
     /// SIGUSR1 and SIGUSR2 sent to quorumlock are passed on to CMD's process
     /// group; if quorumlock itself dies, CMD is killed (parent-death signal).
+    /// What CMD leaves running, in its group or not (setsid, set -m), gets
+    /// SIGTERM and, after --grace, SIGKILL before the lock is released.
     Run(run::RunArgs),
     /// Show, per node, whether RESOURCE is locked, by whom and for how long.
     Status(status::StatusArgs),

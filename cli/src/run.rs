@@ -3,8 +3,9 @@
 //! Order of events: signal handlers first (kept until exit), checks of the
 //! TTL and the node list, the lock, a last look for a stop signal, then
 //! CMD in its own process group; when CMD exits (or the lock is lost),
-//! whatever is left of its group is terminated, then the lock is released
-//! and the process exits as soon as a quorum confirmed the release.
+//! whatever is left of everything it started is terminated while the lock
+//! is still watched, then the lock is released and the process exits as
+//! soon as a quorum confirmed the release.
 
 use std::io::ErrorKind;
 use std::time::{Duration, Instant};
@@ -12,7 +13,7 @@ use std::time::{Duration, Instant};
 use clap::Args;
 use quorumlock::{Lock, Redlock, Renewal, MAX_TTL};
 
-use crate::child::{self, Running, Spec};
+use crate::child::{self, Left, Running, Spec};
 use crate::deadline::{self, DeadlineFile};
 use crate::output::Out;
 use crate::resource::ResourceArg;
@@ -27,6 +28,11 @@ pub const MIN_TTL_NODE_TIMEOUTS: u32 = 8;
 
 /// How long humantime's `1y` is (365.25 days); accepted as the maximum.
 const HUMANTIME_YEAR: Duration = Duration::from_secs(31_557_600);
+
+/// How long before the lock's validity ends a lost lock's SIGKILL is
+/// sent: finding every process of CMD's in `/proc` and signalling each
+/// takes a few milliseconds, and a timer may fire a millisecond late.
+const KILL_LEAD: Duration = Duration::from_millis(20);
 
 /// Default bound on waiting for a quorum that does not answer.
 pub const DEFAULT_OUTAGE_WAIT: &str = "30s";
@@ -50,8 +56,9 @@ pub struct RunArgs {
     /// Hand CMD a fencing token in QUORUMLOCK_FENCE.
     #[arg(long)]
     pub fenced: bool,
-    /// After a lost lock, a signal, or CMD's exit with processes left in its
-    /// group: time between SIGTERM and SIGKILL to the group.
+    /// After a lost lock, or CMD's exit with processes it started still
+    /// running (in its group or not): time between SIGTERM and SIGKILL to
+    /// them (never past the lock's validity).
     #[arg(long, default_value = "10s", value_parser = humantime::parse_duration)]
     pub grace: Duration,
     /// Pass the node list on to CMD in QUORUMLOCK_NODES (it may hold
@@ -197,8 +204,15 @@ pub async fn run(common: &Common, args: RunArgs) -> u8 {
     .await
 }
 
-/// Waits for the command, passing signals on to its group, while the lock
-/// renews itself; terminates the group as soon as the lock is lost.
+/// Waits for the command and everything it started, passing signals on to
+/// its group, while the lock renews itself; ends all of it as soon as the
+/// lock is lost, by the end of the validity at the latest.
+///
+/// When CMD exits with processes of its still running (in its group or
+/// not), the lock stays held and watched while they get SIGTERM and, after
+/// `--grace`, SIGKILL; it is released once nothing of CMD's runs. If the
+/// lock is lost meanwhile, the SIGKILL comes by the end of the validity
+/// and `run` exits 79.
 async fn supervise(
     mut running: Running,
     lock: Lock,
@@ -222,29 +236,35 @@ async fn supervise(
         }
     };
     let mut refresh = tokio::time::interval(deadline::REFRESH);
-    loop {
+    // CMD's own status, once it exited.
+    let mut status: Option<u8> = None;
+    let mut lost_lock = false;
+    let left = loop {
+        let check_at = running.next_check();
         tokio::select! {
-            status = running.child.wait() => {
-                let code = match status {
-                    Ok(status) => code_of(status),
+            result = running.child.wait(), if status.is_none() => {
+                status = Some(match result {
+                    Ok(result) => code_of(result),
                     Err(e) => {
                         out.error(&format!("waiting for the command: {e}"));
                         exit::SOFTWARE
                     }
-                };
-                if running.leftovers() {
-                    out.say(&format!(
-                        "the command exited but left processes in its group; terminating \
-                         them (SIGTERM, SIGKILL after {}) before releasing the lock",
-                        humantime::format_duration(args.grace)
-                    ));
-                    running.terminate(args.grace).await;
+                });
+                if running.stopping() {
+                    continue;
                 }
-                running.finish();
-                releaser.release(lock).await;
-                return code;
+                if !running.any_alive() {
+                    break Left::Nothing;
+                }
+                out.say(&format!(
+                    "the command exited but left processes running; terminating them \
+                     (SIGTERM, SIGKILL after {}) before releasing the lock",
+                    humantime::format_duration(args.grace)
+                ));
+                running.stop(Instant::now().checked_add(args.grace));
             }
-            kind = lost.lost() => {
+            kind = lost.lost(), if !lost_lock => {
+                lost_lock = true;
                 let why = lost
                     .reason()
                     .map(|r| r.to_string())
@@ -252,23 +272,23 @@ async fn supervise(
                 // Past the validity another holder may run: the grace never
                 // reaches beyond it (none at all once the lock has expired
                 // or a majority refused it).
+                let deadline = lost.deadline();
+                let kill_by = deadline.checked_sub(KILL_LEAD).unwrap_or(deadline);
                 let grace = args
                     .grace
-                    .min(lost.deadline().saturating_duration_since(Instant::now()));
+                    .min(kill_by.saturating_duration_since(Instant::now()));
                 out.error(&format!(
-                    "LOCK LOST on {resource:?} ({}): {why}; terminating the command's \
-                     process group (SIGTERM, SIGKILL after {})",
+                    "LOCK LOST on {resource:?} ({}): {why}; terminating the command and \
+                     everything it started (SIGTERM, SIGKILL after {})",
                     kind.as_str(),
                     humantime::format_duration(Duration::from_millis(
                         u64::try_from(grace.as_millis()).unwrap_or(u64::MAX)
                     ))
                 ));
-                if running.terminate(grace).await {
-                    out.error("the command ignored SIGTERM; it was sent SIGKILL");
-                }
-                running.finish();
-                releaser.release(lock).await;
-                return exit::LOST;
+                let kill_at = Instant::now()
+                    .checked_add(grace)
+                    .map_or(kill_by, |at| at.min(kill_by));
+                running.stop(Some(kill_at));
             }
             sig = signals.next() => {
                 running.signal(sig);
@@ -279,7 +299,35 @@ async fn supervise(
                     file.update(lost.deadline());
                 }
             }
+            () = running.exits.next() => running.reap(),
+            () = tokio::time::sleep_until(check_at.into()), if running.stopping() => {
+                match running.progress() {
+                    Left::Running => {}
+                    left => break left,
+                }
+            }
         }
+    };
+    if left == Left::Stuck {
+        out.error("processes of the command survived SIGKILL; releasing the lock anyway");
+    } else if lost_lock && running.killed() {
+        out.error("the command or a process it started ignored SIGTERM; it was sent SIGKILL");
+    }
+    // Everything of CMD's is gone, CMD too: its status is there at once
+    // (unless it is among what survived SIGKILL).
+    let status = match status {
+        Some(status) => status,
+        None => match running.child.try_wait() {
+            Ok(Some(result)) => code_of(result),
+            _ => exit::SOFTWARE,
+        },
+    };
+    running.finish();
+    releaser.release(lock).await;
+    if lost_lock {
+        exit::LOST
+    } else {
+        status
     }
 }
 

@@ -343,6 +343,329 @@ fn processes_the_command_leaves_behind_do_not_outlive_the_lock() {
     assert!(released(&cluster, &name));
 }
 
+// ---- 2b. what the command leaves behind, in its group or not --------
+
+/// How the command leaves a job behind when it exits.
+#[derive(Debug, Clone, Copy)]
+enum Leftover {
+    /// `job &`: the job stays in the command's process group.
+    InGroup,
+    /// `setsid job &`: the job leaves the group and the session.
+    Setsid,
+    /// `set -m` (job control; bash, which does it without a terminal):
+    /// the job gets a process group of its own.
+    JobControl,
+}
+
+impl Leftover {
+    /// The command: starts `job.sh DIR MARKER` in the background the
+    /// chosen way, waits until the job wrote its pid, and exits `code`.
+    fn command(self, dir: &Path, marker: &str, code: u8) -> Vec<String> {
+        let job = format!(
+            "sh {}/job.sh {} {marker} > /dev/null 2>&1 &",
+            dir.display(),
+            dir.display()
+        );
+        let wait = format!(
+            "while [ ! -e {}/pid ]; do sleep 0.01; done; exit {code}",
+            dir.display()
+        );
+        let (shell, script) = match self {
+            Leftover::InGroup => ("sh", format!("{job} {wait}")),
+            Leftover::Setsid => ("sh", format!("setsid {job} {wait}")),
+            Leftover::JobControl => ("bash", format!("set -m; {job} {wait}")),
+        };
+        vec![shell.to_owned(), "-c".to_owned(), script]
+    }
+}
+
+/// Writes `DIR/job.sh`: a job that writes its pid to `DIR/pid`, then
+/// appends `beat` to `DIR/hb` every 50 ms until it dies. On SIGTERM it
+/// does `on_term` (a trap action; `''` ignores SIGTERM).
+fn write_job(dir: &Path, on_term: &str) {
+    let script = format!(
+        "trap {on_term} TERM\n\
+         echo $$ > \"$1/pid.tmp\" && mv \"$1/pid.tmp\" \"$1/pid\"\n\
+         while :; do echo beat >> \"$1/hb\"; sleep 0.05; done\n"
+    );
+    std::fs::write(dir.join("job.sh"), script).expect("job script");
+}
+
+/// The job's pid, once it wrote it (bounded wait).
+fn job_pid(dir: &Path) -> u32 {
+    let mut pid = None;
+    support::block_on_eventually(Duration::from_secs(20), || {
+        pid = std::fs::read_to_string(dir.join("pid"))
+            .ok()
+            .and_then(|p| p.trim().parse().ok());
+        pid.is_some()
+    });
+    pid.expect("the job started and wrote its pid")
+}
+
+/// True while `pid` runs (a zombie runs nothing).
+fn running(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+        stat.rfind(')')
+            .and_then(|i| stat[i + 1..].split_whitespace().next())
+            .is_some_and(|state| state != "Z" && state != "X")
+    })
+}
+
+/// The heartbeat file's lines after the second holder's `SECOND`: what
+/// the first holder's job wrote while the second one held the lock.
+fn written_after_second(dir: &Path) -> Result<Vec<String>, String> {
+    let text = std::fs::read_to_string(dir.join("hb")).unwrap_or_default();
+    let lines: Vec<String> = text.lines().map(str::to_owned).collect();
+    let at = lines
+        .iter()
+        .position(|l| l == "SECOND")
+        .ok_or_else(|| format!("the second holder never ran: {lines:?}"))?;
+    Ok(lines[at + 1..].to_vec())
+}
+
+/// A second `run` of `name` on the nodes `urls`, waiting for the lock:
+/// its command appends `SECOND` to the heartbeat file.
+fn second_holder(urls: &[String], name: &str, dir: &Path) -> Child {
+    let mut second = quorumlock(urls);
+    second
+        .args(["run", "--wait", "60s", name, "--", "sh", "-c"])
+        .arg(format!("echo SECOND >> {}/hb", dir.display()));
+    second.stderr(Stdio::null()).spawn().expect("second holder")
+}
+
+/// The command exits at once, leaving behind (in its group, or out of it)
+/// a job that ignores SIGTERM; then two of the three nodes stall past the
+/// TTL and the lock is lost. The job must be killed by the end of the
+/// validity, as the command itself would be, however long `--grace`; no
+/// second holder may run while it lives; and `run` exits 79, not 0.
+fn a_lost_lock_kills_what_the_command_left(how: Leftover) {
+    let mut cluster = Cluster::local(3);
+    let proxied = cluster.proxied();
+    let dir = tempfile::tempdir().expect("dir");
+    write_job(dir.path(), "''");
+    let name = unique("cli-leftover-lost");
+    let marker = sleep_marker();
+    let mut first = quorumlock(&proxied);
+    first
+        .args(["run", "--ttl", "3s", "--grace", "10m", &name, "--"])
+        .args(how.command(dir.path(), &marker, 0));
+    let mut first = first
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("first holder");
+    let stderr = reader(first.stderr.take());
+    let pid = job_pid(dir.path());
+    // Only the job is left of the command (quorumlock's own command line
+    // carries the marker too).
+    assert!(
+        support::block_on_eventually(Duration::from_secs(20), || {
+            with_marker(&marker)
+                .into_iter()
+                .filter(|&p| p != first.id())
+                .eq([pid])
+        }),
+        "{how:?}: the command exited and left its job: {:?}",
+        with_marker(&marker)
+    );
+
+    // Nodes 1 and 2 stall: the renewal cannot reach a quorum. Their keys
+    // expire by `expires_by`; the validity ends no later.
+    for i in [1, 2] {
+        cluster.proxy(i).set(Fault::Blackhole);
+    }
+    // The earliest instant both stalled nodes' keys may have expired (a
+    // PTTL is read between `asked` and the answer).
+    let mut expires_by = Instant::now();
+    for i in [1, 2] {
+        let asked = Instant::now();
+        let left: i64 = cluster.exec(i, redis::cmd("PTTL").arg(&name));
+        let left = Duration::from_millis(u64::try_from(left).unwrap_or(0));
+        expires_by = expires_by.max(asked + left);
+    }
+    let mut second = second_holder(&cluster.urls(), &name, dir.path());
+
+    let margin = Duration::from_secs(5);
+    let limit = expires_by + margin;
+    while running(pid) && Instant::now() < limit {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    let seen_gone = Instant::now();
+    let killed = !running(pid);
+    // A figure, not an assert (a loaded machine may shift it).
+    support::report(&format!(
+        "{how:?}: the job was seen gone {} ms {} its keys could first expire",
+        expires_by
+            .max(seen_gone)
+            .duration_since(expires_by.min(seen_gone))
+            .as_millis(),
+        if seen_gone <= expires_by {
+            "before"
+        } else {
+            "after"
+        }
+    ));
+    let first_status = wait_within(&mut first, Duration::from_secs(30));
+    let second_status = wait_within(&mut second, Duration::from_secs(60));
+    let _ = first.kill();
+    let _ = second.kill();
+    let gone = none_left(&marker, Duration::from_secs(3));
+    cluster.heal_proxies();
+    let stderr = stderr
+        .recv_timeout(Duration::from_secs(5))
+        .unwrap_or_default();
+    assert!(
+        killed,
+        "{how:?}: the job ignoring SIGTERM was still running {margin:?} after the \
+         keys expired\n{stderr}"
+    );
+    assert_eq!(
+        first_status.and_then(|s| s.code()),
+        Some(79),
+        "{how:?}: the lock was lost\n{stderr}"
+    );
+    assert_eq!(second_status.and_then(|s| s.code()), Some(0), "{how:?}");
+    let after = written_after_second(dir.path()).unwrap_or_else(|e| panic!("{how:?}: {e}"));
+    assert!(
+        after.is_empty(),
+        "{how:?}: the first holder's job ran on while the second held the lock: \
+         {after:?}\n{stderr}"
+    );
+    assert!(gone, "{how:?}");
+}
+
+#[test]
+fn a_lost_lock_kills_what_the_command_left_in_its_group_by_the_end_of_validity() {
+    a_lost_lock_kills_what_the_command_left(Leftover::InGroup);
+}
+
+#[test]
+fn a_lost_lock_kills_what_the_command_started_with_setsid() {
+    a_lost_lock_kills_what_the_command_left(Leftover::Setsid);
+}
+
+#[test]
+fn a_lost_lock_kills_what_the_command_started_under_job_control() {
+    a_lost_lock_kills_what_the_command_left(Leftover::JobControl);
+}
+
+/// The command exits 3 and leaves a job outside its process group (by
+/// `setsid`, by job control) that shuts down slowly on SIGTERM: the job
+/// gets SIGTERM, the lock stays held until it has finished, and only then
+/// can a second holder run; `run` exits with the command's status.
+#[test]
+fn the_lock_is_released_only_after_what_the_command_left_outside_its_group_is_gone() {
+    let cluster = Cluster::shared(3);
+    for how in [Leftover::Setsid, Leftover::JobControl] {
+        let dir = tempfile::tempdir().expect("dir");
+        write_job(
+            dir.path(),
+            "'echo term >> \"$1/hb\"; sleep 0.3; echo last >> \"$1/hb\"; exit 0'",
+        );
+        let name = unique("cli-leftover-outside");
+        let marker = sleep_marker();
+        let mut first = quorumlock(&cluster.urls());
+        first
+            .args(["run", "--grace", "20s", &name, "--"])
+            .args(how.command(dir.path(), &marker, 3));
+        let mut first = first
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("first holder");
+        let stderr = reader(first.stderr.take());
+        job_pid(dir.path());
+        let mut second = second_holder(&cluster.urls(), &name, dir.path());
+        let first_status = wait_within(&mut first, Duration::from_secs(30));
+        let second_status = wait_within(&mut second, Duration::from_secs(60));
+        let _ = first.kill();
+        let _ = second.kill();
+        let gone = none_left(&marker, Duration::from_secs(3));
+        let stderr = stderr
+            .recv_timeout(Duration::from_secs(5))
+            .unwrap_or_default();
+        assert_eq!(
+            first_status.and_then(|s| s.code()),
+            Some(3),
+            "{how:?}: the command's status\n{stderr}"
+        );
+        assert_eq!(second_status.and_then(|s| s.code()), Some(0), "{how:?}");
+        let after = written_after_second(dir.path()).unwrap_or_else(|e| panic!("{how:?}: {e}"));
+        assert!(
+            after.is_empty(),
+            "{how:?}: the job ran on after the lock was released: {after:?}\n{stderr}"
+        );
+        let text = std::fs::read_to_string(dir.path().join("hb")).unwrap_or_default();
+        assert!(
+            text.contains("term\nlast\n"),
+            "{how:?}: the job got SIGTERM and finished its shutdown: {text:?}"
+        );
+        assert!(gone, "{how:?}");
+        assert!(released(&cluster, &name));
+    }
+}
+
+/// The processes `/proc` lists as children of `parent`, with their state.
+fn children_of(parent: u32) -> Vec<(u32, String)> {
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    dir.flatten()
+        .filter_map(|entry| {
+            let pid = entry.file_name().to_str()?.parse::<u32>().ok()?;
+            let stat = std::fs::read_to_string(entry.path().join("stat")).ok()?;
+            let mut fields = stat[stat.rfind(')')? + 1..].split_whitespace();
+            let state = fields.next()?.to_owned();
+            let ppid = fields.next()?.parse::<u32>().ok()?;
+            (ppid == parent).then_some((pid, state))
+        })
+        .collect()
+}
+
+/// `run` is the subreaper of the command's tree: a process orphaned while
+/// the command runs (here by a subshell that starts `setsid sleep` and
+/// exits) is re-parented to `run`, not to init, and once it exits `run`
+/// reaps it at once rather than keeping a zombie until the end.
+#[test]
+fn orphans_of_the_command_are_adopted_and_reaped_by_run() {
+    let cluster = Cluster::shared(3);
+    let name = unique("cli-adopt");
+    let orphan = format!("1.{:09}", rand::random::<u32>() % 1_000_000_000);
+    let mut cmd = quorumlock(&cluster.urls());
+    cmd.args(["run", &name, "--", "sh", "-c"]).arg(format!(
+        "(setsid sleep {orphan} > /dev/null 2>&1 &); sleep 6"
+    ));
+    let mut child = cmd
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn");
+    let run = child.id();
+    let is_orphan = |pid: u32| {
+        std::fs::read(format!("/proc/{pid}/cmdline"))
+            .is_ok_and(|c| String::from_utf8_lossy(&c) == format!("sleep\0{orphan}\0"))
+    };
+    let adopted = support::block_on_eventually(Duration::from_secs(10), || {
+        children_of(run).iter().any(|&(pid, _)| is_orphan(pid))
+    });
+    // The orphan sleeps about a second; then no zombie child of `run` may
+    // stay (only the orphan could be one).
+    let reaped = adopted
+        && support::block_on_eventually(Duration::from_secs(5), || {
+            let children = children_of(run);
+            !children.iter().any(|&(pid, _)| is_orphan(pid))
+                && !children.iter().any(|(_, state)| state == "Z")
+        });
+    let children = children_of(run);
+    let status = wait_within(&mut child, Duration::from_secs(20));
+    let _ = child.kill();
+    assert!(adopted, "the orphan was re-parented to run");
+    assert!(reaped, "the orphan was reaped: {children:?}");
+    assert_eq!(status.and_then(|s| s.code()), Some(0));
+    assert!(released(&cluster, &name));
+}
+
 // ---- 3. quorumlock dies; signals in every phase ---------------------
 
 #[test]
