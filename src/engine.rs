@@ -20,6 +20,7 @@ use crate::keys::Keys;
 use crate::lease::ending::LostReason;
 use crate::node::{Node, Window};
 use crate::quorum::{self, Vote};
+use crate::random;
 use crate::set_order::SetFuture;
 use crate::stats::Stats;
 use crate::status::{NodeView, Status};
@@ -283,9 +284,10 @@ impl Engine {
     }
 
     /// A hint for a waiter (see `retry::wait_for_release`): `keys`' first
-    /// key as one node picked at random sees it.
+    /// key as one node picked at random sees it (from the OS: forked
+    /// workers do not all look at the same node).
     pub(crate) async fn look(&self, keys: &Keys) -> Look {
-        let node = &self.nodes[rand::random_range(0..self.nodes.len())];
+        let node = &self.nodes[random::below(self.nodes.len())];
         let timeout = self.config.node_timeout;
         let window = Window::from_now(timeout);
         match tokio::time::timeout(timeout, node.time_to_live(keys.first(), window)).await {

@@ -133,6 +133,7 @@ mod node;
 mod op;
 mod quarantine;
 mod quorum;
+mod random;
 mod redlock;
 mod reply_code;
 mod request;

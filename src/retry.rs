@@ -13,6 +13,7 @@ use crate::handoff::Watch;
 use crate::keys::Keys;
 use crate::lock::Lock;
 use crate::quorum;
+use crate::random;
 use crate::token::Token;
 
 /// Takes the lock on `keys`: at most `retries` retries after the first
@@ -56,11 +57,9 @@ pub(crate) async fn acquire(
             }
             Attempt::Failed(failure) => failure,
         };
-        let delay = quorum::backoff(
-            cfg.retry_delay_min,
-            cfg.retry_delay_max,
-            rand::random::<f64>(),
-        );
+        // Drawn from the OS: workers forked from one process must not
+        // back off in step (see `random`).
+        let delay = quorum::backoff(cfg.retry_delay_min, cfg.retry_delay_max, random::unit());
         // A delay too large to add to an instant never fits.
         let out_of_time =
             deadline.is_some_and(|d| Instant::now().checked_add(delay).is_none_or(|t| t >= d));
@@ -182,7 +181,7 @@ async fn wait_for_release(
             () = &mut fallback => return false,
             () = watch.released() => {}
         }
-        let jitter = (*spread).mul_f64(rand::random::<f64>());
+        let jitter = (*spread).mul_f64(random::unit());
         tokio::select! {
             () = &mut fallback => return false,
             () = tokio::time::sleep(jitter) => {}
