@@ -21,6 +21,7 @@ use crate::lease::ending::LostReason;
 use crate::node::{Node, Window};
 use crate::quorum::{self, Vote};
 use crate::random;
+use crate::remote_check::{self, Remote};
 use crate::set_order::SetFuture;
 use crate::stats::Stats;
 use crate::status::{NodeView, Status};
@@ -258,12 +259,13 @@ impl Engine {
     }
 
     /// Asks every node whether the lock's keys still carry `token`
-    /// (read-only): `Ok(true)` when a majority said yes, `Ok(false)` when so
-    /// many said no that no majority can, an error when too few answered to
-    /// tell.
+    /// (read-only), decided as [`remote_check::verdict`] says: `Ok(true)` at
+    /// a quorum of yes, `Ok(false)` once so many said no that no quorum
+    /// can carry it, an error when the nodes that failed or did not answer
+    /// could have tipped it either way.
     pub(crate) async fn holds(&self, keys: &Keys, token: &Token) -> Result<bool, Error> {
         let command = Command::holds(keys, token);
-        let outcome = fanout::quorum(
+        let outcome = fanout::decided_by(
             &self.nodes,
             &self.background,
             self.majority(None),
@@ -272,14 +274,15 @@ impl Engine {
                 async move { node.holds(&command, window).await }
             },
             |_, &held| if held { Vote::Yes } else { Vote::No },
+            remote_check::decision,
         )
         .await;
-        if outcome.reached() {
-            Ok(true)
-        } else if !outcome.tally.outage() && outcome.tally.no() > 0 {
-            Ok(false)
-        } else {
-            Err(self.unavailable(Operation::Check, keys.name(), outcome))
+        match remote_check::verdict(&outcome.tally) {
+            Some(Remote::Held) => Ok(true),
+            Some(Remote::NotHeld) => Ok(false),
+            Some(Remote::Unknown) | None => {
+                Err(self.unavailable(Operation::Check, keys.name(), outcome))
+            }
         }
     }
 

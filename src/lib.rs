@@ -135,6 +135,7 @@ mod quarantine;
 mod quorum;
 mod random;
 mod redlock;
+mod remote_check;
 mod reply_code;
 mod request;
 mod retry;
