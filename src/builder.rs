@@ -268,7 +268,7 @@ impl Builder {
             })
             .collect::<Result<Arc<[_]>>>()?;
         let handoff = self.config.fast_handoff.then(|| {
-            let listened = handoff::listened(nodes.len(), rand::random::<u32>() as usize);
+            let listened = handoff::listened(nodes.len(), crate::random::below(nodes.len()));
             let clients = listened
                 .map(|i| (nodes[i].label().to_owned(), nodes[i].client().clone()))
                 .collect();

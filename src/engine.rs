@@ -21,12 +21,14 @@ use crate::lease::ending::LostReason;
 use crate::lease::term::{Late, Term};
 use crate::node::{Node, Window};
 use crate::quorum::{self, Vote};
+use crate::random;
+use crate::remote_check::{self, Remote};
 use crate::set_order::SetFuture;
 use crate::stats::Stats;
 use crate::status::{NodeView, Status};
 use crate::token::Token;
 
-/// What a waiter's look at a lock's key on one node found.
+/// What a waiter's look at a lock's keys on one node found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Look {
     /// Not set there.
@@ -35,6 +37,22 @@ pub(crate) enum Look {
     HeldFor(Duration),
     /// No answer within the node timeout, or a refusal.
     Unknown,
+}
+
+impl Look {
+    /// The look at a set of keys from the look at each: held while any is
+    /// set, until the last of those expires; free only when every key is;
+    /// unknown otherwise.
+    pub(crate) fn combined(looks: impl IntoIterator<Item = Look>) -> Look {
+        looks
+            .into_iter()
+            .fold(Look::Free, |all, one| match (all, one) {
+                (Look::HeldFor(a), Look::HeldFor(b)) => Look::HeldFor(a.max(b)),
+                (Look::HeldFor(a), _) | (_, Look::HeldFor(a)) => Look::HeldFor(a),
+                (Look::Unknown, _) | (_, Look::Unknown) => Look::Unknown,
+                (Look::Free, Look::Free) => Look::Free,
+            })
+    }
 }
 
 /// The nodes, the tuning, and the operations that go to all of them.
@@ -257,12 +275,13 @@ impl Engine {
     }
 
     /// Asks every node whether the lock's keys still carry `token`
-    /// (read-only): `Ok(true)` when a majority said yes, `Ok(false)` when so
-    /// many said no that no majority can, an error when too few answered to
-    /// tell.
+    /// (read-only), decided as [`remote_check::verdict`] says: `Ok(true)` at
+    /// a quorum of yes, `Ok(false)` once so many said no that no quorum
+    /// can carry it, an error when the nodes that failed or did not answer
+    /// could have tipped it either way.
     pub(crate) async fn holds(&self, keys: &Keys, token: &Token) -> Result<bool, Error> {
         let command = Command::holds(keys, token);
-        let outcome = fanout::quorum(
+        let outcome = fanout::decided_by(
             &self.nodes,
             &self.background,
             self.majority(None),
@@ -271,34 +290,63 @@ impl Engine {
                 async move { node.holds(&command, window).await }
             },
             |_, &held| if held { Vote::Yes } else { Vote::No },
+            remote_check::decision,
         )
         .await;
-        if outcome.reached() {
-            Ok(true)
-        } else if !outcome.tally.outage() && outcome.tally.no() > 0 {
-            Ok(false)
-        } else {
-            Err(self.unavailable(Operation::Check, keys.name(), outcome))
+        match remote_check::verdict(&outcome.tally) {
+            Some(Remote::Held) => Ok(true),
+            Some(Remote::NotHeld) => Ok(false),
+            Some(Remote::Unknown) | None => {
+                Err(self.unavailable(Operation::Check, keys.name(), outcome))
+            }
         }
     }
 
-    /// A hint for a waiter (see `retry::wait_for_release`): `keys`' first
-    /// key as one node picked at random sees it.
+    /// A hint for a waiter (see `retry::wait_for_release`): `keys` as one
+    /// node picked at random sees them ([`Look::combined`]).
+    ///
+    /// A lock over several resources waits on the ones held: the first key
+    /// being free says nothing when another is taken (a waiter that looked
+    /// at the first key alone tried again at once, in a loop).
     pub(crate) async fn look(&self, keys: &Keys) -> Look {
-        let node = &self.nodes[rand::random_range(0..self.nodes.len())];
+        Look::combined(self.look_at_each(keys).await)
+    }
+
+    /// The resource to name when an attempt on `keys` was refused: for a
+    /// lock over several resources, the first one a node picked at random
+    /// sees set, not the first one listed (that one may be free); the
+    /// first resource when none is seen set.
+    pub(crate) async fn held_resource(&self, keys: &Keys) -> ResourceName {
+        if !keys.is_multi() {
+            return keys.name();
+        }
+        let looks = self.look_at_each(keys).await;
+        keys.slices()
+            .zip(looks)
+            .find(|(_, look)| matches!(look, Look::HeldFor(_)))
+            .map_or_else(|| keys.name(), |(key, _)| ResourceName::new(key))
+    }
+
+    /// Every key of `keys` on one node picked at random (from the OS:
+    /// forked workers do not all look at the same node), in parallel.
+    async fn look_at_each(&self, keys: &Keys) -> Vec<Look> {
+        let node = &self.nodes[random::below(self.nodes.len())];
         let timeout = self.config.node_timeout;
         let window = Window::from_now(timeout);
-        match tokio::time::timeout(timeout, node.time_to_live(keys.first(), window)).await {
-            Ok(Ok(Some(left))) => Look::HeldFor(left),
-            Ok(Ok(None)) => Look::Free,
-            // A late answer is a timeout the node did not count.
-            Ok(Err(failure)) if !failure.kind.is_timeout() => Look::Unknown,
-            Ok(Err(_)) | Err(_) => {
-                node.counters()
-                    .failed(&NodeFailureKind::Timeout(timeout), None);
-                Look::Unknown
+        let looks = keys.slices().map(|key| async move {
+            match tokio::time::timeout(timeout, node.time_to_live(key, window)).await {
+                Ok(Ok(Some(left))) => Look::HeldFor(left),
+                Ok(Ok(None)) => Look::Free,
+                // A late answer is a timeout the node did not count.
+                Ok(Err(failure)) if !failure.kind.is_timeout() => Look::Unknown,
+                Ok(Err(_)) | Err(_) => {
+                    node.counters()
+                        .failed(&NodeFailureKind::Timeout(timeout), None);
+                    Look::Unknown
+                }
             }
-        }
+        });
+        futures::future::join_all(looks).await
     }
 
     /// Reads the resource's key on every node, in parallel.
@@ -365,5 +413,34 @@ impl Engine {
             attempts: 1,
             failures: outcome.failures,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MS: Duration = Duration::from_millis(1);
+
+    #[test]
+    fn a_set_of_keys_is_held_while_any_is_and_free_when_all_are() {
+        use Look::{Free, HeldFor, Unknown};
+        let all = |looks: &[Look]| Look::combined(looks.iter().copied());
+        // The first key free, the second held: held (the spin of a waiter
+        // that looked at the first key alone).
+        assert_eq!(all(&[Free, HeldFor(400 * MS)]), HeldFor(400 * MS));
+        assert_eq!(
+            all(&[HeldFor(9 * MS), Free, HeldFor(70 * MS)]),
+            HeldFor(70 * MS)
+        );
+        assert_eq!(all(&[Unknown, HeldFor(5 * MS)]), HeldFor(5 * MS));
+        assert_eq!(
+            all(&[HeldFor(Duration::MAX), HeldFor(MS)]),
+            HeldFor(Duration::MAX)
+        );
+        assert_eq!(all(&[Free, Free]), Free);
+        assert_eq!(all(&[Free, Unknown]), Unknown);
+        assert_eq!(all(&[Free]), Free);
+        assert_eq!(all(&[HeldFor(MS)]), HeldFor(MS));
     }
 }

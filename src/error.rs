@@ -35,7 +35,8 @@ pub enum Error {
     /// Another owner holds the lock on enough nodes that no quorum was possible.
     #[non_exhaustive]
     Contended {
-        /// The resource, printable.
+        /// The resource, printable; for a lock over several resources, the
+        /// one a node was found holding (the first listed when none was).
         resource: ResourceName,
         /// Nodes that answered that the key holds another token.
         held_elsewhere: usize,

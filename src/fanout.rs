@@ -84,8 +84,33 @@ pub(crate) async fn quorum<T, F, Fut>(
     nodes: &Arc<[Node]>,
     background: &Background,
     plan: Plan,
+    send: F,
+    vote: impl FnMut(usize, &T) -> Vote,
+) -> Outcome<T>
+where
+    F: FnMut(usize, &Node, Window) -> Fut,
+    Fut: Future<Output = NodeResult<T>> + Send + 'static,
+    T: Send + 'static,
+{
+    decided_by(nodes, background, plan, send, vote, Tally::decision).await
+}
+
+/// [`quorum`] with another rule for when the outcome is known: `decide`
+/// reads the tally after each vote (and once the window closed) and ends
+/// the fan-out when it returns a decision. [`quorum`] decides on the yes
+/// votes alone; the remote check also stops once enough nodes said no
+/// (see [`crate::remote_check`]).
+///
+/// # Cancel safety
+///
+/// As [`quorum`].
+pub(crate) async fn decided_by<T, F, Fut>(
+    nodes: &Arc<[Node]>,
+    background: &Background,
+    plan: Plan,
     mut send: F,
     mut vote: impl FnMut(usize, &T) -> Vote,
+    decide: impl Fn(&Tally) -> Option<Decision>,
 ) -> Outcome<T>
 where
     F: FnMut(usize, &Node, Window) -> Fut,
@@ -115,7 +140,7 @@ where
         replies: Vec::with_capacity(nodes.len()),
         failures: Vec::new(),
     };
-    if let Some(decision) = outcome.tally.decision() {
+    if let Some(decision) = decide(&outcome.tally) {
         // Nothing needed: the calls are background work.
         outcome.decision = Some(decision);
         return outcome;
@@ -130,7 +155,7 @@ where
             biased;
             reply = gather.next() => {
                 let Some((i, reply)) = reply else {
-                    outcome.decision = outcome.tally.decision();
+                    outcome.decision = decide(&outcome.tally);
                     break;
                 };
                 let v = match reply {
@@ -147,7 +172,8 @@ where
                         Vote::Failed
                     }
                 };
-                if let Some(decision) = outcome.tally.record(v) {
+                outcome.tally.record(v);
+                if let Some(decision) = decide(&outcome.tally) {
                     outcome.decision = Some(decision);
                     break;
                 }
@@ -164,7 +190,7 @@ where
                     outcome.failures.push(failure);
                     outcome.tally.record(Vote::Failed);
                 }
-                outcome.decision = outcome.tally.decision();
+                outcome.decision = decide(&outcome.tally);
                 break;
             }
         }

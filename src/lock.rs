@@ -312,9 +312,11 @@ impl Lock {
     }
 
     /// Asks the nodes whether a majority still carries this lock's token
-    /// (a read-only script on every node, decided at quorum). Changes
-    /// nothing — neither the keys nor [`validity`](Lock::validity), which
-    /// stays the bound to act on: a `true` here says the keys were there
+    /// (a read-only script on every node): `Ok(true)` once a quorum said
+    /// yes; `Ok(false)` once more than `N − quorum` said no (3 of 5), so
+    /// that no majority can carry it; returns as soon as either is known.
+    /// Changes nothing — neither the keys nor [`validity`](Lock::validity),
+    /// which stays the bound to act on: `true` says the keys were there
     /// when the nodes answered, not for how long.
     ///
     /// Useful to detect a lock lost early — a node restarted without
@@ -323,8 +325,9 @@ impl Lock {
     ///
     /// # Errors
     ///
-    /// [`Error::Unavailable`] when too few nodes answered to tell either
-    /// way.
+    /// [`Error::Unavailable`] when neither is known: nodes that failed or
+    /// did not answer could have tipped it (five nodes, the key gone on
+    /// one and two silent: the silent two may still carry it).
     ///
     /// # Examples
     ///

@@ -8,11 +8,12 @@ use std::time::{Duration, Instant};
 
 use crate::attempt::{self, Attempt, AttemptFailure};
 use crate::engine::{Engine, Look};
-use crate::error::{Error, Operation, Result};
+use crate::error::{Error, Operation, ResourceName, Result};
 use crate::handoff::Watch;
 use crate::keys::Keys;
 use crate::lock::Lock;
 use crate::quorum;
+use crate::random;
 use crate::token::Token;
 
 /// Takes the lock on `keys`: at most `retries` retries after the first
@@ -56,16 +57,19 @@ pub(crate) async fn acquire(
             }
             Attempt::Failed(failure) => failure,
         };
-        let delay = quorum::backoff(
-            cfg.retry_delay_min,
-            cfg.retry_delay_max,
-            rand::random::<f64>(),
-        );
+        // Drawn from the OS: workers forked from one process must not
+        // back off in step (see `random`).
+        let delay = quorum::backoff(cfg.retry_delay_min, cfg.retry_delay_max, random::unit());
         // A delay too large to add to an instant never fits.
         let out_of_time =
             deadline.is_some_and(|d| Instant::now().checked_add(delay).is_none_or(|t| t >= d));
         if attempts > retries || out_of_time || failure.fence_exhausted.is_some() {
-            return Err(error(engine, &keys, ttl, attempts, failure));
+            let resource = if is_contended(&failure) {
+                engine.held_resource(&keys).await
+            } else {
+                keys.name()
+            };
+            return Err(error(engine, resource, ttl, attempts, failure));
         }
         let held = failure.tally.no() > 0;
         if held && woken {
@@ -182,7 +186,7 @@ async fn wait_for_release(
             () = &mut fallback => return false,
             () = watch.released() => {}
         }
-        let jitter = (*spread).mul_f64(rand::random::<f64>());
+        let jitter = (*spread).mul_f64(random::unit());
         tokio::select! {
             () = &mut fallback => return false,
             () = tokio::time::sleep(jitter) => {}
@@ -202,10 +206,22 @@ async fn wait_for_release(
     }
 }
 
+/// Whether the last attempt ends in [`Error::Contended`].
+fn is_contended(f: &AttemptFailure) -> bool {
+    f.fence_exhausted.is_none() && f.exhausted.is_none() && !f.tally.outage() && f.tally.no() > 0
+}
+
 /// The error after the last attempt: fencing tokens exhausted, no validity
-/// left, too few nodes answering (an outage), or held by another owner.
-fn error(engine: &Engine, keys: &Keys, ttl: Duration, attempts: u32, f: AttemptFailure) -> Error {
-    let resource = keys.name();
+/// left, too few nodes answering (an outage), or held by another owner;
+/// about `resource` (for a refused lock over several resources, the one
+/// found held).
+fn error(
+    engine: &Engine,
+    resource: ResourceName,
+    ttl: Duration,
+    attempts: u32,
+    f: AttemptFailure,
+) -> Error {
     let nodes = engine.nodes.len();
     if let Some(highest) = f.fence_exhausted {
         return Error::FenceExhausted { resource, highest };
@@ -218,7 +234,7 @@ fn error(engine: &Engine, keys: &Keys, ttl: Duration, attempts: u32, f: AttemptF
             attempts,
         };
     }
-    if f.tally.outage() || f.tally.no() == 0 {
+    if !is_contended(&f) {
         Error::Unavailable {
             operation: Operation::Acquire,
             resource,

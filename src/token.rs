@@ -1,10 +1,9 @@
-//! Lock tokens: 128 random bits from a CSPRNG, stored as 32 lowercase hex
-//! characters so other Redlock clients and `redis-cli` can read them.
+//! Lock tokens: 128 random bits from the operating system, stored as 32
+//! lowercase hex characters so other Redlock clients and `redis-cli` can
+//! read them.
 
 use std::fmt;
 use std::sync::Arc;
-
-use rand::Rng;
 
 /// The random value a lock's keys hold; proof of ownership.
 ///
@@ -17,9 +16,11 @@ impl Token {
     /// Characters of the token shown in logs and messages.
     pub(crate) const SHOWN: usize = 8;
 
-    /// A fresh token from the thread-local CSPRNG (ChaCha, seeded from the OS).
+    /// A fresh token, drawn from the operating system for each token
+    /// ([`random`](crate::random)): unique across `fork()`, where a
+    /// generator in the process would hand parent and child the same ones.
     pub(crate) fn generate() -> Self {
-        let bits: u128 = rand::rng().random();
+        let bits = crate::random::bits128();
         Self(format!("{bits:032x}").into())
     }
 

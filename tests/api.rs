@@ -67,6 +67,67 @@ async fn a_held_lock_is_checked_on_the_nodes() {
 }
 
 #[tokio::test]
+async fn a_remote_check_that_cannot_tell_says_so() {
+    // Five nodes, quorum three: `false` only when no majority can carry
+    // the token (three or more said no), `true` at three yes, an error in
+    // between. The first case is the one that answered `Ok(false)`: the
+    // key deleted on one node, two silent, two yes — four nodes may still
+    // carry it.
+    let mut cluster = Cluster::local(5);
+    let redlock = cluster.redlock().await;
+    let cases: [(&[usize], &[usize], Option<bool>); 5] = [
+        // (key deleted on, nodes paused, answer)
+        (&[0], &[3, 4], None),
+        (&[0, 1], &[4], None),
+        (&[], &[0, 1], Some(true)),
+        (&[0, 1, 2], &[4], Some(false)),
+        (&[0, 1, 2], &[3, 4], Some(false)),
+    ];
+    for (deleted, paused, want) in cases {
+        let name = unique("remote-check-split");
+        let lock = redlock.acquire(&name, TTL).await.expect("acquire");
+        for &i in deleted {
+            let _: i64 = cluster.exec(i, redis::cmd("DEL").arg(&name));
+        }
+        for &i in paused {
+            cluster.pause(i);
+        }
+        let got = lock.is_held_remotely().await;
+        for &i in paused {
+            cluster.resume(i);
+        }
+        let case = format!("deleted on {deleted:?}, paused {paused:?}: {got:?}");
+        match want {
+            Some(held) => assert_eq!(got.expect("answered"), held, "{case}"),
+            None => {
+                let err = got.expect_err(&case);
+                assert!(
+                    matches!(
+                        err,
+                        Error::Unavailable {
+                            operation: Operation::Check,
+                            ..
+                        }
+                    ),
+                    "{case}"
+                );
+            }
+        }
+        lock.release().await.expect("release");
+    }
+    // A node that fails fast (killed: refused at once) does not end the
+    // check before the three no that answer it.
+    cluster.kill(4);
+    let name = unique("remote-check-dead");
+    let lock = redlock.acquire(&name, TTL).await.expect("acquire");
+    for i in [0, 1, 2] {
+        let _: i64 = cluster.exec(i, redis::cmd("DEL").arg(&name));
+    }
+    assert!(!lock.is_held_remotely().await.expect("three said no"));
+    drop(lock);
+}
+
+#[tokio::test]
 async fn clients_built_the_redis_way_are_used_as_they_are() {
     let cluster = Cluster::shared(5);
     let clients = cluster

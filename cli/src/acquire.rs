@@ -181,7 +181,10 @@ async fn attempts(
                 }
                 out.detail(&msg);
                 // Let the release of this attempt's partial grants land
-                // before the next one.
+                // before the next one. The thread-local generator is fine
+                // here, unlike in the library (its `random` module): this
+                // process forks only to exec the command, so no copy of its
+                // state ever draws.
                 let pause = common.retry_delay.mul_f64(rand::random::<f64>());
                 tokio::time::sleep(pause.max(Duration::from_millis(10))).await;
             }

@@ -25,6 +25,10 @@ impl DeadlineFile {
     /// Creates a new file in the temporary directory (fails if it exists).
     pub fn create() -> std::io::Result<Self> {
         let dir = std::env::temp_dir();
+        // The process id makes the name unique among live processes, the
+        // random part across a reused id; `create_new` refuses a clash.
+        // (The generator's state is never copied: the tool forks only to
+        // exec the command.)
         let name = format!(
             "quorumlock-{}-{:016x}.deadline",
             std::process::id(),
