@@ -293,3 +293,167 @@ async fn a_dead_connection_met_by_a_release_follow_up_does_not_bypass_the_quaran
     assert!(quarantined(&err), "{err}");
     assert_eq!(cluster.values(name.as_bytes())[0], None, "node 0 voted");
 }
+
+/// A proxy that keeps the client's connection open while the server
+/// behind it restarts (Envoy, twemproxy): no connection loss tells the
+/// client, so without more the node's standing stays "votes". The vote
+/// carries the server's `run_id`: the new server is caught by the vote
+/// itself, kept out, and votes again once its quarantine has passed.
+#[tokio::test]
+async fn a_restart_behind_a_proxy_that_keeps_the_connection_is_caught_by_the_vote() {
+    let mut cluster = Cluster::local(3);
+    let young = Duration::from_secs(2);
+    let upstream = cluster
+        .url(0)
+        .trim_start_matches("redis://")
+        .parse()
+        .expect("node address");
+    let sticky = support::sticky::StickyProxy::start(upstream).await;
+    let mut urls = cluster.urls();
+    urls[0] = sticky.url();
+    wait_uptime(&cluster, young + Duration::from_secs(1)).await;
+    let redlock = quorumlock::Builder::new(urls)
+        .restart_quarantine(Some(young))
+        .retry_count(0)
+        .node_timeout(Duration::from_millis(500))
+        .build()
+        .await
+        .expect("build");
+    let name = unique("sticky");
+    redlock
+        .try_acquire(&name, TTL)
+        .await
+        .expect("every node old enough")
+        .release()
+        .await
+        .expect("release");
+    let voted = redlock.stats().nodes[0].acquire.yes;
+    assert_eq!(voted, 1);
+
+    // The client is idle: the proxy keeps its connection and opens a new
+    // one to the new server at the next request.
+    cluster.restart(0);
+    cluster.kill(1);
+    let err = redlock
+        .try_acquire(&name, TTL)
+        .await
+        .expect_err("node 0 restarted empty a moment ago and must not vote");
+    assert!(err.is_unavailable(), "{err}");
+    assert!(
+        err.node_failures().iter().any(|f| matches!(
+            f.kind,
+            quorumlock::NodeFailureKind::ServerChanged
+                | quorumlock::NodeFailureKind::Quarantined { .. }
+        )),
+        "{err}"
+    );
+    let err = redlock
+        .try_acquire(&name, TTL)
+        .await
+        .expect_err("still quarantined");
+    assert!(quarantined(&err), "{err}");
+    let stats = redlock.stats();
+    assert_eq!(
+        stats.nodes[0].acquire.yes, voted,
+        "a young server's vote counted"
+    );
+    assert_eq!(
+        stats.nodes[0].connection_errors, 0,
+        "the client's connection must not have broken"
+    );
+
+    // The quarantine of a server seen for the first time counts from when
+    // it was seen (here, within a second of its start).
+    wait_uptime_of(&cluster, 0, young + Duration::from_secs(2)).await;
+    redlock
+        .try_acquire(&name, TTL)
+        .await
+        .expect("node 0 votes again")
+        .release()
+        .await
+        .expect("release");
+}
+
+/// Restarts hammered while tasks on every worker thread of a multi-thread
+/// runtime take locks: the vote of a restarted server is never counted
+/// before its quarantine passes, whatever a reconnect races with (a
+/// command that checked the standing before the connection was replaced
+/// sends its vote after: the vote names its server, and is dropped).
+///
+/// Every restarted server lives less than its quarantine, so its count of
+/// yes votes must not move while it runs. The counts are read while the
+/// node is dead, after a settle time for the old server's last replies.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn hammered_restarts_from_many_threads_never_count_a_young_servers_vote() {
+    use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+    use std::sync::Arc;
+
+    const ROUNDS: usize = 12;
+    let mut cluster = Cluster::local(3);
+    // Each restarted server lives well under the quarantine (400 ms after
+    // it is up, then killed).
+    let required = Duration::from_secs(2);
+    wait_uptime(&cluster, required).await;
+    let redlock = cluster
+        .builder()
+        .restart_quarantine(Some(required))
+        .retry_count(0)
+        .node_timeout(Duration::from_millis(300))
+        .build()
+        .await
+        .expect("build");
+    let stop = Arc::new(AtomicBool::new(false));
+    let granted = Arc::new(AtomicU64::new(0));
+    let workers: Vec<_> = (0..8)
+        .map(|_| {
+            let (redlock, stop, granted) = (redlock.clone(), stop.clone(), granted.clone());
+            tokio::spawn(async move {
+                while !stop.load(Ordering::Relaxed) {
+                    if let Ok(lock) = redlock.try_acquire(unique("hammer"), TTL).await {
+                        granted.fetch_add(1, Ordering::Relaxed);
+                        let _ = lock.release().await;
+                    }
+                }
+            })
+        })
+        .collect();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let yes = |r: &Redlock| r.stats().nodes[0].acquire.yes;
+    assert!(yes(&redlock) > 0, "node 0 votes before the restarts");
+    let settle = Duration::from_millis(300);
+    let mut young_votes = Vec::new();
+    let mut before = None;
+    for _ in 0..ROUNDS {
+        tokio::task::block_in_place(|| cluster.kill(0));
+        tokio::time::sleep(settle).await;
+        let now = yes(&redlock);
+        if let Some(before) = before {
+            young_votes.push(now - before);
+        }
+        before = Some(now);
+        tokio::task::block_in_place(|| cluster.restart(0));
+        tokio::time::sleep(Duration::from_millis(400)).await;
+    }
+    tokio::task::block_in_place(|| cluster.kill(0));
+    tokio::time::sleep(settle).await;
+    if let Some(before) = before {
+        young_votes.push(yes(&redlock) - before);
+    }
+    stop.store(true, Ordering::Relaxed);
+    for worker in workers {
+        worker.await.expect("worker");
+    }
+    let stats = redlock.stats();
+    support::report(&format!(
+        "hammered restarts: {ROUNDS} restarts, {} grants, node 0: {} commands, {} \
+         quarantined, young votes per restart {young_votes:?}",
+        granted.load(Ordering::Relaxed),
+        stats.nodes[0].commands,
+        stats.nodes[0].quarantined,
+    ));
+    assert!(granted.load(Ordering::Relaxed) > 0, "nodes 1 and 2 grant");
+    assert!(
+        young_votes.iter().all(|&n| n == 0),
+        "a restarted server's vote was counted: {young_votes:?}"
+    );
+}

@@ -8,7 +8,6 @@ mod deadline;
 mod diagnose;
 mod exit;
 mod json;
-mod nodes;
 mod output;
 mod resource;
 mod run;
