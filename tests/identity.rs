@@ -86,8 +86,10 @@ async fn one_server_under_two_addresses_is_refused_at_build() {
 }
 
 /// A duplicate that was unreachable at build is found when it connects:
-/// it never votes. Without the check, node 0 and its twin make two of the
-/// three votes a five-node list needs, with two nodes down.
+/// it never votes. Without the check, one server answers twice for the
+/// same key: with two of five nodes down, node 0 and its twin make two of
+/// the three votes an extend (or the remote check) needs, where only two
+/// servers still hold the lock.
 #[tokio::test]
 async fn a_duplicate_that_connects_after_build_never_votes() {
     let mut cluster = Cluster::local(4);
@@ -106,26 +108,45 @@ async fn a_duplicate_that_connects_after_build_never_votes() {
         .await
         .expect("the twin is down at build");
     twin.set(Fault::None);
+    let twin_label = format!("127.0.0.1:{}/0", twin.addr().port());
+    let first = format!("127.0.0.1:{}/0", port(&urls[0]));
+    let same_server = |failures: &[quorumlock::NodeFailure]| {
+        failures.iter().any(|f| {
+            f.node == twin_label
+                && matches!(&f.kind, NodeFailureKind::SameServer { other } if *other == first)
+        })
+    };
+    let name = unique("twin");
+    // Nodes 0 to 3 grant; the twin connects now and is refused.
+    let lock = redlock.try_acquire(&name, TTL).await.expect("four servers");
     cluster.kill(1);
     cluster.kill(2);
-    let name = unique("twin");
+    let err = lock
+        .extend(TTL)
+        .await
+        .expect_err("two servers hold the lock: no majority of five");
+    assert!(same_server(err.node_failures()), "{err}");
+    assert!(
+        !matches!(lock.is_held_remotely().await, Ok(true)),
+        "two servers of five cannot say it is held"
+    );
+    let other = unique("twin");
     let err = redlock
-        .try_acquire(&name, TTL)
+        .try_acquire(&other, TTL)
         .await
         .expect_err("node 0 must not vote twice");
     assert!(err.is_unavailable(), "{err}");
-    let twin_label = format!("127.0.0.1:{}/0", twin.addr().port());
-    let first = format!("127.0.0.1:{}/0", port(&urls[0]));
-    let refused = err.node_failures().iter().any(|f| {
-        f.node == twin_label
-            && matches!(&f.kind, NodeFailureKind::SameServer { other } if *other == first)
-    });
-    assert!(refused, "{err}");
-    assert_eq!(redlock.stats().nodes[4].acquire.yes, 0);
+    assert!(same_server(err.node_failures()), "{err}");
+    let stats = redlock.stats();
+    assert_eq!(
+        (stats.nodes[4].acquire.yes, stats.nodes[4].extend.yes),
+        (0, 0),
+        "the twin voted"
+    );
     // Nothing left behind: the failed attempt released node 0's key.
     assert!(
         cluster
-            .released(name.as_bytes(), Duration::from_secs(2))
+            .released(other.as_bytes(), Duration::from_secs(2))
             .await
     );
 }

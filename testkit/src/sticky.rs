@@ -6,7 +6,7 @@
 //!
 //! Requests in flight when the server dies are lost without a reply (a
 //! real proxy would answer them with an error): restart the server while
-//! the client is idle.
+//! the client is idle, and before its next request.
 
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -88,20 +88,24 @@ async fn serve(mut client: TcpStream, upstream: SocketAddr) {
             }
             continue;
         };
+        // The upstream first: a close already seen is handled before the
+        // client's next request, which then goes to a new connection
+        // rather than into the dead one.
         tokio::select! {
-            read = client.read(&mut up) => match read {
-                Ok(0) | Err(_) => return,
-                Ok(n) => {
-                    if conn.write_all(&up[..n]).await.is_err() {
-                        server = None;
-                    }
-                }
-            },
+            biased;
             read = conn.read(&mut down) => match read {
                 Ok(0) | Err(_) => server = None,
                 Ok(n) => {
                     if client.write_all(&down[..n]).await.is_err() {
                         return;
+                    }
+                }
+            },
+            read = client.read(&mut up) => match read {
+                Ok(0) | Err(_) => return,
+                Ok(n) => {
+                    if conn.write_all(&up[..n]).await.is_err() {
+                        server = None;
                     }
                 }
             },
