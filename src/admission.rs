@@ -210,7 +210,8 @@ pub(crate) fn build_refusal(
         NodeFailureKind::Evicts { policy, maxmemory } => Some(format!(
             "node {}: maxmemory {maxmemory} with maxmemory-policy {policy} can evict the \
              lock's keys (a lock lost early, a fencing counter reset); set \
-             maxmemory-policy noeviction, or accept it with Builder::allow_eviction(true)",
+             maxmemory-policy noeviction, or accept it with Builder::allow_eviction(true) \
+             (quorumlock --allow-eviction)",
             label(i)
         )),
         _ => None,

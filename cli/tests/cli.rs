@@ -264,3 +264,27 @@ fn one_server_behind_another_loopback_address_or_its_socket_is_refused() {
     }
     assert_eq!(twin.holders(name.as_bytes()), 0, "nothing taken");
 }
+
+/// A node that can evict the lock's keys is refused (exit 2, the node and
+/// its policy named) unless `--allow-eviction` accepts it.
+#[test]
+fn a_node_that_can_evict_keys_is_refused_unless_allowed() {
+    let cluster = Cluster::local(1);
+    for (name, value) in [
+        ("maxmemory", "104857600"),
+        ("maxmemory-policy", "volatile-lru"),
+    ] {
+        let _: () = cluster.exec(0, redis::cmd("CONFIG").arg("SET").arg(name).arg(value));
+    }
+    let name = unique("cli-evicting");
+    let mut cmd = quorumlock(&cluster);
+    cmd.args(["run", &name, "--", "true"]);
+    let out = output(cmd);
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("volatile-lru"), "{stderr}");
+    let mut cmd = quorumlock(&cluster);
+    cmd.args(["--allow-eviction", "run", &name, "--", "true"]);
+    let out = output(cmd);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+}
