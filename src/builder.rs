@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use redis::IntoConnectionInfo;
 
+use crate::admission::{self, Gate, Registry};
 use crate::background::Background;
 use crate::config::{self, Config};
 use crate::engine::Engine;
@@ -194,6 +195,32 @@ impl Builder {
         self
     }
 
+    /// Accepts nodes that can evict keys (default off): by default a node
+    /// whose `maxmemory` is set with a `maxmemory-policy` other than
+    /// `noeviction` is refused by [`build`](Builder::build), and never
+    /// votes if it connects later, because eviction breaks the lock:
+    /// `allkeys-*` can evict a held lock's key (a second client is then
+    /// granted it) and a fencing counter (tokens repeat); `volatile-*`
+    /// evicts keys with an expiry, which every lock key has, before their
+    /// TTL. Turn this on only if you know memory never runs out on these
+    /// nodes, or accept those failures.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # async fn demo() -> Result<(), quorumlock::Error> {
+    /// let redlock = quorumlock::Builder::new(["redis://cache-1:6379", "redis://cache-2:6379"])
+    ///     .allow_eviction(true)
+    ///     .build()
+    ///     .await?;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn allow_eviction(mut self, allow: bool) -> Self {
+        self.config.allow_eviction = allow;
+        self
+    }
+
     /// Trusts `pem` (one or more PEM certificates) as the root CA of
     /// `rediss://` nodes, instead of the system's roots. Needs the `tls`
     /// feature.
@@ -249,7 +276,18 @@ impl Builder {
     /// # Errors
     ///
     /// [`Error::InvalidInput`]: no nodes, an unparsable address, the same
-    /// node (host, port, database) twice, or a setting out of range.
+    /// node (host, port, database) twice, or a setting out of range. Also,
+    /// among the nodes that answer: two entries that are one server (the
+    /// same `run_id` in `INFO server`: `localhost` and `127.0.0.1`, a TCP
+    /// address and the server's unix socket, two databases of one server),
+    /// which would vote twice; and a node whose `maxmemory` is set with a
+    /// `maxmemory-policy` other than `noeviction`, which can evict the
+    /// lock's keys (unless [`allow_eviction`](Builder::allow_eviction)).
+    /// Where `INFO` or `CONFIG` is not permitted (ACL), the check is left
+    /// out with a warning. A node down at build is checked when it
+    /// connects: if it is another node's server, or can evict keys, it
+    /// never votes ([`NodeFailureKind::SameServer`](crate::NodeFailureKind::SameServer),
+    /// [`NodeFailureKind::Evicts`](crate::NodeFailureKind::Evicts)).
     pub async fn build(self) -> Result<Redlock> {
         self.config.validate()?;
         let labels = self
@@ -258,13 +296,19 @@ impl Builder {
             .map(|node| node.label())
             .collect::<Result<Vec<_>>>()?;
         config::check_nodes(&labels)?;
+        let registry = Registry::new(&labels);
+        let check_eviction = !self.config.allow_eviction;
+        let quarantine = self.config.restart_quarantine.is_some();
         let nodes = self
             .nodes
             .into_iter()
             .zip(&labels)
-            .map(|(node, label)| {
+            .enumerate()
+            .map(|(i, (node, label))| {
                 let client = node.into_client(&self.config)?;
-                Ok(Node::new(label, client, self.config.connect_timeout))
+                let gate = Arc::new(Gate::new(i, registry.clone(), check_eviction));
+                let timeout = self.config.connect_timeout;
+                Ok(Node::new(label, client, timeout, gate, quarantine))
             })
             .collect::<Result<Arc<[_]>>>()?;
         let handoff = self.config.fast_handoff.then(|| {
@@ -282,6 +326,11 @@ impl Builder {
             background: Background::default(),
         });
         engine.connect_all().await;
+        let refused = engine.nodes.iter().enumerate();
+        let refused = refused.filter_map(|(i, node)| Some((i, node.refused()?)));
+        if let Some(message) = admission::build_refusal(&labels, refused) {
+            return Err(Error::invalid(message));
+        }
         Ok(Redlock { engine })
     }
 }

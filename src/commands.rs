@@ -101,6 +101,12 @@ impl Command {
         })
     }
 
+    /// The server's `run_id` (sent behind a vote, see
+    /// [`scripts::RUN_ID`]).
+    pub(crate) fn server_id() -> Arc<Self> {
+        Self::call(&scripts::RUN_ID, std::iter::empty(), |_| {})
+    }
+
     /// `EVALSHA hash numkeys keys… args…`.
     fn call<'k>(
         script: &'static Lua,

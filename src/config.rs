@@ -36,6 +36,8 @@ pub(crate) struct Config {
     pub(crate) retry_deadline: Option<Duration>,
     pub(crate) restart_quarantine: Option<Duration>,
     pub(crate) fast_handoff: bool,
+    /// Whether nodes that can evict keys are accepted.
+    pub(crate) allow_eviction: bool,
     /// Root CA and client certificate for `rediss://` nodes.
     #[cfg(feature = "tls")]
     pub(crate) tls: Option<redis::TlsCertificates>,
@@ -53,6 +55,7 @@ impl Default for Config {
             retry_deadline: None,
             restart_quarantine: None,
             fast_handoff: true,
+            allow_eviction: false,
             #[cfg(feature = "tls")]
             tls: None,
         }

@@ -125,7 +125,9 @@ impl NodeCounters {
                 m.timeout();
                 &self.timeouts
             }
-            NodeFailureKind::Connection(_) => {
+            NodeFailureKind::Connection(_)
+            | NodeFailureKind::SameServer { .. }
+            | NodeFailureKind::Evicts { .. } => {
                 m.connection_error();
                 &self.connection_errors
             }
@@ -138,7 +140,7 @@ impl NodeCounters {
                 m.protocol_error();
                 &self.protocol_errors
             }
-            NodeFailureKind::Quarantined { .. } => {
+            NodeFailureKind::Quarantined { .. } | NodeFailureKind::ServerChanged => {
                 m.quarantined();
                 &self.quarantined
             }

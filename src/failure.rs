@@ -102,6 +102,32 @@ pub enum NodeFailureKind {
         /// How long ago the node (re)started.
         uptime: Duration,
     },
+    /// The node is the same server (the same `run_id` in `INFO server`) as
+    /// another listed node, reached under another address: it never votes.
+    /// [`Builder::build`](crate::Builder::build) refuses such a list; this
+    /// is the failure when the duplicate is found later (a node that was
+    /// down at build, or an address that now leads elsewhere).
+    #[error("the same server as node {other}: not voting twice")]
+    SameServer {
+        /// The other node, as `host:port/db`.
+        other: String,
+    },
+    /// The node may evict the lock's keys: `maxmemory` is set with a
+    /// `maxmemory-policy` other than `noeviction`. It does not vote (see
+    /// [`Builder::allow_eviction`](crate::Builder::allow_eviction)).
+    #[error("maxmemory {maxmemory} with maxmemory-policy {policy} can evict the lock's keys")]
+    Evicts {
+        /// The node's `maxmemory-policy`.
+        policy: String,
+        /// The node's `maxmemory`, in bytes.
+        maxmemory: u64,
+    },
+    /// With restart quarantine, the server that answered a vote is not the
+    /// one whose uptime let the node vote (it restarted, or another server
+    /// took its place, without the connection breaking, e.g. behind a
+    /// proxy): the vote was not counted, and the uptime is read again.
+    #[error("another server answered than the one whose uptime was read: vote not counted")]
+    ServerChanged,
 }
 
 impl NodeFailureKind {

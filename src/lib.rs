@@ -106,6 +106,7 @@
 #![forbid(unsafe_code)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
+mod admission;
 mod attempt;
 mod background;
 mod builder;

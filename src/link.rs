@@ -8,7 +8,8 @@
 //! next one opens a new connection (commands arriving meanwhile wait for
 //! the same attempt). With RESP3 (`?protocol=resp3`) the crate's
 //! disconnection notice marks the connection dead as soon as the close is
-//! seen.
+//! seen. A new connection carries no command before the node's
+//! [`Gate`] admitted it.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
@@ -18,6 +19,7 @@ use futures::future::{BoxFuture, FutureExt, Shared};
 use redis::aio::{ConnectionLike, MultiplexedConnection};
 use redis::{AsyncConnectionConfig, Client, Cmd, PushInfo, PushKind, RedisError, Value};
 
+use crate::admission::Gate;
 use crate::quarantine::Quarantine;
 
 type Connecting = Shared<BoxFuture<'static, Result<MultiplexedConnection, RedisError>>>;
@@ -30,6 +32,8 @@ struct Inner {
     client: Client,
     connect_timeout: Duration,
     restart: Arc<Quarantine>,
+    /// What a new connection must show before it is used.
+    gate: Arc<Gate>,
     state: Mutex<State>,
     /// Connections opened so far.
     opened: AtomicU64,
@@ -50,11 +54,17 @@ impl Link {
     /// Prepares the connection without opening it. Commands travel in
     /// order on one multiplexed connection that is never torn down for a
     /// slow reply (no response timeout inside it).
-    pub(crate) fn new(client: Client, connect_timeout: Duration, restart: Arc<Quarantine>) -> Self {
+    pub(crate) fn new(
+        client: Client,
+        connect_timeout: Duration,
+        restart: Arc<Quarantine>,
+        gate: Arc<Gate>,
+    ) -> Self {
         Self(Arc::new(Inner {
             client,
             connect_timeout,
             restart,
+            gate,
             state: Mutex::new(State::Down),
             opened: AtomicU64::new(0),
         }))
@@ -79,6 +89,17 @@ impl Link {
         self.connection().await.map(|_| ())
     }
 
+    /// Why the node's last connection was refused, if it was.
+    pub(crate) fn refused(&self) -> Option<crate::failure::NodeFailureKind> {
+        self.0.gate.refused()
+    }
+
+    /// Why the node's last connection was refused, when `error` is that
+    /// refusal.
+    pub(crate) fn refusal(&self, error: &RedisError) -> Option<crate::failure::NodeFailureKind> {
+        self.0.gate.refusal(error)
+    }
+
     fn state(&self) -> MutexGuard<'_, State> {
         self.0.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
@@ -95,6 +116,7 @@ impl Link {
                     let attempt = connect(
                         self.0.client.clone(),
                         self.0.connect_timeout,
+                        self.0.gate.clone(),
                         Arc::downgrade(&self.0),
                         number,
                     )
@@ -143,17 +165,21 @@ impl Link {
 fn down(inner: &Inner, number: u64) {
     let mut state = inner.state.lock().unwrap_or_else(PoisonError::into_inner);
     if matches!(&*state, State::Up(_, n) if *n == number) {
-        *state = State::Down;
-        drop(state);
+        // The standing is unknown before the connection is gone: no
+        // command sees the node down with its old standing.
         inner.restart.connection_lost();
+        *state = State::Down;
     }
 }
 
-/// Opens a connection; with RESP3, the crate's disconnection notice takes
-/// it down as soon as the close is seen.
+/// Opens a connection and has the node's [`Gate`] admit it (which server
+/// it is, whether it can evict keys), all within `timeout`; with RESP3,
+/// the crate's disconnection notice takes it down as soon as the close is
+/// seen.
 async fn connect(
     client: Client,
     timeout: Duration,
+    gate: Arc<Gate>,
     inner: Weak<Inner>,
     number: u64,
 ) -> Result<MultiplexedConnection, RedisError> {
@@ -175,7 +201,18 @@ async fn connect(
             Ok::<(), std::convert::Infallible>(())
         });
     }
-    client
-        .get_multiplexed_async_connection_with_config(&config)
-        .await
+    let open = async {
+        let mut conn = client
+            .get_multiplexed_async_connection_with_config(&config)
+            .await?;
+        gate.admit(&mut conn).await?;
+        Ok(conn)
+    };
+    match tokio::time::timeout(timeout, open).await {
+        Ok(result) => result,
+        Err(_) => Err(RedisError::from(std::io::Error::new(
+            std::io::ErrorKind::TimedOut,
+            "the node did not answer its first commands within the connect timeout",
+        ))),
+    }
 }

@@ -15,6 +15,7 @@ use std::time::{Duration, Instant};
 use redis::{Client, Cmd, ErrorKind, FromRedisValue, RedisError, ServerErrorKind, Value};
 use tracing::warn;
 
+use crate::admission::Gate;
 use crate::classify::classify;
 use crate::commands::Command;
 use crate::counters::NodeCounters;
@@ -23,9 +24,11 @@ use crate::fence::{self, Commit};
 use crate::grant::Grant;
 use crate::link::Link;
 use crate::op::Op;
-use crate::quarantine::{self, Quarantine, Standing};
+use crate::quarantine::Quarantine;
 use crate::quorum::Vote;
 use crate::scripts;
+
+mod standing;
 
 /// A node of the cluster.
 ///
@@ -46,6 +49,8 @@ pub(crate) struct Shared {
     client: Client,
     conn: Link,
     restart: Arc<Quarantine>,
+    /// With restart quarantine: the `run_id` probe sent behind each vote.
+    probe: Option<Arc<Command>>,
     counters: NodeCounters,
     /// Whether the node has refused a release announcement (said once).
     announce_refused: AtomicBool,
@@ -92,16 +97,25 @@ impl Window {
 }
 
 impl Node {
-    /// The node `label` (`host:port/db`) reached through `client`;
-    /// prepares the connection without opening it.
-    pub(crate) fn new(label: &str, client: Client, connect_timeout: Duration) -> Self {
+    /// The node `label` (`host:port/db`) reached through `client`, each
+    /// connection admitted by `gate`; prepares the connection without
+    /// opening it. With `quarantine`, every vote is checked to come from
+    /// the server whose uptime was read.
+    pub(crate) fn new(
+        label: &str,
+        client: Client,
+        connect_timeout: Duration,
+        gate: Arc<Gate>,
+        quarantine: bool,
+    ) -> Self {
         let restart = Arc::new(Quarantine::default());
-        let conn = Link::new(client.clone(), connect_timeout, restart.clone());
+        let conn = Link::new(client.clone(), connect_timeout, restart.clone(), gate);
         Self(Arc::new(Shared {
             label: label.into(),
             client,
             conn,
             restart,
+            probe: quarantine.then(Command::server_id),
             counters: NodeCounters::new(label),
             announce_refused: AtomicBool::new(false),
         }))
@@ -115,6 +129,11 @@ impl Node {
     /// This node's counters, shared by its clones.
     pub(crate) fn counters(&self) -> &NodeCounters {
         &self.counters
+    }
+
+    /// Why this client refused the node's last connection, if it did.
+    pub(crate) fn refused(&self) -> Option<NodeFailureKind> {
+        self.conn.refused()
     }
 
     /// The client, for connections of other kinds (subscriptions).
@@ -179,8 +198,15 @@ impl Node {
 
     /// Takes the lock on this node with `command` (see
     /// [`Command::acquire`]), whose kind says what the reply holds.
+    ///
+    /// With restart quarantine, the vote counts only when the server that
+    /// cast it is the one whose uptime let the node vote (see
+    /// [`vote_checked`](Self::vote_checked)).
     pub(crate) async fn acquire(&self, command: &Command, window: Window) -> NodeResult<Grant> {
-        let reply = self.counted(window, || self.run(command)).await?;
+        let reply = match &self.probe {
+            None => self.counted(window, || self.run(command)).await?,
+            Some(probe) => Box::pin(self.vote_checked(command, probe, window)).await?,
+        };
         let grant = match (&reply, command.reads_fence()) {
             (Value::Int(n), true) => match u64::try_from(*n) {
                 Ok(counter) if fence::in_range(counter) => Grant::yes(counter),
@@ -197,54 +223,6 @@ impl Node {
         };
         self.counters.vote(Op::Acquire, grant.vote == Vote::Yes);
         Ok(grant)
-    }
-
-    /// With a restart quarantine of `required`: whether this node may vote
-    /// now, reading its uptime first when it is unknown (at start and after
-    /// every connection loss or reconnect). `Err` when it may not, and when
-    /// the connection was replaced while the uptime was being read.
-    pub(crate) async fn check_standing(
-        &self,
-        required: Duration,
-        window: Window,
-    ) -> NodeResult<()> {
-        let standing = match self.restart.standing(Instant::now()) {
-            Standing::Unknown => {
-                let (epoch, uptime) = self.uptime(window).await?;
-                self.restart
-                    .observed(epoch, uptime, required, Instant::now())
-            }
-            known => known,
-        };
-        let kind = match standing {
-            Standing::Votes => return Ok(()),
-            Standing::Quarantined { uptime } => NodeFailureKind::Quarantined { uptime },
-            Standing::Unknown => NodeFailureKind::Connection(
-                "the connection was replaced while the node's uptime was read".to_owned(),
-            ),
-        };
-        self.counters.failed(&kind, None);
-        Err(self.failure(kind))
-    }
-
-    /// The node's uptime, with the epoch of the connection it was read on
-    /// (taken once that connection is open, before the command is sent).
-    async fn uptime(&self, window: Window) -> NodeResult<(u64, Duration)> {
-        let mut cmd = redis::cmd("INFO");
-        cmd.arg("server");
-        let (epoch, info): (u64, String) = self
-            .counted(window, || async {
-                self.conn.open().await?;
-                let epoch = self.restart.epoch();
-                Ok((epoch, parse(self.conn.send(&cmd).await?)?))
-            })
-            .await?;
-        let uptime = quarantine::parse_uptime(&info).ok_or_else(|| {
-            self.failure(NodeFailureKind::Protocol(
-                "INFO server without uptime_in_seconds".to_owned(),
-            ))
-        })?;
-        Ok((epoch, uptime))
     }
 
     /// Second phase of a fenced acquire: where the token is still held,
@@ -366,7 +344,7 @@ impl Node {
             Err(e) => {
                 // A lost connection is the link's to report: it takes the
                 // connection down, and the next one starts a new epoch.
-                let kind = classify(&e);
+                let kind = self.conn.refusal(&e).unwrap_or_else(|| classify(&e));
                 self.counters.failed(&kind, Some(latency));
                 Err(self.failure(kind).caused_by(e))
             }

@@ -9,9 +9,18 @@
 //! crate's own reconnect) starts a new *epoch*; a reading counts only if
 //! no epoch began between its request and its use, so a reply from before a
 //! restart can never vouch for the node after it.
+//!
+//! A reading also names the server (`run_id`). A reading that names
+//! another server than the last one counts its age from now, whatever
+//! uptime it reports: a failed-over replica or a server swapped behind a
+//! proxy may be old and still lack the keys. A vote is counted only when
+//! the server that cast it is the one whose reading let it vote
+//! ([`Quarantine::voter`], [`Quarantine::confirm`]), so a restart no
+//! connection loss revealed (a proxy that keeps the client's connection
+//! open) is caught by the vote itself.
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 /// One node's restart state.
@@ -29,6 +38,8 @@ struct Reading {
     epoch: Option<u64>,
     /// Until when the node does not vote, and the uptime it reported.
     out: Option<(Until, Duration)>,
+    /// The server it was read from.
+    run_id: Option<Arc<str>>,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -56,7 +67,10 @@ impl Quarantine {
 
     /// The node's standing at `now`.
     pub(crate) fn standing(&self, now: Instant) -> Standing {
-        let last = self.reading();
+        self.standing_of(&self.reading(), now)
+    }
+
+    fn standing_of(&self, last: &Reading, now: Instant) -> Standing {
         if let Some((until, uptime)) = last.out {
             let out = match until {
                 Until::At(t) => now < t,
@@ -84,13 +98,40 @@ impl Quarantine {
         self.epoch.load(Ordering::SeqCst)
     }
 
-    /// Records an uptime requested in `epoch` and read at `now`; the node
-    /// stays out until it has been up for `required`. A reading from an
-    /// epoch that has ended is not counted: `Unknown`.
+    /// The server whose reading lets the node vote at `now`; `None` when
+    /// it may not vote. Take it before sending a vote, and
+    /// [`confirm`](Self::confirm) the server that answered.
+    pub(crate) fn voter(&self, now: Instant) -> Option<Arc<str>> {
+        let last = self.reading();
+        match self.standing_of(&last, now) {
+            Standing::Votes => last.run_id.clone(),
+            _ => None,
+        }
+    }
+
+    /// Whether the vote of server `seen` counts for a node that was
+    /// allowed to vote as server `voter`. When they differ, the node
+    /// restarted or was replaced without a connection loss: its standing
+    /// becomes unknown (the next reading names the new server, whose age
+    /// counts from then).
+    pub(crate) fn confirm(&self, voter: &str, seen: &str) -> bool {
+        if voter == seen {
+            return true;
+        }
+        self.connection_lost();
+        false
+    }
+
+    /// Records an uptime requested in `epoch` and read at `now` from server
+    /// `run_id`; the node stays out until it has been up for `required`
+    /// (counted from `now` when `run_id` is not the server of the last
+    /// reading). A reading from an epoch that has ended is not counted:
+    /// `Unknown`.
     pub(crate) fn observed(
         &self,
         epoch: u64,
         uptime: Duration,
+        run_id: Arc<str>,
         required: Duration,
         now: Instant,
     ) -> Standing {
@@ -98,7 +139,10 @@ impl Quarantine {
         if epoch != self.epoch.load(Ordering::SeqCst) {
             return Standing::Unknown;
         }
+        let replaced = last.run_id.as_ref().is_some_and(|known| *known != run_id);
+        let uptime = if replaced { Duration::ZERO } else { uptime };
         last.epoch = Some(epoch);
+        last.run_id = Some(run_id);
         match required.checked_sub(uptime) {
             Some(left) if !left.is_zero() => {
                 let until = now.checked_add(left).map_or(Until::Forever, Until::At);
@@ -128,7 +172,7 @@ mod tests {
     const S: Duration = Duration::from_secs(1);
 
     fn observe(q: &Quarantine, uptime: Duration, required: Duration, now: Instant) -> Standing {
-        q.observed(q.epoch(), uptime, required, now)
+        q.observed(q.epoch(), uptime, "a".into(), required, now)
     }
 
     #[test]
@@ -180,13 +224,60 @@ mod tests {
         // after the loss was noticed.
         let before = q.epoch();
         q.connection_lost();
-        assert_eq!(q.observed(before, 100 * S, 30 * S, now), Standing::Unknown);
+        assert_eq!(
+            q.observed(before, 100 * S, "a".into(), 30 * S, now),
+            Standing::Unknown
+        );
         assert_eq!(q.standing(now), Standing::Unknown, "still unknown");
         // A loss between the reading and its use, too.
         let epoch = q.epoch();
-        assert_eq!(q.observed(epoch, 100 * S, 30 * S, now), Standing::Votes);
+        assert_eq!(
+            q.observed(epoch, 100 * S, "a".into(), 30 * S, now),
+            Standing::Votes
+        );
         q.connection_lost();
         assert_eq!(q.standing(now), Standing::Unknown);
+    }
+
+    #[test]
+    fn another_server_counts_its_age_from_when_it_is_seen() {
+        let q = Quarantine::default();
+        let now = Instant::now();
+        assert_eq!(observe(&q, 100 * S, 30 * S, now), Standing::Votes);
+        q.connection_lost();
+        // A replica promoted long ago, or another server behind a proxy.
+        let s = q.observed(q.epoch(), 1000 * S, "b".into(), 30 * S, now);
+        assert_eq!(
+            s,
+            Standing::Quarantined {
+                uptime: Duration::ZERO
+            }
+        );
+        assert_eq!(q.standing(now + 29 * S), s);
+        assert_eq!(q.standing(now + 30 * S), Standing::Votes);
+    }
+
+    #[test]
+    fn a_vote_counts_only_from_the_server_that_was_read() {
+        let q = Quarantine::default();
+        let now = Instant::now();
+        assert_eq!(q.voter(now), None, "unknown");
+        observe(&q, 100 * S, 30 * S, now);
+        let voter = q.voter(now).unwrap();
+        assert_eq!(&*voter, "a");
+        assert!(q.confirm(&voter, "a"));
+        assert_eq!(q.standing(now), Standing::Votes);
+        // The server behind the same connection changed.
+        assert!(!q.confirm(&voter, "b"));
+        assert_eq!(q.standing(now), Standing::Unknown);
+        assert_eq!(q.voter(now), None);
+        assert_eq!(
+            q.observed(q.epoch(), 100 * S, "b".into(), 30 * S, now),
+            Standing::Quarantined {
+                uptime: Duration::ZERO
+            }
+        );
+        assert_eq!(q.voter(now), None, "quarantined");
     }
 
     #[test]

@@ -88,8 +88,13 @@ script!(
     HOLDS = "scripts/holds.lua"
 );
 
+script!(
+    /// The server's `run_id`, sent behind a vote to name who cast it.
+    RUN_ID = "scripts/run_id.lua"
+);
+
 /// Every script, for preloading on connect.
-pub(crate) fn all() -> [&'static Lua; 8] {
+pub(crate) fn all() -> [&'static Lua; 9] {
     [
         &RELEASE,
         &RELEASE_MULTI,
@@ -99,6 +104,7 @@ pub(crate) fn all() -> [&'static Lua; 8] {
         &ACQUIRE_FENCED,
         &FENCE_COMMIT,
         &HOLDS,
+        &RUN_ID,
     ]
 }
 

@@ -68,13 +68,16 @@ pub struct NodeStats {
     /// Commands with no reply within the per-node timeout.
     pub timeouts: u64,
     /// Commands that failed because the connection was refused, dropped or
-    /// could not be made.
+    /// could not be made, or was refused by this client (the node is
+    /// another node's server, or can evict keys).
     pub connection_errors: u64,
     /// Replies this client could not interpret.
     pub protocol_errors: u64,
     /// Acquire votes withheld because the node restarted too recently
     /// (see [`Builder::restart_quarantine`](crate::Builder::restart_quarantine));
-    /// no command was sent for these.
+    /// no command was sent for these. Also votes not counted because
+    /// another server than the one read cast them
+    /// ([`NodeFailureKind::ServerChanged`](crate::NodeFailureKind::ServerChanged)).
     pub quarantined: u64,
     /// Error replies by code (`WRONGTYPE`, `OOM`, `NOSCRIPT`, `BUSY`,
     /// `NOAUTH`, `READONLY`, … and `OTHER` for any code not listed), only

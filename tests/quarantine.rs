@@ -293,3 +293,201 @@ async fn a_dead_connection_met_by_a_release_follow_up_does_not_bypass_the_quaran
     assert!(quarantined(&err), "{err}");
     assert_eq!(cluster.values(name.as_bytes())[0], None, "node 0 voted");
 }
+
+/// A proxy that keeps the client's connection open while the server
+/// behind it restarts (Envoy, twemproxy): no connection loss tells the
+/// client, so without more the node's standing stays "votes". The vote
+/// carries the server's `run_id`: the new server is caught by the vote
+/// itself, kept out, and votes again once its quarantine has passed.
+#[tokio::test]
+async fn a_restart_behind_a_proxy_that_keeps_the_connection_is_caught_by_the_vote() {
+    let mut cluster = Cluster::local(3);
+    let young = Duration::from_secs(2);
+    let upstream = cluster
+        .url(0)
+        .trim_start_matches("redis://")
+        .parse()
+        .expect("node address");
+    let sticky = support::sticky::StickyProxy::start(upstream).await;
+    let mut urls = cluster.urls();
+    urls[0] = sticky.url();
+    wait_uptime(&cluster, young + Duration::from_secs(1)).await;
+    let redlock = quorumlock::Builder::new(urls)
+        .restart_quarantine(Some(young))
+        .retry_count(0)
+        .node_timeout(Duration::from_millis(500))
+        .build()
+        .await
+        .expect("build");
+    let name = unique("sticky");
+    redlock
+        .try_acquire(&name, TTL)
+        .await
+        .expect("every node old enough")
+        .release()
+        .await
+        .expect("release");
+    // The client must be idle when the server restarts: a request the
+    // proxy forwarded to the old server would never be answered. The
+    // grant and the release may come from nodes 1 and 2 first.
+    assert!(
+        redlock.settle(Duration::from_secs(5)).await,
+        "node 0 answered"
+    );
+    let voted = redlock.stats().nodes[0].acquire.yes;
+    assert_eq!(voted, 1, "node 0 votes before the restart");
+
+    // The client is idle: the proxy keeps its connection and opens a new
+    // one to the new server at the next request.
+    cluster.restart(0);
+    cluster.kill(1);
+    let err = redlock
+        .try_acquire(&name, TTL)
+        .await
+        .expect_err("node 0 restarted empty a moment ago and must not vote");
+    assert!(err.is_unavailable(), "{err}");
+    assert!(
+        err.node_failures().iter().any(|f| matches!(
+            f.kind,
+            quorumlock::NodeFailureKind::ServerChanged
+                | quorumlock::NodeFailureKind::Quarantined { .. }
+        )),
+        "{err}"
+    );
+    let err = redlock
+        .try_acquire(&name, TTL)
+        .await
+        .expect_err("still quarantined");
+    assert!(quarantined(&err), "{err}");
+    let stats = redlock.stats();
+    assert_eq!(
+        stats.nodes[0].acquire.yes, voted,
+        "a young server's vote counted"
+    );
+    assert_eq!(
+        stats.nodes[0].connection_errors, 0,
+        "the client's connection must not have broken"
+    );
+
+    // The quarantine of a server seen for the first time counts from when
+    // it was seen (here, within a second of its start).
+    wait_uptime_of(&cluster, 0, young + Duration::from_secs(2)).await;
+    redlock
+        .try_acquire(&name, TTL)
+        .await
+        .expect("node 0 votes again")
+        .release()
+        .await
+        .expect("release");
+}
+
+/// Node 0 holds every name of `pool` for someone else (a long TTL), so
+/// that its server votes no for them: only a server restarted empty can
+/// vote yes.
+fn held_for_someone_else(cluster: &Cluster, pool: &[String]) {
+    for name in pool {
+        let _: () = cluster.exec(
+            0,
+            redis::cmd("SET")
+                .arg(name)
+                .arg("someone-else")
+                .arg("PX")
+                .arg(600_000),
+        );
+    }
+}
+
+/// Restarts hammered while tasks on every worker thread of a multi-thread
+/// runtime take locks: the vote of a restarted server is never counted
+/// before its quarantine passes, whatever a reconnect races with.
+///
+/// Each round restarts node 0 (old enough to vote) behind its proxy while
+/// traffic is held, so the client learns of the restart only when the
+/// proxy heals and closes the connection, with the new server already up:
+/// commands that checked the node's standing before the close reach the
+/// new server through the reconnect. Node 0 holds every name the tasks use
+/// for someone else, so its old servers vote no and a yes can only come
+/// from a server restarted empty: the yes votes counted in the first half
+/// of each new server's quarantine must be zero. The new server is then
+/// given the names too and left to age before the next round. Nodes 1 and
+/// 2 grant.
+///
+/// Negative control: without the check that a vote comes from the server
+/// whose uptime was read, and with a 5 ms pause between the standing check
+/// and the send in `attempt.rs` (a preempted thread), young servers' votes
+/// were counted (`[0, 0, 0, 0, 0, 2]`); with the check and the same pause,
+/// none.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn hammered_restarts_from_many_threads_never_count_a_young_servers_vote() {
+    use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+    use std::sync::Arc;
+
+    const ROUNDS: usize = 6;
+    let required = Duration::from_secs(2);
+    let mut cluster = Cluster::local(3);
+    cluster.proxied();
+    let pool: Arc<Vec<String>> = Arc::new((0..64).map(|_| unique("hammer")).collect());
+    held_for_someone_else(&cluster, &pool);
+    wait_uptime(&cluster, required).await;
+    let redlock = cluster
+        .proxied_builder()
+        .restart_quarantine(Some(required))
+        .retry_count(0)
+        .node_timeout(Duration::from_millis(300))
+        .build()
+        .await
+        .expect("build");
+    let stop = Arc::new(AtomicBool::new(false));
+    let granted = Arc::new(AtomicU64::new(0));
+    let workers: Vec<_> = (0..8)
+        .map(|w| {
+            let (redlock, stop, granted, pool) =
+                (redlock.clone(), stop.clone(), granted.clone(), pool.clone());
+            tokio::spawn(async move {
+                let mut i = w;
+                while !stop.load(Ordering::Relaxed) {
+                    i = (i + 7) % pool.len();
+                    if let Ok(lock) = redlock.try_acquire(&pool[i], TTL).await {
+                        granted.fetch_add(1, Ordering::Relaxed);
+                        let _ = lock.release().await;
+                    }
+                }
+            })
+        })
+        .collect();
+    let proxy = cluster.proxy(0);
+    let yes = || redlock.stats().nodes[0].acquire.yes;
+    let mut young_votes = Vec::new();
+    for _ in 0..ROUNDS {
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        proxy.set(Fault::Blackhole);
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        tokio::task::block_in_place(|| cluster.restart(0));
+        let before = yes();
+        proxy.heal();
+        tokio::time::sleep(required / 2).await;
+        young_votes.push(yes() - before);
+        tokio::task::block_in_place(|| held_for_someone_else(&cluster, &pool));
+        wait_uptime_of(&cluster, 0, required + Duration::from_secs(1)).await;
+    }
+    stop.store(true, Ordering::Relaxed);
+    for worker in workers {
+        worker.await.expect("worker");
+    }
+    let stats = redlock.stats();
+    let node = &stats.nodes[0];
+    support::report(&format!(
+        "hammered restarts: {ROUNDS} restarts, {} grants; node 0: {} commands, {} \
+         withheld by the quarantine, yes votes counted in each young window \
+         {young_votes:?}",
+        granted.load(Ordering::Relaxed),
+        node.commands,
+        node.quarantined,
+    ));
+    assert!(granted.load(Ordering::Relaxed) > 0, "nodes 1 and 2 grant");
+    assert!(node.acquire.no > 0, "node 0 took part");
+    assert!(
+        young_votes.iter().all(|&n| n == 0),
+        "a young server's vote was counted: {young_votes:?}"
+    );
+}

@@ -42,8 +42,11 @@ const LOCKER_ACL: &[&str] = &[
     // Waiters' hand-off subscriptions.
     "+subscribe",
     "+unsubscribe",
-    // Restart quarantine reads the uptime.
+    // Restart quarantine reads the uptime; every connection reads the
+    // server's run_id.
     "+info",
+    // The eviction check reads maxmemory and maxmemory-policy.
+    "+config|get",
 ];
 
 fn with_user(url: &str, user: &str, password: &str) -> String {

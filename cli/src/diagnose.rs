@@ -27,6 +27,10 @@ pub enum Verdict {
 /// True for a failure no retry cures.
 pub fn is_config(kind: &NodeFailureKind) -> bool {
     CONFIG_CODES.iter().any(|code| kind.is_redis_error(code))
+        || matches!(
+            kind,
+            NodeFailureKind::SameServer { .. } | NodeFailureKind::Evicts { .. }
+        )
 }
 
 /// Decides what `err` means for a cluster of `nodes` needing `quorum`.
@@ -91,7 +95,15 @@ fn describe(kind: &NodeFailureKind) -> String {
             "hold a key of another type under this name (WRONGTYPE)".to_owned()
         }
         NodeFailureKind::Redis { code, .. } => format!("answered {code}"),
-        NodeFailureKind::Quarantined { .. } => "restarted too recently to vote".to_owned(),
+        NodeFailureKind::Quarantined { .. } | NodeFailureKind::ServerChanged => {
+            "restarted too recently to vote".to_owned()
+        }
+        NodeFailureKind::SameServer { other } => {
+            format!("duplicate another node's server ({other})")
+        }
+        NodeFailureKind::Evicts { policy, .. } => {
+            format!("can evict the lock's keys (maxmemory-policy {policy})")
+        }
         _ => "answered something unexpected".to_owned(),
     }
 }

@@ -40,6 +40,6 @@ Exit status of `run`: the command's own status, or
   128+N the command was killed by signal N, or quorumlock got signal N
         before the command started (the lock was released)
      2  bad flags or arguments (also: --ttl too short to renew, two nodes
-        that are the same server)
+        that are the same server, a node that can evict keys)
 Exit status of `status`: 0 held by a quorum, 1 not held, 69 no quorum
 answered, 78 configuration error (as above).";

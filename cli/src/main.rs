@@ -9,7 +9,6 @@ mod descendants;
 mod diagnose;
 mod exit;
 mod json;
-mod nodes;
 mod output;
 mod resource;
 mod run;
@@ -52,6 +51,11 @@ pub struct Common {
     /// Largest random delay between attempts while waiting.
     #[arg(long, default_value = "200ms", value_parser = humantime::parse_duration, global = true)]
     pub retry_delay: Duration,
+    /// Accept nodes whose maxmemory is set with a maxmemory-policy other
+    /// than noeviction (refused by default: eviction can drop a held
+    /// lock's key or a fencing counter).
+    #[arg(long, global = true)]
+    pub allow_eviction: bool,
     /// Only errors on stderr.
     #[arg(long, short, global = true, conflicts_with = "verbose")]
     pub quiet: bool,
@@ -125,6 +129,7 @@ pub async fn redlock(common: &Common) -> Result<quorumlock::Redlock, quorumlock:
         .node_timeout(common.node_timeout)
         .connect_timeout(common.connect_timeout)
         .retry_delay(Duration::ZERO, common.retry_delay)
+        .allow_eviction(common.allow_eviction)
         .build()
         .await
 }

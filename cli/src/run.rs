@@ -105,10 +105,6 @@ pub async fn run(common: &Common, args: RunArgs) -> u8 {
         ));
         return exit::USAGE;
     }
-    if let Some(msg) = crate::nodes::same_server(&common.nodes, common.connect_timeout).await {
-        out.error(&msg);
-        return exit::USAGE;
-    }
     let redlock = match crate::redlock(common).await {
         Ok(r) => r,
         Err(e) => {

@@ -222,3 +222,69 @@ fn usage_errors_exit_2_and_missing_commands_127() {
         cluster.holders(name.as_bytes()) == 0
     }));
 }
+
+/// One server under another loopback address or its unix socket, which no
+/// name resolution reveals: the server's `run_id` does. Refused before
+/// anything is taken (exit 2), for `run` as for `status`.
+#[test]
+fn one_server_behind_another_loopback_address_or_its_socket_is_refused() {
+    let dir = tempfile::tempdir().expect("dir");
+    let socket = dir.path().join("redis.sock");
+    let twin = Cluster::local_custom(
+        1,
+        &support::NodeOptions {
+            args: vec![
+                "--bind".into(),
+                "127.0.0.1".into(),
+                "127.0.0.2".into(),
+                "--unixsocket".into(),
+                socket.display().to_string(),
+            ],
+            ..support::NodeOptions::default()
+        },
+    );
+    let others = Cluster::shared(2);
+    let port = twin.url(0).rsplit(':').next().expect("port").to_owned();
+    let name = unique("cli-twin");
+    for alias in [
+        format!("redis://127.0.0.2:{port}"),
+        format!("redis+unix://{}", socket.display()),
+    ] {
+        let nodes = [twin.url(0), alias.clone(), others.url(0), others.url(1)];
+        for args in [vec!["run", &name, "--", "true"], vec!["status", &name]] {
+            let mut cmd = Command::new(BIN);
+            cmd.env("QUORUMLOCK_NODES", nodes.join(","))
+                .args(["--node-timeout", "100ms"])
+                .args(&args);
+            let out = output(cmd);
+            let stderr = text(&out.stderr);
+            assert_eq!(out.status.code(), Some(2), "{alias} {args:?}: {stderr}");
+            assert!(stderr.contains("same server"), "{stderr}");
+        }
+    }
+    assert_eq!(twin.holders(name.as_bytes()), 0, "nothing taken");
+}
+
+/// A node that can evict the lock's keys is refused (exit 2, the node and
+/// its policy named) unless `--allow-eviction` accepts it.
+#[test]
+fn a_node_that_can_evict_keys_is_refused_unless_allowed() {
+    let cluster = Cluster::local(1);
+    for (name, value) in [
+        ("maxmemory", "104857600"),
+        ("maxmemory-policy", "volatile-lru"),
+    ] {
+        let _: () = cluster.exec(0, redis::cmd("CONFIG").arg("SET").arg(name).arg(value));
+    }
+    let name = unique("cli-evicting");
+    let mut cmd = quorumlock(&cluster);
+    cmd.args(["run", &name, "--", "true"]);
+    let out = output(cmd);
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("volatile-lru"), "{stderr}");
+    let mut cmd = quorumlock(&cluster);
+    cmd.args(["--allow-eviction", "run", &name, "--", "true"]);
+    let out = output(cmd);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+}

@@ -28,6 +28,7 @@ pub mod checker;
 pub mod inject;
 pub mod nemesis;
 pub mod proxy;
+pub mod sticky;
 pub mod workload;
 
 use std::fmt::Write as _;

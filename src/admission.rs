@@ -1,0 +1,355 @@
+//! What a node must show before a new connection to it carries a lock
+//! command: which server it is (`run_id` from `INFO server`), so that one
+//! server listed under two addresses never votes twice, and that it cannot
+//! evict the lock's keys (`maxmemory` with an evicting `maxmemory-policy`).
+//! The link runs the two reads on every new connection ([`Gate::admit`]);
+//! reading and judging the replies is pure.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use redis::aio::{ConnectionLike, MultiplexedConnection};
+use redis::{ErrorKind, RedisError, Value};
+use tracing::warn;
+
+use crate::failure::NodeFailureKind;
+
+/// The server identity every node's current connection reported, shared
+/// by the nodes of one client.
+#[derive(Debug)]
+pub(crate) struct Registry {
+    labels: Box<[Box<str>]>,
+    ids: Mutex<Vec<Option<Arc<str>>>>,
+}
+
+impl Registry {
+    /// For the nodes `labels` (`host:port/db`), in list order.
+    pub(crate) fn new(labels: &[String]) -> Arc<Self> {
+        Arc::new(Self {
+            labels: labels.iter().map(|l| l.as_str().into()).collect(),
+            ids: Mutex::new(vec![None; labels.len()]),
+        })
+    }
+
+    /// Records that node `index` is the server `run_id`; `Err` with the
+    /// other node's index when another node is that server (node `index`
+    /// then records nothing).
+    pub(crate) fn claim(&self, index: usize, run_id: &Arc<str>) -> Result<(), usize> {
+        let mut ids = self.ids.lock().unwrap_or_else(PoisonError::into_inner);
+        let other = ids
+            .iter()
+            .enumerate()
+            .find(|(i, id)| *i != index && id.as_deref() == Some(&**run_id));
+        if let Some((other, _)) = other {
+            if let Some(id) = ids.get_mut(index) {
+                *id = None;
+            }
+            return Err(other);
+        }
+        if let Some(id) = ids.get_mut(index) {
+            *id = Some(run_id.clone());
+        }
+        Ok(())
+    }
+
+    /// Node `index`'s label.
+    pub(crate) fn label(&self, index: usize) -> &str {
+        self.labels.get(index).map_or("?", |l| l)
+    }
+}
+
+/// One node's admission rules and the refusal of its last connection.
+#[derive(Debug)]
+pub(crate) struct Gate {
+    index: usize,
+    registry: Arc<Registry>,
+    check_eviction: bool,
+    refused: Mutex<Option<NodeFailureKind>>,
+    info_warned: AtomicBool,
+    config_warned: AtomicBool,
+}
+
+/// Marks the error a refused connection fails with.
+const REFUSED: &str = "quorumlock refused the node";
+
+impl Gate {
+    /// Node `index` of `registry`; with `check_eviction`, a node that can
+    /// evict keys is refused.
+    pub(crate) fn new(index: usize, registry: Arc<Registry>, check_eviction: bool) -> Self {
+        Self {
+            index,
+            registry,
+            check_eviction,
+            refused: Mutex::new(None),
+            info_warned: AtomicBool::new(false),
+            config_warned: AtomicBool::new(false),
+        }
+    }
+
+    fn label(&self) -> &str {
+        self.registry.label(self.index)
+    }
+
+    /// Why the last connection was refused, if it was.
+    pub(crate) fn refused(&self) -> Option<NodeFailureKind> {
+        self.refused
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Why the last connection was refused, when `error` is that refusal.
+    pub(crate) fn refusal(&self, error: &RedisError) -> Option<NodeFailureKind> {
+        if error.kind() != ErrorKind::Client || error.detail() != Some(REFUSED) {
+            return None;
+        }
+        self.refused()
+    }
+
+    /// Reads the server's identity and eviction settings on a new
+    /// connection (one round trip) and admits it, or refuses it with an
+    /// error [`refusal`](Self::refusal) explains. A server that does not
+    /// permit the reads (ACL, renamed commands) is admitted, with one
+    /// warning per node.
+    pub(crate) async fn admit(&self, conn: &mut MultiplexedConnection) -> Result<(), RedisError> {
+        let mut info = redis::cmd("INFO");
+        info.arg("server");
+        let mut config = redis::cmd("CONFIG");
+        config.arg("GET").arg("maxmemory*");
+        let mut second = conn.clone();
+        let (info, config) = if self.check_eviction {
+            let (info, config) = futures::join!(
+                conn.req_packed_command(&info),
+                second.req_packed_command(&config)
+            );
+            (info, Some(config))
+        } else {
+            (conn.req_packed_command(&info).await, None)
+        };
+        let (info, config) = (
+            permitted(info?)?,
+            config.transpose()?.map(permitted).transpose()?,
+        );
+        let verdict = self.judge(info, config.flatten());
+        if let Some(kind) = &verdict {
+            warn!(node = %self.label(), reason = %kind, "node refused: it does not vote");
+        }
+        let refused = verdict.is_some();
+        *self.refused.lock().unwrap_or_else(PoisonError::into_inner) = verdict;
+        if refused {
+            return Err(RedisError::from((
+                ErrorKind::Client,
+                "node refused",
+                REFUSED.to_owned(),
+            )));
+        }
+        Ok(())
+    }
+
+    /// Why the connection must be refused, if it must; `None` for a read
+    /// that was not permitted.
+    fn judge(&self, info: Option<Value>, config: Option<Value>) -> Option<NodeFailureKind> {
+        match info.and_then(text) {
+            Some(info) => match parse_run_id(&info) {
+                Some(run_id) => {
+                    if let Err(other) = self.registry.claim(self.index, &Arc::from(run_id)) {
+                        return Some(NodeFailureKind::SameServer {
+                            other: self.registry.label(other).to_owned(),
+                        });
+                    }
+                }
+                None => self.warn_once(&self.info_warned, "INFO server has no run_id"),
+            },
+            None => self.warn_once(&self.info_warned, "INFO is not permitted"),
+        }
+        if !self.check_eviction {
+            return None;
+        }
+        match config.and_then(pairs) {
+            Some(pairs) => evicting(&pairs)
+                .map(|(policy, maxmemory)| NodeFailureKind::Evicts { policy, maxmemory }),
+            None => {
+                self.warn_once(&self.config_warned, "CONFIG GET is not permitted");
+                None
+            }
+        }
+    }
+
+    fn warn_once(&self, flag: &AtomicBool, what: &str) {
+        if !flag.swap(true, Ordering::Relaxed) {
+            match what {
+                w if w.starts_with("CONFIG") => warn!(
+                    node = %self.label(),
+                    "{what}: cannot check that maxmemory-policy keeps the lock's keys \
+                     (an evicting policy loses locks and fencing counters)"
+                ),
+                _ => warn!(
+                    node = %self.label(),
+                    "{what}: cannot check that this node is not another listed node's \
+                     server (one server must not vote twice)"
+                ),
+            }
+        }
+    }
+}
+
+/// The message of [`Builder::build`](crate::Builder::build) for the
+/// nodes `labels` whose connections were refused (`refused`: each node's
+/// index and reason), if the list must be refused.
+pub(crate) fn build_refusal(
+    labels: &[String],
+    refused: impl IntoIterator<Item = (usize, NodeFailureKind)>,
+) -> Option<String> {
+    let label = |i: usize| labels.get(i).map_or("?", String::as_str);
+    refused.into_iter().find_map(|(i, kind)| match kind {
+        NodeFailureKind::SameServer { other } => Some(format!(
+            "nodes {other} and {} are the same server (one run_id): it would vote twice; \
+             list each independent Redis server once",
+            label(i)
+        )),
+        NodeFailureKind::Evicts { policy, maxmemory } => Some(format!(
+            "node {}: maxmemory {maxmemory} with maxmemory-policy {policy} can evict the \
+             lock's keys (a lock lost early, a fencing counter reset); set \
+             maxmemory-policy noeviction, or accept it with Builder::allow_eviction(true) \
+             (quorumlock --allow-eviction)",
+            label(i)
+        )),
+        _ => None,
+    })
+}
+
+/// A reply, `None` when the command was not permitted (`NOPERM` from an
+/// ACL, `ERR unknown command` when renamed away); an error for any other
+/// error reply (`LOADING`, `BUSY`: the connection fails as a command would).
+fn permitted(value: Value) -> Result<Option<Value>, RedisError> {
+    match value {
+        Value::ServerError(e) if matches!(e.code(), "NOPERM" | "ERR") => Ok(None),
+        other => other.extract_error().map(Some),
+    }
+}
+
+/// A bulk or simple string reply as text; `None` for an error reply.
+fn text(value: Value) -> Option<String> {
+    match value {
+        Value::BulkString(bytes) => String::from_utf8(bytes).ok(),
+        Value::SimpleString(s) | Value::VerbatimString { text: s, .. } => Some(s),
+        _ => None,
+    }
+}
+
+/// The name–value pairs of a `CONFIG GET` reply (an array, or a map with
+/// RESP3); `None` for an error reply.
+fn pairs(value: Value) -> Option<Vec<(String, String)>> {
+    match value {
+        Value::Array(items) => {
+            let items: Vec<String> = items.into_iter().filter_map(text).collect();
+            Some(
+                items
+                    .chunks_exact(2)
+                    .map(|p| (p[0].clone(), p[1].clone()))
+                    .collect(),
+            )
+        }
+        Value::Map(items) => Some(
+            items
+                .into_iter()
+                .filter_map(|(k, v)| Some((text(k)?, text(v)?)))
+                .collect(),
+        ),
+        _ => None,
+    }
+}
+
+/// Reads `run_id` from the text of `INFO server`.
+pub(crate) fn parse_run_id(info: &str) -> Option<&str> {
+    info.lines()
+        .find_map(|line| line.strip_prefix("run_id:"))
+        .map(str::trim)
+        .filter(|id| !id.is_empty())
+}
+
+/// The policy and memory limit when the settings `CONFIG GET maxmemory*`
+/// returned can evict a lock's keys: any policy but `noeviction` once
+/// `maxmemory` is set. `allkeys-*` evicts lock keys and fencing counters,
+/// `volatile-*` evicts keys with an expiry — every lock key, before its
+/// TTL. `maxmemory 0` is no limit: nothing is evicted.
+pub(crate) fn evicting(config: &[(String, String)]) -> Option<(String, u64)> {
+    let get = |name: &str| {
+        config
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    };
+    let maxmemory = get("maxmemory")?.trim().parse::<u64>().ok()?;
+    let policy = get("maxmemory-policy")?.trim().to_ascii_lowercase();
+    (maxmemory > 0 && policy != "noeviction").then_some((policy, maxmemory))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(maxmemory: &str, policy: &str) -> Vec<(String, String)> {
+        [
+            ("maxmemory", maxmemory),
+            ("maxmemory-samples", "5"),
+            ("maxmemory-policy", policy),
+        ]
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+        .collect()
+    }
+
+    #[test]
+    fn every_policy_but_noeviction_evicts_lock_keys_once_memory_is_limited() {
+        for policy in [
+            "allkeys-lru",
+            "allkeys-lfu",
+            "allkeys-random",
+            "volatile-lru",
+            "volatile-lfu",
+            "volatile-random",
+            "volatile-ttl",
+        ] {
+            assert_eq!(
+                evicting(&config("1000000", policy)),
+                Some((policy.to_owned(), 1_000_000)),
+                "{policy}"
+            );
+            assert_eq!(
+                evicting(&config("0", policy)),
+                None,
+                "{policy} without limit"
+            );
+        }
+        assert_eq!(evicting(&config("1000000", "noeviction")), None);
+        assert_eq!(evicting(&config("1000000", "NoEviction")), None);
+        assert_eq!(evicting(&[]), None, "settings not returned");
+    }
+
+    #[test]
+    fn run_id_is_parsed_from_info() {
+        let info = "# Server\r\nredis_version:7.0.15\r\nrun_id:7a2f8a22\r\nuptime_in_seconds:4\r\n";
+        assert_eq!(parse_run_id(info), Some("7a2f8a22"));
+        assert_eq!(parse_run_id("run_id:\r\n"), None);
+        assert_eq!(parse_run_id("nothing"), None);
+    }
+
+    #[test]
+    fn one_server_is_claimed_by_one_node() {
+        let registry = Registry::new(&["a".to_owned(), "b".to_owned(), "c".to_owned()]);
+        let (x, y): (Arc<str>, Arc<str>) = ("x".into(), "y".into());
+        assert_eq!(registry.claim(0, &x), Ok(()));
+        assert_eq!(
+            registry.claim(0, &x),
+            Ok(()),
+            "a reconnect to the same server"
+        );
+        assert_eq!(registry.claim(2, &x), Err(0));
+        assert_eq!(registry.claim(1, &y), Ok(()));
+        // Node 0 now reaches another server: x is free again.
+        assert_eq!(registry.claim(0, &Arc::from("z")), Ok(()));
+        assert_eq!(registry.claim(2, &x), Ok(()));
+        assert_eq!(registry.label(2), "c");
+    }
+}
