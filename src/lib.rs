@@ -134,6 +134,7 @@ mod op;
 mod quarantine;
 mod quorum;
 mod redlock;
+mod reply;
 mod reply_code;
 mod request;
 mod retry;

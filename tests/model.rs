@@ -36,6 +36,9 @@
 #[allow(dead_code, unreachable_pub)]
 #[path = "../src/fence.rs"]
 mod fence;
+#[allow(dead_code, unreachable_pub)]
+#[path = "../src/reply.rs"]
+mod reply;
 
 use std::collections::{HashMap, VecDeque};
 use std::fmt;
@@ -472,14 +475,19 @@ impl State {
                 let held = n.key.is_some_and(|k| k.token == token);
                 let ok = held
                     && match cfg.rule {
-                        Rule::RaiseFromBelow => match fence::raises(n.counter.into(), fence.into())
-                        {
-                            Some(_) => {
-                                n.counter = fence;
-                                true
-                            }
-                            None => false,
-                        },
+                        Rule::RaiseFromBelow => {
+                            let held = reply::Held {
+                                key: Some(reply::Key { token, life: () }),
+                                counter: n.counter.into(),
+                            };
+                            let command = reply::Command::Commit {
+                                token,
+                                fence: fence.into(),
+                            };
+                            let (answer, after) = reply::answer(held, command);
+                            n.counter = u8::try_from(after.counter).expect("small");
+                            reply::counts(reply::Kind::Commit, answer) == Some(true)
+                        }
                         Rule::AtLeast => {
                             n.counter = n.counter.max(fence);
                             true
