@@ -1,9 +1,9 @@
 //! Pure fencing-token rules: the token a client proposes from the counters
 //! it read, the range counters and tokens stay in, and what a node's answer
 //! to a commit means. The node side of the commit rule lives in
-//! `scripts/fence_commit.lua`; [`raises`] states it once more for the model
-//! check (`tests/model.rs`), which includes this file. The proof that the
-//! rule makes tokens unique is in `docs/fencing.md`.
+//! `scripts/fence_commit.lua`; `reply::answer` states it once more for the
+//! model check (`model/`), which includes this file and that one. The proof
+//! that the rule makes tokens unique is in `docs/fencing.md`.
 //!
 //! No I/O and nothing from the rest of the crate: the model check includes
 //! this file by path.
@@ -40,19 +40,6 @@ pub(crate) fn propose(counters: impl IntoIterator<Item = u64>) -> Result<u64, u6
 /// (`0..=MAX_FENCE`).
 pub(crate) const fn in_range(counter: u64) -> bool {
     counter <= MAX_FENCE
-}
-
-/// The commit rule a node applies (in `fence_commit.lua`) when it still
-/// holds the committing lock's key: raise the counter to `token` only from
-/// strictly below, and count for the commit only then. `Some(new counter)`
-/// when it counts, `None` when the node answers no.
-#[cfg_attr(not(test), allow(dead_code))] // the Lua applies it; the model check reads it
-pub(crate) const fn raises(counter: u64, token: u64) -> Option<u64> {
-    if counter < token {
-        Some(token)
-    } else {
-        None
-    }
 }
 
 /// A node's answer to the fence commit script.
@@ -103,18 +90,15 @@ mod tests {
     }
 
     #[test]
-    fn a_node_counts_only_when_it_raises_from_below() {
-        assert_eq!(raises(0, 1), Some(1));
-        assert_eq!(raises(4, 9), Some(9));
-        assert_eq!(raises(1, 1), None, "already at the token");
-        assert_eq!(raises(5, 2), None, "already past it");
-    }
-
-    #[test]
     fn commit_replies_decode() {
         assert_eq!(Commit::from_reply(1), Some(Commit::Raised));
         assert_eq!(Commit::from_reply(0), Some(Commit::NotHeld));
         assert_eq!(Commit::from_reply(-1), Some(Commit::Behind));
         assert_eq!(Commit::from_reply(2), None);
+        // The same vote as the rule the model check reads.
+        for n in -2..=2 {
+            let counts = crate::reply::counts(crate::reply::Kind::Commit, n);
+            assert_eq!(counts, Commit::from_reply(n).map(|c| c == Commit::Raised));
+        }
     }
 }

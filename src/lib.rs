@@ -137,6 +137,7 @@ mod quorum;
 mod random;
 mod redlock;
 mod remote_check;
+mod reply;
 mod reply_code;
 mod request;
 mod retry;

@@ -26,6 +26,7 @@ use crate::link::Link;
 use crate::op::Op;
 use crate::quarantine::Quarantine;
 use crate::quorum::Vote;
+use crate::reply::{self, Kind};
 use crate::scripts;
 
 mod standing;
@@ -208,17 +209,29 @@ impl Node {
             Some(probe) => Box::pin(self.vote_checked(command, probe, window)).await?,
         };
         let grant = match (&reply, command.reads_fence()) {
-            (Value::Int(n), true) => match u64::try_from(*n) {
-                Ok(counter) if fence::in_range(counter) => Grant::yes(counter),
-                Ok(_) => {
-                    return Err(
-                        self.protocol(format!("fencing counter {n} beyond {}", fence::MAX_FENCE))
-                    )
+            (&Value::Int(n), fenced) => {
+                let kind = if fenced {
+                    Kind::AcquireFenced
+                } else {
+                    Kind::AcquireMulti
+                };
+                match reply::counts(kind, n) {
+                    Some(false) => Grant::NO,
+                    Some(true) if !fenced => Grant::yes(0),
+                    Some(true) => match u64::try_from(n) {
+                        Ok(counter) if fence::in_range(counter) => Grant::yes(counter),
+                        _ => {
+                            return Err(self.protocol(format!(
+                                "fencing counter {n} beyond {}",
+                                fence::MAX_FENCE
+                            )))
+                        }
+                    },
+                    None => return Err(self.protocol(format!("acquire answered {n}"))),
                 }
-                Err(_) => Grant::NO,
-            },
-            (Value::Int(1), false) | (Value::Okay, false) => Grant::yes(0),
-            (Value::Int(0), false) | (Value::Nil, false) => Grant::NO,
+            }
+            (Value::Okay, false) => Grant::yes(0),
+            (Value::Nil, false) => Grant::NO,
             (other, _) => return Err(self.protocol(format!("{other:?}"))),
         };
         self.counters.vote(Op::Acquire, grant.vote == Vote::Yes);
@@ -250,7 +263,8 @@ impl Node {
         if deleted < 0 {
             self.announcement_refused();
         }
-        Ok(self.counters.vote(Op::Release, deleted != 0))
+        let yes = self.read(Kind::Release, deleted)?;
+        Ok(self.counters.vote(Op::Release, yes))
     }
 
     /// The node refused a release announcement (`PUBLISH`) on a release
@@ -271,13 +285,21 @@ impl Node {
     /// Read-only: true when every key of the lock still carries the token.
     pub(crate) async fn holds(&self, command: &Command, window: Window) -> NodeResult<bool> {
         let n: i64 = self.counted(window, || self.run_parsed(command)).await?;
-        Ok(n == 1)
+        self.read(Kind::Holds, n)
     }
 
     /// Compare-and-pexpire → true when our key(s) got the new TTL.
     pub(crate) async fn extend(&self, command: &Command, window: Window) -> NodeResult<bool> {
         let n: i64 = self.counted(window, || self.run_parsed(command)).await?;
-        Ok(self.counters.vote(Op::Extend, n == 1))
+        let yes = self.read(Kind::Extend, n)?;
+        Ok(self.counters.vote(Op::Extend, yes))
+    }
+
+    /// Whether a script's `reply` counts as a yes ([`reply::counts`]); a
+    /// reply the script never gives is a protocol error.
+    fn read(&self, kind: Kind, reply: i64) -> NodeResult<bool> {
+        reply::counts(kind, reply)
+            .ok_or_else(|| self.protocol(format!("{kind:?} answered {reply}")))
     }
 
     /// Sends `command`, and its `EVAL` when the node does not know the

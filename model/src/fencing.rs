@@ -1,6 +1,5 @@
-//! An exhaustive model check of the lock protocol: acquire (`SET NX` with
-//! the counter read), fence commit, extend and release, over 2–3 clients and
-//! 3 nodes, explored breadth-first over every interleaving.
+//! The fencing model: acquire (`SET NX` with the counter read), fence
+//! commit, extend and release, over 2–3 clients and 3 nodes.
 //!
 //! What the model lets happen: any message (request or reply) is delivered
 //! at any time after it was sent, in any order, or not yet (a delay as long
@@ -21,33 +20,29 @@
 //! (b) with no early expiry and no restart injected, no two clients hold the
 //!     lock within validity at once.
 //!
-//! To stay small enough for CI in a debug build, the search treats states
-//! that differ only by the names of nodes or of clients as one, places a
-//! fault on a node just before the next request reaches it (where it has
-//! the same effect as at any earlier moment), and forgets what can no
-//! longer matter (replies nobody waits for, the names on orphaned keys).
-//! Each client makes one attempt; the figures are printed per run.
+//! The search treats states that differ only by the names of nodes or of
+//! clients as one, places a fault on a node just before the next request
+//! reaches it (where it has the same effect as at any earlier moment), and
+//! forgets what can no longer matter (replies nobody waits for, the names
+//! on orphaned keys).
 //!
-//! The commit rule and the token proposal come from `src/fence.rs`, the
-//! same code the client runs (the nodes run the rule in Lua). The negative
-//! controls run the old rule ("counter >= T counts") and a restart that
-//! loses the counter, and assert that a counterexample is found.
+//! A node answers a commit with `reply::answer` and the client reads the
+//! reply with `reply::counts` (`src/reply.rs`, the rule
+//! `tests/conformance.rs` checks the scripts against); the token proposal
+//! is `fence::propose`, the client's own. The negative controls run the old
+//! rule ("counter >= T counts") and a restart that loses the counter.
 
-#[allow(dead_code, unreachable_pub)]
-#[path = "../src/fence.rs"]
-mod fence;
-
-use std::collections::{HashMap, VecDeque};
 use std::fmt;
-use std::hash::{BuildHasherDefault, Hasher};
-use std::time::Instant;
+
+use crate::search::Model;
+use crate::{fence, reply};
 
 const NODES: usize = 3;
 const QUORUM: u8 = 2;
 
 /// How a node answers a fence commit where the token is held.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Rule {
+pub enum Rule {
     /// Counts only when it raises the counter from below T (the fix).
     RaiseFromBelow,
     /// Counts whenever the counter ends up `>= T` (the old script).
@@ -55,20 +50,20 @@ enum Rule {
 }
 
 #[derive(Debug, Clone, Copy)]
-struct Config {
-    clients: u8,
+pub struct Config {
+    pub clients: u8,
     /// Attempts per client (a failed or finished attempt starts the next).
-    attempts: u8,
+    pub attempts: u8,
     /// Extensions per held lock.
-    extends: u8,
-    early_expiries: u8,
-    restarts: u8,
+    pub extends: u8,
+    pub early_expiries: u8,
+    pub restarts: u8,
     /// A restarted node keeps its counter (AOF with `appendfsync always`).
-    persistent_counter: bool,
-    rule: Rule,
+    pub persistent_counter: bool,
+    pub rule: Rule,
     /// Check (b), mutual exclusion: promised only without early expiry
     /// and restarts (set with faults only in a negative control).
-    exclusion: bool,
+    pub exclusion: bool,
 }
 
 /// A lock attempt's token: (client, attempt).
@@ -123,7 +118,7 @@ struct Client {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-enum Msg {
+pub enum Msg {
     Set {
         token: Token,
         node: u8,
@@ -157,7 +152,7 @@ enum Msg {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-struct State {
+pub struct State {
     nodes: [Node; NODES],
     clients: Vec<Client>,
     /// In flight, sorted (a multiset).
@@ -174,7 +169,7 @@ struct State {
 /// there stands for the same fault at any earlier moment since the node's
 /// previous request: nothing is lost by not interleaving faults elsewhere.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Before {
+pub enum Before {
     Nothing,
     /// The key's holder no longer counts on it: it expires by its TTL.
     Expire,
@@ -185,7 +180,7 @@ enum Before {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Action {
+pub enum Action {
     Start(u8),
     Deliver(Msg, Before),
     GiveUp(u8),
@@ -257,7 +252,7 @@ fn yn(ok: bool) -> &'static str {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-enum Violation {
+pub enum Violation {
     DuplicateFence(u8),
     OutOfOrder { fence: u8, earlier: u8 },
     TwoHolders,
@@ -472,14 +467,19 @@ impl State {
                 let held = n.key.is_some_and(|k| k.token == token);
                 let ok = held
                     && match cfg.rule {
-                        Rule::RaiseFromBelow => match fence::raises(n.counter.into(), fence.into())
-                        {
-                            Some(_) => {
-                                n.counter = fence;
-                                true
-                            }
-                            None => false,
-                        },
+                        Rule::RaiseFromBelow => {
+                            let held = reply::Held {
+                                key: Some(reply::Key { token, life: () }),
+                                counter: n.counter.into(),
+                            };
+                            let command = reply::Command::Commit {
+                                token,
+                                fence: fence.into(),
+                            };
+                            let (answer, after) = reply::answer(held, command);
+                            n.counter = u8::try_from(after.counter).expect("small");
+                            reply::counts(reply::Kind::Commit, answer) == Some(true)
+                        }
                         Rule::AtLeast => {
                             n.counter = n.counter.max(fence);
                             true
@@ -784,126 +784,36 @@ impl State {
     }
 }
 
-/// FxHash: the state keys are short byte strings, and SipHash dominates
-/// the run time of an unoptimised build.
-#[derive(Default)]
-struct Fx(u64);
+/// The fencing model with one configuration.
+#[derive(Debug, Clone, Copy)]
+pub struct Fencing(pub Config);
 
-impl Hasher for Fx {
-    fn finish(&self) -> u64 {
-        self.0
+impl Model for Fencing {
+    type State = State;
+    type Key = Vec<u8>;
+    type Action = Action;
+    type Violation = Violation;
+
+    fn initial(&self) -> State {
+        State::initial(&self.0)
     }
 
-    fn write(&mut self, bytes: &[u8]) {
-        for chunk in bytes.chunks(8) {
-            let mut word = [0u8; 8];
-            word[..chunk.len()].copy_from_slice(chunk);
-            self.0 = (self.0.rotate_left(5) ^ u64::from_le_bytes(word))
-                .wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
-        }
+    fn actions(&self, state: &State) -> Vec<Action> {
+        state.actions(&self.0)
     }
-}
 
-struct Outcome {
-    states: usize,
-    counterexample: Option<(Violation, Vec<Action>)>,
-}
-
-/// Breadth-first search over every reachable state; stops at the first
-/// violation (a shortest counterexample) and returns its trace.
-fn explore(cfg: &Config) -> Outcome {
-    let start = State::initial(cfg);
-    // For each state: its parent's index and the action that led to it.
-    let mut parents: Vec<(u32, Option<Action>)> = vec![(0, None)];
-    let mut seen: HashMap<Vec<u8>, u32, BuildHasherDefault<Fx>> = HashMap::default();
-    seen.insert(start.canonical(), 0);
-    let mut queue = VecDeque::from([(start, 0u32)]);
-    while let Some((state, index)) = queue.pop_front() {
-        for action in state.actions(cfg) {
-            match state.apply(action, cfg) {
-                Ok(next) => {
-                    let key = next.canonical();
-                    if seen.contains_key(&key) {
-                        continue;
-                    }
-                    let i = u32::try_from(parents.len()).expect("fewer than 2^32 states");
-                    parents.push((index, Some(action)));
-                    seen.insert(key, i);
-                    queue.push_back((next, i));
-                }
-                Err(violation) => {
-                    let mut trace = vec![action];
-                    let mut at = index;
-                    while let (parent, Some(a)) = parents[at as usize] {
-                        trace.push(a);
-                        at = parent;
-                    }
-                    trace.reverse();
-                    return Outcome {
-                        states: seen.len(),
-                        counterexample: Some((violation, trace)),
-                    };
-                }
-            }
-        }
+    fn apply(&self, state: &State, action: Action) -> Result<State, Violation> {
+        state.apply(action, &self.0)
     }
-    Outcome {
-        states: seen.len(),
-        counterexample: None,
+
+    fn key(&self, state: &State) -> Vec<u8> {
+        state.canonical()
     }
 }
 
-/// Runs one configuration and prints its figures (past the capture).
-fn run(name: &str, cfg: Config) -> Outcome {
-    let t = Instant::now();
-    let outcome = explore(&cfg);
-    let line = format!(
-        "model {name}: {} states explored in {:.2?}, {}",
-        outcome.states,
-        t.elapsed(),
-        match &outcome.counterexample {
-            None => "no violation".to_owned(),
-            Some((v, trace)) => format!("counterexample {v:?} in {} steps", trace.len()),
-        }
-    );
-    report(&line);
-    outcome
-}
-
-fn report(line: &str) {
-    use std::io::Write as _;
-    let _ = writeln!(std::io::stderr().lock(), "{line}");
-}
-
-fn print_trace(cfg: &Config, trace: &[Action]) {
-    let mut state = State::initial(cfg);
-    for (i, action) in trace.iter().enumerate() {
-        report(&format!("  {:2}. {action}", i + 1));
-        match state.apply(*action, cfg) {
-            Ok(next) => state = next,
-            Err(v) => report(&format!("      -> {v:?}")),
-        }
-    }
-}
-
-fn assert_safe(name: &str, cfg: Config) {
-    let outcome = run(name, cfg);
-    if let Some((violation, trace)) = &outcome.counterexample {
-        print_trace(&cfg, trace);
-        panic!("{name}: {violation:?}");
-    }
-}
-
-fn assert_found(name: &str, cfg: Config, expect: fn(&Violation) -> bool) {
-    let outcome = run(name, cfg);
-    let Some((violation, trace)) = outcome.counterexample else {
-        panic!("{name}: the negative control found no counterexample");
-    };
-    print_trace(&cfg, &trace);
-    assert!(expect(&violation), "{name}: unexpected {violation:?}");
-}
-
-const BASE: Config = Config {
+/// The smallest configuration: two clients, one attempt and one extension
+/// each, no fault; the others change it.
+pub const BASE: Config = Config {
     clients: 2,
     attempts: 1,
     extends: 1,
@@ -913,110 +823,3 @@ const BASE: Config = Config {
     rule: Rule::RaiseFromBelow,
     exclusion: true,
 };
-
-#[test]
-fn two_clients_no_faults_exclusive_and_fences_unique() {
-    assert_safe("2 clients, no expiry or restart", BASE);
-}
-
-#[test]
-fn two_clients_early_expiry_fences_unique() {
-    assert_safe(
-        "2 clients, early expiry",
-        Config {
-            extends: 0,
-            early_expiries: 1,
-            exclusion: false,
-            ..BASE
-        },
-    );
-}
-
-#[test]
-fn two_clients_restart_keeping_the_counter_fences_unique() {
-    assert_safe(
-        "2 clients, restart (counter kept)",
-        Config {
-            extends: 0,
-            restarts: 1,
-            exclusion: false,
-            ..BASE
-        },
-    );
-}
-
-/// Three clients: several minutes in a debug build, so not on every CI
-/// run (`cargo test --release --test model -- --ignored`).
-#[test]
-#[ignore = "exhaustive 3-client run, minutes in debug; run with --ignored"]
-fn three_clients_no_faults_exclusive_and_fences_unique() {
-    assert_safe(
-        "3 clients, no expiry or restart",
-        Config {
-            clients: 3,
-            extends: 0,
-            ..BASE
-        },
-    );
-}
-
-/// Negative control: the old commit rule is found out (issue 10, defect 1).
-#[test]
-fn the_old_commit_rule_repeats_a_fence() {
-    assert_found(
-        "old rule (counter >= T counts), early expiry",
-        Config {
-            attempts: 1,
-            extends: 0,
-            early_expiries: 1,
-            rule: Rule::AtLeast,
-            exclusion: false,
-            ..BASE
-        },
-        |v| {
-            matches!(
-                v,
-                Violation::DuplicateFence(_) | Violation::OutOfOrder { .. }
-            )
-        },
-    );
-}
-
-/// Negative control: without persistence a restart forgets the counter,
-/// and fences repeat — the assumption the proof states.
-#[test]
-fn a_restart_that_loses_the_counter_repeats_a_fence() {
-    assert_found(
-        "restart losing the counter",
-        Config {
-            attempts: 1,
-            extends: 0,
-            restarts: 1,
-            persistent_counter: false,
-            exclusion: false,
-            ..BASE
-        },
-        |v| {
-            matches!(
-                v,
-                Violation::DuplicateFence(_) | Violation::OutOfOrder { .. }
-            )
-        },
-    );
-}
-
-/// Negative control for (b): with an early expiry, the exclusion check
-/// finds two holders (the checker can fail; fencing covers this case).
-#[test]
-fn early_expiry_breaks_exclusion() {
-    assert_found(
-        "exclusion checked under early expiry",
-        Config {
-            attempts: 1,
-            extends: 0,
-            early_expiries: 1,
-            ..BASE
-        },
-        |v| *v == Violation::TwoHolders,
-    );
-}

@@ -1,0 +1,36 @@
+//! An exhaustive model check of quorumlock's protocol, explored
+//! breadth-first over every interleaving of its messages and faults
+//! (`tests/model.rs` runs the configurations and prints their state counts).
+//!
+//! Two models, each as small as its properties allow:
+//!
+//! - [`fencing`]: acquire with the counter read, fence commit, extend and
+//!   release; fences unique and ordered by commit, mutual exclusion.
+//! - [`lease`]: a lock's life on the nodes — acquire, extensions with a
+//!   short or a long TTL that may be cancelled, compare-and-delete releases
+//!   as messages, tokens from a small pool, per-connection order with
+//!   reconnects that let a request overtake, restarts that lose keys with
+//!   the restart quarantine, one server under two names; mutual exclusion,
+//!   no release deleting another lock, no key left behind, and "a holder
+//!   has a majority of keys that last until its deadline".
+//!
+//! Both run the library's own rules, included by path: how a node answers
+//! each command and how the answer votes (`src/reply.rs`, which
+//! `tests/conformance.rs` in the library checks every Lua script against on
+//! a real server) and the fencing-token proposal (`src/fence.rs`).
+//!
+//! This is its own package so that it builds optimized in every profile
+//! (the workspace's `Cargo.toml`) without optimizing the library's other
+//! tests.
+
+#[allow(dead_code, unreachable_pub)]
+#[path = "../../src/fence.rs"]
+mod fence;
+// The file allows dead code itself outside its own tests.
+#[allow(dead_code, unreachable_pub, clippy::duplicated_attributes)]
+#[path = "../../src/reply.rs"]
+mod reply;
+
+pub mod fencing;
+pub mod lease;
+pub mod search;

@@ -1,0 +1,320 @@
+//! The model check's configurations: each prints its state count (and, for
+//! a negative control, the counterexample's trace) on stderr.
+//!
+//! Negative controls: each plausible wrong implementation — the old fence
+//! commit rule, a plain `DEL` release, an extension that re-creates an
+//! expired key, no restart quarantine, colliding tokens, a server counted
+//! twice, a restart that loses the counter — must be caught with a
+//! counterexample, and so must today's extension rule once a reconnect
+//! reorders a cancelled short extension and a longer one.
+
+use quorumlock_model::fencing::{self, Fencing};
+use quorumlock_model::lease::{self, DeadlineRule, ExtendScript, Lease, ReleaseScript};
+use quorumlock_model::search::{assert_found, assert_safe};
+
+// The fencing model.
+
+#[test]
+fn two_clients_no_faults_exclusive_and_fences_unique() {
+    assert_safe(
+        "fencing: 2 clients, no expiry or restart",
+        &Fencing(fencing::BASE),
+    );
+}
+
+#[test]
+fn two_clients_early_expiry_fences_unique() {
+    assert_safe(
+        "fencing: 2 clients, early expiry",
+        &Fencing(fencing::Config {
+            extends: 0,
+            early_expiries: 1,
+            exclusion: false,
+            ..fencing::BASE
+        }),
+    );
+}
+
+#[test]
+fn two_clients_restart_keeping_the_counter_fences_unique() {
+    assert_safe(
+        "fencing: 2 clients, 2 restarts (counter kept)",
+        &Fencing(fencing::Config {
+            extends: 0,
+            restarts: 2,
+            exclusion: false,
+            ..fencing::BASE
+        }),
+    );
+}
+
+#[test]
+fn three_clients_no_faults_exclusive_and_fences_unique() {
+    assert_safe(
+        "fencing: 3 clients, no expiry or restart",
+        &Fencing(fencing::Config {
+            clients: 3,
+            extends: 0,
+            ..fencing::BASE
+        }),
+    );
+}
+
+/// Negative control: the old commit rule is found out (issue 10, defect 1).
+#[test]
+fn the_old_commit_rule_repeats_a_fence() {
+    assert_found(
+        "fencing: old rule (counter >= T counts), early expiry",
+        &Fencing(fencing::Config {
+            extends: 0,
+            early_expiries: 1,
+            rule: fencing::Rule::AtLeast,
+            exclusion: false,
+            ..fencing::BASE
+        }),
+        30,
+        |v| {
+            matches!(
+                v,
+                fencing::Violation::DuplicateFence(_) | fencing::Violation::OutOfOrder { .. }
+            )
+        },
+    );
+}
+
+/// Negative control: without persistence a restart forgets the counter,
+/// and fences repeat — the assumption the proof states.
+#[test]
+fn a_restart_that_loses_the_counter_repeats_a_fence() {
+    assert_found(
+        "fencing: restart losing the counter",
+        &Fencing(fencing::Config {
+            extends: 0,
+            restarts: 1,
+            persistent_counter: false,
+            exclusion: false,
+            ..fencing::BASE
+        }),
+        30,
+        |v| {
+            matches!(
+                v,
+                fencing::Violation::DuplicateFence(_) | fencing::Violation::OutOfOrder { .. }
+            )
+        },
+    );
+}
+
+/// Negative control for exclusion: with an early expiry, the check finds
+/// two holders (the checker can fail; fencing covers this case).
+#[test]
+fn early_expiry_breaks_exclusion() {
+    assert_found(
+        "fencing: exclusion checked under early expiry",
+        &Fencing(fencing::Config {
+            extends: 0,
+            early_expiries: 1,
+            ..fencing::BASE
+        }),
+        30,
+        |v| *v == fencing::Violation::TwoHolders,
+    );
+}
+
+// The lease model.
+
+/// Today's code, in the order a connection keeps: extensions short and
+/// long, cancelled or not, releases, lapses, two attempts per client.
+#[test]
+fn lease_in_connection_order_holds_every_property() {
+    assert_safe(
+        "lease: 2 clients, 1 extension, connection order",
+        &Lease(lease::Config {
+            extends: 1,
+            ..lease::base()
+        }),
+    );
+}
+
+/// The rule of branch `extend-order`: a node never shortens a key, and
+/// the client's deadline moves only once a majority confirmed. Reconnects
+/// may reorder a client's requests on two connections.
+#[test]
+fn lease_with_reordering_holds_every_property_under_the_keep_longer_rule() {
+    assert_safe(
+        "lease: 1 client, 3 extensions, 2 reconnects reorder, keep-longer rule",
+        &Lease(lease::Config {
+            clients: 1,
+            extends: 3,
+            overtakes: 2,
+            extend: ExtendScript::KeepLonger,
+            deadline: DeadlineRule::OnlyWhenConfirmed,
+            ..lease::base()
+        }),
+    );
+}
+
+/// Negative control, today's extension rule: a cancelled short extension
+/// overtaken by a longer one leaves the keys shorter than the deadline.
+#[test]
+fn a_reordered_cancelled_short_extension_leaves_keys_short_today() {
+    assert_found(
+        "lease: today's extension rule, 2 reconnects reorder",
+        &Lease(lease::Config {
+            extends: 2,
+            overtakes: 2,
+            clients: 1,
+            ..lease::base()
+        }),
+        20,
+        |v| matches!(v, lease::Violation::KeysShorterThanTheDeadline { .. }),
+    );
+}
+
+/// Restarts that lose keys, with the quarantine: exclusion holds.
+#[test]
+fn lease_restarts_with_quarantine_keep_exclusion() {
+    assert_safe(
+        "lease: 2 clients, 2 restarts, quarantine",
+        &Lease(lease::Config {
+            extends: 0,
+            restarts: 2,
+            ..lease::base()
+        }),
+    );
+}
+
+/// Negative control: without the quarantine, a restart that loses a key
+/// leaves the holder short of a majority at once, and lets a second client
+/// in (with that first check off).
+#[test]
+fn without_quarantine_a_restart_lets_a_second_holder_in() {
+    let config = lease::Config {
+        extends: 0,
+        restarts: 1,
+        quarantine: false,
+        ..lease::base()
+    };
+    assert_found(
+        "lease: restart without quarantine",
+        &Lease(config.clone()),
+        8,
+        |v| matches!(v, lease::Violation::KeysShorterThanTheDeadline { .. }),
+    );
+    assert_found(
+        "lease: restart without quarantine, exclusion",
+        &Lease(lease::Config {
+            keys_last: false,
+            ..config
+        }),
+        14,
+        |v| *v == lease::Violation::TwoHolders,
+    );
+}
+
+/// Five servers, restarts with the quarantine.
+#[test]
+fn lease_five_servers_with_restarts_hold_every_property() {
+    assert_safe(
+        "lease: 5 servers, 2 clients, 2 restarts, quarantine",
+        &Lease(lease::Config {
+            names: vec![0, 1, 2, 3, 4],
+            extends: 0,
+            lapse: false,
+            restarts: 2,
+            ..lease::base()
+        }),
+    );
+}
+
+/// Three clients, two of them fork-free, with reordering.
+#[test]
+fn lease_three_clients_hold_every_property() {
+    assert_safe(
+        "lease: 3 clients, releases and cleanups only",
+        &Lease(lease::Config {
+            clients: 3,
+            extends: 0,
+            lapse: false,
+            ..lease::base()
+        }),
+    );
+}
+
+/// Negative control, the fork case: two clients drawing the same tokens;
+/// the second one's cleanup deletes the first one's lock.
+#[test]
+fn colliding_tokens_delete_another_lock() {
+    assert_found(
+        "lease: tokens shared by two clients (fork)",
+        &Lease(lease::Config {
+            extends: 0,
+            shared_tokens: true,
+            ..lease::base()
+        }),
+        12,
+        |v| matches!(v, lease::Violation::DeletedAnotherLock { .. }),
+    );
+}
+
+/// Negative control: a plain `DEL` release deletes another lock.
+#[test]
+fn a_plain_del_release_deletes_another_lock() {
+    assert_found(
+        "lease: release as a plain DEL",
+        &Lease(lease::Config {
+            extends: 0,
+            release: ReleaseScript::PlainDel,
+            ..lease::base()
+        }),
+        16,
+        |v| matches!(v, lease::Violation::DeletedAnotherLock { .. }),
+    );
+}
+
+/// Negative control: an extension that re-creates an expired key leaves a
+/// key behind once a release overtakes it.
+#[test]
+fn an_extension_that_recreates_a_key_leaves_it_behind() {
+    assert_found(
+        "lease: extension re-creating an absent key, 1 reconnect",
+        &Lease(lease::Config {
+            clients: 1,
+            overtakes: 1,
+            extend: ExtendScript::Recreate,
+            ..lease::base()
+        }),
+        16,
+        |v| matches!(v, lease::Violation::KeyLeftBehind { .. }),
+    );
+}
+
+/// One server under two names, counted once (the `run_id` check): as
+/// two servers.
+#[test]
+fn a_server_counted_once_holds_every_property() {
+    assert_safe(
+        "lease: one server under two names counted once (2 servers)",
+        &Lease(lease::Config {
+            names: vec![0, 1],
+            extends: 2,
+            ..lease::base()
+        }),
+    );
+}
+
+/// Negative control: one server under two names counted twice confirms an
+/// extension on one server of two.
+#[test]
+fn a_server_counted_twice_confirms_an_extension_on_a_minority() {
+    assert_found(
+        "lease: one server under two names counted twice",
+        &Lease(lease::Config {
+            names: vec![0, 0, 1],
+            extends: 1,
+            ..lease::base()
+        }),
+        20,
+        |v| matches!(v, lease::Violation::KeysShorterThanTheDeadline { .. }),
+    );
+}

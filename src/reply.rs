@@ -1,0 +1,266 @@
+//! Pure rules of the protocol on one node: what a node answers to each lock
+//! command given what it holds ([`answer`]), and what each answer counts
+//! for ([`counts`]).
+//!
+//! The nodes apply [`answer`] in Lua (`scripts/*.lua`); it is stated here
+//! once more so that the model check (`model/`) explores the very rule the
+//! scripts apply, and `tests/conformance.rs` runs every script on a real
+//! server over the model's inputs (held by this token, by another, not
+//! held; counter below, at and above the fence; short and long TTLs) and
+//! compares each reply and what the node holds after it with [`answer`].
+//! The client reads every script reply with [`counts`], and so does the
+//! model.
+//!
+//! No I/O and nothing from the rest of the crate: the model check includes
+//! this file by path. The library itself reads no more than [`counts`] (a
+//! commit's reply through `fence::Commit`, which also says why a no is one).
+#![cfg_attr(not(test), allow(dead_code))]
+
+/// What a node holds for one resource: the lock's key, if any, and the
+/// resource's fencing counter (0 when unset).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
+pub(crate) struct Held<T, L> {
+    /// The lock's key.
+    pub(crate) key: Option<Key<T, L>>,
+    /// The fencing counter.
+    pub(crate) counter: u64,
+}
+
+/// A lock's key on a node: the token it carries and how long it lasts (a
+/// TTL, or whatever stands for it: the model names the command that set
+/// it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub(crate) struct Key<T, L> {
+    /// The token of the lock that set it.
+    pub(crate) token: T,
+    /// How long it lasts, from the command that last set its TTL.
+    pub(crate) life: L,
+}
+
+/// A lock command, as one node runs it on one resource.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub(crate) enum Command<T, L> {
+    /// `acquire_fenced.lua`: `SET NX PX` that reads the counter.
+    Acquire {
+        /// The lock's token.
+        token: T,
+        /// The TTL.
+        life: L,
+    },
+    /// `fence_commit.lua`: raise the counter to `fence` where the token is
+    /// held, from strictly below only.
+    Commit {
+        /// The lock's token.
+        token: T,
+        /// The fencing token proposed.
+        fence: u64,
+    },
+    /// `release.lua`: compare-and-delete.
+    Release {
+        /// The lock's token.
+        token: T,
+    },
+    /// `extend.lua`: compare-and-pexpire; an absent key stays absent.
+    Extend {
+        /// The lock's token.
+        token: T,
+        /// The new TTL (shorter or longer than the current one).
+        life: L,
+    },
+    /// `holds.lua`: whether the key carries the token (read-only).
+    Holds {
+        /// The lock's token.
+        token: T,
+    },
+}
+
+/// Which reply a command gives, for reading it: the scripts differ in how
+/// they say yes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Kind {
+    /// `acquire_fenced.lua`: the counter (≥ 0) when set, −1 when the key
+    /// exists.
+    AcquireFenced,
+    /// `acquire_multi.lua`: 1 when every key was set, 0 when one existed.
+    AcquireMulti,
+    /// `fence_commit.lua`: 1 raised (the only yes), 0 not held, −1 behind.
+    Commit,
+    /// `release.lua` and `release_multi.lua`: the keys deleted, negated
+    /// when the announcement was refused; 0 when none carried the token.
+    Release,
+    /// `extend.lua`, `extend_multi.lua`: 1 when extended, 0 otherwise.
+    Extend,
+    /// `holds.lua`: 1 when every key carries the token, 0 otherwise.
+    Holds,
+}
+
+/// The integer a node answers to `command`, and what it holds afterwards.
+/// Replies are those of the single-resource scripts (and a release that
+/// announces nothing); the multi-resource scripts answer the same on one
+/// resource, except `acquire_multi.lua` (1 or 0, see [`Kind`]).
+pub(crate) fn answer<T: PartialEq + Copy, L: Copy>(
+    held: Held<T, L>,
+    command: Command<T, L>,
+) -> (i64, Held<T, L>) {
+    let carries = |token: T| held.key.is_some_and(|key| key.token == token);
+    match command {
+        Command::Acquire { token, life } => match held.key {
+            Some(_) => (-1, held),
+            None => (
+                i64::try_from(held.counter).unwrap_or(i64::MAX),
+                Held {
+                    key: Some(Key { token, life }),
+                    ..held
+                },
+            ),
+        },
+        Command::Commit { token, fence } => {
+            if !carries(token) {
+                (0, held)
+            } else if held.counter < fence {
+                (
+                    1,
+                    Held {
+                        counter: fence,
+                        ..held
+                    },
+                )
+            } else {
+                (-1, held)
+            }
+        }
+        Command::Release { token } => {
+            if carries(token) {
+                (1, Held { key: None, ..held })
+            } else {
+                (0, held)
+            }
+        }
+        Command::Extend { token, life } => {
+            if carries(token) {
+                (
+                    1,
+                    Held {
+                        key: Some(Key { token, life }),
+                        ..held
+                    },
+                )
+            } else {
+                (0, held)
+            }
+        }
+        Command::Holds { token } => (i64::from(carries(token)), held),
+    }
+}
+
+/// Whether a node's `reply` to a command of `kind` counts as a yes for the
+/// client: `Some(true)` yes, `Some(false)` no, `None` a reply that command
+/// never gives (a protocol error). A fenced acquire's yes carries the
+/// counter: the reply itself.
+pub(crate) const fn counts(kind: Kind, reply: i64) -> Option<bool> {
+    match (kind, reply) {
+        (Kind::AcquireFenced, n) => match n {
+            0.. => Some(true),
+            -1 => Some(false),
+            _ => None,
+        },
+        (Kind::Commit, 1) => Some(true),
+        (Kind::Commit, 0 | -1) => Some(false),
+        (Kind::Release, n) => Some(n != 0),
+        (Kind::AcquireMulti | Kind::Extend | Kind::Holds, 1) => Some(true),
+        (Kind::AcquireMulti | Kind::Extend | Kind::Holds, 0) => Some(false),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    type H = Held<u8, u8>;
+
+    const FREE: H = Held {
+        key: None,
+        counter: 4,
+    };
+    const MINE: H = Held {
+        key: Some(Key { token: 1, life: 10 }),
+        counter: 4,
+    };
+    const THEIRS: H = Held {
+        key: Some(Key { token: 2, life: 10 }),
+        counter: 4,
+    };
+
+    #[test]
+    fn acquire_takes_a_free_key_and_reads_the_counter() {
+        let (reply, after) = answer(FREE, Command::Acquire { token: 1, life: 7 });
+        assert_eq!(reply, 4);
+        assert_eq!(after.key, Some(Key { token: 1, life: 7 }));
+        for held in [MINE, THEIRS] {
+            assert_eq!(
+                answer(held, Command::Acquire { token: 1, life: 7 }),
+                (-1, held)
+            );
+        }
+    }
+
+    #[test]
+    fn a_commit_counts_only_where_held_and_raised_from_below() {
+        let commit = |fence| Command::Commit { token: 1, fence };
+        assert_eq!(answer(MINE, commit(5)), (1, Held { counter: 5, ..MINE }));
+        assert_eq!(answer(MINE, commit(4)), (-1, MINE), "at the fence");
+        assert_eq!(answer(MINE, commit(3)), (-1, MINE), "past it");
+        assert_eq!(answer(THEIRS, commit(5)), (0, THEIRS));
+        assert_eq!(answer(FREE, commit(5)), (0, FREE));
+    }
+
+    #[test]
+    fn release_deletes_only_its_own_key() {
+        let release = Command::Release { token: 1 };
+        assert_eq!(answer(MINE, release), (1, Held { key: None, ..MINE }));
+        assert_eq!(answer(THEIRS, release), (0, THEIRS));
+        assert_eq!(answer(FREE, release), (0, FREE));
+    }
+
+    #[test]
+    fn extend_sets_the_new_ttl_and_never_recreates() {
+        for life in [3, 30] {
+            let extend = Command::Extend { token: 1, life };
+            let (reply, after) = answer(MINE, extend);
+            assert_eq!((reply, after.key), (1, Some(Key { token: 1, life })));
+            assert_eq!(answer(THEIRS, extend), (0, THEIRS));
+            assert_eq!(answer(FREE, extend), (0, FREE));
+        }
+    }
+
+    #[test]
+    fn holds_reads_without_changing() {
+        let holds = Command::Holds { token: 1 };
+        assert_eq!(answer(MINE, holds), (1, MINE));
+        assert_eq!(answer(THEIRS, holds), (0, THEIRS));
+        assert_eq!(answer(FREE, holds), (0, FREE));
+    }
+
+    #[test]
+    fn replies_vote() {
+        assert_eq!(counts(Kind::AcquireFenced, 0), Some(true));
+        assert_eq!(counts(Kind::AcquireFenced, 9), Some(true));
+        assert_eq!(counts(Kind::AcquireFenced, -1), Some(false));
+        assert_eq!(counts(Kind::AcquireFenced, -2), None);
+        assert_eq!(counts(Kind::Commit, 1), Some(true));
+        assert_eq!(counts(Kind::Commit, 0), Some(false));
+        assert_eq!(counts(Kind::Commit, -1), Some(false));
+        assert_eq!(counts(Kind::Commit, 2), None);
+        for n in [1, -1, 3, -3] {
+            assert_eq!(counts(Kind::Release, n), Some(true), "{n}");
+        }
+        assert_eq!(counts(Kind::Release, 0), Some(false));
+        for kind in [Kind::AcquireMulti, Kind::Extend, Kind::Holds] {
+            assert_eq!(counts(kind, 1), Some(true));
+            assert_eq!(counts(kind, 0), Some(false));
+            assert_eq!(counts(kind, -1), None);
+            assert_eq!(counts(kind, 2), None);
+        }
+    }
+}
