@@ -37,6 +37,20 @@ pub(crate) struct Key<T, L> {
     pub(crate) life: L,
 }
 
+/// How long a key lasts: an extension keeps the later of its key's expiry
+/// and its own (`extend.lua` never shortens a key).
+pub(crate) trait Later: Copy {
+    /// The later of the two.
+    fn later(self, other: Self) -> Self;
+}
+
+/// A TTL from the same moment.
+impl Later for u64 {
+    fn later(self, other: Self) -> Self {
+        self.max(other)
+    }
+}
+
 /// A lock command, as one node runs it on one resource.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub(crate) enum Command<T, L> {
@@ -60,7 +74,8 @@ pub(crate) enum Command<T, L> {
         /// The lock's token.
         token: T,
     },
-    /// `extend.lua`: compare-and-pexpire; an absent key stays absent.
+    /// `extend.lua`: compare-and-pexpire that never shortens the key; an
+    /// absent key stays absent.
     Extend {
         /// The lock's token.
         token: T,
@@ -98,7 +113,7 @@ pub(crate) enum Kind {
 /// Replies are those of the single-resource scripts (and a release that
 /// announces nothing); the multi-resource scripts answer the same on one
 /// resource, except `acquire_multi.lua` (1 or 0, see [`Kind`]).
-pub(crate) fn answer<T: PartialEq + Copy, L: Copy>(
+pub(crate) fn answer<T: PartialEq + Copy, L: Later>(
     held: Held<T, L>,
     command: Command<T, L>,
 ) -> (i64, Held<T, L>) {
@@ -136,19 +151,19 @@ pub(crate) fn answer<T: PartialEq + Copy, L: Copy>(
                 (0, held)
             }
         }
-        Command::Extend { token, life } => {
-            if carries(token) {
-                (
-                    1,
-                    Held {
-                        key: Some(Key { token, life }),
-                        ..held
-                    },
-                )
-            } else {
-                (0, held)
-            }
-        }
+        Command::Extend { token, life } => match held.key {
+            Some(key) if key.token == token => (
+                1,
+                Held {
+                    key: Some(Key {
+                        token,
+                        life: key.life.later(life),
+                    }),
+                    ..held
+                },
+            ),
+            _ => (0, held),
+        },
         Command::Holds { token } => (i64::from(carries(token)), held),
     }
 }
@@ -177,7 +192,7 @@ pub(crate) const fn counts(kind: Kind, reply: i64) -> Option<bool> {
 mod tests {
     use super::*;
 
-    type H = Held<u8, u8>;
+    type H = Held<u8, u64>;
 
     const FREE: H = Held {
         key: None,
@@ -224,11 +239,15 @@ mod tests {
     }
 
     #[test]
-    fn extend_sets_the_new_ttl_and_never_recreates() {
-        for life in [3, 30] {
+    fn extend_never_shortens_and_never_recreates() {
+        for (life, lasts) in [(3, 10), (30, 30)] {
             let extend = Command::Extend { token: 1, life };
             let (reply, after) = answer(MINE, extend);
-            assert_eq!((reply, after.key), (1, Some(Key { token: 1, life })));
+            let key = Some(Key {
+                token: 1,
+                life: lasts,
+            });
+            assert_eq!((reply, after.key), (1, key));
             assert_eq!(answer(THEIRS, extend), (0, THEIRS));
             assert_eq!(answer(FREE, extend), (0, FREE));
         }

@@ -788,6 +788,11 @@ impl State {
 #[derive(Debug, Clone, Copy)]
 pub struct Fencing(pub Config);
 
+/// Keys of this model carry no TTL.
+impl reply::Later for () {
+    fn later(self, (): ()) {}
+}
+
 impl Model for Fencing {
     type State = State;
     type Key = Vec<u8>;

@@ -54,12 +54,12 @@ pub enum Ttl {
 /// What a node does with an extension.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ExtendScript {
-    /// `extend.lua` today (`reply::answer`): compare-and-pexpire, the new
-    /// TTL replaces the old one (it may shorten the key).
-    Pexpire,
-    /// Compare-and-pexpire that never shortens a key: its expiry becomes
-    /// the later of the two (the rule of branch `extend-order`).
+    /// `extend.lua` (`reply::answer`): compare-and-pexpire that never
+    /// shortens a key: its expiry becomes the later of the two.
     KeepLonger,
+    /// The earlier script: the new TTL replaces the old one (it may
+    /// shorten the key).
+    Pexpire,
     /// Wrong: an absent key is re-created with the token.
     Recreate,
 }
@@ -67,13 +67,13 @@ pub enum ExtendScript {
 /// How the client moves its deadline around an extension.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum DeadlineRule {
-    /// Today's `begin_extend`/`extended`: lowered to the extension's
-    /// deadline before sending when that may be earlier, replaced by it
-    /// once a majority confirmed; a cancelled extension leaves it lowered.
-    LowerThenReplace,
-    /// Moves only once a majority confirmed, to that extension's deadline
-    /// (`Term::extended` of branch `extend-order`).
+    /// `Term::extended`: moves only once a majority confirmed, to that
+    /// extension's deadline.
     OnlyWhenConfirmed,
+    /// The earlier rule: lowered to the extension's deadline before
+    /// sending when that may be earlier, replaced by it once a majority
+    /// confirmed; a cancelled extension left it lowered.
+    LowerThenReplace,
 }
 
 /// What a node does with a release.
@@ -172,6 +172,13 @@ fn bits(set: Life) -> impl Iterator<Item = u8> {
 /// latest) is known to outlive the earliest of `until`.
 fn outlives(lasts: Life, until: Life) -> bool {
     bits(lasts).any(|a| bits(until).any(|b| no_earlier(a, b)))
+}
+
+/// A key lasts until the latest of its deadlines.
+impl reply::Later for Life {
+    fn later(self, other: Self) -> Self {
+        latest(self | other)
+    }
 }
 
 /// Whether the earliest of `set` has passed, given deadlines `passed`
@@ -479,10 +486,10 @@ impl Lease {
             Op::Release => (Command::Release { token }, Kind::Release),
         };
         let (n, after) = match (command, cfg.extend, cfg.release) {
-            (Command::Extend { life: new, .. }, ExtendScript::KeepLonger, _) => {
+            (Command::Extend { life: new, .. }, ExtendScript::Pexpire, _) => {
                 let (n, mut after) = answer(held, command);
-                if let (Some(key), Some(old)) = (&mut after.key, held.key) {
-                    key.life = latest(old.life | new);
+                if let Some(key) = &mut after.key {
+                    key.life = new;
                 }
                 (n, after)
             }
@@ -935,8 +942,8 @@ pub fn base() -> Config {
         restarts: 0,
         quarantine: true,
         shared_tokens: false,
-        extend: ExtendScript::Pexpire,
-        deadline: DeadlineRule::LowerThenReplace,
+        extend: ExtendScript::KeepLonger,
+        deadline: DeadlineRule::OnlyWhenConfirmed,
         release: ReleaseScript::CompareAndDelete,
         keys_last: true,
     }

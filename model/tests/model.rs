@@ -123,8 +123,8 @@ fn early_expiry_breaks_exclusion() {
 
 // The lease model.
 
-/// Today's code, in the order a connection keeps: extensions short and
-/// long, cancelled or not, releases, lapses, two attempts per client.
+/// Extensions short and long, cancelled or not, in the order a connection
+/// keeps; releases, lapses.
 #[test]
 fn lease_in_connection_order_holds_every_property() {
     assert_safe(
@@ -136,9 +136,9 @@ fn lease_in_connection_order_holds_every_property() {
     );
 }
 
-/// The rule of branch `extend-order`: a node never shortens a key, and
-/// the client's deadline moves only once a majority confirmed. Reconnects
-/// may reorder a client's requests on two connections.
+/// A node never shortens a key, and the client's deadline moves only once
+/// a majority confirmed: reconnects may reorder a client's requests on two
+/// connections.
 #[test]
 fn lease_with_reordering_holds_every_property_under_the_keep_longer_rule() {
     assert_safe(
@@ -147,23 +147,24 @@ fn lease_with_reordering_holds_every_property_under_the_keep_longer_rule() {
             clients: 1,
             extends: 3,
             overtakes: 2,
-            extend: ExtendScript::KeepLonger,
-            deadline: DeadlineRule::OnlyWhenConfirmed,
             ..lease::base()
         }),
     );
 }
 
-/// Negative control, today's extension rule: a cancelled short extension
-/// overtaken by a longer one leaves the keys shorter than the deadline.
+/// Negative control, the earlier extension rule (the key takes the new
+/// TTL, the deadline is lowered before sending): a cancelled extension
+/// that a later one overtakes leaves the keys shorter than the deadline.
 #[test]
-fn a_reordered_cancelled_short_extension_leaves_keys_short_today() {
+fn the_earlier_extension_rule_leaves_keys_short_of_the_deadline() {
     assert_found(
-        "lease: today's extension rule, 2 reconnects reorder",
+        "lease: the earlier extension rule, 2 reconnects reorder",
         &Lease(lease::Config {
             extends: 2,
             overtakes: 2,
             clients: 1,
+            extend: ExtendScript::Pexpire,
+            deadline: DeadlineRule::LowerThenReplace,
             ..lease::base()
         }),
         20,
