@@ -160,4 +160,27 @@ mod tests {
         assert!(Keys::many(["a", ""]).is_err());
         assert!(!Keys::many(["only"]).unwrap().is_multi());
     }
+
+    #[test]
+    fn logs_show_the_first_resource_escaped_and_how_many_more() {
+        let k = Keys::one(b"job\n\xff\"x", false).unwrap();
+        assert_eq!(k.to_string(), "job\\n\\xff\\\"x");
+        assert_eq!(format!("{k:?}"), "Keys(job\\n\\xff\\\"x)");
+        let k = Keys::many(["a", "b", "c"]).unwrap();
+        assert_eq!(k.to_string(), "a (+2 more)");
+        assert_eq!(format!("{k:?}"), "Keys(a (+2 more))");
+    }
+
+    #[test]
+    fn logs_cut_a_long_resource_name_after_96_bytes() {
+        let fits = "r".repeat(96);
+        assert_eq!(Keys::one(fits.as_bytes(), false).unwrap().to_string(), fits);
+        let long = Keys::one("r".repeat(97).as_bytes(), false).unwrap();
+        assert_eq!(long.to_string(), format!("{fits}…(97 bytes)"));
+        let long = Keys::many(["s".repeat(200), "t".to_owned()]).unwrap();
+        assert_eq!(
+            long.to_string(),
+            format!("{}…(200 bytes) (+1 more)", "s".repeat(96))
+        );
+    }
 }

@@ -93,6 +93,11 @@ mod tests {
                 "Error running script (call to f_1): @user_script:x: WRONGTYPE no",
             ),
             ("ERR", ""),
+            // Only an `ERR` reply is a wrapper, whatever its message says.
+            (
+                "BUSY",
+                "Error running script (call to f_1): @user_script:1: WRONGTYPE no",
+            ),
             ("BUSY", "Redis is busy running a script."),
         ] {
             assert_eq!(reply_code(code, detail), (code, detail), "{detail:?}");

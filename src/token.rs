@@ -67,4 +67,30 @@ mod tests {
         assert!(!shown.contains(t.as_str()));
         assert!(shown.contains(t.prefix()));
     }
+
+    #[test]
+    fn tokens_are_lowercase_hex_and_never_repeat() {
+        let mut seen = std::collections::HashSet::new();
+        for _ in 0..10_000 {
+            let t = Token::generate();
+            assert!(
+                t.as_str()
+                    .bytes()
+                    .all(|c| matches!(c, b'0'..=b'9' | b'a'..=b'f')),
+                "{}",
+                t.as_str()
+            );
+            assert_eq!(t.as_str().len(), 32);
+            assert!(seen.insert(t.as_str().to_owned()), "a token repeated");
+        }
+    }
+
+    #[test]
+    fn logs_show_the_first_eight_characters() {
+        let t = Token::generate();
+        let head = &t.as_str()[..Token::SHOWN];
+        assert_eq!(t.prefix(), head);
+        assert_eq!(format!("{t:?}"), format!("{head}…"));
+        assert_eq!(format!("{t}"), format!("{head}…"));
+    }
 }

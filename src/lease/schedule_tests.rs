@@ -234,6 +234,24 @@ fn failures_are_retried_then_uncertain_then_expired() {
 }
 
 #[test]
+fn a_failed_renewal_is_retried_even_after_an_extension_moved_the_deadline() {
+    let c = Clock::new();
+    // Renewal failed at 10 s; the holder then extended by hand at 10.5 s.
+    // The retry stays due a retry delay after the failure (11 s), not an
+    // interval after the extension (20.5 s).
+    let failed = Progress {
+        last_attempt: Some(c.at(10 * S)),
+        last_failed: true,
+        ..Progress::default()
+    };
+    let extended = c.renewed_at(10 * S + 500 * MS);
+    assert_eq!(
+        c.step(10 * S + 600 * MS, extended, Limits::default(), failed),
+        Step::Sleep(c.at(11 * S))
+    );
+}
+
+#[test]
 fn the_margin_wakes_the_task_even_while_waiting_for_a_retry() {
     let c = Clock::new();
     let deadline = c.renewed_at(Duration::ZERO);
