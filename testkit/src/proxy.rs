@@ -23,6 +23,12 @@
 //! that needs a second client's links faulted separately gives that client
 //! its own proxies ([`Links`], from `Cluster::links`).
 //!
+//! A connection ends as a whole when either peer closes it (Redis has no
+//! half-close): what the closing side sent is still delivered, then both of
+//! the proxy's sockets are closed, so a client that keeps a dead connection
+//! open, or a paused node, holds no socket of the proxy. A client that
+//! leaves before the node's connection is open ends it there.
+//!
 //! Delays are applied by timestamp, not by sleeping in the copy loop: each
 //! chunk read at `t` is queued with its delivery time `max(t + delay,
 //! previous delivery)` and a separate writer delivers it then. A steady
