@@ -23,6 +23,12 @@
 //! that needs a second client's links faulted separately gives that client
 //! its own proxies ([`Links`], from `Cluster::links`).
 //!
+//! A connection ends as a whole when either peer closes it (Redis has no
+//! half-close): what the closing side sent is still delivered, then both of
+//! the proxy's sockets are closed, so a client that keeps a dead connection
+//! open, or a paused node, holds no socket of the proxy. A client that
+//! leaves before the node's connection is open ends it there.
+//!
 //! Delays are applied by timestamp, not by sleeping in the copy loop: each
 //! chunk read at `t` is queued with its delivery time `max(t + delay,
 //! previous delivery)` and a separate writer delivers it then. A steady
@@ -432,35 +438,94 @@ async fn accept_loop(
             reset(&client);
             continue;
         }
-        let (rx, counters) = (rx.clone(), counters.clone());
-        tokio::spawn(async move {
-            let _ = client.set_nodelay(true);
-            let server = match TcpStream::connect(upstream).await {
-                Ok(s) => s,
-                Err(_) => {
-                    // The node is down: the client sees its connection reset,
-                    // as close to "refused" as an accepted socket gets.
-                    counters.refused.fetch_add(1, Ordering::Relaxed);
-                    reset(&client);
-                    return;
-                }
-            };
-            counters.accepted.fetch_add(1, Ordering::Relaxed);
-            let _ = server.set_nodelay(true);
-            let epoch = state.epoch;
-            let (client_rd, client_wr) = client.into_split();
-            let (server_rd, server_wr) = server.into_split();
-            let up = pipe(
-                client_rd,
-                server_wr,
-                Dir::Request,
-                epoch,
-                rx.clone(),
-                counters.clone(),
-            );
-            let down = pipe(server_rd, client_wr, Dir::Reply, epoch, rx, counters);
-            tokio::join!(up, down);
-        });
+        tokio::spawn(serve(
+            client,
+            upstream,
+            state.epoch,
+            rx.clone(),
+            counters.clone(),
+        ));
+    }
+}
+
+/// One client connection: opens the node's, then forwards both ways until
+/// the connection is over, and drops every socket of it then.
+///
+/// Redis has no half-close: a side that closes is gone. So when the client
+/// leaves, its requests still go to the node (held ones on release, as
+/// over a real network), then the node's connection is closed too; when the
+/// node closes, the replies it sent still reach the client, then the
+/// client's connection is closed too. Neither half waits for the other
+/// peer to close as well: a client that keeps a dead connection open, or a
+/// paused node, no longer keeps the proxy's sockets open.
+async fn serve(
+    client: TcpStream,
+    upstream: SocketAddr,
+    epoch: u64,
+    rx: watch::Receiver<State>,
+    counters: Arc<Counters>,
+) {
+    let _ = client.set_nodelay(true);
+    let (mut client_rd, client_wr) = client.into_split();
+    // What the client sends while the node's connection is being opened
+    // (slow when the node is paused and its backlog full) is kept for it; a
+    // client that leaves meanwhile ends the connection, and nothing of it
+    // reaches the node.
+    let mut early = Vec::new();
+    let connect = TcpStream::connect(upstream);
+    tokio::pin!(connect);
+    let mut buf = [0u8; 4096];
+    let server = loop {
+        tokio::select! {
+            r = &mut connect => break r,
+            r = client_rd.read(&mut buf) => match r {
+                Ok(0) | Err(_) => return,
+                Ok(n) => early.extend_from_slice(&buf[..n]),
+            },
+        }
+    };
+    let Ok(server) = server else {
+        // The node is down: the client sees its connection reset, as close
+        // to "refused" as an accepted socket gets.
+        counters.refused.fetch_add(1, Ordering::Relaxed);
+        reset(client_wr.as_ref());
+        return;
+    };
+    counters.accepted.fetch_add(1, Ordering::Relaxed);
+    let _ = server.set_nodelay(true);
+    let (server_rd, server_wr) = server.into_split();
+    let up = pipe(
+        client_rd,
+        server_wr,
+        Dir::Request,
+        early,
+        epoch,
+        rx.clone(),
+        counters.clone(),
+    );
+    let down = pipe(
+        server_rd,
+        client_wr,
+        Dir::Reply,
+        Vec::new(),
+        epoch,
+        rx,
+        counters,
+    );
+    tokio::pin!(up, down);
+    // Returning drops the other direction, and with it the last halves of
+    // both sockets.
+    tokio::select! {
+        end = &mut up => if end != End::SourceGone {
+            // The node cannot take requests, or a reset: the replies still
+            // come (or the reset ends them).
+            down.await;
+        },
+        end = &mut down => if end != End::SourceGone {
+            // The client cannot take replies, or a reset: what it sent
+            // still goes to the node (or the reset ends it).
+            up.await;
+        },
     }
 }
 
@@ -489,16 +554,29 @@ impl Drop for Pending<'_> {
     }
 }
 
-/// Copies one direction: a reader queues timestamped chunks, a writer
-/// delivers each at its time (later while held).
+/// Why one direction of a connection stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum End {
+    /// The side it reads from closed (or failed); what was read is delivered.
+    SourceGone,
+    /// The side it writes to failed.
+    SinkGone,
+    /// The proxy reset the connection or stopped.
+    Reset,
+}
+
+/// Copies one direction: a reader queues timestamped chunks (`first`, read
+/// before the pipe started, goes first), a writer delivers each at its time
+/// (later while held).
 async fn pipe(
     mut rd: OwnedReadHalf,
     mut wr: OwnedWriteHalf,
     dir: Dir,
+    first: Vec<u8>,
     epoch: u64,
     rx: watch::Receiver<State>,
     counters: Arc<Counters>,
-) {
+) -> End {
     let (tx, mut queue) = mpsc::unbounded_channel::<(Instant, Vec<u8>)>();
     let mut reader_rx = rx.clone();
     let reader_counters = counters.clone();
@@ -506,26 +584,31 @@ async fn pipe(
         let queued = &reader_counters.queued[dir.index()];
         let mut buf = vec![0u8; 64 * 1024];
         let mut last = Instant::now();
-        loop {
-            let n = tokio::select! {
-                r = rd.read(&mut buf) => match r {
-                    Ok(0) | Err(_) => break,
-                    Ok(n) => n,
+        let mut pending = (!first.is_empty()).then_some(first);
+        let end = loop {
+            let chunk = match pending.take() {
+                Some(chunk) => chunk,
+                None => tokio::select! {
+                    r = rd.read(&mut buf) => match r {
+                        Ok(0) | Err(_) => break End::SourceGone,
+                        Ok(n) => buf[..n].to_vec(),
+                    },
+                    () = ended(&mut reader_rx, epoch) => break End::Reset,
                 },
-                () = ended(&mut reader_rx, epoch) => break,
             };
+            let n = chunk.len() as u64;
             let delay = reader_rx.borrow().delay(dir);
             let at = (Instant::now() + delay).max(last);
             last = at;
-            queued.fetch_add(n as u64, Ordering::Relaxed);
-            if tx.send((at, buf[..n].to_vec())).is_err() {
-                queued.fetch_sub(n as u64, Ordering::Relaxed);
-                break;
+            queued.fetch_add(n, Ordering::Relaxed);
+            if tx.send((at, chunk)).is_err() {
+                queued.fetch_sub(n, Ordering::Relaxed);
+                break End::SinkGone;
             }
-        }
+        };
         // Keep the read half until the writer is done: dropping both halves
         // closes the socket.
-        rd
+        (rd, end)
     };
     let mut writer_rx = rx;
     let writer = async move {
@@ -585,11 +668,18 @@ async fn pipe(
             // FIN a dropped write half would send first.
             reset(wr.as_ref());
             wr.forget();
+            true
         } else {
             let _ = wr.shutdown().await;
+            false
         }
     };
     // The read half's socket is the other pipe's write half, which resets
     // it; here it only has to live until the writer is done.
-    let (_rd, ()) = tokio::join!(reader, writer);
+    let ((_rd, end), reset) = tokio::join!(reader, writer);
+    if reset {
+        End::Reset
+    } else {
+        end
+    }
 }
