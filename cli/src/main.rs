@@ -33,7 +33,7 @@ struct Cli {
 /// Options shared by every subcommand.
 #[derive(Args, Debug, Clone)]
 pub struct Common {
-    /// Redis nodes, comma-separated URLs (redis://[user:pass@]host:port[/db]).
+    /// Redis nodes, comma-separated URLs (`redis://[user:pass@]host:port[/db]`).
     #[arg(
         long,
         env = "QUORUMLOCK_NODES",
