@@ -6,10 +6,10 @@
 
 use quorumlock_testkit as support;
 
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use quorumlock::NodeFailureKind;
+use support::logs::LogCapture;
 use support::{unique, Cluster, Fault, NodeOptions, Proxy};
 
 const TTL: Duration = Duration::from_secs(10);
@@ -229,33 +229,12 @@ async fn a_node_that_turns_evicting_stops_voting_at_its_next_connection() {
     assert!(evicts, "{:?}", redlock.stats().nodes[0]);
 }
 
-/// A `tracing` writer into a shared buffer.
-#[derive(Clone, Default)]
-struct Capture(Arc<Mutex<Vec<u8>>>);
-
-impl std::io::Write for Capture {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().expect("capture").extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for Capture {
-    type Writer = Capture;
-    fn make_writer(&'a self) -> Self::Writer {
-        self.clone()
-    }
-}
-
 /// Where `CONFIG` is not permitted (an ACL user without it), the check is
 /// left out with one warning per node, and the lock works.
 #[tokio::test]
 async fn without_config_rights_the_eviction_check_is_skipped_with_a_warning() {
     // This test's thread only (a current-thread runtime runs every task here).
-    let capture = Capture::default();
+    let capture = LogCapture::default();
     let _log = tracing::subscriber::set_default(
         tracing_subscriber::fmt()
             .with_max_level(tracing::Level::WARN)
@@ -293,7 +272,7 @@ async fn without_config_rights_the_eviction_check_is_skipped_with_a_warning() {
         .release()
         .await
         .expect("release");
-    let log = String::from_utf8_lossy(&capture.0.lock().expect("capture")).into_owned();
+    let log = capture.text();
     assert_eq!(
         log.matches("CONFIG GET is not permitted").count(),
         3,

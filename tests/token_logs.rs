@@ -8,10 +8,11 @@ use quorumlock_testkit as support;
 
 use std::io::{Read as _, Write as _};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
+use support::logs::LogCapture;
 use support::{unique, Cluster, Fault};
 
 /// Reads `MONITOR` from one node on a thread until stopped.
@@ -71,30 +72,9 @@ fn tokens_in(monitor: &str) -> Vec<String> {
     out
 }
 
-/// A `tracing` writer into a shared buffer.
-#[derive(Clone, Default)]
-struct Capture(Arc<Mutex<Vec<u8>>>);
-
-impl std::io::Write for Capture {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().expect("capture").extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for Capture {
-    type Writer = Capture;
-    fn make_writer(&'a self) -> Self::Writer {
-        self.clone()
-    }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tokens_never_appear_in_full_in_logs_or_errors() {
-    let capture = Capture::default();
+    let capture = LogCapture::default();
     let subscriber = tracing_subscriber::fmt()
         .with_max_level(tracing::Level::TRACE)
         .with_writer(capture.clone())
@@ -172,7 +152,7 @@ async fn tokens_never_appear_in_full_in_logs_or_errors() {
 
     let seen: String = monitors.into_iter().map(Monitor::finish).collect();
     let tokens = tokens_in(&seen);
-    let logs = String::from_utf8_lossy(&capture.0.lock().expect("capture")).into_owned();
+    let logs = capture.text();
     assert!(
         tokens.len() >= 5,
         "tokens seen by the nodes: {}",

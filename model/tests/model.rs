@@ -73,12 +73,7 @@ fn the_old_commit_rule_repeats_a_fence() {
             ..fencing::BASE
         }),
         30,
-        |v| {
-            matches!(
-                v,
-                fencing::Violation::DuplicateFence(_) | fencing::Violation::OutOfOrder { .. }
-            )
-        },
+        repeats_a_fence,
     );
 }
 
@@ -96,12 +91,7 @@ fn a_restart_that_loses_the_counter_repeats_a_fence() {
             ..fencing::BASE
         }),
         30,
-        |v| {
-            matches!(
-                v,
-                fencing::Violation::DuplicateFence(_) | fencing::Violation::OutOfOrder { .. }
-            )
-        },
+        repeats_a_fence,
     );
 }
 
@@ -318,4 +308,13 @@ fn a_server_counted_twice_confirms_an_extension_on_a_minority() {
         20,
         |v| matches!(v, lease::Violation::KeysShorterThanTheDeadline { .. }),
     );
+}
+
+/// What the fencing negative controls must find: a fence granted twice, or
+/// out of commit order.
+fn repeats_a_fence(v: &fencing::Violation) -> bool {
+    matches!(
+        v,
+        fencing::Violation::DuplicateFence(_) | fencing::Violation::OutOfOrder { .. }
+    )
 }

@@ -26,6 +26,7 @@
 pub mod cancel;
 pub mod checker;
 pub mod inject;
+pub mod logs;
 pub mod nemesis;
 pub mod proxy;
 pub mod sticky;
@@ -295,8 +296,6 @@ fn free_port() -> u16 {
         .expect("bind an ephemeral port")
 }
 
-/// How long a starting node may take to answer (an AOF replay on a loaded
-/// machine included).
 /// The node timeout [`Cluster::builder`] gives external nodes (those of
 /// `QUORUMLOCK_TEST_NODES`, e.g. the compose containers behind Docker's
 /// port proxy). Through that proxy on a loaded 2-core machine (load
@@ -308,6 +307,8 @@ fn free_port() -> u16 {
 /// the TTLs the suites rely on.
 pub const EXTERNAL_NODE_TIMEOUT: Duration = Duration::from_secs(1);
 
+/// How long a starting node may take to answer (an AOF replay on a loaded
+/// machine included).
 const UP_WITHIN: Duration = Duration::from_secs(30);
 
 fn wait_until_up(port: u16, child: &mut Child) -> Result<(), String> {

@@ -1,0 +1,37 @@
+//! A `tracing` writer into a shared buffer, for tests that assert what the
+//! library logs (a warning per node, no token in a log line).
+
+use std::sync::{Arc, Mutex, PoisonError};
+
+/// Collects everything a `tracing_subscriber::fmt` subscriber writes.
+/// Clones share the buffer: give one to the subscriber, read the other.
+#[derive(Clone, Default, Debug)]
+pub struct LogCapture(Arc<Mutex<Vec<u8>>>);
+
+impl LogCapture {
+    /// What was written so far, as text.
+    pub fn text(&self) -> String {
+        let bytes = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        String::from_utf8_lossy(&bytes).into_owned()
+    }
+}
+
+impl std::io::Write for LogCapture {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for LogCapture {
+    type Writer = LogCapture;
+    fn make_writer(&'a self) -> Self::Writer {
+        self.clone()
+    }
+}
