@@ -352,4 +352,96 @@ mod tests {
         assert_eq!(registry.claim(2, &x), Ok(()));
         assert_eq!(registry.label(2), "c");
     }
+
+    fn bulk(s: &str) -> Value {
+        Value::BulkString(s.as_bytes().to_vec())
+    }
+
+    fn gate(check_eviction: bool) -> Gate {
+        let registry = Registry::new(&["a:1/0".to_owned(), "b:1/0".to_owned()]);
+        registry.claim(0, &Arc::from("x")).ok();
+        Gate::new(1, registry, check_eviction)
+    }
+
+    #[test]
+    fn a_node_is_refused_for_another_node_s_server_or_an_evicting_policy() {
+        let info = |id: &str| Some(bulk(&format!("# Server\r\nrun_id:{id}\r\n")));
+        let evicts = || {
+            Some(Value::Array(
+                ["maxmemory", "100", "maxmemory-policy", "allkeys-lru"]
+                    .map(bulk)
+                    .into(),
+            ))
+        };
+        let other = "a:1/0".to_owned();
+        let same = NodeFailureKind::SameServer { other };
+        assert_eq!(gate(true).judge(info("x"), None), Some(same));
+        let (policy, maxmemory) = ("allkeys-lru".to_owned(), 100);
+        let kind = NodeFailureKind::Evicts { policy, maxmemory };
+        assert_eq!(gate(true).judge(info("y"), evicts()), Some(kind.clone()));
+        // Eviction allowed (Builder::allow_eviction).
+        assert_eq!(gate(false).judge(info("y"), evicts()), None);
+        // Reads not permitted: admitted.
+        assert_eq!(gate(true).judge(None, None), None);
+        // Why the connection was refused, only for the refusal's own error.
+        let gate = gate(true);
+        let refusal = RedisError::from((ErrorKind::Client, "node refused", REFUSED.to_owned()));
+        assert_eq!(gate.refusal(&refusal), None, "nothing refused yet");
+        *gate.refused.lock().unwrap_or_else(PoisonError::into_inner) = Some(kind.clone());
+        assert_eq!(gate.refused(), Some(kind.clone()));
+        assert_eq!(gate.refusal(&refusal), Some(kind));
+        let other = RedisError::from((ErrorKind::Client, "other", "another".to_owned()));
+        let io = RedisError::from((ErrorKind::Io, "io", REFUSED.to_owned()));
+        assert_eq!((gate.refusal(&other), gate.refusal(&io)), (None, None));
+    }
+
+    #[test]
+    fn build_names_the_refused_nodes() {
+        let labels = ["a:1/0".to_owned(), "b:1/0".to_owned()];
+        let other = "a:1/0".to_owned();
+        let same = NodeFailureKind::SameServer { other };
+        let message = build_refusal(&labels, [(1, same)]).unwrap_or_default();
+        assert!(
+            message.starts_with("nodes a:1/0 and b:1/0 are the same server"),
+            "{message}"
+        );
+        let evicts = NodeFailureKind::Evicts {
+            policy: "volatile-ttl".to_owned(),
+            maxmemory: 9,
+        };
+        let message = build_refusal(&labels, [(0, evicts)]).unwrap_or_default();
+        assert!(
+            message.starts_with("node a:1/0: maxmemory 9 with maxmemory-policy volatile-ttl"),
+            "{message}"
+        );
+        // A reason that is not a refusal (another server answered) does not stop the build.
+        let changed = NodeFailureKind::ServerChanged;
+        assert_eq!(build_refusal(&labels, [(0, changed)]), None);
+    }
+
+    #[test]
+    fn replies_are_read_as_text_pairs_or_not_permitted() {
+        let error = |line: &str| redis::parse_redis_value(format!("-{line}\r\n").as_bytes());
+        for line in ["NOPERM no permissions", "ERR unknown command 'CONFIG'"] {
+            assert_eq!(
+                error(line).map(permitted).ok().map(Result::ok),
+                Some(Some(None)),
+                "{line}"
+            );
+        }
+        assert!(error("LOADING loading")
+            .map(permitted)
+            .is_ok_and(|r| r.is_err()));
+        assert_eq!(permitted(Value::Okay).ok(), Some(Some(Value::Okay)));
+        assert_eq!(text(bulk("a")), Some("a".to_owned()));
+        let simple = Value::SimpleString("b".to_owned());
+        assert_eq!(text(simple), Some("b".to_owned()));
+        assert_eq!(text(Value::Int(1)), None);
+        let want = vec![("maxmemory".to_owned(), "5".to_owned())];
+        let array = Value::Array(vec![bulk("maxmemory"), bulk("5")]);
+        assert_eq!(pairs(array), Some(want.clone()));
+        let map = Value::Map(vec![(bulk("maxmemory"), bulk("5"))]);
+        assert_eq!(pairs(map), Some(want));
+        assert_eq!(pairs(Value::Int(0)), None);
+    }
 }

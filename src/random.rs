@@ -106,6 +106,10 @@ mod tests {
             seen[below(5)] = true;
         }
         assert_eq!(seen, [true; 5]);
+        // The retry delay spreads: draws fall in both halves (1000 in
+        // one half: ~1e-301).
+        let units: Vec<f64> = (0..1000).map(|_| unit()).collect();
+        assert!(units.iter().any(|u| *u < 0.5) && units.iter().any(|u| *u >= 0.5));
     }
 
     #[test]
