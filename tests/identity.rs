@@ -233,14 +233,7 @@ async fn a_node_that_turns_evicting_stops_voting_at_its_next_connection() {
 /// left out with one warning per node, and the lock works.
 #[tokio::test]
 async fn without_config_rights_the_eviction_check_is_skipped_with_a_warning() {
-    // This test's thread only (a current-thread runtime runs every task here).
-    let capture = LogCapture::default();
-    let _log = tracing::subscriber::set_default(
-        tracing_subscriber::fmt()
-            .with_max_level(tracing::Level::WARN)
-            .with_writer(capture.clone())
-            .finish(),
-    );
+    let (capture, _log) = LogCapture::warnings();
     let cluster = Cluster::local(3);
     for i in 0..3 {
         let _: () = cluster.exec(

@@ -209,14 +209,7 @@ fn locker_without_channels() -> Vec<&'static str> {
 
 #[tokio::test]
 async fn releases_succeed_for_a_user_that_may_not_publish() {
-    // This test's thread only (a current-thread runtime runs every task here).
-    let capture = LogCapture::default();
-    let _log = tracing::subscriber::set_default(
-        tracing_subscriber::fmt()
-            .with_max_level(tracing::Level::WARN)
-            .with_writer(capture.clone())
-            .finish(),
-    );
+    let (capture, _log) = LogCapture::warnings();
     let cluster = Cluster::local(3);
     for i in 0..3 {
         let _: () = cluster.exec(

@@ -9,6 +9,19 @@ use std::sync::{Arc, Mutex, PoisonError};
 pub struct LogCapture(Arc<Mutex<Vec<u8>>>);
 
 impl LogCapture {
+    /// Captures the WARN and ERROR events of this thread until the guard
+    /// is dropped (a current-thread runtime runs every task on it).
+    pub fn warnings() -> (LogCapture, tracing::subscriber::DefaultGuard) {
+        let capture = LogCapture::default();
+        let guard = tracing::subscriber::set_default(
+            tracing_subscriber::fmt()
+                .with_max_level(tracing::Level::WARN)
+                .with_writer(capture.clone())
+                .finish(),
+        );
+        (capture, guard)
+    }
+
     /// What was written so far, as text.
     pub fn text(&self) -> String {
         let bytes = self.0.lock().unwrap_or_else(PoisonError::into_inner);
