@@ -7,13 +7,13 @@ use std::time::Duration;
 
 use redis::IntoConnectionInfo;
 
-use crate::admission::{self, Gate, Registry};
-use crate::background::Background;
 use crate::config::{self, Config};
-use crate::engine::Engine;
 use crate::error::{Error, Result};
-use crate::handoff::{self, Handoff};
+use crate::node::admission::{self, Gate, Registry};
 use crate::node::Node;
+use crate::quorum::background::Background;
+use crate::quorum::engine::Engine;
+use crate::quorum::handoff::{self, Handoff};
 use crate::redlock::Redlock;
 
 /// Configures a [`Redlock`]. Every setting has a documented default.

@@ -6,7 +6,7 @@ use std::collections::HashSet;
 use std::time::Duration;
 
 use crate::error::{Error, Result};
-use crate::quorum;
+use crate::validity;
 
 /// Default per-node response timeout.
 pub const DEFAULT_NODE_TIMEOUT: Duration = Duration::from_millis(50);
@@ -93,8 +93,8 @@ impl Config {
                 "TTL {ttl:?} is larger than the maximum {MAX_TTL:?}"
             )));
         }
-        let whole = quorum::whole_millis(ttl);
-        let drift = quorum::drift(whole, self.drift_factor);
+        let whole = validity::whole_millis(ttl);
+        let drift = validity::drift(whole, self.drift_factor);
         if whole <= drift {
             return Err(Error::invalid(format!(
                 "TTL {ttl:?} must be larger than its clock-drift allowance {drift:?} \

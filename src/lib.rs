@@ -72,96 +72,79 @@
 //!
 //! ## Layout
 //!
-//! Data flows one way: handle → lock → engine → node → scripts.
+//! Each folder is one floor; a floor names only the floors below it
+//! (`scripts/check-modules.py` checks it in CI). From the top:
 //!
-//! - [`Builder`] (`builder`) checks the settings (`config`) and the nodes and
-//!   builds a [`Redlock`] (`redlock`), the handle; [`LockRequest`]
-//!   (`request`) holds the options of one lock.
-//! - `retry` runs attempts until granted or out of retries; `attempt` is one
-//!   attempt (`SET NX PX`, then the fencing-token commit); `engine` holds the
-//!   nodes and the operations on a held lock (release, extend, the remote
-//!   check) and the status read.
-//! - `fanout` is the one quorum operation all of them use: send to every
-//!   node, decide at quorum or as soon as it is impossible, leave the rest
-//!   to the client's `background` registry. `set_order` queues a release
-//!   behind its node's `SET`.
-//! - `node` is one node's commands and what their replies mean; `link` its
-//!   connection (replaced after it dies); `quarantine` the restart rule;
-//!   `commands` builds each operation's command once, `scripts` holds the
-//!   Lua; `classify` and `reply_code` read its errors; `failure` names them
-//!   ([`NodeFailure`]).
-//! - [`Lock`] (`lock`) is the held lock; its lease lives in `lease`: the
-//!   `term` (deadline, TTL, drift), shared `state`, the [`LostSignal`]
-//!   (`signal`), one vocabulary for how a lock ends (`ending`:
-//!   [`LostReason`] and its [`LossKind`]), the [`Renewal`] settings, the
-//!   pure renewal `schedule` and the renewal `task`.
-//! - Pure rules, unit-tested apart from I/O: `quorum` (majority, drift,
-//!   validity, deadline, tally, backoff), `fence` (fencing tokens; the proof
-//!   is in `docs/fencing.md`), `lease::schedule`, `lease::signal_state`.
-//! - Leaves: `keys` (what a lock covers), `token`, `handoff` (release
-//!   announcements for waiters), `counters` (recording) and `stats` (the
-//!   [`Stats`] read back), `status` ([`Status`]), `metrics`.
+//! - **The public surface**: [`Builder`] (`builder.rs`) checks the
+//!   settings and connects the nodes into a [`Redlock`] (`redlock.rs`);
+//!   a [`LockRequest`] (`request.rs`) is one way to ask; a [`Lock`]
+//!   (`lock.rs`) is a held lock.
+//! - **`quorum/`: where the nodes decide together.** `rule.rs` is the
+//!   majority and the running tally; `fanout.rs` sends one operation to
+//!   every node and decides at the quorum-th yes or as soon as a quorum is
+//!   impossible; `attempt.rs` is one acquisition, `retry.rs` the loop of
+//!   attempts, `engine.rs` the operations on a held lock (extend, release,
+//!   the look at who holds a key); `handoff.rs` wakes waiters on release.
+//! - **`lease/`: the life of a held lock** — its term, the renewal
+//!   schedule and task, and the [`LostSignal`].
+//! - **`node/`: one server.** Its connection (`link.rs`), admission
+//!   (`admission.rs`, which server it is), the commands (`commands.rs`)
+//!   and **what each reply means** (`reply.rs`, `fence.rs`, `grant.rs`),
+//!   the restart quarantine; and **what runs on the server**: the Lua
+//!   scripts in `node/lua/`.
+//! - **`stats/`** counts and reads back ([`Stats`]); `status.rs` is the
+//!   [`Status`] of a resource.
+//! - **Values every floor uses**: `config.rs` (settings), `keys.rs` (what a
+//!   lock covers), `token.rs`, and `validity.rs` — **where validity is
+//!   computed**: drift, `ttl − elapsed − drift`, the deadline.
+//! - **`error/`**: the public [`Error`], the per-node [`NodeFailure`]s and
+//!   how they are classified, and how a lock ends ([`LostReason`]).
+//! - `random.rs`: every random draw, from the OS.
+//!
+//! An acquire, through it: [`LockRequest::acquire`] → `quorum::retry`
+//! (attempts until granted or out of time) → `quorum::attempt` (fresh
+//! token, one fan-out of `SET NX PX` through `quorum::fanout`, each node's
+//! reply read into a vote by `node/`, the votes counted by `quorum::rule`)
+//! → `validity` (the deadline from the clock read before the first send)
+//! → a [`Lock`] whose lease (`lease/`) renewal extends through
+//! `quorum::engine`.
 
 #![warn(missing_docs, missing_debug_implementations, unreachable_pub)]
 #![forbid(unsafe_code)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
-mod admission;
-mod attempt;
-mod background;
 mod builder;
-mod classify;
-mod commands;
 mod config;
-mod counters;
-mod engine;
 mod error;
-mod failure;
-mod fanout;
-mod fence;
-mod grant;
-mod handoff;
 mod keys;
-mod latency;
 mod lease;
-mod link;
 mod lock;
-#[cfg(feature = "metrics")]
-pub mod metrics;
-#[cfg(not(feature = "metrics"))]
-mod metrics;
 mod node;
-mod op;
-mod quarantine;
 mod quorum;
 mod random;
 mod redlock;
-mod remote_check;
-mod reply;
-mod reply_code;
 mod request;
-mod retry;
-mod scripts;
-mod set_order;
-mod shards;
 mod stats;
 mod status;
 mod token;
-mod traced;
+mod validity;
 
 pub use builder::Builder;
 pub use config::{
     DEFAULT_CONNECT_TIMEOUT, DEFAULT_DRIFT_FACTOR, DEFAULT_NODE_TIMEOUT, DEFAULT_RETRY_COUNT,
     DEFAULT_RETRY_DELAY_MAX, DEFAULT_RETRY_DELAY_MIN, MAX_NODES, MAX_TTL,
 };
-pub use error::{Error, Operation, ResourceName, Result};
-pub use failure::{NodeFailure, NodeFailureKind};
-pub use fence::MAX_FENCE;
+pub use error::{
+    Error, LossKind, LostReason, NodeFailure, NodeFailureKind, Operation, ResourceName, Result,
+};
 pub use keys::{FENCE_KEY_PREFIX, RELEASE_CHANNEL_PREFIX};
-pub use lease::{LossKind, LostReason, LostSignal, Renewal};
+pub use lease::{LostSignal, Renewal};
 pub use lock::Lock;
+pub use node::fence::MAX_FENCE;
 pub use redlock::Redlock;
 pub use request::LockRequest;
+#[cfg(feature = "metrics")]
+pub use stats::metrics;
 pub use stats::{Latency, LeaseStats, NodeStats, Stats, Votes};
 pub use status::{NodeView, Status};
 

@@ -7,18 +7,19 @@ use std::time::{Duration, Instant};
 
 use tracing::Instrument;
 
-use crate::engine::Engine;
+use crate::error::lost::LostReason;
 use crate::error::{Error, Result};
 use crate::keys::Keys;
-use crate::lease::ending::LostReason;
 use crate::lease::renewal::Renewal;
 use crate::lease::signal::LostSignal;
 use crate::lease::state::Lease;
 use crate::lease::task::{self, Renew};
 use crate::lease::term::Term;
-use crate::quorum;
-use crate::set_order::SetFuture;
+use crate::quorum::engine::Engine;
+use crate::quorum::retry::Granted;
+use crate::quorum::set_order::SetFuture;
 use crate::token::Token;
+use crate::validity;
 
 /// A lock held on a quorum of nodes.
 ///
@@ -66,19 +67,19 @@ pub(crate) struct Held {
 }
 
 impl Lock {
-    pub(crate) fn new(
-        engine: Arc<Engine>,
-        keys: Keys,
-        token: Token,
-        deadline: Instant,
-        ttl: Duration,
-        sets: Vec<SetFuture>,
-        fence: Option<u64>,
-    ) -> Self {
+    pub(crate) fn new(engine: Arc<Engine>, granted: Granted) -> Self {
+        let Granted {
+            keys,
+            token,
+            deadline,
+            ttl,
+            sets,
+            fence,
+        } = granted;
         let term = Term {
             deadline,
             ttl,
-            drift: quorum::drift(ttl, engine.config.drift_factor),
+            drift: validity::drift(ttl, engine.config.drift_factor),
         };
         let lease = Lease::new(keys.clone(), term, engine.leases.clone());
         Self {

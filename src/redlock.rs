@@ -5,9 +5,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::engine::Engine;
 use crate::error::Result;
 use crate::lock::Lock;
+use crate::quorum::engine::Engine;
 use crate::request::LockRequest;
 use crate::stats::Stats;
 use crate::status::Status;

@@ -10,14 +10,14 @@ use std::time::{Duration, Instant};
 use tracing::debug;
 
 use crate::config::Config;
-use crate::engine::Engine;
+use crate::error::lost::LostReason;
 use crate::error::{Error, ResourceName, Result};
 use crate::keys::Keys;
-use crate::lease::ending::LostReason;
 use crate::lease::renewal::Renewal;
 use crate::lease::signal::LostSignal;
 use crate::lock::Lock;
-use crate::retry;
+use crate::quorum::engine::Engine;
+use crate::quorum::retry;
 
 /// A lock to take, with its options; from [`Redlock::lock`](crate::Redlock::lock) or
 /// [`Redlock::lock_all`](crate::Redlock::lock_all).
@@ -257,7 +257,8 @@ impl<'a> LockRequest<'a> {
         // A wait too large to add to an instant is no deadline at all.
         let deadline = wait.and_then(|w| Instant::now().checked_add(w));
         let keys = keys(self.resources, self.fenced)?;
-        let lock = retry::acquire(engine, keys, self.ttl, retries, deadline).await?;
+        let granted = retry::acquire(engine, keys, self.ttl, retries, deadline).await?;
+        let lock = Lock::new(engine.clone(), granted);
         if let Some(renewal) = self.renewal {
             if let Err(e) = lock.auto_renew(renewal) {
                 let _ = lock.release().await;

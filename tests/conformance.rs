@@ -3,7 +3,7 @@
 //! by this token or by another, with a short or a long TTL; the fencing
 //! counter unset, below, at and above the fence; every command with a short
 //! and a long TTL — and each reply, the key (token and TTL) and the counter
-//! afterwards must be what `reply::answer` (`src/reply.rs`, which the model
+//! afterwards must be what `reply::answer` (`src/node/reply.rs`, which the model
 //! check includes) says, and the reply must vote as `reply::counts` says.
 //!
 //! This is what ties the model to the code: reverting `fence_commit.lua` to
@@ -14,7 +14,7 @@
 use quorumlock_testkit as support;
 
 #[allow(dead_code)]
-#[path = "../src/reply.rs"]
+#[path = "../src/node/reply.rs"]
 mod reply;
 
 use std::time::Duration;
@@ -24,14 +24,14 @@ use reply::{answer, counts, Command, Held, Key, Kind};
 use support::{unique, Cluster};
 
 /// The scripts as the library sends them: the same files it embeds.
-const ACQUIRE_FENCED: &str = include_str!("../src/scripts/acquire_fenced.lua");
-const ACQUIRE_MULTI: &str = include_str!("../src/scripts/acquire_multi.lua");
-const FENCE_COMMIT: &str = include_str!("../src/scripts/fence_commit.lua");
-const RELEASE: &str = include_str!("../src/scripts/release.lua");
-const RELEASE_MULTI: &str = include_str!("../src/scripts/release_multi.lua");
-const EXTEND: &str = include_str!("../src/scripts/extend.lua");
-const EXTEND_MULTI: &str = include_str!("../src/scripts/extend_multi.lua");
-const HOLDS: &str = include_str!("../src/scripts/holds.lua");
+const ACQUIRE_FENCED: &str = include_str!("../src/node/lua/acquire_fenced.lua");
+const ACQUIRE_MULTI: &str = include_str!("../src/node/lua/acquire_multi.lua");
+const FENCE_COMMIT: &str = include_str!("../src/node/lua/fence_commit.lua");
+const RELEASE: &str = include_str!("../src/node/lua/release.lua");
+const RELEASE_MULTI: &str = include_str!("../src/node/lua/release_multi.lua");
+const EXTEND: &str = include_str!("../src/node/lua/extend.lua");
+const EXTEND_MULTI: &str = include_str!("../src/node/lua/extend_multi.lua");
+const HOLDS: &str = include_str!("../src/node/lua/holds.lua");
 
 const MINE: &str = "token-of-this-lock";
 const THEIRS: &str = "token-of-another-lock";

@@ -24,8 +24,8 @@ const TTL: Duration = Duration::from_millis(1500);
 /// Upper bound for anything that should happen "soon".
 const SOON: Duration = Duration::from_secs(5);
 /// The extension scripts, as another client's `EVAL` loads them.
-const EXTEND_LUA: &str = include_str!("../src/scripts/extend.lua");
-const EXTEND_MULTI_LUA: &str = include_str!("../src/scripts/extend_multi.lua");
+const EXTEND_LUA: &str = include_str!("../src/node/lua/extend.lua");
+const EXTEND_MULTI_LUA: &str = include_str!("../src/node/lua/extend_multi.lua");
 
 /// Every command the client sent to any node so far.
 fn commands(redlock: &Redlock) -> u64 {

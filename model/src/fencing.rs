@@ -27,7 +27,7 @@
 //! on orphaned keys).
 //!
 //! A node answers a commit with `reply::answer` and the client reads the
-//! reply with `reply::counts` (`src/reply.rs`, the rule
+//! reply with `reply::counts` (`src/node/reply.rs`, the rule
 //! `tests/conformance.rs` checks the scripts against); the token proposal
 //! is `fence::propose`, the client's own. The negative controls run the old
 //! rule ("counter >= T counts") and a restart that loses the counter.

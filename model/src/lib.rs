@@ -15,21 +15,26 @@
 //!   has a majority of keys that last until its deadline".
 //!
 //! Both run the library's own rules, included by path: how a node answers
-//! each command and how the answer votes (`src/reply.rs`, which
+//! each command and how the answer votes (`src/node/reply.rs`, which
 //! `tests/conformance.rs` in the library checks every Lua script against on
-//! a real server) and the fencing-token proposal (`src/fence.rs`).
+//! a real server) and the fencing-token proposal (`src/node/fence.rs`).
 //!
 //! This is its own package so that it builds optimized in every profile
 //! (the workspace's `Cargo.toml`) without optimizing the library's other
 //! tests.
 
 #[allow(dead_code, unreachable_pub)]
-#[path = "../../src/fence.rs"]
+#[path = "../../src/node/fence.rs"]
 mod fence;
 // The file allows dead code itself outside its own tests.
 #[allow(dead_code, unreachable_pub, clippy::duplicated_attributes)]
-#[path = "../../src/reply.rs"]
+#[path = "../../src/node/reply.rs"]
 mod reply;
+/// The library's path to `reply`, which `fence.rs`'s tests name.
+#[cfg(test)]
+mod node {
+    pub(crate) use super::reply;
+}
 
 pub mod fencing;
 pub mod lease;

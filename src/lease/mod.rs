@@ -17,7 +17,6 @@
 //! Only `mod` lines and re-exports live here: the files below refer to each
 //! other directly, never through this one.
 
-pub(crate) mod ending;
 pub(crate) mod renewal;
 pub(crate) mod schedule;
 pub(crate) mod signal;
@@ -26,6 +25,5 @@ pub(crate) mod state;
 pub(crate) mod task;
 pub(crate) mod term;
 
-pub use ending::{LossKind, LostReason};
 pub use renewal::Renewal;
 pub use signal::LostSignal;

@@ -2,7 +2,6 @@
 //! and every decision of `next_step`.
 
 use super::*;
-use crate::quorum;
 
 const MS: Duration = Duration::from_millis(1);
 const S: Duration = Duration::from_secs(1);
@@ -13,7 +12,7 @@ fn term_at(deadline: Instant, ttl: Duration, factor: f64) -> Term {
     Term {
         deadline,
         ttl,
-        drift: quorum::drift(ttl, factor),
+        drift: crate::validity::drift(ttl, factor),
     }
 }
 
@@ -109,7 +108,7 @@ impl Clock {
     }
 
     fn budget(&self) -> Duration {
-        self.ttl - quorum::drift(self.ttl, 0.01)
+        self.ttl - crate::validity::drift(self.ttl, 0.01)
     }
 
     /// Deadline of a lock granted or renewed at `d`.

@@ -7,8 +7,8 @@ use std::time::{Duration, Instant};
 
 use tokio_util::sync::CancellationToken;
 
-use super::ending::{LossKind, LostReason};
 use super::state::Lease;
+use crate::error::lost::{LossKind, LostReason};
 use crate::error::Error;
 
 /// Tells the holder that a lock is gone or can no longer be counted on.
@@ -305,9 +305,9 @@ impl fmt::Debug for LostSignal {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::counters::LeaseCounters;
     use crate::keys::Keys;
     use crate::lease::term::Term;
+    use crate::stats::counters::LeaseCounters;
 
     const MS: Duration = Duration::from_millis(1);
 
@@ -316,7 +316,7 @@ mod tests {
         let term = Term {
             deadline: Instant::now() + valid,
             ttl: valid,
-            drift: crate::quorum::drift(valid, 0.01),
+            drift: crate::validity::drift(valid, 0.01),
         };
         let keys = Keys::one(b"res", false).expect("a valid resource");
         (Arc::new(Lease::new(keys, term, counters.clone())), counters)

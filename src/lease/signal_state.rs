@@ -2,7 +2,7 @@
 //! kind, and may move once from a non-final kind to a final one. No I/O and
 //! no clock reads here.
 
-use super::ending::LossKind;
+use crate::error::lost::LossKind;
 
 /// What [`SignalState::fire`] did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

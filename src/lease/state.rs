@@ -19,11 +19,11 @@ use std::time::{Duration, Instant};
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
-use super::ending::{LossKind, LostReason};
 use super::signal_state::{SignalState, Transition};
 use super::term::Term;
-use crate::counters::LeaseCounters;
+use crate::error::lost::{LossKind, LostReason};
 use crate::keys::Keys;
+use crate::stats::counters::LeaseCounters;
 
 /// The shared state of one held lock.
 pub(crate) struct Lease {
@@ -266,7 +266,6 @@ fn already_lost(earlier: &LostReason) -> LostReason {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::quorum;
 
     const MS: Duration = Duration::from_millis(1);
 
@@ -274,7 +273,7 @@ mod tests {
         let term = Term {
             deadline: Instant::now() + valid,
             ttl: valid,
-            drift: quorum::drift(valid, 0.01),
+            drift: crate::validity::drift(valid, 0.01),
         };
         let keys = Keys::one(b"res", false).expect("a valid resource");
         Lease::new(keys, term, Arc::new(LeaseCounters::default()))

@@ -14,12 +14,12 @@ use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, warn};
 
-use super::ending::{LossKind, LostReason};
 use super::renewal::Renewal;
 use super::schedule::{self, Progress, Step, Timing};
 use super::state::Lease;
 use super::term::Term;
-use crate::failure::NodeFailure;
+use crate::error::failure::NodeFailure;
+use crate::error::lost::{LossKind, LostReason};
 
 /// One renewal of a lock: extends it by its current TTL.
 pub(crate) trait Renew: Send + Sync + 'static {

@@ -8,7 +8,7 @@
 
 use std::time::{Duration, Instant};
 
-use crate::quorum;
+use crate::validity;
 
 /// Until when the lock is known to be held, and the TTL renewals use.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -17,7 +17,7 @@ pub(crate) struct Term {
     pub(crate) deadline: Instant,
     /// The TTL the keys were set with.
     pub(crate) ttl: Duration,
-    /// The drift allowance of `ttl` (`quorum::drift`).
+    /// The drift allowance of `ttl` (`validity::drift`).
     pub(crate) drift: Duration,
 }
 
@@ -68,7 +68,7 @@ impl Term {
         if now >= held_until {
             return Err(Late::Expired);
         }
-        match quorum::deadline(start, ttl, drift) {
+        match validity::deadline(start, ttl, drift) {
             Some(deadline) if now < deadline => Ok(Term {
                 deadline,
                 ttl,

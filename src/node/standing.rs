@@ -7,10 +7,10 @@ use std::time::{Duration, Instant};
 use redis::{ErrorKind, ServerErrorKind, Value};
 
 use super::{parse, Node, NodeResult, Window};
-use crate::admission;
-use crate::commands::Command;
 use crate::error::{NodeFailure, NodeFailureKind};
-use crate::quarantine::{self, Standing};
+use crate::node::admission;
+use crate::node::commands::Command;
+use crate::node::quarantine::{self, Standing};
 
 impl Node {
     /// Sends the vote `command` with the `run_id` `probe` right behind it

@@ -5,8 +5,8 @@ use std::time::Duration;
 
 use redis::{ErrorKind, RedisError};
 
+use crate::error::reply_code::reply_code;
 use crate::error::NodeFailureKind;
-use crate::reply_code::reply_code;
 
 /// The failure kind of a command that ended in `e`.
 pub(crate) fn classify(e: &RedisError) -> NodeFailureKind {

@@ -1,7 +1,7 @@
 //! A node's answer to an acquire: its vote, and for a fenced lock the
 //! fencing counter it read atomically with the `SET`.
 
-use crate::quorum::Vote;
+use crate::node::reply::Vote;
 
 /// One node's answer to an acquire: its vote and, for a fenced lock, the
 /// fencing counter it held when the key was set.

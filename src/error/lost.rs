@@ -8,8 +8,7 @@
 use std::fmt;
 use std::time::Duration;
 
-use crate::failure::{NodeFailure, NodeFailures};
-use crate::quorum::Tally;
+use crate::error::failure::{NodeFailure, NodeFailures};
 
 /// Why a lock's [`LostSignal`](crate::LostSignal) fired.
 ///
@@ -195,14 +194,19 @@ impl LostReason {
         }
     }
 
-    /// An extension decided without a quorum, from its `tally` and the
-    /// failures it saw: [`Refused`](LostReason::Refused) when the nodes
-    /// that did not refuse cannot give the votes needed (the key is gone
-    /// on too many nodes), [`Unconfirmed`](LostReason::Unconfirmed)
-    /// otherwise.
-    pub(crate) fn no_quorum(tally: &Tally, failures: Vec<NodeFailure>) -> Self {
-        let (extended, refused, needed) = (tally.yes(), tally.no(), tally.needed());
-        let could_hold = extended + tally.failed() + tally.pending();
+    /// An extension decided without a quorum: `extended` nodes said yes,
+    /// `refused` said no, `unanswered` failed or never answered, `needed`
+    /// were needed. [`Refused`](LostReason::Refused) when the nodes that did
+    /// not refuse cannot give the votes needed (the key is gone on too many
+    /// nodes), [`Unconfirmed`](LostReason::Unconfirmed) otherwise.
+    pub(crate) fn no_quorum(
+        extended: usize,
+        refused: usize,
+        unanswered: usize,
+        needed: usize,
+        failures: Vec<NodeFailure>,
+    ) -> Self {
+        let could_hold = extended + unanswered;
         if could_hold < needed {
             LostReason::Refused {
                 extended,
@@ -281,18 +285,11 @@ impl fmt::Display for LostReason {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::failure::NodeFailureKind;
-    use crate::quorum::Vote;
+    use crate::error::failure::NodeFailureKind;
 
     /// An extension on `nodes` nodes decided after these votes.
     fn decided(nodes: usize, yes: usize, no: usize, failed: usize) -> LostReason {
-        let mut tally = Tally::new(nodes, crate::quorum::quorum(nodes));
-        let votes = [(Vote::Yes, yes), (Vote::No, no), (Vote::Failed, failed)];
-        for (vote, count) in votes {
-            for _ in 0..count {
-                tally.record(vote);
-            }
-        }
+        let unanswered = nodes - yes - no;
         let failures = (0..failed)
             .map(|i| {
                 NodeFailure::new(
@@ -301,7 +298,7 @@ mod tests {
                 )
             })
             .collect();
-        LostReason::no_quorum(&tally, failures)
+        LostReason::no_quorum(yes, no, unanswered, nodes / 2 + 1, failures)
     }
 
     #[test]

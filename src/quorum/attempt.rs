@@ -1,25 +1,27 @@
 //! One acquisition attempt: `SET NX PX` on every node, decided at quorum;
 //! for a fenced lock, followed by the commit of the fencing token. Both
 //! phases are uses of [`fanout::quorum`]; the deadline the lock gets is
-//! [`quorum::deadline`] from the attempt's start.
+//! [`validity::deadline`] from the attempt's start.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use tracing::debug;
 
-use crate::traced::in_span;
+use crate::quorum::traced::in_span;
 
-use crate::commands::{Announce, Command};
-use crate::engine::Engine;
 use crate::error::NodeFailure;
-use crate::fanout::{self, Outcome, Plan};
-use crate::fence::{self, Commit};
-use crate::grant::Grant;
 use crate::keys::Keys;
-use crate::quorum::{self, Tally, Vote};
-use crate::set_order::SetFuture;
+use crate::node::commands::{Announce, Command};
+use crate::node::fence::{self, Commit};
+use crate::node::grant::Grant;
+use crate::node::reply::Vote;
+use crate::quorum::engine::Engine;
+use crate::quorum::fanout::{self, Outcome, Plan};
+use crate::quorum::rule::Tally;
+use crate::quorum::set_order::SetFuture;
 use crate::token::Token;
+use crate::validity;
 
 /// How one acquisition attempt ended.
 pub(crate) enum Attempt {
@@ -61,7 +63,7 @@ pub(crate) async fn acquire_once(
     let span = tracing::debug_span!("acquire_attempt", resource = %keys, token = %token);
     in_span(span, async move {
         let start = Instant::now();
-        let valid_until = quorum::deadline(start, ttl, drift).unwrap_or(start);
+        let valid_until = validity::deadline(start, ttl, drift).unwrap_or(start);
         let timeout = engine.config.node_timeout.min(ttl.saturating_sub(drift));
         let command = Command::acquire(keys, token, ttl);
         let sets = SetFuture::for_attempt(engine.nodes.len());
@@ -137,7 +139,7 @@ pub(crate) async fn acquire_once(
             }
         }
         let elapsed = start.elapsed();
-        let valid = quorum::validity(ttl, elapsed, drift).is_some();
+        let valid = validity::validity(ttl, elapsed, drift).is_some();
 
         if granted && valid {
             guard.sets = None;

@@ -97,7 +97,7 @@ mod tests {
         assert_eq!(Commit::from_reply(2), None);
         // The same vote as the rule the model check reads.
         for n in -2..=2 {
-            let counts = crate::reply::counts(crate::reply::Kind::Commit, n);
+            let counts = crate::node::reply::counts(crate::node::reply::Kind::Commit, n);
             assert_eq!(counts, Commit::from_reply(n).map(|c| c == Commit::Raised));
         }
     }

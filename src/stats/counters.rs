@@ -5,7 +5,7 @@
 //!
 //! Recording is a handful of relaxed atomic adds — no lock and no
 //! allocation on the hot path — and the counters every command touches are
-//! sharded per thread ([`crate::shards`]), so that the runtime's threads do
+//! sharded per thread ([`crate::stats::shards`]), so that the runtime's threads do
 //! not pass their cache lines back and forth. A snapshot copies them into the plain
 //! structs of `stats`; each counter is read on its own, so a snapshot taken
 //! while operations run is not a consistent cut across counters.
@@ -13,12 +13,12 @@
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::time::Duration;
 
+use crate::error::lost::LossKind;
 use crate::error::NodeFailureKind;
-use crate::latency::LatencyCounters;
-use crate::lease::ending::LossKind;
-use crate::metrics::{self, NodeMetrics};
-use crate::op::Op;
-use crate::shards::Sharded;
+use crate::stats::latency::LatencyCounters;
+use crate::stats::metrics::{self, NodeMetrics};
+use crate::stats::op::Op;
+use crate::stats::shards::Sharded;
 use crate::stats::{LeaseStats, NodeStats, Votes};
 
 /// Redis error codes counted one by one; any other code counts as `OTHER`.

@@ -19,8 +19,8 @@ use futures::future::{BoxFuture, FutureExt, Shared};
 use redis::aio::{ConnectionLike, MultiplexedConnection};
 use redis::{AsyncConnectionConfig, Client, Cmd, PushInfo, PushKind, RedisError, Value};
 
-use crate::admission::Gate;
-use crate::quarantine::Quarantine;
+use crate::node::admission::Gate;
+use crate::node::quarantine::Quarantine;
 
 type Connecting = Shared<BoxFuture<'static, Result<MultiplexedConnection, RedisError>>>;
 
@@ -90,13 +90,16 @@ impl Link {
     }
 
     /// Why the node's last connection was refused, if it was.
-    pub(crate) fn refused(&self) -> Option<crate::failure::NodeFailureKind> {
+    pub(crate) fn refused(&self) -> Option<crate::error::failure::NodeFailureKind> {
         self.0.gate.refused()
     }
 
     /// Why the node's last connection was refused, when `error` is that
     /// refusal.
-    pub(crate) fn refusal(&self, error: &RedisError) -> Option<crate::failure::NodeFailureKind> {
+    pub(crate) fn refusal(
+        &self,
+        error: &RedisError,
+    ) -> Option<crate::error::failure::NodeFailureKind> {
         self.0.gate.refusal(error)
     }
 

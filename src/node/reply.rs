@@ -16,6 +16,18 @@
 //! commit's reply through `fence::Commit`, which also says why a no is one).
 #![cfg_attr(not(test), allow(dead_code))]
 
+/// What a node said to an operation, reduced to the three cases the quorum
+/// logic needs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Vote {
+    /// The node did what was asked (set the key, extended it, confirmed release).
+    Yes,
+    /// The node answered but refused: the key is held by another token.
+    No,
+    /// The node did not answer usably: timeout, connection error, error reply.
+    Failed,
+}
+
 /// What a node holds for one resource: the lock's key, if any, and the
 /// resource's fencing counter (0 when unset).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]

@@ -58,7 +58,7 @@ mod enabled {
 
     use ::metrics::{counter, describe_counter, describe_histogram, Counter, Histogram, Unit};
 
-    use crate::op::Op;
+    use crate::stats::op::Op;
 
     /// Commands sent to a node; label `node`.
     ///
@@ -337,7 +337,7 @@ mod enabled {
 mod disabled {
     use std::time::Duration;
 
-    use crate::op::Op;
+    use crate::stats::op::Op;
 
     #[derive(Debug, Default)]
     pub(crate) struct NodeMetrics;

@@ -1,4 +1,4 @@
-//! One Redis node: its connection ([`crate::link`], replaced when it dies),
+//! One Redis node: its connection ([`crate::node::link`], replaced when it dies),
 //! its counters, and the commands the lock sends to it, with what their
 //! replies mean.
 //!
@@ -6,6 +6,15 @@
 //! one deadline for every node ([`Window`]). A reply after that deadline
 //! is not counted as a reply: it arrives as a timeout, which the fan-out
 //! counts.
+
+pub(crate) mod admission;
+pub(crate) mod commands;
+pub(crate) mod fence;
+pub(crate) mod grant;
+pub(crate) mod link;
+pub(crate) mod lua;
+pub(crate) mod quarantine;
+pub(crate) mod reply;
 
 use std::future::Future;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -15,19 +24,18 @@ use std::time::{Duration, Instant};
 use redis::{Client, Cmd, ErrorKind, FromRedisValue, RedisError, ServerErrorKind, Value};
 use tracing::warn;
 
-use crate::admission::Gate;
-use crate::classify::classify;
-use crate::commands::Command;
-use crate::counters::NodeCounters;
+use crate::error::classify::classify;
 use crate::error::{NodeFailure, NodeFailureKind};
-use crate::fence::{self, Commit};
-use crate::grant::Grant;
-use crate::link::Link;
-use crate::op::Op;
-use crate::quarantine::Quarantine;
-use crate::quorum::Vote;
-use crate::reply::{self, Kind};
-use crate::scripts;
+use crate::node::admission::Gate;
+use crate::node::commands::Command;
+use crate::node::grant::Grant;
+use crate::node::link::Link;
+use crate::node::quarantine::Quarantine;
+use crate::node::reply::Vote;
+use crate::stats::counters::NodeCounters;
+use crate::stats::op::Op;
+use fence::Commit;
+use reply::Kind;
 
 mod standing;
 
@@ -153,7 +161,7 @@ impl Node {
     /// Loads the scripts, so the first release does not meet `NOSCRIPT`.
     pub(crate) async fn load_scripts(&self, window: Window) -> NodeResult<()> {
         self.counted(window, || async {
-            for script in scripts::all() {
+            for script in lua::all() {
                 self.conn.send(&script.load()).await?.extract_error()?;
             }
             Ok(())

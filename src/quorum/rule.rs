@@ -1,13 +1,11 @@
-//! Pure Redlock arithmetic: quorum size, clock drift, validity and the
-//! deadline it gives, the running tally that decides an operation as soon
-//! as its outcome is known, and the retry delay. No I/O lives here, so
-//! every rule is unit-tested in isolation.
+//! The quorum rule: how many votes make a majority, the running tally that
+//! decides an operation as soon as its outcome is known, and the retry
+//! delay. Pure: no I/O, every rule unit-tested in isolation. The time a
+//! quorum buys is computed in [`crate::validity`].
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-/// The fixed part of the drift allowance the Redlock specification adds to
-/// `ttl × drift_factor` (2 ms).
-pub(crate) const DRIFT_FLOOR: Duration = Duration::from_millis(2);
+use crate::node::reply::Vote;
 
 /// Number of votes that make a majority of `nodes` (`nodes / 2 + 1`).
 ///
@@ -15,51 +13,6 @@ pub(crate) const DRIFT_FLOOR: Duration = Duration::from_millis(2);
 /// builder rejects an empty node list before it gets here.
 pub(crate) const fn quorum(nodes: usize) -> usize {
     nodes / 2 + 1
-}
-
-/// Drift allowance for a lock of `ttl`: `ttl × factor + 2 ms`.
-///
-/// `factor` is clamped to `[0, 1]`; a non-finite factor counts as 0.
-pub(crate) fn drift(ttl: Duration, factor: f64) -> Duration {
-    let factor = if factor.is_finite() {
-        factor.clamp(0.0, 1.0)
-    } else {
-        0.0
-    };
-    Duration::try_from_secs_f64(ttl.as_secs_f64() * factor)
-        .unwrap_or(Duration::MAX)
-        .saturating_add(DRIFT_FLOOR)
-}
-
-/// Validity left after an operation that took `elapsed`:
-/// `ttl − elapsed − drift`, or `None` when nothing (or exactly nothing) is
-/// left. Never underflows.
-pub(crate) fn validity(ttl: Duration, elapsed: Duration, drift: Duration) -> Option<Duration> {
-    let left = ttl.checked_sub(elapsed)?.checked_sub(drift)?;
-    (!left.is_zero()).then_some(left)
-}
-
-/// The end of the validity bought by an operation that started at `start`
-/// and set `ttl` on the nodes: `start + ttl − drift`. `None` when the drift
-/// leaves nothing of the TTL, or the instant cannot be represented.
-///
-/// `start` must be taken before the first command is sent: every node
-/// starts its TTL later, so the keys outlive this deadline.
-pub(crate) fn deadline(start: Instant, ttl: Duration, drift: Duration) -> Option<Instant> {
-    let budget = ttl.checked_sub(drift).filter(|b| !b.is_zero())?;
-    start.checked_add(budget)
-}
-
-/// What a node said to an operation, reduced to the three cases the quorum
-/// logic needs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Vote {
-    /// The node did what was asked (set the key, extended it, confirmed release).
-    Yes,
-    /// The node answered but refused: the key is held by another token.
-    No,
-    /// The node did not answer usably: timeout, connection error, error reply.
-    Failed,
 }
 
 /// The decision a [`Tally`] reaches.
@@ -170,19 +123,6 @@ pub(crate) fn backoff(min: Duration, max: Duration, unit: f64) -> Duration {
         .min(span);
     lo.saturating_add(part)
 }
-
-/// Truncates `ttl` to whole milliseconds, the unit of `PX`/`PEXPIRE`.
-/// Validity must be computed from what the server was told, not from the
-/// sub-millisecond remainder it never saw.
-pub(crate) fn whole_millis(ttl: Duration) -> Duration {
-    Duration::from_millis(millis(ttl))
-}
-
-/// `ttl` in whole milliseconds, saturating at `u64::MAX`.
-pub(crate) fn millis(ttl: Duration) -> u64 {
-    u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -193,8 +133,6 @@ mod tests {
             Self::new(nodes, quorum(nodes))
         }
     }
-
-    const MS: Duration = Duration::from_millis(1);
 
     #[test]
     fn quorum_is_a_strict_majority() {
@@ -228,72 +166,6 @@ mod tests {
         // Lost to a holder of three or more nodes; then a split, an outage.
         assert!(held(&[n, n, n, n, n]) && held(&[y, y, n, n, n]) && held(&[n, f, n, f, n]));
         assert!(!held(&[y, y, n, n, f]) && !held(&[y, n, n, f, f]) && !held(&[f; 5]));
-    }
-
-    #[test]
-    fn drift_is_one_percent_plus_two_ms() {
-        assert_eq!(
-            drift(Duration::from_secs(10), 0.01),
-            Duration::from_millis(102)
-        );
-        assert_eq!(
-            drift(Duration::from_secs(30), 0.01),
-            Duration::from_millis(302)
-        );
-        assert_eq!(drift(Duration::ZERO, 0.01), DRIFT_FLOOR);
-        assert_eq!(drift(Duration::from_secs(1), f64::NAN), DRIFT_FLOOR);
-        assert_eq!(drift(Duration::from_secs(1), -3.0), DRIFT_FLOOR);
-        assert_eq!(
-            drift(Duration::from_secs(1), 7.0),
-            Duration::from_millis(1002)
-        );
-        assert_eq!(
-            drift(Duration::MAX, 1.0),
-            Duration::MAX,
-            "saturates, never panics"
-        );
-        assert!(drift(Duration::MAX, 0.5) > Duration::from_secs(u64::MAX / 4));
-    }
-
-    #[test]
-    fn validity_subtracts_elapsed_and_drift() {
-        let ttl = Duration::from_secs(10);
-        let d = drift(ttl, 0.01);
-        assert_eq!(
-            validity(ttl, Duration::from_millis(8), d),
-            Some(Duration::from_millis(10_000 - 8 - 102))
-        );
-    }
-
-    #[test]
-    fn validity_never_underflows() {
-        assert_eq!(validity(MS, Duration::ZERO, DRIFT_FLOOR), None);
-        assert_eq!(validity(3 * MS, 2 * MS, 2 * MS), None);
-        assert_eq!(
-            validity(4 * MS, 2 * MS, 2 * MS),
-            None,
-            "exactly zero is not granted"
-        );
-        assert_eq!(
-            validity(Duration::ZERO, Duration::ZERO, Duration::ZERO),
-            None
-        );
-        assert_eq!(validity(5 * MS, Duration::MAX, Duration::ZERO), None);
-        assert_eq!(validity(5 * MS, 2 * MS, 2 * MS), Some(MS));
-    }
-
-    #[test]
-    fn deadline_is_start_plus_ttl_minus_drift() {
-        let start = Instant::now();
-        let ttl = Duration::from_secs(10);
-        let d = drift(ttl, 0.01);
-        assert_eq!(
-            deadline(start, ttl, d),
-            Some(start + Duration::from_millis(9_898))
-        );
-        assert_eq!(deadline(start, 2 * MS, 2 * MS), None, "nothing left");
-        assert_eq!(deadline(start, MS, 2 * MS), None, "never underflows");
-        assert_eq!(deadline(start, Duration::MAX, MS), None, "never overflows");
     }
 
     #[test]
@@ -382,12 +254,5 @@ mod tests {
             assert_eq!(backoff(max, max, unit), max);
         }
         assert_eq!(backoff(Duration::ZERO, max, 1.0), max);
-    }
-
-    #[test]
-    fn ttl_is_truncated_to_what_the_server_sees() {
-        assert_eq!(whole_millis(Duration::from_micros(1_999)), MS);
-        assert_eq!(whole_millis(Duration::from_micros(999)), Duration::ZERO);
-        assert_eq!(millis(Duration::MAX), u64::MAX);
     }
 }

@@ -7,23 +7,24 @@ use std::time::{Duration, Instant};
 
 use tracing::debug;
 
-use crate::traced::in_span;
+use crate::quorum::traced::in_span;
 
-use crate::background::Background;
-use crate::commands::{Announce, Command};
 use crate::config::Config;
-use crate::counters::LeaseCounters;
+use crate::error::lost::LostReason;
 use crate::error::{Error, NodeFailureKind, Operation, ResourceName};
-use crate::fanout::{self, Outcome, Plan};
-use crate::handoff::Handoff;
 use crate::keys::Keys;
-use crate::lease::ending::LostReason;
 use crate::lease::term::{Late, Term};
+use crate::node::commands::{Announce, Command};
+use crate::node::reply::Vote;
 use crate::node::{Node, Window};
-use crate::quorum::{self, Vote};
+use crate::quorum::background::Background;
+use crate::quorum::fanout::{self, Outcome, Plan};
+use crate::quorum::handoff::Handoff;
+use crate::quorum::remote_check::{self, Remote};
+use crate::quorum::rule::{self};
+use crate::quorum::set_order::SetFuture;
 use crate::random;
-use crate::remote_check::{self, Remote};
-use crate::set_order::SetFuture;
+use crate::stats::counters::LeaseCounters;
 use crate::stats::Stats;
 use crate::status::{NodeView, Status};
 use crate::token::Token;
@@ -71,7 +72,7 @@ pub(crate) struct Engine {
 impl Engine {
     /// Votes a lock needs: a majority.
     pub(crate) fn quorum(&self) -> usize {
-        quorum::quorum(self.nodes.len())
+        rule::quorum(self.nodes.len())
     }
 
     /// A majority within the node timeout, undecided at `until`.
@@ -268,7 +269,16 @@ impl Engine {
                         Err(Late::TooSlow) => Err(LostReason::TooSlow),
                     }
                 }
-                Some(_) => Err(LostReason::no_quorum(&outcome.tally, outcome.failures)),
+                Some(_) => {
+                    let t = &outcome.tally;
+                    Err(LostReason::no_quorum(
+                        t.yes(),
+                        t.no(),
+                        t.failed() + t.pending(),
+                        t.needed(),
+                        outcome.failures,
+                    ))
+                }
             }
         })
         .await

@@ -9,7 +9,7 @@
 //!
 //! [`Lock::is_held_remotely`]: crate::Lock::is_held_remotely
 
-use crate::quorum::{Decision, Tally};
+use crate::quorum::rule::{Decision, Tally};
 
 /// What the answers of the nodes say about a held lock.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -53,7 +53,8 @@ pub(crate) fn decision(tally: &Tally) -> Option<Decision> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::quorum::{quorum, Vote};
+    use crate::node::reply::Vote;
+    use crate::quorum::rule::quorum;
 
     /// A majority tally over `nodes` with these answers so far.
     fn tally(nodes: usize, yes: usize, no: usize, failed: usize) -> Tally {

@@ -8,9 +8,9 @@ use std::time::Duration;
 use redis::Cmd;
 
 use crate::keys::Keys;
-use crate::quorum;
-use crate::scripts::{self, Lua};
+use crate::node::lua::{self, Lua};
 use crate::token::Token;
+use crate::validity;
 
 /// Whether a release wakes the resource's waiters (fast hand-off).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -37,14 +37,14 @@ impl Command {
     /// (what every Redlock client sends), the all-or-nothing script for
     /// several, the counter-reading script for a fenced lock.
     pub(crate) fn acquire(keys: &Keys, token: &Token, ttl: Duration) -> Arc<Self> {
-        let ttl_ms = quorum::millis(ttl);
+        let ttl_ms = validity::millis(ttl);
         if let Some(fence_key) = keys.fence_key() {
-            return Self::call(&scripts::ACQUIRE_FENCED, [keys.first(), fence_key], |cmd| {
+            return Self::call(&lua::ACQUIRE_FENCED, [keys.first(), fence_key], |cmd| {
                 cmd.arg(token.as_str()).arg(ttl_ms);
             });
         }
         if keys.is_multi() {
-            return Self::call(&scripts::ACQUIRE_MULTI, keys.slices(), |cmd| {
+            return Self::call(&lua::ACQUIRE_MULTI, keys.slices(), |cmd| {
                 cmd.arg(token.as_str()).arg(ttl_ms);
             });
         }
@@ -60,7 +60,7 @@ impl Command {
     /// Raises the fencing counter to `fence` where the token is held.
     pub(crate) fn commit_fence(keys: &Keys, token: &Token, fence: u64) -> Arc<Self> {
         let fence_key = keys.fence_key().unwrap_or_default();
-        Self::call(&scripts::FENCE_COMMIT, [keys.first(), fence_key], |cmd| {
+        Self::call(&lua::FENCE_COMMIT, [keys.first(), fence_key], |cmd| {
             cmd.arg(token.as_str()).arg(fence);
         })
     }
@@ -70,9 +70,9 @@ impl Command {
     /// so.
     pub(crate) fn release(keys: &Keys, token: &Token, announce: Announce) -> Arc<Self> {
         let script = if keys.is_multi() {
-            &scripts::RELEASE_MULTI
+            &lua::RELEASE_MULTI
         } else {
-            &scripts::RELEASE
+            &lua::RELEASE
         };
         Self::call(script, keys.slices(), |cmd| {
             cmd.arg(token.as_str()).arg(match announce {
@@ -85,26 +85,26 @@ impl Command {
     /// Compare-and-pexpire to `ttl`.
     pub(crate) fn extend(keys: &Keys, token: &Token, ttl: Duration) -> Arc<Self> {
         let script = if keys.is_multi() {
-            &scripts::EXTEND_MULTI
+            &lua::EXTEND_MULTI
         } else {
-            &scripts::EXTEND
+            &lua::EXTEND
         };
         Self::call(script, keys.slices(), |cmd| {
-            cmd.arg(token.as_str()).arg(quorum::millis(ttl));
+            cmd.arg(token.as_str()).arg(validity::millis(ttl));
         })
     }
 
     /// Whether every key still carries the token (read-only).
     pub(crate) fn holds(keys: &Keys, token: &Token) -> Arc<Self> {
-        Self::call(&scripts::HOLDS, keys.slices(), |cmd| {
+        Self::call(&lua::HOLDS, keys.slices(), |cmd| {
             cmd.arg(token.as_str());
         })
     }
 
     /// The server's `run_id` (sent behind a vote, see
-    /// [`scripts::RUN_ID`]).
+    /// [`lua::RUN_ID`]).
     pub(crate) fn server_id() -> Arc<Self> {
-        Self::call(&scripts::RUN_ID, std::iter::empty(), |_| {})
+        Self::call(&lua::RUN_ID, std::iter::empty(), |_| {})
     }
 
     /// `EVALSHA hash numkeys keys… args…`.
@@ -129,7 +129,7 @@ impl Command {
     /// True for a fenced acquire, whose reply is the fencing counter.
     pub(crate) fn reads_fence(&self) -> bool {
         self.script
-            .is_some_and(|script| std::ptr::eq(script, &scripts::ACQUIRE_FENCED))
+            .is_some_and(|script| std::ptr::eq(script, &lua::ACQUIRE_FENCED))
     }
 
     /// The command as sent first.

@@ -2,6 +2,15 @@
 //! [`Redlock::stats`](crate::Redlock::stats), per node and per client, as
 //! plain values. Recording lives in `counters`.
 
+pub(crate) mod counters;
+pub(crate) mod latency;
+#[cfg(feature = "metrics")]
+pub mod metrics;
+#[cfg(not(feature = "metrics"))]
+pub(crate) mod metrics;
+pub(crate) mod op;
+pub(crate) mod shards;
+
 use std::time::Duration;
 
 /// A snapshot of a [`Redlock`](crate::Redlock)'s counters, from

@@ -1,12 +1,18 @@
 //! The error type: contention, outage, bad input and a lost lock are
 //! different things, and each keeps the per-node causes.
 
+pub(crate) mod classify;
+pub(crate) mod failure;
+pub(crate) mod lost;
+pub(crate) mod reply_code;
+
+pub use failure::{NodeFailure, NodeFailureKind};
+pub use lost::{LossKind, LostReason};
+
 use std::fmt;
 use std::time::Duration;
 
-use crate::failure::NodeFailures;
-pub(crate) use crate::failure::{NodeFailure, NodeFailureKind};
-use crate::lease::ending::LostReason;
+use crate::error::failure::NodeFailures;
 
 /// Result alias for this crate.
 pub type Result<T, E = Error> = std::result::Result<T, E>;

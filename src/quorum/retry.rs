@@ -6,15 +6,31 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::attempt::{self, Attempt, AttemptFailure};
-use crate::engine::{Engine, Look};
 use crate::error::{Error, Operation, ResourceName, Result};
-use crate::handoff::Watch;
 use crate::keys::Keys;
-use crate::lock::Lock;
-use crate::quorum;
+use crate::quorum::attempt::{self, Attempt, AttemptFailure};
+use crate::quorum::engine::{Engine, Look};
+use crate::quorum::handoff::Watch;
+use crate::quorum::rule;
+use crate::quorum::set_order::SetFuture;
 use crate::random;
 use crate::token::Token;
+
+/// A granted lock's parts, from which the caller builds the held lock.
+pub(crate) struct Granted {
+    /// What the lock covers.
+    pub(crate) keys: Keys,
+    /// The token the keys hold.
+    pub(crate) token: Token,
+    /// When the validity ends.
+    pub(crate) deadline: Instant,
+    /// The TTL the keys were set with.
+    pub(crate) ttl: Duration,
+    /// The attempt's `SET`s, which a release waits behind.
+    pub(crate) sets: Vec<SetFuture>,
+    /// The fencing token, when one was asked for.
+    pub(crate) fence: Option<u64>,
+}
 
 /// Takes the lock on `keys`: at most `retries` retries after the first
 /// attempt, and none that would start after `deadline`.
@@ -29,7 +45,7 @@ pub(crate) async fn acquire(
     ttl: Duration,
     retries: u32,
     deadline: Option<Instant>,
-) -> Result<Lock> {
+) -> Result<Granted> {
     let cfg = &engine.config;
     let (ttl, drift) = cfg.check_ttl(ttl)?;
     let mut attempts: u32 = 0;
@@ -45,21 +61,20 @@ pub(crate) async fn acquire(
                 sets,
                 fence,
             } => {
-                return Ok(Lock::new(
-                    engine.clone(),
+                return Ok(Granted {
                     keys,
                     token,
-                    valid_until,
+                    deadline: valid_until,
                     ttl,
                     sets,
                     fence,
-                ));
+                });
             }
             Attempt::Failed(failure) => failure,
         };
         // Drawn from the OS: workers forked from one process must not
         // back off in step (see `random`).
-        let delay = quorum::backoff(cfg.retry_delay_min, cfg.retry_delay_max, random::unit());
+        let delay = rule::backoff(cfg.retry_delay_min, cfg.retry_delay_max, random::unit());
         // A delay too large to add to an instant never fits.
         let out_of_time =
             deadline.is_some_and(|d| Instant::now().checked_add(delay).is_none_or(|t| t >= d));

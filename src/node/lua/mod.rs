@@ -57,40 +57,40 @@ macro_rules! script {
 
 script!(
     /// Compare-and-delete (and publish the release).
-    RELEASE = "scripts/release.lua"
+    RELEASE = "release.lua"
 );
 script!(
     /// Compare-and-delete over several keys.
-    RELEASE_MULTI = "scripts/release_multi.lua"
+    RELEASE_MULTI = "release_multi.lua"
 );
 script!(
     /// Compare-and-pexpire; never re-creates an expired key.
-    EXTEND = "scripts/extend.lua"
+    EXTEND = "extend.lua"
 );
 script!(
     /// Compare-and-pexpire over several keys, all or nothing.
-    EXTEND_MULTI = "scripts/extend_multi.lua"
+    EXTEND_MULTI = "extend_multi.lua"
 );
 script!(
     /// All-or-nothing `SET NX PX` over several keys.
-    ACQUIRE_MULTI = "scripts/acquire_multi.lua"
+    ACQUIRE_MULTI = "acquire_multi.lua"
 );
 script!(
     /// `SET NX PX` that returns the fencing counter atomically.
-    ACQUIRE_FENCED = "scripts/acquire_fenced.lua"
+    ACQUIRE_FENCED = "acquire_fenced.lua"
 );
 script!(
     /// Raises the fencing counter where the token is still held.
-    FENCE_COMMIT = "scripts/fence_commit.lua"
+    FENCE_COMMIT = "fence_commit.lua"
 );
 script!(
     /// Whether every key still carries the token (read-only).
-    HOLDS = "scripts/holds.lua"
+    HOLDS = "holds.lua"
 );
 
 script!(
     /// The server's `run_id`, sent behind a vote to name who cast it.
-    RUN_ID = "scripts/run_id.lua"
+    RUN_ID = "run_id.lua"
 );
 
 /// Every script, for preloading on connect.
@@ -125,7 +125,7 @@ mod tests {
             })
             .collect();
         assert_eq!(args[0], b"EVAL");
-        assert_eq!(args[1], include_str!("scripts/release.lua").as_bytes());
+        assert_eq!(args[1], include_str!("release.lua").as_bytes());
         assert_eq!(
             &args[2..],
             [b"1".to_vec(), b"res".to_vec(), b"token".to_vec()]

@@ -22,10 +22,11 @@ use std::time::{Duration, Instant};
 use futures::stream::{FuturesUnordered, StreamExt};
 use tracing::debug;
 
-use crate::background::Background;
 use crate::error::{NodeFailure, NodeFailureKind};
+use crate::node::reply::Vote;
 use crate::node::{Node, NodeResult, Window};
-use crate::quorum::{Decision, Tally, Vote};
+use crate::quorum::background::Background;
+use crate::quorum::rule::{Decision, Tally};
 
 /// How long a call still running after its operation's window may go on
 /// in the background (a release queued on a hung node, for instance).
@@ -99,7 +100,7 @@ where
 /// reads the tally after each vote (and once the window closed) and ends
 /// the fan-out when it returns a decision. [`quorum`] decides on the yes
 /// votes alone; the remote check also stops once enough nodes said no
-/// (see [`crate::remote_check`]).
+/// (see [`crate::quorum::remote_check`]).
 ///
 /// # Cancel safety
 ///

@@ -1,0 +1,12 @@
+//! How the nodes decide together.
+
+pub(crate) mod attempt;
+pub(crate) mod background;
+pub(crate) mod engine;
+pub(crate) mod fanout;
+pub(crate) mod handoff;
+pub(crate) mod remote_check;
+pub(crate) mod retry;
+pub(crate) mod rule;
+pub(crate) mod set_order;
+pub(crate) mod traced;
