@@ -25,7 +25,6 @@ const TTL: Duration = Duration::from_millis(1500);
 const SOON: Duration = Duration::from_secs(5);
 /// The extension scripts, as another client's `EVAL` loads them.
 const EXTEND_LUA: &str = include_str!("../src/node/lua/extend.lua");
-const EXTEND_MULTI_LUA: &str = include_str!("../src/node/lua/extend_multi.lua");
 
 /// Every command the client sent to any node so far.
 fn commands(redlock: &Redlock) -> u64 {
@@ -742,7 +741,6 @@ async fn late_short_extend_after_a_long_one(
     // Meanwhile another client's `EVAL` loads the script again.
     for i in 0..cluster.len() {
         let _: String = cluster.exec(i, redis::cmd("SCRIPT").arg("LOAD").arg(EXTEND_LUA));
-        let _: String = cluster.exec(i, redis::cmd("SCRIPT").arg("LOAD").arg(EXTEND_MULTI_LUA));
     }
     // The longer extension: its `EVALSHA` now runs on every node, before
     // the shorter one's `EVAL`, which is only sent once its `NOSCRIPT` is
