@@ -25,7 +25,7 @@ use redis::{Client, Cmd, ErrorKind, FromRedisValue, RedisError, ServerErrorKind,
 use tracing::warn;
 
 use crate::error::classify::classify;
-use crate::error::{NodeFailure, NodeFailureKind};
+use crate::error::{NodeFailure, NodeFailureKind, Operation};
 use crate::node::admission::Gate;
 use crate::node::commands::Command;
 use crate::node::grant::Grant;
@@ -33,7 +33,6 @@ use crate::node::link::Link;
 use crate::node::quarantine::Quarantine;
 use crate::node::reply::Vote;
 use crate::stats::counters::NodeCounters;
-use crate::stats::op::Op;
 use fence::Commit;
 use reply::Kind;
 
@@ -242,7 +241,7 @@ impl Node {
             (Value::Nil, false) => Grant::NO,
             (other, _) => return Err(self.protocol(format!("{other:?}"))),
         };
-        self.counters.vote(Op::Acquire, grant.vote == Vote::Yes);
+        self.counters.vote(Operation::Acquire, grant.vote == Vote::Yes);
         Ok(grant)
     }
 
@@ -272,7 +271,7 @@ impl Node {
             self.announcement_refused();
         }
         let yes = self.read(Kind::Release, deleted)?;
-        Ok(self.counters.vote(Op::Release, yes))
+        Ok(self.counters.vote(Operation::Release, yes))
     }
 
     /// The node refused a release announcement (`PUBLISH`) on a release
@@ -300,7 +299,7 @@ impl Node {
     pub(crate) async fn extend(&self, command: &Command, window: Window) -> NodeResult<bool> {
         let n: i64 = self.counted(window, || self.run_parsed(command)).await?;
         let yes = self.read(Kind::Extend, n)?;
-        Ok(self.counters.vote(Op::Extend, yes))
+        Ok(self.counters.vote(Operation::Extend, yes))
     }
 
     /// Whether a script's `reply` counts as a yes ([`reply::counts`]); a
