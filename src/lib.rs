@@ -89,9 +89,9 @@
 //!   schedule and task, and the [`LostSignal`].
 //! - **`node/`: one server.** Its connection (`link.rs`), admission
 //!   (`admission.rs`, which server it is), the commands (`commands.rs`)
-//!   and **what each reply means** (`reply.rs`, `fence.rs`, `grant.rs`),
-//!   the restart quarantine; and **what runs on the server**: the Lua
-//!   scripts in `node/lua/`.
+//!   and **what each reply means** (`reply.rs`, `fence.rs`, an acquire's
+//!   grant in `mod.rs`), the restart quarantine; and **what runs on the
+//!   server**: the Lua scripts in `node/lua/`.
 //! - **`stats/`** counts and reads back ([`Stats`]); `status.rs` is the
 //!   [`Status`] of a resource.
 //! - **Values every floor uses**: `config.rs` (settings), `keys.rs` (what a

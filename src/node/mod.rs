@@ -10,7 +10,6 @@
 pub(crate) mod admission;
 pub(crate) mod commands;
 pub(crate) mod fence;
-pub(crate) mod grant;
 pub(crate) mod link;
 pub(crate) mod lua;
 pub(crate) mod quarantine;
@@ -28,7 +27,6 @@ use crate::error::classify::classify;
 use crate::error::{NodeFailure, NodeFailureKind, Operation};
 use crate::node::admission::Gate;
 use crate::node::commands::Command;
-use crate::node::grant::Grant;
 use crate::node::link::Link;
 use crate::node::quarantine::Quarantine;
 use crate::node::reply::Vote;
@@ -80,6 +78,28 @@ impl std::fmt::Debug for Node {
 
 /// A node's reply, or why there was none.
 pub(crate) type NodeResult<T> = Result<T, NodeFailure>;
+
+/// One node's answer to an acquire: its vote and, for a fenced lock, the
+/// fencing counter it read atomically with the `SET` (0 otherwise).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Grant {
+    pub(crate) vote: Vote,
+    pub(crate) counter: u64,
+}
+
+impl Grant {
+    const NO: Grant = Grant {
+        vote: Vote::No,
+        counter: 0,
+    };
+
+    fn yes(counter: u64) -> Self {
+        Grant {
+            vote: Vote::Yes,
+            counter,
+        }
+    }
+}
 
 /// Until when a node's answer counts, and the timeout that deadline
 /// stands for (for the message of a late answer).
@@ -241,7 +261,8 @@ impl Node {
             (Value::Nil, false) => Grant::NO,
             (other, _) => return Err(self.protocol(format!("{other:?}"))),
         };
-        self.counters.vote(Operation::Acquire, grant.vote == Vote::Yes);
+        self.counters
+            .vote(Operation::Acquire, grant.vote == Vote::Yes);
         Ok(grant)
     }
 
