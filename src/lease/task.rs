@@ -18,7 +18,7 @@ use super::renewal::Renewal;
 use super::schedule::{self, Progress, Step, Timing};
 use super::state::Lease;
 use super::term::Term;
-use crate::error::failure::NodeFailure;
+use crate::error::NodeFailure;
 use crate::error::lost::{LossKind, LostReason};
 
 /// One renewal of a lock: extends it by its current TTL.
