@@ -1,6 +1,6 @@
 //! One acquisition attempt: `SET NX PX` on every node, decided at quorum;
 //! for a fenced lock, followed by the commit of the fencing token. Both
-//! phases are uses of [`fanout::quorum`]; the deadline the lock gets is
+//! phases are uses of [`fanout::ask`]; the deadline the lock gets is
 //! [`validity::deadline`] from the attempt's start.
 
 use std::sync::Arc;
@@ -79,7 +79,7 @@ pub(crate) async fn acquire_once(
             timeout,
             ..engine.majority(None)
         };
-        let set = fanout::quorum(
+        let set = fanout::ask(
             &engine.nodes,
             &engine.background,
             plan,
@@ -202,7 +202,7 @@ async fn commit_fence(
             .min(valid_until.saturating_duration_since(Instant::now())),
         ..engine.majority(Some(valid_until))
     };
-    fanout::quorum(
+    fanout::ask(
         &engine.nodes,
         &engine.background,
         plan,

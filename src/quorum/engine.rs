@@ -1,6 +1,6 @@
 //! The engine behind a [`Redlock`](crate::Redlock): the nodes, the tuning,
 //! and the operations on a held lock — release, extend, the remote check —
-//! plus the read-only status, each one use of [`fanout::quorum`].
+//! plus the read-only status, each one use of [`fanout::ask`].
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -70,15 +70,15 @@ pub(crate) struct Engine {
 }
 
 impl Engine {
-    /// Votes a lock needs: a majority.
-    pub(crate) fn quorum(&self) -> usize {
-        rule::quorum(self.nodes.len())
+    /// Votes a lock needs: a majority of the nodes.
+    pub(crate) fn needed(&self) -> usize {
+        rule::majority(self.nodes.len())
     }
 
     /// A majority within the node timeout, undecided at `until`.
     pub(crate) fn majority(&self, until: Option<Instant>) -> Plan {
         Plan {
-            needed: self.quorum(),
+            needed: self.needed(),
             timeout: self.config.node_timeout,
             until,
         }
@@ -97,7 +97,7 @@ impl Engine {
     /// that does not answer is not an error here (it may come up later).
     pub(crate) async fn connect_all(&self) {
         let quarantine = self.config.restart_quarantine;
-        let outcome = fanout::quorum(
+        let outcome = fanout::ask(
             &self.nodes,
             &self.background,
             self.everyone(self.config.connect_timeout),
@@ -152,7 +152,7 @@ impl Engine {
             until: None,
         };
         let everyone = needed >= self.nodes.len();
-        fanout::quorum(
+        fanout::ask(
             &self.nodes,
             &self.background,
             plan,
@@ -187,7 +187,7 @@ impl Engine {
         let span = tracing::debug_span!("release", resource = %keys, token = %token);
         in_span(span, async move {
             let outcome = self
-                .release_after(keys, token, sets, self.quorum(), Announce::Waiters)
+                .release_after(keys, token, sets, self.needed(), Announce::Waiters)
                 .await;
             if outcome.reached() {
                 return Ok(());
@@ -235,7 +235,7 @@ impl Engine {
                 timeout: self.config.node_timeout.min(remaining),
                 ..self.majority(Some(deadline))
             };
-            let outcome = fanout::quorum(
+            let outcome = fanout::ask(
                 &self.nodes,
                 &self.background,
                 plan,
@@ -362,7 +362,7 @@ impl Engine {
     /// Reads the resource's key on every node, in parallel.
     pub(crate) async fn status(&self, resource: &[u8]) -> Status {
         let key: Arc<[u8]> = resource.into();
-        let outcome = fanout::quorum(
+        let outcome = fanout::ask(
             &self.nodes,
             &self.background,
             self.everyone(self.config.node_timeout),
@@ -388,7 +388,7 @@ impl Engine {
             .map(|n| n.label().to_owned())
             .zip(views)
             .collect();
-        Status::new(ResourceName::new(resource), nodes, self.quorum())
+        Status::new(ResourceName::new(resource), nodes, self.needed())
     }
 
     /// A snapshot of every counter.
