@@ -195,7 +195,7 @@ impl Lock {
         let held = &self.held;
         let (ttl, drift) = held.engine.config.check_ttl(ttl)?;
         match held.extend(Some((ttl, drift))).await {
-            Ok(deadline) => Ok(deadline.saturating_duration_since(Instant::now())),
+            Ok(deadline) => Ok(validity::left(deadline, Instant::now())),
             Err(reason) => {
                 held.lease.fail(reason.clone());
                 Err(held.lost(reason))

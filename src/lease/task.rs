@@ -20,6 +20,7 @@ use super::state::Lease;
 use super::term::Term;
 use crate::error::lost::{LossKind, LostReason};
 use crate::error::NodeFailure;
+use crate::validity;
 
 /// Follows the schedule of `settings` (for nodes answering within
 /// `node_timeout`) until the lock ends, expires, is lost, or a cap is
@@ -113,7 +114,7 @@ pub(crate) async fn run<R, F>(
                 };
                 match result {
                     Ok(deadline) => {
-                        let valid = deadline.saturating_duration_since(Instant::now());
+                        let valid = validity::left(deadline, Instant::now());
                         lease.counters().renewed();
                         progress.renewals = progress.renewals.saturating_add(1);
                         progress.last_failed = false;

@@ -64,7 +64,7 @@ pub(crate) async fn acquire_once(
     in_span(span, async move {
         let start = Instant::now();
         let valid_until = validity::deadline(start, ttl, drift).unwrap_or(start);
-        let timeout = engine.config.node_timeout.min(ttl.saturating_sub(drift));
+        let timeout = engine.config.node_timeout.min(validity::budget(ttl, drift));
         let command = Command::acquire(keys, token, ttl);
         let sets = SetFuture::for_attempt(engine.nodes.len());
         let mut guard = CleanupOnDrop {
@@ -138,8 +138,10 @@ pub(crate) async fn acquire_once(
                 }
             }
         }
-        let elapsed = start.elapsed();
-        let valid = validity::validity(ttl, elapsed, drift).is_some();
+        // One clock read: the validity left is the deadline's, at `now`.
+        let now = Instant::now();
+        let elapsed = now.saturating_duration_since(start);
+        let valid = !validity::left(valid_until, now).is_zero();
 
         if granted && valid {
             guard.sets = None;
@@ -199,7 +201,7 @@ async fn commit_fence(
         timeout: engine
             .config
             .node_timeout
-            .min(valid_until.saturating_duration_since(Instant::now())),
+            .min(validity::left(valid_until, Instant::now())),
         ..engine.majority(Some(valid_until))
     };
     fanout::ask(

@@ -28,6 +28,7 @@ use crate::stats::counters::LeaseCounters;
 use crate::stats::Stats;
 use crate::status::{NodeView, Status};
 use crate::token::Token;
+use crate::validity;
 
 /// What a waiter's look at a lock's keys on one node found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -226,7 +227,7 @@ impl Engine {
     ) -> Result<Term, LostReason> {
         let span = tracing::debug_span!("extend", resource = %keys, token = %token);
         in_span(span, async move {
-            let remaining = deadline.saturating_duration_since(start);
+            let remaining = validity::left(deadline, start);
             if remaining.is_zero() {
                 return Err(LostReason::Expired);
             }
@@ -261,8 +262,9 @@ impl Engine {
                     let now = Instant::now();
                     match Term::extended(deadline, start, ttl, drift, now) {
                         Ok(term) => {
-                            let valid = term.deadline.saturating_duration_since(now);
-                            debug!(elapsed = ?start.elapsed(), ?valid, "extended");
+                            let valid = validity::left(term.deadline, now);
+                            let elapsed = now.saturating_duration_since(start);
+                            debug!(?elapsed, ?valid, "extended");
                             Ok(term)
                         }
                         Err(Late::Expired) => Err(LostReason::Expired),
