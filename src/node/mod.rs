@@ -31,6 +31,7 @@ use crate::node::link::Link;
 use crate::node::quarantine::Quarantine;
 use crate::node::reply::Vote;
 use crate::stats::counters::NodeCounters;
+use crate::status::NodeView;
 use fence::Commit;
 use reply::Kind;
 
@@ -188,40 +189,20 @@ impl Node {
         .await
     }
 
-    /// How long `key` stays set (a single `PTTL` read, no lock taken):
-    /// `None` when it is not set, `Duration::MAX` when it has no expiry.
-    pub(crate) async fn time_to_live(
-        &self,
-        key: &[u8],
-        window: Window,
-    ) -> NodeResult<Option<Duration>> {
-        let mut cmd = redis::cmd("PTTL");
-        cmd.arg(key);
-        let ms: i64 = self
-            .counted(window, || async { parse(self.conn.send(&cmd).await?) })
-            .await?;
-        Ok(match u64::try_from(ms) {
-            Ok(ms) => Some(Duration::from_millis(ms)),
-            Err(_) if ms == -1 => Some(Duration::MAX),
-            Err(_) => None,
-        })
-    }
-
-    /// Reads a key's value and remaining TTL (no lock taken).
-    pub(crate) async fn peek(
-        &self,
-        key: &[u8],
-        window: Window,
-    ) -> NodeResult<(Option<Vec<u8>>, i64)> {
+    /// What this node holds for `key`: its value and time left, read
+    /// together (`GET` and `PTTL`, no lock taken).
+    pub(crate) async fn view(&self, key: &[u8], window: Window) -> NodeResult<NodeView> {
         let (mut get, mut pttl) = (redis::cmd("GET"), redis::cmd("PTTL"));
         get.arg(key);
         pttl.arg(key);
-        self.counted(window, || async {
-            // Both queued at once on the multiplexed connection.
-            let (value, left) = futures::join!(self.conn.send(&get), self.conn.send(&pttl));
-            Ok((parse(value?)?, parse(left?)?))
-        })
-        .await
+        let (value, left): (Option<Vec<u8>>, i64) = self
+            .counted(window, || async {
+                // Both queued at once on the multiplexed connection.
+                let (value, left) = futures::join!(self.conn.send(&get), self.conn.send(&pttl));
+                Ok((parse(value?)?, parse(left?)?))
+            })
+            .await?;
+        Ok(NodeView::from_peek(value.as_deref(), left))
     }
 
     /// Takes the lock on this node with `command` (see
