@@ -1,12 +1,13 @@
 //! The acquisition loop: attempts with fresh tokens, random delays between
 //! them (cut short by a release announcement when fast hand-off is on),
-//! until the lock is granted or the retry count or wait limit is spent;
-//! then the error that says why.
+//! until the lock is granted, the retry count or wait limit is spent, or
+//! misconfigured nodes make every retry futile; then the error that says
+//! why.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::error::{Error, Operation, ResourceName, Result};
+use crate::error::{failure, Error, Operation, ResourceName, Result};
 use crate::keys::Keys;
 use crate::quorum::attempt::{self, Attempt, AttemptFailure};
 use crate::quorum::engine::{Engine, Look};
@@ -78,7 +79,14 @@ pub(crate) async fn acquire(
         // A delay too large to add to an instant never fits.
         let out_of_time =
             deadline.is_some_and(|d| Instant::now().checked_add(delay).is_none_or(|t| t >= d));
-        if attempts > retries || out_of_time || failure.fence_exhausted.is_some() {
+        // Nodes that refuse the credentials, the rights or the key's type
+        // refuse the next attempt too: no retry reaches a quorum.
+        let misconfigured = failure::misconfigured(
+            &failure.failures,
+            engine.nodes.len(),
+            failure.tally.needed(),
+        );
+        if attempts > retries || out_of_time || misconfigured || failure.fence_exhausted.is_some() {
             let resource = if is_contended(&failure) {
                 engine.held_resource(&keys).await
             } else {
