@@ -15,6 +15,7 @@ use crate::quorum::handoff::Watch;
 use crate::quorum::rule;
 use crate::quorum::set_order::SetFuture;
 use crate::random;
+use crate::stats::locks::Outcome;
 use crate::token::Token;
 
 /// A granted lock's parts, from which the caller builds the held lock.
@@ -47,6 +48,24 @@ pub(crate) async fn acquire(
     retries: u32,
     deadline: Option<Instant>,
 ) -> Result<Granted> {
+    let start = Instant::now();
+    let result = attempts(engine, keys, ttl, retries, deadline).await;
+    let outcome = match &result {
+        Ok(_) => Outcome::Granted,
+        Err(e) => Outcome::of(e),
+    };
+    engine.leases.locks.acquired(outcome, start.elapsed());
+    result
+}
+
+/// [`acquire`] without the counting of its outcome.
+async fn attempts(
+    engine: &Arc<Engine>,
+    keys: Keys,
+    ttl: Duration,
+    retries: u32,
+    deadline: Option<Instant>,
+) -> Result<Granted> {
     let cfg = &engine.config;
     let (ttl, drift) = cfg.check_ttl(ttl)?;
     let mut attempts: u32 = 0;
@@ -56,7 +75,10 @@ pub(crate) async fn acquire(
     loop {
         attempts = attempts.saturating_add(1);
         let token = Token::generate();
-        let failure = match attempt::acquire_once(engine, &keys, &token, ttl, drift).await {
+        let began = Instant::now();
+        let attempt = attempt::acquire_once(engine, &keys, &token, ttl, drift).await;
+        engine.leases.locks.attempted(began.elapsed());
+        let failure = match attempt {
             Attempt::Granted {
                 deadline: valid_until,
                 sets,
