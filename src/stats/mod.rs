@@ -84,7 +84,8 @@ pub struct LockStats {
 }
 
 /// Acquire calls (`acquire`, `try_acquire`, `lock(…).acquire()`, `run`)
-/// by outcome, as [`Error`](crate::Error)'s `is_*` tell them apart.
+/// by outcome, as [`Error`](crate::Error)'s `is_*` tell them apart. A call
+/// whose future is dropped before it ends is not counted.
 ///
 /// # Examples
 ///
