@@ -135,10 +135,7 @@ async fn clients_built_the_redis_way_are_used_as_they_are() {
         .into_iter()
         .map(|url| redis::Client::open(url).expect("client"))
         .collect::<Vec<_>>();
-    let redlock = Builder::from_clients(clients.clone())
-        .build()
-        .await
-        .expect("build");
+    let redlock = Builder::new(clients.clone()).build().await.expect("build");
     assert_eq!(redlock.nodes(), 5);
     let name = unique("from-clients");
     let lock = redlock.acquire(&name, TTL).await.expect("acquire");
@@ -148,10 +145,7 @@ async fn clients_built_the_redis_way_are_used_as_they_are() {
 
     // The same node twice would vote twice.
     let twice = vec![clients[0].clone(), clients[0].clone()];
-    let err = Builder::from_clients(twice)
-        .build()
-        .await
-        .expect_err("refused");
+    let err = Builder::new(twice).build().await.expect_err("refused");
     assert!(err.to_string().contains("listed twice"), "{err}");
 
     // `ConnectionInfo` works as well as URLs.
@@ -208,21 +202,23 @@ async fn lock_options_compose_in_any_order() {
     let wait = Duration::from_millis(400);
     let a = redlock
         .lock(&name, TTL)
-        .retries(1)
-        .wait(wait)
+        .retry(quorumlock::Retry::TimesWithin(1, wait))
         .acquire()
         .await;
     let b = redlock
         .lock(&name, TTL)
-        .wait(wait)
-        .retries(1)
+        .retry(quorumlock::Retry::TimesWithin(1, wait))
         .acquire()
         .await;
     assert_eq!(attempts(a.expect_err("held")), 2);
     assert_eq!(attempts(b.expect_err("held")), 2);
 
     // A wait alone has no count limit: it tries until the time is spent.
-    let c = redlock.lock(&name, TTL).wait(wait).acquire().await;
+    let c = redlock
+        .lock(&name, TTL)
+        .retry(quorumlock::Retry::Until(wait))
+        .acquire()
+        .await;
     assert!(attempts(c.expect_err("held")) > 2);
 
     // A fenced lock covers one resource only, whatever the order.

@@ -128,7 +128,7 @@ async fn unreachable_nodes_are_an_outage_not_a_crash() {
         })
         .collect();
     let redlock = quorumlock::Builder::new(urls.clone())
-        .retry_count(1)
+        .retry(quorumlock::Retry::Times(1))
         .retry_delay(Duration::ZERO, Duration::from_millis(10))
         .build()
         .await
@@ -164,7 +164,11 @@ async fn huge_durations_never_panic_and_leave_nothing() {
     for big in huge {
         let name = unique("huge");
         // Waiting at most "forever" for a free lock takes it at once.
-        let redlock = cluster.builder().retry_deadline(Some(big)).build().await;
+        let redlock = cluster
+            .builder()
+            .retry(quorumlock::Retry::Until(big))
+            .build()
+            .await;
         let redlock = redlock.expect("a huge retry deadline is no limit");
         redlock
             .acquire(&name, ttl)
@@ -175,7 +179,7 @@ async fn huge_durations_never_panic_and_leave_nothing() {
             .expect("release");
         redlock
             .lock(&name, ttl)
-            .wait(big)
+            .retry(quorumlock::Retry::Until(big))
             .acquire()
             .await
             .expect("free lock")
@@ -209,8 +213,7 @@ async fn huge_durations_never_panic_and_leave_nothing() {
         let slow = cluster
             .builder()
             .retry_delay(big, big)
-            .retry_count(5)
-            .retry_deadline(Some(Duration::from_secs(5)))
+            .retry(quorumlock::Retry::TimesWithin(5, Duration::from_secs(5)))
             .build()
             .await
             .expect("huge retry delay");
@@ -222,7 +225,10 @@ async fn huge_durations_never_panic_and_leave_nothing() {
         // And waiting "forever" for a held lock waits, without panicking.
         let waiting = tokio::time::timeout(
             Duration::from_millis(300),
-            holder.lock(&name, ttl).wait(big).acquire(),
+            holder
+                .lock(&name, ttl)
+                .retry(quorumlock::Retry::Until(big))
+                .acquire(),
         )
         .await;
         assert!(waiting.is_err(), "still waiting: {waiting:?}");
@@ -232,7 +238,7 @@ async fn huge_durations_never_panic_and_leave_nothing() {
         let careful = cluster
             .builder()
             .restart_quarantine(Some(big))
-            .retry_count(0)
+            .retry(quorumlock::Retry::Times(0))
             .build()
             .await
             .expect("a huge quarantine");

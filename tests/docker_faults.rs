@@ -183,7 +183,7 @@ impl DockerCluster {
         self.cluster
             .builder()
             .node_timeout(PATIENT)
-            .retry_count(0)
+            .retry(quorumlock::Retry::Times(0))
             .build()
             .await
             .expect("build")
@@ -258,7 +258,7 @@ impl DockerCluster {
         self.cluster
             .builder()
             .node_timeout(Duration::from_millis(300))
-            .retry_count(20)
+            .retry(quorumlock::Retry::Times(20))
             .retry_delay(Duration::from_millis(10), Duration::from_millis(100))
             .build()
             .await
@@ -450,7 +450,7 @@ async fn a_paused_majority_is_an_outage_and_leaves_nothing_after_unpause() {
         .cluster
         .builder()
         .node_timeout(Duration::from_millis(300))
-        .retry_count(0)
+        .retry(quorumlock::Retry::Times(0))
         .build()
         .await
         .expect("build");

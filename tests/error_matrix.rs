@@ -276,7 +276,7 @@ impl Env {
         quorumlock::Builder::new(urls)
             .node_timeout(node_timeout)
             .connect_timeout(Duration::from_millis(300))
-            .retry_count(0)
+            .retry(quorumlock::Retry::Times(0))
             .build()
             .await
             .expect("build")
@@ -502,7 +502,7 @@ async fn build_row(env: &Env, shape: Nodes, key: &[u8]) -> Result<(), Error> {
     };
     let redlock = quorumlock::Builder::new(urls.clone())
         .node_timeout(Duration::from_millis(100))
-        .retry_count(0)
+        .retry(quorumlock::Retry::Times(0))
         .build()
         .await?;
     if matches!(shape, Nodes::Even | Nodes::EvenHalfDown) {

@@ -82,7 +82,7 @@ async fn a_stale_holder_after_early_expiry_is_fenced_off() {
     let cluster = Cluster::local(5);
     let redlock = cluster
         .builder()
-        .retry_count(0)
+        .retry(quorumlock::Retry::Times(0))
         .build()
         .await
         .expect("build");
@@ -139,7 +139,7 @@ async fn fences_stay_monotonic_through_restarts_and_early_expiry() {
     let mut cluster = Cluster::local_with(5, true);
     let redlock = cluster
         .builder()
-        .retry_count(40)
+        .retry(quorumlock::Retry::Times(40))
         .retry_delay(Duration::from_millis(5), Duration::from_millis(40))
         .build()
         .await
@@ -253,13 +253,13 @@ async fn a_delayed_client_is_never_granted_an_earlier_holders_fence() {
     let b = quorumlock::Builder::new(b_links.urls())
         .node_timeout(Duration::from_secs(30))
         .connect_timeout(Duration::from_secs(2))
-        .retry_count(0)
+        .retry(quorumlock::Retry::Times(0))
         .build()
         .await
         .expect("build B");
     let a = cluster
         .builder()
-        .retry_count(0)
+        .retry(quorumlock::Retry::Times(0))
         .build()
         .await
         .expect("build A");
@@ -373,7 +373,7 @@ async fn nodes_refuse_counters_out_of_the_exact_range() {
     let cluster = Cluster::local(3);
     let redlock = cluster
         .builder()
-        .retry_count(0)
+        .retry(quorumlock::Retry::Times(0))
         .build()
         .await
         .expect("build");

@@ -106,7 +106,7 @@ async fn client(urls: &[String]) -> Redlock {
     Builder::new(urls.iter().cloned())
         .node_timeout(Duration::from_millis(100))
         .connect_timeout(Duration::from_millis(500))
-        .retry_count(0)
+        .retry(quorumlock::Retry::Times(0))
         .build()
         .await
         .expect("build")

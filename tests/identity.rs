@@ -102,7 +102,7 @@ async fn a_duplicate_that_connects_after_build_never_votes() {
     let mut nodes = urls.clone();
     nodes.push(format!("redis://{}", twin.addr()));
     let redlock = quorumlock::Builder::new(nodes)
-        .retry_count(0)
+        .retry(quorumlock::Retry::Times(0))
         .node_timeout(Duration::from_millis(500))
         .build()
         .await
@@ -200,7 +200,7 @@ async fn a_node_that_turns_evicting_stops_voting_at_its_next_connection() {
     let mut cluster = Cluster::local(3);
     let redlock = cluster
         .builder()
-        .retry_count(0)
+        .retry(quorumlock::Retry::Times(0))
         .build()
         .await
         .expect("build");

@@ -72,7 +72,7 @@ async fn prometheus_text_follows_stats_node_by_node() {
     let mut cluster = Cluster::local(3);
     let redlock = cluster
         .builder()
-        .retry_count(0)
+        .retry(quorumlock::Retry::Times(0))
         .build()
         .await
         .expect("build");

@@ -15,7 +15,7 @@ async fn patient_redlock(cluster: &Cluster) -> quorumlock::Redlock {
     cluster
         .builder()
         .node_timeout(PATIENT)
-        .retry_count(0)
+        .retry(quorumlock::Retry::Times(0))
         .build()
         .await
         .expect("build")
@@ -76,7 +76,7 @@ async fn three_of_five_down_fails_fast_as_unavailable_and_leaves_nothing() {
     let mut cluster = Cluster::local(5);
     let redlock = cluster
         .builder()
-        .retry_count(2)
+        .retry(quorumlock::Retry::Times(2))
         .build()
         .await
         .expect("build");
@@ -128,7 +128,7 @@ async fn three_of_five_hung_fails_and_nothing_is_left_after_they_resume() {
     let redlock = cluster
         .builder()
         .node_timeout(Duration::from_millis(200))
-        .retry_count(0)
+        .retry(quorumlock::Retry::Times(0))
         .build()
         .await
         .expect("build");
@@ -262,7 +262,7 @@ async fn error_replies_are_failed_votes() {
     let cluster = Cluster::local(5);
     let redlock = cluster
         .builder()
-        .retry_count(0)
+        .retry(quorumlock::Retry::Times(0))
         .build()
         .await
         .expect("build");
@@ -333,7 +333,7 @@ async fn a_quorum_slower_than_the_ttl_is_never_a_grant() {
     let redlock = cluster
         .builder()
         .node_timeout(Duration::from_secs(2))
-        .retry_count(0)
+        .retry(quorumlock::Retry::Times(0))
         .build()
         .await
         .expect("build");

@@ -219,7 +219,7 @@ async fn negative_control_on(mut cluster: Cluster, how: Break, strategy: &Strate
         strategy.builder(
             quorumlock::Builder::new(urls.clone())
                 .node_timeout(NODE_TIMEOUT)
-                .retry_count(retries)
+                .retry(quorumlock::Retry::Times(retries))
                 .retry_delay(Duration::from_millis(10), Duration::from_millis(50)),
         )
     };
@@ -367,7 +367,7 @@ async fn negative_control_setup_without_the_break_is_clean() {
     let build = || {
         quorumlock::Builder::new(urls.clone())
             .node_timeout(Duration::from_millis(200))
-            .retry_count(0)
+            .retry(quorumlock::Retry::Times(0))
             .build()
     };
     for i in [3, 4] {

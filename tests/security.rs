@@ -68,7 +68,7 @@ async fn an_acl_user_limited_to_the_lock_commands_is_enough() {
     tokio::time::sleep(Duration::from_millis(1100)).await;
     let redlock = quorumlock::Builder::new(urls.clone())
         .node_timeout(Duration::from_millis(200))
-        .retry_count(0)
+        .retry(quorumlock::Retry::Times(0))
         .restart_quarantine(Some(Duration::from_millis(500)))
         .build()
         .await
@@ -86,7 +86,7 @@ async fn an_acl_user_limited_to_the_lock_commands_is_enough() {
         tokio::spawn(async move {
             redlock
                 .lock(&name, Duration::from_secs(10))
-                .wait(Duration::from_secs(5))
+                .retry(quorumlock::Retry::Until(Duration::from_secs(5)))
                 .acquire()
                 .await
         })
@@ -172,7 +172,7 @@ async fn wrong_or_missing_credentials_are_typed_and_never_echoed() {
         // identity) before the vote, which the default 50 ms may not
         // cover on a loaded machine.
         let redlock = quorumlock::Builder::new(urls.clone())
-            .retry_count(0)
+            .retry(quorumlock::Retry::Times(0))
             .node_timeout(Duration::from_secs(2))
             .build()
             .await
@@ -226,7 +226,7 @@ async fn releases_succeed_for_a_user_that_may_not_publish() {
         .collect();
     let redlock = quorumlock::Builder::new(urls.clone())
         .node_timeout(Duration::from_millis(200))
-        .retry_count(0)
+        .retry(quorumlock::Retry::Times(0))
         .retry_delay(Duration::from_millis(50), Duration::from_millis(100))
         .build()
         .await
@@ -269,7 +269,7 @@ async fn releases_succeed_for_a_user_that_may_not_publish() {
         tokio::spawn(async move {
             redlock
                 .lock(&name, Duration::from_secs(10))
-                .wait(Duration::from_secs(10))
+                .retry(quorumlock::Retry::Until(Duration::from_secs(10)))
                 .acquire()
                 .await
         })

@@ -101,7 +101,7 @@ fn builder(urls: &[String]) -> quorumlock::Builder {
     quorumlock::Builder::new(urls.to_vec())
         .node_timeout(Duration::from_millis(500))
         .connect_timeout(Duration::from_secs(2))
-        .retry_count(0)
+        .retry(quorumlock::Retry::Times(0))
 }
 
 async fn refused_over_tls(builder: quorumlock::Builder) -> String {

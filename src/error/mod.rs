@@ -105,6 +105,34 @@ pub enum Error {
     /// The caller passed something that cannot work. Nothing was sent.
     InvalidInput(String),
 
+    /// A node address given to the [`Builder`](crate::Builder) does not
+    /// parse. Nothing was sent.
+    #[non_exhaustive]
+    InvalidNode {
+        /// Where it stands in the list, from 1.
+        position: usize,
+        /// The address as given, any password replaced by `***`.
+        address: String,
+        /// What is wrong with it: the scheme, the host, the port, the
+        /// database, …
+        reason: String,
+    },
+
+    /// [`Builder::require_quorum`](crate::Builder::require_quorum): too few
+    /// nodes were reachable, authenticated and admitted when the client
+    /// was built.
+    #[non_exhaustive]
+    NotReady {
+        /// Nodes ready.
+        ready: usize,
+        /// Nodes a quorum needs.
+        needed: usize,
+        /// Nodes in the cluster.
+        nodes: usize,
+        /// Each node that is not ready, and why.
+        failures: Vec<NodeFailure>,
+    },
+
     /// The lock is no longer held (or can no longer be known to be held).
     #[non_exhaustive]
     Lost {
@@ -162,6 +190,25 @@ impl fmt::Display for Error {
                  end at 2^53 - 1"
             ),
             Error::InvalidInput(message) => write!(f, "invalid input: {message}"),
+            Error::InvalidNode {
+                position,
+                address,
+                reason,
+            } => write!(
+                f,
+                "invalid input: node #{position} of the list ({address}) does not parse: {reason}"
+            ),
+            Error::NotReady {
+                ready,
+                needed,
+                nodes,
+                failures,
+            } => write!(
+                f,
+                "no quorum ready: {ready} of {nodes} nodes reachable, authenticated and \
+                 admitted, {needed} needed{}",
+                NodeFailures(failures)
+            ),
             Error::Lost { resource, reason } => write!(f, "lock {resource} lost: {reason}"),
         }
     }
@@ -223,17 +270,20 @@ impl Error {
     }
 
     /// Not enough nodes answered in time (outage, timeouts, error replies,
-    /// or replies so slow that no validity was left).
+    /// or replies so slow that no validity was left), or, for a
+    /// [`require_quorum`](crate::Builder::require_quorum) build, not
+    /// enough were ready.
     pub fn is_unavailable(&self) -> bool {
         matches!(
             self,
-            Error::Unavailable { .. } | Error::ValidityExhausted { .. }
+            Error::Unavailable { .. } | Error::ValidityExhausted { .. } | Error::NotReady { .. }
         )
     }
 
-    /// The input was rejected before any network call.
+    /// The input was rejected before any network call (an unparsable node
+    /// address included).
     pub fn is_invalid_input(&self) -> bool {
-        matches!(self, Error::InvalidInput(_))
+        matches!(self, Error::InvalidInput(_) | Error::InvalidNode { .. })
     }
 
     /// A fenced acquire found no fencing token left for the resource
@@ -261,7 +311,9 @@ impl Error {
     /// The per-node failures behind this error, if any.
     pub fn node_failures(&self) -> &[NodeFailure] {
         match self {
-            Error::Contended { failures, .. } | Error::Unavailable { failures, .. } => failures,
+            Error::Contended { failures, .. }
+            | Error::Unavailable { failures, .. }
+            | Error::NotReady { failures, .. } => failures,
             Error::Lost { reason, .. } => reason.node_failures(),
             _ => &[],
         }

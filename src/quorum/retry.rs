@@ -6,6 +6,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use crate::config::Retry;
 use crate::error::{Error, Operation, ResourceName, Result};
 use crate::keys::Keys;
 use crate::quorum::attempt::{self, Attempt, AttemptFailure};
@@ -32,8 +33,9 @@ pub(crate) struct Granted {
     pub(crate) fence: Option<u64>,
 }
 
-/// Takes the lock on `keys`: at most `retries` retries after the first
-/// attempt, and none that would start after `deadline`.
+/// Takes the lock on `keys`, retrying as `retry` allows: at most its count
+/// of retries after the first attempt, none that would start after its
+/// time limit (counted from now).
 ///
 /// # Cancel safety
 ///
@@ -43,9 +45,9 @@ pub(crate) async fn acquire(
     engine: &Arc<Engine>,
     keys: Keys,
     ttl: Duration,
-    retries: u32,
-    deadline: Option<Instant>,
+    retry: Retry,
 ) -> Result<Granted> {
+    let deadline = retry.deadline(Instant::now());
     let cfg = &engine.config;
     let (ttl, drift) = cfg.check_ttl(ttl)?;
     let mut attempts: u32 = 0;
@@ -78,7 +80,7 @@ pub(crate) async fn acquire(
         // A delay too large to add to an instant never fits.
         let out_of_time =
             deadline.is_some_and(|d| Instant::now().checked_add(delay).is_none_or(|t| t >= d));
-        if attempts > retries || out_of_time || failure.fence_exhausted.is_some() {
+        if !retry.allows(attempts) || out_of_time || failure.fence_exhausted.is_some() {
             let resource = if is_contended(&failure) {
                 engine.held_resource(&keys).await
             } else {
@@ -103,7 +105,7 @@ pub(crate) async fn acquire(
                     delay,
                     // With a count of retries to keep, each retry comes
                     // after the retry delay as configured.
-                    stretch: retries == u32::MAX,
+                    stretch: retry.count().is_none(),
                     deadline,
                 };
                 woken = wait_for_release(engine, &keys, w, patience, &mut spread).await;
