@@ -43,6 +43,133 @@ async fn node_lists_that_cannot_work_are_rejected() {
     assert!(err.is_invalid_input(), "{err}");
 }
 
+/// A node address that does not parse is named by its position in the
+/// list, shown without its password, with what is wrong with it. Negative
+/// control: passing the address to the redis crate as it is reports
+/// "InvalidClientConfig - Redis URL did not parse", without a position or a
+/// reason, and fails every case here.
+#[tokio::test]
+async fn an_unparsable_address_is_named_by_position_and_reason() {
+    let ok = "redis://127.0.0.1:7001";
+    let cases: [(&[&str], usize, &str, &str); 7] = [
+        (
+            &[ok, "redis://:hunter2@127.0.0.1:notaport"],
+            2,
+            "redis://:***@127.0.0.1:notaport",
+            "invalid port",
+        ),
+        (
+            &["http://127.0.0.1:7001"],
+            1,
+            "http://127.0.0.1:7001",
+            "unknown scheme \"http\"",
+        ),
+        (
+            &[ok, "redis://127.0.0.1:7002", "127.0.0.1:7003"],
+            3,
+            "127.0.0.1:7003",
+            "no scheme",
+        ),
+        (
+            &["redis://user:hunter2@"],
+            1,
+            "redis://user:***@",
+            "no host",
+        ),
+        (
+            &[ok, "redis://127.0.0.1:99999"],
+            2,
+            "redis://127.0.0.1:99999",
+            "invalid port",
+        ),
+        (
+            &["redis://127.0.0.1:7001/first"],
+            1,
+            "redis://127.0.0.1:7001/first",
+            "database \"first\"",
+        ),
+        (
+            &["redis://[::1:7001"],
+            1,
+            "redis://[::1:7001",
+            "invalid host",
+        ),
+    ];
+    for (list, want_position, want_address, want_reason) in cases {
+        let err = build_err(list).await;
+        let text = err.to_string();
+        assert!(err.is_invalid_input(), "{text}");
+        assert!(
+            !text.contains("hunter2") && !format!("{err:?}").contains("hunter2"),
+            "{text}"
+        );
+        assert!(!text.contains("InvalidClientConfig"), "{text}");
+        let quorumlock::Error::InvalidNode {
+            position,
+            address,
+            reason,
+            ..
+        } = err
+        else {
+            panic!("{list:?}: {text}");
+        };
+        assert_eq!(position, want_position, "{text}");
+        assert_eq!(address, want_address, "{text}");
+        assert!(reason.starts_with(want_reason), "{text}");
+    }
+}
+
+/// A comma-separated list (an environment variable, a command-line
+/// option): spaces and empty entries are ignored, a bad entry is named by
+/// its position as written, an unset variable is named.
+#[tokio::test]
+async fn a_comma_separated_node_list_ignores_empty_entries_and_names_the_bad_one() {
+    let cluster = Cluster::shared(3);
+    let urls = cluster.urls();
+    let list = format!(" {} ,,{},{}, ", urls[0], urls[1], urls[2]);
+    let redlock = quorumlock::Builder::from_list(&list)
+        .build()
+        .await
+        .expect("three nodes");
+    assert_eq!(redlock.nodes(), 3);
+
+    let var = "QUORUMLOCK_BAD_INPUT_TEST_NODES";
+    std::env::set_var(var, &list);
+    let redlock = quorumlock::Builder::from_env(var)
+        .build()
+        .await
+        .expect("three nodes");
+    assert_eq!(redlock.nodes(), 3);
+    std::env::remove_var(var);
+    let err = quorumlock::Builder::from_env(var)
+        .build()
+        .await
+        .expect_err("not set");
+    assert!(
+        err.is_invalid_input() && err.to_string().contains(var),
+        "{err}"
+    );
+
+    let bad = format!("{},,redis://:hunter2@127.0.0.1:port,{}", urls[0], urls[1]);
+    let err = quorumlock::Builder::from_list(&bad)
+        .build()
+        .await
+        .expect_err("bad entry");
+    assert!(!err.to_string().contains("hunter2"), "{err}");
+    assert!(
+        matches!(err, quorumlock::Error::InvalidNode { position: 3, .. }),
+        "{err}"
+    );
+
+    for empty in ["", " , ,"] {
+        let err = quorumlock::Builder::from_list(empty)
+            .build()
+            .await
+            .expect_err("no nodes");
+        assert!(err.to_string().contains("no Redis nodes"), "{err}");
+    }
+}
+
 #[tokio::test]
 async fn settings_out_of_range_are_rejected() {
     let urls = ["redis://127.0.0.1:1"];
