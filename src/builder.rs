@@ -136,14 +136,16 @@ impl Builder {
     /// # }
     /// ```
     pub fn from_env(name: &str) -> Self {
-        match std::env::var(name) {
-            Ok(list) => Self::from_list(&list),
-            Err(e) => {
-                let mut builder = Self::with(Vec::new());
-                builder.config.pending = Some(format!("environment variable {name}: {e}"));
-                builder
-            }
-        }
+        let why = match std::env::var(name) {
+            Ok(list) => return Self::from_list(&list),
+            Err(std::env::VarError::NotPresent) => "is not set",
+            Err(std::env::VarError::NotUnicode(_)) => "is not valid Unicode",
+        };
+        let mut builder = Self::with(Vec::new());
+        builder.config.pending = Some(format!(
+            "environment variable {name} {why}: it should hold the nodes' URLs, separated by commas"
+        ));
+        builder
     }
 
     fn with(nodes: Vec<Entry>) -> Self {
