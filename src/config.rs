@@ -59,6 +59,7 @@ pub const MAX_TTL: Duration = Duration::from_secs(365 * 24 * 3600);
 /// # }
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum Retry {
     /// At most this many retries after the first attempt (`Times(0)`: one
     /// attempt only), whatever time they take.
@@ -72,6 +73,13 @@ pub enum Retry {
     /// At most this many retries, and none after this much time: whichever
     /// is spent first ends the acquisition.
     TimesWithin(u32, Duration),
+}
+
+/// [`DEFAULT_RETRY`]: three retries.
+impl Default for Retry {
+    fn default() -> Self {
+        DEFAULT_RETRY
+    }
 }
 
 impl Retry {
@@ -306,7 +314,7 @@ mod tests {
         assert_eq!(Retry::TimesWithin(2, s).deadline(now), Some(now + s));
         // Too large to add to an instant: no time limit.
         assert_eq!(Retry::Until(Duration::MAX).deadline(now), None);
-        assert_eq!(DEFAULT_RETRY, Retry::Times(3));
+        assert_eq!(Retry::default(), Retry::Times(3));
     }
 
     #[test]
