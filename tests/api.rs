@@ -398,6 +398,7 @@ async fn a_strict_build_fails_fast_naming_each_node_that_is_not_ready() {
             .await
             .expect_err(case);
         let took = start.elapsed();
+        support::report(&format!("strict build, {case}: failed in {took:?}"));
         // Connecting and probing, each bounded by the connect timeout.
         assert!(took < Duration::from_secs(10), "{case}: took {took:?}");
         let text = err.to_string();
@@ -459,7 +460,12 @@ async fn health_reports_each_node_and_whether_a_quorum_is_ready() {
     }
 
     cluster.kill(2);
+    let start = Instant::now();
     let health = redlock.health().await;
+    support::report(&format!(
+        "health with a stopped node: {:?}",
+        start.elapsed()
+    ));
     assert!(health.quorum_ready(), "{health}");
     assert_eq!(health.ready(), 2, "{health}");
     let stopped = &health.nodes[2];
