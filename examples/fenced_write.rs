@@ -73,7 +73,7 @@ async fn run() -> Result<(), String> {
     let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
     let store = Arc::new(Store::open(&dir.path().join("reports.db")).map_err(|e| e.to_string())?);
     let redlock = quorumlock::Builder::new(nodes.urls.clone())
-        .retry_count(100)
+        .retry(quorumlock::Retry::Times(100))
         .retry_delay(Duration::from_millis(20), Duration::from_millis(60))
         .build()
         .await

@@ -140,8 +140,10 @@ fn server(args: &[String]) -> ExitCode {
         }
     };
     runtime.block_on(async move {
-        let nodes = std::env::var("QUORUMLOCK_NODES").unwrap_or_default();
-        let redlock = match quorumlock::Builder::new(nodes.split(',')).build().await {
+        let redlock = match quorumlock::Builder::from_env("QUORUMLOCK_NODES")
+            .build()
+            .await
+        {
             Ok(r) => r,
             Err(e) => {
                 eprintln!("{name}: {e}");

@@ -61,7 +61,7 @@ async fn run() -> Result<(), Box<dyn std::error::Error>> {
     // 3. Some work to count.
     let nodes = common::Nodes::get()?;
     let redlock = quorumlock::Builder::new(nodes.urls.clone())
-        .retry_count(0)
+        .retry(quorumlock::Retry::Times(0))
         .build()
         .await?;
     for round in 0..3 {

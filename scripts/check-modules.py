@@ -20,8 +20,8 @@ SRC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "src")
 
 # Top to bottom. A unit may name units on its floor and below.
 FLOORS = [
-    # The public handle, the request, the held lock.
-    ["lib", "builder", "redlock", "request", "lock"],
+    # The public handle, its nodes and readiness, the request, the held lock.
+    ["lib", "builder", "nodes", "health", "redlock", "request", "lock"],
     # How the nodes decide together: the rule, the fan-out, acquisition
     # and retries, extension and release, hand-off.
     ["quorum"],
@@ -32,7 +32,7 @@ FLOORS = [
     # What is counted and read back: counters, latency, `Stats`, `Status`.
     ["stats", "status"],
     # Values every floor uses: settings, resources and keys, tokens, time.
-    ["config", "keys", "token", "validity"],
+    ["config", "address", "keys", "token", "validity"],
     # The error type and how a lock ends.
     ["error"],
     # Randomness from the OS.

@@ -1,16 +1,17 @@
-//! [`Builder`]: the nodes (addresses or ready clients) and the settings of
-//! a [`Redlock`], checked and connected by [`Builder::build`].
+//! [`Builder`]: the nodes (addresses or ready clients, [`IntoNode`]) and
+//! the settings of a [`Redlock`], checked and connected by
+//! [`Builder::build`].
 
 use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use redis::IntoConnectionInfo;
-
-use crate::config::{self, Config};
+use crate::config::{self, Config, Retry};
 use crate::error::{Error, Result};
+use crate::health;
 use crate::node::admission::{self, Gate, Registry};
 use crate::node::Node;
+use crate::nodes::{IntoNode, Source};
 use crate::quorum::background::Background;
 use crate::quorum::engine::Engine;
 use crate::quorum::handoff::{self, Handoff};
@@ -18,18 +19,21 @@ use crate::redlock::Redlock;
 
 /// Configures a [`Redlock`]. Every setting has a documented default.
 ///
-/// Nodes are given to [`Builder::new`] as anything the redis crate turns
-/// into a connection (`"redis://host:port"` URLs, `ConnectionInfo`), or to
-/// [`Builder::from_clients`] as ready `redis::Client`s.
+/// Nodes are given to [`Builder::new`] as anything that is [`IntoNode`]:
+/// `"redis://host:port"` URLs (`&str`, `String`, in arrays, slices, vectors
+/// or iterators), `redis::ConnectionInfo`, or ready `redis::Client`s; or
+/// as one comma-separated string to [`Builder::from_list`] /
+/// [`Builder::from_env`].
 ///
 /// # Examples
 ///
 /// ```no_run
 /// use std::time::Duration;
+/// use quorumlock::Retry;
 /// # async fn demo() -> Result<(), quorumlock::Error> {
 /// let redlock = quorumlock::Builder::new(["redis://127.0.0.1:7001"])
 ///     .node_timeout(Duration::from_millis(20))
-///     .retry_count(10)
+///     .retry(Retry::Times(10))
 ///     .retry_delay(Duration::from_millis(50), Duration::from_millis(250))
 ///     .build()
 ///     .await?;
@@ -39,65 +43,114 @@ use crate::redlock::Redlock;
 #[derive(Clone)]
 #[must_use = "a builder does nothing until build() is awaited"]
 pub struct Builder {
-    nodes: Vec<NodeSource>,
+    nodes: Vec<Entry>,
     config: Config,
 }
 
-impl Builder {
-    /// Starts configuring a client for these nodes: anything the redis
-    /// crate turns into a connection — URLs
-    /// (`redis://[user[:password]@]host[:port][/db]`, `rediss://` with the
-    /// `tls` feature, `unix:///path`), `redis::ConnectionInfo`. An address
-    /// that does not parse is reported by [`build`](Builder::build).
-    ///
-    /// # Examples
-    ///
-    /// ```no_run
-    /// # async fn demo() -> Result<(), quorumlock::Error> {
-    /// let urls: Vec<String> = (7001..=7005).map(|p| format!("redis://127.0.0.1:{p}")).collect();
-    /// let redlock = quorumlock::Builder::new(urls).build().await?;
-    /// assert_eq!(redlock.quorum(), 3);
-    /// # Ok(())
-    /// # }
-    /// ```
-    pub fn new<I, T>(nodes: I) -> Self
-    where
-        I: IntoIterator<Item = T>,
-        T: IntoConnectionInfo,
-    {
-        let nodes = nodes
-            .into_iter()
-            .enumerate()
-            .map(|(i, node)| match node.into_connection_info() {
-                Ok(info) => NodeSource::Address(info),
-                Err(e) => NodeSource::Invalid(format!("cannot parse node address #{}: {e}", i + 1)),
-            })
-            .collect();
-        Self {
-            nodes,
-            config: Config::default(),
-        }
-    }
+/// A node of the list and where it stands in it (from 1), for messages.
+#[derive(Clone)]
+struct Entry {
+    position: usize,
+    source: Source,
+}
 
-    /// Starts configuring a client over ready `redis::Client`s, one per
-    /// node, configured the redis crate's way (TLS, authentication,
-    /// protocol, timeouts): they are used as they are. The builder's TLS
-    /// settings do not apply to them.
+impl Builder {
+    /// Starts configuring a client for these nodes: any list of
+    /// [`IntoNode`] — URLs (`redis://[user[:password]@]host[:port][/db]`,
+    /// `rediss://` with the `tls` feature, `unix:///path`) as `&str` or
+    /// `String`, `redis::ConnectionInfo`, or ready `redis::Client`s (used
+    /// as they are; the builder's TLS settings do not apply to them). An
+    /// address that does not parse is reported by
+    /// [`build`](Builder::build), with its position and the reason.
     ///
     /// # Examples
     ///
     /// ```no_run
     /// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
-    /// let clients = (7001..=7005)
-    ///     .map(|port| redis::Client::open(format!("redis://127.0.0.1:{port}")))
+    /// let urls: Vec<String> = (7001..=7005).map(|p| format!("redis://127.0.0.1:{p}")).collect();
+    /// let redlock = quorumlock::Builder::new(&urls).build().await?;
+    /// assert_eq!(redlock.quorum(), 3);
+    ///
+    /// // Clients configured the redis crate's way.
+    /// let clients = urls
+    ///     .iter()
+    ///     .map(|url| redis::Client::open(url.as_str()))
     ///     .collect::<Result<Vec<_>, _>>()?;
-    /// let redlock = quorumlock::Builder::from_clients(clients).build().await?;
+    /// let redlock = quorumlock::Builder::new(clients).build().await?;
     /// # Ok(())
     /// # }
     /// ```
-    pub fn from_clients(clients: impl IntoIterator<Item = redis::Client>) -> Self {
+    pub fn new<I>(nodes: I) -> Self
+    where
+        I: IntoIterator,
+        I::Item: IntoNode,
+    {
+        let nodes = nodes.into_iter().enumerate().map(|(i, node)| Entry {
+            position: i + 1,
+            source: node.into_node().0,
+        });
+        Self::with(nodes.collect())
+    }
+
+    /// Starts configuring a client for the nodes of a comma-separated list
+    /// of URLs, as an environment variable or a command-line option holds
+    /// them. Spaces around an entry and empty entries are ignored (a
+    /// trailing comma, `a,,b`); an entry that does not parse is reported by
+    /// [`build`](Builder::build) with its position in the list as written.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # async fn demo() -> Result<(), quorumlock::Error> {
+    /// let redlock = quorumlock::Builder::from_list("redis://10.0.0.1:6379, redis://10.0.0.2:6379,redis://10.0.0.3:6379,")
+    ///     .build()
+    ///     .await?;
+    /// assert_eq!(redlock.nodes(), 3);
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn from_list(list: &str) -> Self {
+        let nodes = list.split(',').enumerate().filter_map(|(i, entry)| {
+            let entry = entry.trim();
+            (!entry.is_empty()).then(|| Entry {
+                position: i + 1,
+                source: entry.into_node().0,
+            })
+        });
+        Self::with(nodes.collect())
+    }
+
+    /// Starts configuring a client for the nodes listed in the environment
+    /// variable `name`, read now, as [`from_list`](Builder::from_list)
+    /// reads them (the command-line tool's convention is
+    /// `QUORUMLOCK_NODES`). A variable that is not set, or not Unicode, is
+    /// reported by [`build`](Builder::build).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # async fn demo() -> Result<(), quorumlock::Error> {
+    /// // QUORUMLOCK_NODES=redis://10.0.0.1:6379,redis://10.0.0.2:6379,redis://10.0.0.3:6379
+    /// let redlock = quorumlock::Builder::from_env("QUORUMLOCK_NODES").build().await?;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn from_env(name: &str) -> Self {
+        let why = match std::env::var(name) {
+            Ok(list) => return Self::from_list(&list),
+            Err(std::env::VarError::NotPresent) => "is not set",
+            Err(std::env::VarError::NotUnicode(_)) => "is not valid Unicode",
+        };
+        let mut builder = Self::with(Vec::new());
+        builder.config.pending = Some(format!(
+            "environment variable {name} {why}: it should hold the nodes' URLs, separated by commas"
+        ));
+        builder
+    }
+
+    fn with(nodes: Vec<Entry>) -> Self {
         Self {
-            nodes: clients.into_iter().map(NodeSource::Client).collect(),
+            nodes,
             config: Config::default(),
         }
     }
@@ -129,10 +182,13 @@ impl Builder {
         self
     }
 
-    /// Retries after the first attempt of [`Redlock::acquire`] (default
-    /// [`DEFAULT_RETRY_COUNT`](crate::DEFAULT_RETRY_COUNT), 3).
-    pub fn retry_count(mut self, retries: u32) -> Self {
-        self.config.retry_count = retries;
+    /// How long [`Redlock::acquire`] keeps trying: a number of retries,
+    /// a time limit, or both (default
+    /// [`DEFAULT_RETRY`](crate::DEFAULT_RETRY), [`Retry::Times(3)`](Retry::Times));
+    /// a request's [`LockRequest::retry`](crate::LockRequest::retry)
+    /// replaces it.
+    pub fn retry(mut self, retry: Retry) -> Self {
+        self.config.retry = retry;
         self
     }
 
@@ -143,23 +199,14 @@ impl Builder {
         self
     }
 
-    /// Overall time limit of [`Redlock::acquire`] across retries (default
-    /// none: only the retry count limits it). No attempt starts after it,
-    /// nor one whose retry delay would end after it. A limit too large to
-    /// add to the current instant (`Duration::MAX`) is no limit.
-    pub fn retry_deadline(mut self, limit: Option<Duration>) -> Self {
-        self.config.retry_deadline = limit;
-        self
-    }
-
     /// Fast hand-off (default on): while [`Redlock::acquire`] waits for a
     /// held lock, it subscribes to the channel the release script publishes
     /// on (`quorumlock:released:<resource>`) on `N − quorum + 1` of the `N`
     /// nodes (every majority includes one of them) and retries as soon as a
     /// release is announced, instead of only after the random retry delay
     /// (which stays as the fallback; without a retry count, as with
-    /// [`LockRequest::wait`](crate::LockRequest::wait) alone, it stretches
-    /// to the holder's remaining time, at most a second). Costs one
+    /// [`Retry::Until`], it stretches to the holder's remaining time, at
+    /// most a second). Costs one
     /// subscriber connection per listened node, opened the first time a
     /// caller waits.
     ///
@@ -258,6 +305,35 @@ impl Builder {
         self
     }
 
+    /// Makes [`build`](Builder::build) fail unless a quorum of nodes is
+    /// ready — reachable, accepting the credentials, admitted — when it
+    /// runs (default off: nodes that are down at build are retried on every
+    /// operation, and the lock works once a majority answers). For services
+    /// that should not start against a misconfigured cluster: a wrong
+    /// password, port or host name is reported at start, per node, not at
+    /// the first lock. [`Redlock::health`] tells the same later.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # async fn demo() -> Result<(), quorumlock::Error> {
+    /// let redlock = quorumlock::Builder::new(["redis://10.0.0.1:6379", "redis://10.0.0.2:6379", "redis://10.0.0.3:6379"])
+    ///     .require_quorum(true)
+    ///     .build()
+    ///     .await;
+    /// if let Err(e @ quorumlock::Error::NotReady { .. }) = &redlock {
+    ///     for failure in e.node_failures() {
+    ///         eprintln!("{failure}"); // e.g. "10.0.0.2:6379/0: WRONGPASS …"
+    ///     }
+    /// }
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn require_quorum(mut self, required: bool) -> Self {
+        self.config.require_quorum = required;
+        self
+    }
+
     #[cfg(feature = "tls")]
     fn tls_certificates(&mut self) -> &mut redis::TlsCertificates {
         self.config.tls.get_or_insert(redis::TlsCertificates {
@@ -288,13 +364,30 @@ impl Builder {
     /// connects: if it is another node's server, or can evict keys, it
     /// never votes ([`NodeFailureKind::SameServer`](crate::NodeFailureKind::SameServer),
     /// [`NodeFailureKind::Evicts`](crate::NodeFailureKind::Evicts)).
+    ///
+    /// [`Error::InvalidNode`]: an address that does not parse, with its
+    /// position in the list, the address (never its password) and the
+    /// reason.
+    ///
+    /// [`Error::NotReady`], with [`require_quorum`](Builder::require_quorum):
+    /// fewer nodes than a quorum reachable, authenticated and admitted
+    /// within the connect timeout; each other node is named with its
+    /// failure.
     pub async fn build(self) -> Result<Redlock> {
+        if let Some(message) = &self.config.pending {
+            return Err(Error::invalid(message.clone()));
+        }
+        for entry in &self.nodes {
+            if let Source::Invalid(bad) = &entry.source {
+                return Err(Error::InvalidNode {
+                    position: entry.position,
+                    address: bad.shown.clone(),
+                    reason: bad.reason.clone(),
+                });
+            }
+        }
         self.config.validate()?;
-        let labels = self
-            .nodes
-            .iter()
-            .map(|node| node.label())
-            .collect::<Result<Vec<_>>>()?;
+        let labels: Vec<String> = self.nodes.iter().map(|n| n.source.shown()).collect();
         config::check_nodes(&labels)?;
         let registry = Registry::new(&labels);
         let check_eviction = !self.config.allow_eviction;
@@ -305,7 +398,7 @@ impl Builder {
             .zip(&labels)
             .enumerate()
             .map(|(i, (node, label))| {
-                let client = node.into_client(&self.config)?;
+                let client = client(node.source, &self.config)?;
                 let gate = Arc::new(Gate::new(i, registry.clone(), check_eviction));
                 let timeout = self.config.connect_timeout;
                 Ok(Node::new(label, client, timeout, gate, quarantine))
@@ -331,59 +424,40 @@ impl Builder {
         if let Some(message) = admission::build_refusal(&labels, refused) {
             return Err(Error::invalid(message));
         }
+        if engine.config.require_quorum {
+            if let Some(error) = health::probe(&engine).await.not_ready() {
+                return Err(error);
+            }
+        }
         Ok(Redlock { engine })
     }
 }
 
-/// One node as given to the builder.
-#[derive(Clone)]
-enum NodeSource {
-    /// An address, connected the way the builder's settings say.
-    Address(redis::ConnectionInfo),
-    /// A client configured by the caller (TLS, auth, protocol), used as is.
-    Client(redis::Client),
-    /// An address that did not parse: the error is reported by `build`.
-    Invalid(String),
-}
-
-impl NodeSource {
-    fn label(&self) -> Result<String> {
-        match self {
-            NodeSource::Address(info) => Ok(config::label(info)),
-            NodeSource::Client(client) => Ok(config::label(client.get_connection_info())),
-            NodeSource::Invalid(message) => Err(Error::invalid(message.clone())),
-        }
+/// The client for `source`: a ready client as it is, an address with the
+/// builder's settings (TLS).
+#[cfg_attr(not(feature = "tls"), allow(unused_variables))]
+fn client(source: Source, config: &Config) -> Result<redis::Client> {
+    let info = match source {
+        Source::Client(client) => return Ok(client),
+        Source::Address(info) => info,
+        Source::Invalid(bad) => return Err(Error::invalid(bad.reason)),
+    };
+    let label = config::label(&info);
+    #[cfg(feature = "tls")]
+    if let (Some(certs), redis::ConnectionAddr::TcpTls { .. }) = (&config.tls, info.addr()) {
+        // rustls needs a process-wide crypto provider; install ring
+        // unless the application installed one already.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        return redis::Client::build_with_tls(info, certs.clone())
+            .map_err(|e| Error::invalid(format!("cannot use node {label}: {e}")));
     }
-
-    #[cfg_attr(not(feature = "tls"), allow(unused_variables))]
-    fn into_client(self, config: &Config) -> Result<redis::Client> {
-        let info = match self {
-            NodeSource::Client(client) => return Ok(client),
-            NodeSource::Address(info) => info,
-            NodeSource::Invalid(message) => return Err(Error::invalid(message)),
-        };
-        let label = config::label(&info);
-        #[cfg(feature = "tls")]
-        if let (Some(certs), redis::ConnectionAddr::TcpTls { .. }) = (&config.tls, info.addr()) {
-            // rustls needs a process-wide crypto provider; install ring
-            // unless the application installed one already.
-            let _ = rustls::crypto::ring::default_provider().install_default();
-            return redis::Client::build_with_tls(info, certs.clone())
-                .map_err(|e| Error::invalid(format!("cannot use node {label}: {e}")));
-        }
-        redis::Client::open(info)
-            .map_err(|e| Error::invalid(format!("cannot use node {label}: {e}")))
-    }
+    redis::Client::open(info).map_err(|e| Error::invalid(format!("cannot use node {label}: {e}")))
 }
 
 /// Shows each node as `host:port/db`: never a password.
 impl fmt::Debug for Builder {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let nodes: Vec<String> = self
-            .nodes
-            .iter()
-            .map(|n| n.label().unwrap_or_else(|e| e.to_string()))
-            .collect();
+        let nodes: Vec<String> = self.nodes.iter().map(|n| n.source.shown()).collect();
         f.debug_struct("Builder")
             .field("nodes", &nodes)
             .field("config", &self.config)

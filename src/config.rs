@@ -3,7 +3,7 @@
 //! fills them in).
 
 use std::collections::HashSet;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crate::error::{Error, Result};
 use crate::validity;
@@ -14,8 +14,9 @@ pub const DEFAULT_NODE_TIMEOUT: Duration = Duration::from_millis(50);
 pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_millis(500);
 /// Default drift factor (the specification's 1 %).
 pub const DEFAULT_DRIFT_FACTOR: f64 = 0.01;
-/// Default number of retries after the first attempt of [`acquire`](crate::Redlock::acquire).
-pub const DEFAULT_RETRY_COUNT: u32 = 3;
+/// Default retry policy of [`acquire`](crate::Redlock::acquire): three
+/// retries after the first attempt.
+pub const DEFAULT_RETRY: Retry = Retry::Times(3);
 /// Default lower bound of the random delay between attempts.
 pub const DEFAULT_RETRY_DELAY_MIN: Duration = Duration::ZERO;
 /// Default upper bound of the random delay between attempts.
@@ -24,20 +25,106 @@ pub const DEFAULT_RETRY_DELAY_MAX: Duration = Duration::from_millis(200);
 /// from the overflow of Redis' millisecond expiry times.
 pub const MAX_TTL: Duration = Duration::from_secs(365 * 24 * 3600);
 
+/// How long an acquisition keeps trying after its first attempt: a number
+/// of retries, a time limit, or both. Set for every acquire with
+/// [`Builder::retry`](crate::Builder::retry), for one with
+/// [`LockRequest::retry`](crate::LockRequest::retry) (which replaces the
+/// builder's). Between attempts the builder's
+/// [`retry_delay`](crate::Builder::retry_delay) passes, or less when fast
+/// hand-off announces a release.
+///
+/// A time limit stops new attempts: none starts after it, nor one whose
+/// retry delay would end after it. A limit too large to add to the current
+/// instant (`Duration::MAX`) is no limit: `Retry::Until(Duration::MAX)`
+/// tries until the lock is granted.
+///
+/// # Examples
+///
+/// ```no_run
+/// # async fn demo(redlock: quorumlock::Redlock) -> Result<(), quorumlock::Error> {
+/// use std::time::Duration;
+/// use quorumlock::Retry;
+///
+/// // One attempt only.
+/// let once = redlock.lock("job", Duration::from_secs(10)).retry(Retry::Times(0));
+/// // Keep trying for at most 10 s, however many attempts that takes.
+/// let patient = redlock.lock("job", Duration::from_secs(10)).retry(Retry::Until(Duration::from_secs(10)));
+/// // At most 20 retries, and none after 10 s.
+/// let lock = redlock
+///     .lock("job", Duration::from_secs(10))
+///     .retry(Retry::TimesWithin(20, Duration::from_secs(10)))
+///     .acquire()
+///     .await?;
+/// # lock.release().await
+/// # }
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Retry {
+    /// At most this many retries after the first attempt (`Times(0)`: one
+    /// attempt only), whatever time they take.
+    Times(u32),
+    /// Retries, as many as it takes, until this much time has passed since
+    /// the acquisition began. With fast hand-off a waiter of this kind does
+    /// not poll a live holder: it tries again when the holder's release is
+    /// announced, when the holder's keys expire, or after a second without
+    /// either.
+    Until(Duration),
+    /// At most this many retries, and none after this much time: whichever
+    /// is spent first ends the acquisition.
+    TimesWithin(u32, Duration),
+}
+
+/// [`DEFAULT_RETRY`]: three retries.
+impl Default for Retry {
+    fn default() -> Self {
+        DEFAULT_RETRY
+    }
+}
+
+impl Retry {
+    /// The most retries allowed; `None`: no count limit.
+    pub(crate) fn count(self) -> Option<u32> {
+        match self {
+            Retry::Times(n) | Retry::TimesWithin(n, _) => Some(n),
+            Retry::Until(_) => None,
+        }
+    }
+
+    /// The end of an acquisition that begins at `start`; `None`: no time
+    /// limit (none set, or too large to add to `start`).
+    pub(crate) fn deadline(self, start: Instant) -> Option<Instant> {
+        match self {
+            Retry::Times(_) => None,
+            Retry::Until(limit) | Retry::TimesWithin(_, limit) => start.checked_add(limit),
+        }
+    }
+
+    /// Whether `retries` more attempts after the first are still allowed
+    /// by the count (the time limit is checked against the deadline).
+    pub(crate) fn allows(self, retries: u32) -> bool {
+        self.count().is_none_or(|n| retries <= n)
+    }
+}
+
 /// Tuning shared by every operation of a [`Redlock`](crate::Redlock).
 #[derive(Debug, Clone)]
 pub(crate) struct Config {
     pub(crate) node_timeout: Duration,
     pub(crate) connect_timeout: Duration,
     pub(crate) drift_factor: f64,
-    pub(crate) retry_count: u32,
+    pub(crate) retry: Retry,
     pub(crate) retry_delay_min: Duration,
     pub(crate) retry_delay_max: Duration,
-    pub(crate) retry_deadline: Option<Duration>,
     pub(crate) restart_quarantine: Option<Duration>,
     pub(crate) fast_handoff: bool,
     /// Whether nodes that can evict keys are accepted.
     pub(crate) allow_eviction: bool,
+    /// Whether `build` fails without a ready quorum.
+    pub(crate) require_quorum: bool,
+    /// An error found while the builder was made (an unset environment
+    /// variable), reported by `build`.
+    pub(crate) pending: Option<String>,
     /// Root CA and client certificate for `rediss://` nodes.
     #[cfg(feature = "tls")]
     pub(crate) tls: Option<redis::TlsCertificates>,
@@ -49,13 +136,14 @@ impl Default for Config {
             node_timeout: DEFAULT_NODE_TIMEOUT,
             connect_timeout: DEFAULT_CONNECT_TIMEOUT,
             drift_factor: DEFAULT_DRIFT_FACTOR,
-            retry_count: DEFAULT_RETRY_COUNT,
+            retry: DEFAULT_RETRY,
             retry_delay_min: DEFAULT_RETRY_DELAY_MIN,
             retry_delay_max: DEFAULT_RETRY_DELAY_MAX,
-            retry_deadline: None,
             restart_quarantine: None,
             fast_handoff: true,
             allow_eviction: false,
+            require_quorum: false,
+            pending: None,
             #[cfg(feature = "tls")]
             tls: None,
         }
@@ -207,6 +295,26 @@ mod tests {
         assert!(c.check_ttl(Duration::from_millis(u64::MAX)).is_err());
         assert!(c.check_ttl(Duration::MAX).is_err());
         assert!(c.check_ttl(MAX_TTL).is_ok());
+    }
+
+    #[test]
+    fn retry_policies_say_how_many_and_until_when() {
+        let now = Instant::now();
+        let s = Duration::from_secs(1);
+        assert_eq!(Retry::Times(0).count(), Some(0));
+        assert!(Retry::Times(0).allows(0) && !Retry::Times(0).allows(1));
+        assert!(Retry::Times(3).allows(3) && !Retry::Times(3).allows(4));
+        assert_eq!(Retry::Times(3).deadline(now), None);
+        // A time limit alone has no count limit: no hidden maximum.
+        assert_eq!(Retry::Until(s).count(), None);
+        assert!(Retry::Until(s).allows(u32::MAX));
+        assert_eq!(Retry::Until(s).deadline(now), Some(now + s));
+        assert_eq!(Retry::TimesWithin(2, s).count(), Some(2));
+        assert!(!Retry::TimesWithin(2, s).allows(3));
+        assert_eq!(Retry::TimesWithin(2, s).deadline(now), Some(now + s));
+        // Too large to add to an instant: no time limit.
+        assert_eq!(Retry::Until(Duration::MAX).deadline(now), None);
+        assert_eq!(Retry::default(), Retry::Times(3));
     }
 
     #[test]

@@ -75,8 +75,10 @@
 //! Each folder is one floor; a floor names only the floors below it
 //! (`scripts/check-modules.py` checks it in CI). From the top:
 //!
-//! - **The public surface**: [`Builder`] (`builder.rs`) checks the
-//!   settings and connects the nodes into a [`Redlock`] (`redlock.rs`);
+//! - **The public surface**: [`Builder`] (`builder.rs`) takes the nodes
+//!   ([`IntoNode`], `nodes.rs`), checks the settings and connects the
+//!   nodes into a [`Redlock`] (`redlock.rs`), whose readiness is
+//!   [`Health`] (`health.rs`);
 //!   a [`LockRequest`] (`request.rs`) is one way to ask; a [`Lock`]
 //!   (`lock.rs`) is a held lock.
 //! - **`quorum/`: where the nodes decide together.** `rule.rs` is the
@@ -96,7 +98,9 @@
 //!   script each, for one key or several).
 //! - **`stats/`** counts and reads back ([`Stats`]); `status.rs` is what a
 //!   node holds for a key ([`NodeView`]) and the [`Status`] of a resource.
-//! - **Values every floor uses**: `config.rs` (settings), `keys.rs` (what a
+//! - **Values every floor uses**: `config.rs` (settings, [`Retry`]),
+//!   `address.rs` (a node address parsed, or why not; never its
+//!   password shown), `keys.rs` (what a
 //!   lock covers), `token.rs`, and `validity.rs` — **where validity is
 //!   computed**: drift, the budget `ttl − drift`, the deadline, the time
 //!   left (`ttl − elapsed − drift`, one clock read against the deadline).
@@ -117,13 +121,16 @@
 #![forbid(unsafe_code)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
+mod address;
 mod builder;
 mod config;
 mod error;
+mod health;
 mod keys;
 mod lease;
 mod lock;
 mod node;
+mod nodes;
 mod quorum;
 mod random;
 mod redlock;
@@ -135,16 +142,18 @@ mod validity;
 
 pub use builder::Builder;
 pub use config::{
-    DEFAULT_CONNECT_TIMEOUT, DEFAULT_DRIFT_FACTOR, DEFAULT_NODE_TIMEOUT, DEFAULT_RETRY_COUNT,
+    Retry, DEFAULT_CONNECT_TIMEOUT, DEFAULT_DRIFT_FACTOR, DEFAULT_NODE_TIMEOUT, DEFAULT_RETRY,
     DEFAULT_RETRY_DELAY_MAX, DEFAULT_RETRY_DELAY_MIN, MAX_NODES, MAX_TTL,
 };
 pub use error::{
     Error, LossKind, LostReason, NodeFailure, NodeFailureKind, Operation, ResourceName, Result,
 };
+pub use health::{Health, NodeHealth};
 pub use keys::{FENCE_KEY_PREFIX, RELEASE_CHANNEL_PREFIX};
 pub use lease::{LostSignal, Renewal};
 pub use lock::Lock;
 pub use node::fence::MAX_FENCE;
+pub use nodes::{IntoNode, NodeSource};
 pub use redlock::Redlock;
 pub use request::LockRequest;
 #[cfg(feature = "metrics")]

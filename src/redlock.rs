@@ -5,7 +5,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::config::Retry;
 use crate::error::Result;
+use crate::health::{self, Health};
 use crate::lock::Lock;
 use crate::quorum::engine::Engine;
 use crate::request::LockRequest;
@@ -131,16 +133,18 @@ impl Redlock {
     /// # }
     /// ```
     pub async fn try_acquire(&self, resource: impl AsRef<[u8]>, ttl: Duration) -> Result<Lock> {
-        self.lock(resource, ttl).retries(0).acquire().await
+        self.lock(resource, ttl)
+            .retry(Retry::Times(0))
+            .acquire()
+            .await
     }
 
     /// Describes a lock on `resource` for `ttl`, with every option: more
     /// resources taken all or nothing ([`and`](LockRequest::and), or
     /// [`lock_all`](Redlock::lock_all)), a
     /// fencing token ([`fenced`](LockRequest::fenced)), how long and how
-    /// often to try ([`wait`](LockRequest::wait),
-    /// [`retries`](LockRequest::retries)), automatic renewal
-    /// ([`renew`](LockRequest::renew)); then
+    /// often to try ([`retry`](LockRequest::retry)), automatic renewal
+    /// ([`auto_renew`](LockRequest::auto_renew)); then
     /// [`acquire`](LockRequest::acquire) it, or [`run`](LockRequest::run)
     /// work under it. The options are independent of each other and of
     /// their order.
@@ -153,7 +157,7 @@ impl Redlock {
     /// let lock = redlock
     ///     .lock("ledger", Duration::from_secs(10))
     ///     .fenced()
-    ///     .wait(Duration::from_secs(30))
+    ///     .retry(quorumlock::Retry::Until(Duration::from_secs(30)))
     ///     .acquire()
     ///     .await?;
     /// let fence = lock.fence();
@@ -212,6 +216,29 @@ impl Redlock {
     /// ```
     pub async fn settle(&self, limit: Duration) -> bool {
         self.engine.settle(limit).await
+    }
+
+    /// Probes every node now: per node, whether it is reachable, accepts
+    /// this client's credentials and is admitted to vote (not refused, not
+    /// in restart quarantine), its `PING` latency and its error; and
+    /// whether that makes a quorum ([`Health::quorum_ready`]). For
+    /// readiness probes of a service. Each node is given at most the
+    /// connect timeout, all at once; a node without a connection is
+    /// connected. The probes count in [`stats`](Redlock::stats) as commands.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # async fn demo(redlock: quorumlock::Redlock) {
+    /// let health = redlock.health().await;
+    /// println!("{health}"); // "4 of 5 nodes ready (3 needed); 10.0.0.5:6379/0: connection failed: …"
+    /// for node in &health.nodes {
+    ///     println!("{}: ready {} latency {:?}", node.node, node.is_ready(), node.latency);
+    /// }
+    /// # }
+    /// ```
+    pub async fn health(&self) -> Health {
+        health::probe(&self.engine).await
     }
 
     /// Reads who holds `resource` on every node, without taking anything:

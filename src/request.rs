@@ -5,11 +5,11 @@
 
 use std::future::Future;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use tracing::debug;
 
-use crate::config::Config;
+use crate::config::Retry;
 use crate::error::lost::LostReason;
 use crate::error::{Error, ResourceName, Result};
 use crate::keys::Keys;
@@ -23,31 +23,28 @@ use crate::quorum::retry;
 /// [`Redlock::lock_all`](crate::Redlock::lock_all).
 ///
 /// Every option is independent of the others and of the order in which
-/// they are set: [`retries`](LockRequest::retries) and
-/// [`wait`](LockRequest::wait) together mean "at most this many retries,
-/// within this time".
+/// they are set.
 ///
 /// | option | default |
 /// |---|---|
 /// | [`and`](LockRequest::and) | the resources given to `lock` / `lock_all` |
 /// | [`fenced`](LockRequest::fenced) | no fencing token |
-/// | [`retries`](LockRequest::retries) | the builder's [`retry_count`](crate::Builder::retry_count) (3); without a count limit when only `wait` is set |
-/// | [`wait`](LockRequest::wait) | the builder's [`retry_deadline`](crate::Builder::retry_deadline) (none) |
-/// | [`renew`](LockRequest::renew) | no renewal for `acquire`; the default [`Renewal`] for `run` |
+/// | [`retry`](LockRequest::retry) | the builder's [`retry`](crate::Builder::retry) ([`Retry::Times(3)`](Retry::Times)) |
+/// | [`auto_renew`](LockRequest::auto_renew) | no renewal for `acquire`; the default [`Renewal`] for `run` |
 ///
 /// # Examples
 ///
 /// ```no_run
 /// # async fn demo(redlock: quorumlock::Redlock) -> Result<(), quorumlock::Error> {
 /// use std::time::Duration;
-/// use quorumlock::Renewal;
+/// use quorumlock::{Renewal, Retry};
 ///
 /// // Two accounts, all or nothing; wait up to 5 s; keep renewing.
 /// let lock = redlock
 ///     .lock("account:17", Duration::from_secs(5))
 ///     .and("account:42")
-///     .wait(Duration::from_secs(5))
-///     .renew(Renewal::default())
+///     .retry(Retry::Until(Duration::from_secs(5)))
+///     .auto_renew(Renewal::default())
 ///     .acquire()
 ///     .await?;
 /// // transfer between the two accounts, watching lock.lost_signal()
@@ -61,8 +58,7 @@ pub struct LockRequest<'a> {
     resources: Vec<Vec<u8>>,
     ttl: Duration,
     fenced: bool,
-    retries: Option<u32>,
-    wait: Option<Duration>,
+    retry: Option<Retry>,
     renewal: Option<Renewal>,
 }
 
@@ -73,8 +69,7 @@ impl<'a> LockRequest<'a> {
             resources,
             ttl,
             fenced: false,
-            retries: None,
-            wait: None,
+            retry: None,
             renewal: None,
         }
     }
@@ -154,51 +149,31 @@ impl<'a> LockRequest<'a> {
         self
     }
 
-    /// At most `retries` attempts after the first (0: one attempt only).
-    /// Combined with [`wait`](LockRequest::wait), whichever is spent first
-    /// ends the acquisition.
-    ///
-    /// # Examples
-    ///
-    /// ```no_run
-    /// # async fn demo(redlock: quorumlock::Redlock) -> Result<(), quorumlock::Error> {
-    /// let lock = redlock.lock("job", std::time::Duration::from_secs(10)).retries(10).acquire().await?;
-    /// # lock.release().await
-    /// # }
-    /// ```
-    pub fn retries(mut self, retries: u32) -> Self {
-        self.retries = Some(retries);
-        self
-    }
-
-    /// Keeps trying for at most `limit`: no attempt starts after it, nor
-    /// one whose retry delay would end after it. Without
-    /// [`retries`](LockRequest::retries), the number of attempts is not
-    /// limited, and with fast hand-off on a waiter does not poll: it tries
-    /// again when the holder's release is announced, when the holder's
-    /// keys expire, or after a second without either. A `limit` too large to add to the current instant
-    /// (`Duration::MAX`) is no limit.
+    /// How long to keep trying: a number of retries, a time limit, or
+    /// both (see [`Retry`]); replaces the builder's
+    /// [`retry`](crate::Builder::retry) for this request.
     ///
     /// # Examples
     ///
     /// ```no_run
     /// # async fn demo(redlock: quorumlock::Redlock) -> Result<(), quorumlock::Error> {
     /// use std::time::Duration;
+    /// use quorumlock::Retry;
     /// let lock = redlock
     ///     .lock("report", Duration::from_secs(30))
-    ///     .wait(Duration::from_secs(10))
+    ///     .retry(Retry::Until(Duration::from_secs(10)))
     ///     .acquire()
     ///     .await?;
     /// # lock.release().await
     /// # }
     /// ```
-    pub fn wait(mut self, limit: Duration) -> Self {
-        self.wait = Some(limit);
+    pub fn retry(mut self, retry: Retry) -> Self {
+        self.retry = Some(retry);
         self
     }
 
     /// Renews the lock in the background on this schedule once it is
-    /// taken (see [`Lock::auto_renew`]); for [`run`](LockRequest::run),
+    /// taken (as [`Lock::auto_renew`] does); for [`run`](LockRequest::run),
     /// replaces the default schedule.
     ///
     /// # Examples
@@ -209,14 +184,14 @@ impl<'a> LockRequest<'a> {
     /// use quorumlock::Renewal;
     /// let lock = redlock
     ///     .lock("reindex", Duration::from_secs(30))
-    ///     .renew(Renewal::default().max_hold(Duration::from_secs(3600)))
+    ///     .auto_renew(Renewal::default().max_hold(Duration::from_secs(3600)))
     ///     .acquire()
     ///     .await?;
     /// let token = lock.lost_signal().cancellation_token();
     /// # lock.release().await
     /// # }
     /// ```
-    pub fn renew(mut self, renewal: Renewal) -> Self {
+    pub fn auto_renew(mut self, renewal: Renewal) -> Self {
         self.renewal = Some(renewal);
         self
     }
@@ -253,11 +228,9 @@ impl<'a> LockRequest<'a> {
     /// ```
     pub async fn acquire(self) -> Result<Lock> {
         let engine = self.engine;
-        let (retries, wait) = policy(self.retries, self.wait, &engine.config);
-        // A wait too large to add to an instant is no deadline at all.
-        let deadline = wait.and_then(|w| Instant::now().checked_add(w));
+        let retry = self.retry.unwrap_or(engine.config.retry);
         let keys = keys(self.resources, self.fenced)?;
-        let granted = retry::acquire(engine, keys, self.ttl, retries, deadline).await?;
+        let granted = retry::acquire(engine, keys, self.ttl, retry).await?;
         let lock = Lock::new(engine.clone(), granted);
         if let Some(renewal) = self.renewal {
             if let Err(e) = lock.auto_renew(renewal) {
@@ -270,7 +243,7 @@ impl<'a> LockRequest<'a> {
 
     /// Runs `work` while holding the lock, renewing it in the background
     /// (with the default [`Renewal`], every third of the TTL, unless
-    /// [`renew`](LockRequest::renew) says otherwise), and returns what the
+    /// [`auto_renew`](LockRequest::auto_renew) says otherwise), and returns what the
     /// work returned.
     ///
     /// `work` receives the lock's [`LostSignal`] (to read the validity, or
@@ -370,17 +343,6 @@ impl<'a> LockRequest<'a> {
     }
 }
 
-/// The retry count and wait limit from what was set and the builder's
-/// defaults: independent of the order of the setters.
-fn policy(retries: Option<u32>, wait: Option<Duration>, cfg: &Config) -> (u32, Option<Duration>) {
-    match (retries, wait) {
-        (None, None) => (cfg.retry_count, cfg.retry_deadline),
-        (Some(n), None) => (n, cfg.retry_deadline),
-        (None, Some(w)) => (u32::MAX, Some(w)),
-        (Some(n), Some(w)) => (n, Some(w)),
-    }
-}
-
 /// The keys of a lock over `resources`, checked.
 fn keys(mut resources: Vec<Vec<u8>>, fenced: bool) -> Result<Keys> {
     if resources.len() == 1 {
@@ -398,21 +360,6 @@ fn keys(mut resources: Vec<Vec<u8>>, fenced: bool) -> Result<Keys> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    const S: Duration = Duration::from_secs(1);
-
-    #[test]
-    fn retries_and_wait_combine_in_any_order() {
-        let cfg = Config {
-            retry_count: 3,
-            retry_deadline: Some(60 * S),
-            ..Config::default()
-        };
-        assert_eq!(policy(None, None, &cfg), (3, Some(60 * S)));
-        assert_eq!(policy(Some(0), None, &cfg), (0, Some(60 * S)));
-        assert_eq!(policy(None, Some(5 * S), &cfg), (u32::MAX, Some(5 * S)));
-        assert_eq!(policy(Some(7), Some(5 * S), &cfg), (7, Some(5 * S)));
-    }
 
     #[test]
     fn a_fenced_lock_covers_one_resource() {

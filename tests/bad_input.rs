@@ -43,6 +43,133 @@ async fn node_lists_that_cannot_work_are_rejected() {
     assert!(err.is_invalid_input(), "{err}");
 }
 
+/// A node address that does not parse is named by its position in the
+/// list, shown without its password, with what is wrong with it. Negative
+/// control: passing the address to the redis crate as it is reports
+/// "InvalidClientConfig - Redis URL did not parse", without a position or a
+/// reason, and fails every case here.
+#[tokio::test]
+async fn an_unparsable_address_is_named_by_position_and_reason() {
+    let ok = "redis://127.0.0.1:7001";
+    let cases: [(&[&str], usize, &str, &str); 7] = [
+        (
+            &[ok, "redis://:hunter2@127.0.0.1:notaport"],
+            2,
+            "redis://:***@127.0.0.1:notaport",
+            "invalid port",
+        ),
+        (
+            &["http://127.0.0.1:7001"],
+            1,
+            "http://127.0.0.1:7001",
+            "unknown scheme \"http\"",
+        ),
+        (
+            &[ok, "redis://127.0.0.1:7002", "127.0.0.1:7003"],
+            3,
+            "127.0.0.1:7003",
+            "no scheme",
+        ),
+        (
+            &["redis://user:hunter2@"],
+            1,
+            "redis://user:***@",
+            "no host",
+        ),
+        (
+            &[ok, "redis://127.0.0.1:99999"],
+            2,
+            "redis://127.0.0.1:99999",
+            "invalid port",
+        ),
+        (
+            &["redis://127.0.0.1:7001/first"],
+            1,
+            "redis://127.0.0.1:7001/first",
+            "database \"first\"",
+        ),
+        (
+            &["redis://[::1:7001"],
+            1,
+            "redis://[::1:7001",
+            "invalid host",
+        ),
+    ];
+    for (list, want_position, want_address, want_reason) in cases {
+        let err = build_err(list).await;
+        let text = err.to_string();
+        assert!(err.is_invalid_input(), "{text}");
+        assert!(
+            !text.contains("hunter2") && !format!("{err:?}").contains("hunter2"),
+            "{text}"
+        );
+        assert!(!text.contains("InvalidClientConfig"), "{text}");
+        let quorumlock::Error::InvalidNode {
+            position,
+            address,
+            reason,
+            ..
+        } = err
+        else {
+            panic!("{list:?}: {text}");
+        };
+        assert_eq!(position, want_position, "{text}");
+        assert_eq!(address, want_address, "{text}");
+        assert!(reason.starts_with(want_reason), "{text}");
+    }
+}
+
+/// A comma-separated list (an environment variable, a command-line
+/// option): spaces and empty entries are ignored, a bad entry is named by
+/// its position as written, an unset variable is named.
+#[tokio::test]
+async fn a_comma_separated_node_list_ignores_empty_entries_and_names_the_bad_one() {
+    let cluster = Cluster::shared(3);
+    let urls = cluster.urls();
+    let list = format!(" {} ,,{},{}, ", urls[0], urls[1], urls[2]);
+    let redlock = quorumlock::Builder::from_list(&list)
+        .build()
+        .await
+        .expect("three nodes");
+    assert_eq!(redlock.nodes(), 3);
+
+    let var = "QUORUMLOCK_BAD_INPUT_TEST_NODES";
+    std::env::set_var(var, &list);
+    let redlock = quorumlock::Builder::from_env(var)
+        .build()
+        .await
+        .expect("three nodes");
+    assert_eq!(redlock.nodes(), 3);
+    std::env::remove_var(var);
+    let err = quorumlock::Builder::from_env(var)
+        .build()
+        .await
+        .expect_err("not set");
+    assert!(
+        err.is_invalid_input() && err.to_string().contains(var),
+        "{err}"
+    );
+
+    let bad = format!("{},,redis://:hunter2@127.0.0.1:port,{}", urls[0], urls[1]);
+    let err = quorumlock::Builder::from_list(&bad)
+        .build()
+        .await
+        .expect_err("bad entry");
+    assert!(!err.to_string().contains("hunter2"), "{err}");
+    assert!(
+        matches!(err, quorumlock::Error::InvalidNode { position: 3, .. }),
+        "{err}"
+    );
+
+    for empty in ["", " , ,"] {
+        let err = quorumlock::Builder::from_list(empty)
+            .build()
+            .await
+            .expect_err("no nodes");
+        assert!(err.to_string().contains("no Redis nodes"), "{err}");
+    }
+}
+
 #[tokio::test]
 async fn settings_out_of_range_are_rejected() {
     let urls = ["redis://127.0.0.1:1"];
@@ -128,7 +255,7 @@ async fn unreachable_nodes_are_an_outage_not_a_crash() {
         })
         .collect();
     let redlock = quorumlock::Builder::new(urls.clone())
-        .retry_count(1)
+        .retry(quorumlock::Retry::Times(1))
         .retry_delay(Duration::ZERO, Duration::from_millis(10))
         .build()
         .await
@@ -164,7 +291,11 @@ async fn huge_durations_never_panic_and_leave_nothing() {
     for big in huge {
         let name = unique("huge");
         // Waiting at most "forever" for a free lock takes it at once.
-        let redlock = cluster.builder().retry_deadline(Some(big)).build().await;
+        let redlock = cluster
+            .builder()
+            .retry(quorumlock::Retry::Until(big))
+            .build()
+            .await;
         let redlock = redlock.expect("a huge retry deadline is no limit");
         redlock
             .acquire(&name, ttl)
@@ -175,7 +306,7 @@ async fn huge_durations_never_panic_and_leave_nothing() {
             .expect("release");
         redlock
             .lock(&name, ttl)
-            .wait(big)
+            .retry(quorumlock::Retry::Until(big))
             .acquire()
             .await
             .expect("free lock")
@@ -209,8 +340,7 @@ async fn huge_durations_never_panic_and_leave_nothing() {
         let slow = cluster
             .builder()
             .retry_delay(big, big)
-            .retry_count(5)
-            .retry_deadline(Some(Duration::from_secs(5)))
+            .retry(quorumlock::Retry::TimesWithin(5, Duration::from_secs(5)))
             .build()
             .await
             .expect("huge retry delay");
@@ -222,7 +352,10 @@ async fn huge_durations_never_panic_and_leave_nothing() {
         // And waiting "forever" for a held lock waits, without panicking.
         let waiting = tokio::time::timeout(
             Duration::from_millis(300),
-            holder.lock(&name, ttl).wait(big).acquire(),
+            holder
+                .lock(&name, ttl)
+                .retry(quorumlock::Retry::Until(big))
+                .acquire(),
         )
         .await;
         assert!(waiting.is_err(), "still waiting: {waiting:?}");

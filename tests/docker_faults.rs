@@ -258,7 +258,7 @@ impl DockerCluster {
         self.cluster
             .builder()
             .node_timeout(Duration::from_millis(300))
-            .retry_count(20)
+            .retry(quorumlock::Retry::Times(20))
             .retry_delay(Duration::from_millis(10), Duration::from_millis(100))
             .build()
             .await

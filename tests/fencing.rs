@@ -140,7 +140,7 @@ async fn fences_stay_monotonic_through_restarts_and_early_expiry() {
     );
     let redlock = cluster
         .builder()
-        .retry_count(40)
+        .retry(quorumlock::Retry::Times(40))
         .retry_delay(Duration::from_millis(5), Duration::from_millis(40))
         .build()
         .await

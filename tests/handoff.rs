@@ -19,7 +19,7 @@ async fn a_waiter_is_woken_by_the_release_not_by_its_retry_delay() {
     let cluster = Cluster::shared(5);
     let redlock = cluster
         .builder()
-        .retry_count(10)
+        .retry(quorumlock::Retry::Times(10))
         .retry_delay(SLOW_RETRY, SLOW_RETRY)
         .build()
         .await
@@ -188,7 +188,7 @@ async fn a_waiter_without_a_retry_count_does_not_poll_a_live_holder() {
     let wait = Duration::from_secs(3);
     let err = waiter
         .lock(&name, TTL)
-        .wait(wait)
+        .retry(quorumlock::Retry::Until(wait))
         .acquire()
         .await
         .expect_err("held for the whole wait");
@@ -213,7 +213,7 @@ async fn thirty_two_waiters_all_get_their_turn_one_at_a_time() {
     let cluster = Cluster::shared(5);
     let redlock = cluster
         .builder()
-        .retry_count(u32::MAX)
+        .retry(quorumlock::Retry::Until(Duration::MAX))
         .retry_delay(Duration::from_millis(500), Duration::from_secs(1))
         .build()
         .await
@@ -233,7 +233,7 @@ async fn thirty_two_waiters_all_get_their_turn_one_at_a_time() {
         waiters.push(tokio::spawn(async move {
             let lock = r
                 .lock(&n, TTL)
-                .wait(Duration::from_secs(60))
+                .retry(quorumlock::Retry::Until(Duration::from_secs(60)))
                 .acquire()
                 .await
                 .expect("every waiter gets a turn");
@@ -273,7 +273,7 @@ async fn an_acquire_dropped_at_any_point_leaves_no_subscription_behind() {
     let waiting = cluster
         .proxied_builder()
         .node_timeout(Duration::from_millis(500))
-        .retry_count(u32::MAX)
+        .retry(quorumlock::Retry::Until(Duration::MAX))
         .retry_delay(SLOW_RETRY, SLOW_RETRY)
         .build()
         .await

@@ -381,7 +381,7 @@ async fn settings_that_cannot_work_are_refused_before_anything_runs() {
     assert!(!lock.lost_signal().is_fired());
     let err: Result<(), Error> = redlock
         .lock(&name, TTL)
-        .renew(Renewal::every(Duration::ZERO))
+        .auto_renew(Renewal::every(Duration::ZERO))
         .run(|_| async { unreachable!("the work never runs") })
         .await;
     assert!(err.is_err(), "contended or invalid");
@@ -389,7 +389,7 @@ async fn settings_that_cannot_work_are_refused_before_anything_runs() {
 
     let result: Result<(), Error> = redlock
         .lock(&name, TTL)
-        .renew(Renewal::every(Duration::ZERO))
+        .auto_renew(Renewal::every(Duration::ZERO))
         .run(|_| async { unreachable!("the work never runs") })
         .await;
     let err = result.expect_err("invalid");
@@ -962,7 +962,7 @@ async fn with_lock_cancels_the_work_when_the_lock_is_lost() {
     let n = name.clone();
     let task = tokio::spawn(async move {
         r.lock(&n, TTL)
-            .renew(Renewal::every(200 * MS))
+            .auto_renew(Renewal::every(200 * MS))
             .run(|_| async move {
                 let _flag = SetOnDrop(flag);
                 go.store(true, Ordering::SeqCst);

@@ -121,7 +121,7 @@ async fn acquire_retries_until_the_holder_releases() {
     let cluster = Cluster::shared(5);
     let redlock = cluster
         .builder()
-        .retry_count(50)
+        .retry(quorumlock::Retry::Times(50))
         .retry_delay(Duration::from_millis(10), Duration::from_millis(30))
         .build()
         .await
@@ -151,9 +151,8 @@ async fn acquire_gives_up_after_the_retry_deadline() {
     let cluster = Cluster::shared(3);
     let redlock = cluster
         .builder()
-        .retry_count(u32::MAX)
         .retry_delay(Duration::from_millis(10), Duration::from_millis(20))
-        .retry_deadline(Some(Duration::from_millis(300)))
+        .retry(quorumlock::Retry::Until(Duration::from_millis(300)))
         .build()
         .await
         .expect("build");
@@ -173,7 +172,7 @@ async fn acquire_gives_up_after_the_retry_deadline() {
     }
     let err = redlock
         .lock(&name, TTL)
-        .wait(Duration::from_millis(200))
+        .retry(quorumlock::Retry::Until(Duration::from_millis(200)))
         .acquire()
         .await
         .expect_err("held");

@@ -47,8 +47,14 @@ async fn a_waiter_on_a_free_and_a_held_resource_waits_on_the_held_one() {
     let (single, multi) = (cluster.redlock().await, cluster.redlock().await);
     let wait = Duration::from_secs(3);
     let (alone, both) = tokio::join!(
-        single.lock(&held, TTL).wait(wait).acquire(),
-        multi.lock_all([&free, &held], TTL).wait(wait).acquire(),
+        single
+            .lock(&held, TTL)
+            .retry(quorumlock::Retry::Until(wait))
+            .acquire(),
+        multi
+            .lock_all([&free, &held], TTL)
+            .retry(quorumlock::Retry::Until(wait))
+            .acquire(),
     );
     let alone = alone.expect_err("held for the whole wait");
     let both = both.expect_err("held for the whole wait");
@@ -197,7 +203,7 @@ async fn overlapping_sets_never_hold_a_resource_twice() {
     let cluster = Cluster::shared(5);
     let redlock = cluster
         .builder()
-        .retry_count(200)
+        .retry(quorumlock::Retry::Times(200))
         .retry_delay(Duration::from_millis(1), Duration::from_millis(20))
         .build()
         .await

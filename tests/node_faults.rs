@@ -76,7 +76,7 @@ async fn three_of_five_down_fails_fast_as_unavailable_and_leaves_nothing() {
     let mut cluster = Cluster::local(5);
     let redlock = cluster
         .builder()
-        .retry_count(2)
+        .retry(quorumlock::Retry::Times(2))
         .build()
         .await
         .expect("build");

@@ -48,7 +48,7 @@ async fn a_node_restarted_empty_does_not_vote_until_its_quarantine_ends() {
     let careful = cluster
         .builder()
         .restart_quarantine(Some(QUARANTINE))
-        .retry_count(3)
+        .retry(quorumlock::Retry::Times(3))
         .retry_delay(Duration::from_millis(10), Duration::from_millis(30))
         .build()
         .await
@@ -72,7 +72,7 @@ async fn a_node_restarted_empty_does_not_vote_until_its_quarantine_ends() {
     let careful = cluster
         .builder()
         .restart_quarantine(Some(young))
-        .retry_count(3)
+        .retry(quorumlock::Retry::Times(3))
         .retry_delay(Duration::from_millis(10), Duration::from_millis(30))
         .build()
         .await
@@ -88,7 +88,7 @@ async fn a_node_restarted_empty_does_not_vote_until_its_quarantine_ends() {
     // the overlap the quarantine prevents.
     let careless = cluster
         .builder()
-        .retry_count(3)
+        .retry(quorumlock::Retry::Times(3))
         .build()
         .await
         .expect("build");

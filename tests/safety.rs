@@ -219,7 +219,7 @@ async fn negative_control_on(mut cluster: Cluster, how: Break, strategy: &Strate
         strategy.builder(
             quorumlock::Builder::new(urls.clone())
                 .node_timeout(NODE_TIMEOUT)
-                .retry_count(retries)
+                .retry(quorumlock::Retry::Times(retries))
                 .retry_delay(Duration::from_millis(10), Duration::from_millis(50)),
         )
     };

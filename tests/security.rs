@@ -86,7 +86,7 @@ async fn an_acl_user_limited_to_the_lock_commands_is_enough() {
         tokio::spawn(async move {
             redlock
                 .lock(&name, Duration::from_secs(10))
-                .wait(Duration::from_secs(5))
+                .retry(quorumlock::Retry::Until(Duration::from_secs(5)))
                 .acquire()
                 .await
         })
@@ -230,7 +230,7 @@ async fn misconfigured_nodes_end_an_acquire_after_one_attempt() {
             })
             .collect();
         let redlock = quorumlock::Builder::new(urls)
-            .retry_count(3)
+            .retry(quorumlock::Retry::Times(3))
             .retry_delay(Duration::from_millis(10), Duration::from_millis(20))
             .node_timeout(Duration::from_secs(2))
             .build()
@@ -350,7 +350,7 @@ async fn releases_succeed_for_a_user_that_may_not_publish() {
         tokio::spawn(async move {
             redlock
                 .lock(&name, Duration::from_secs(10))
-                .wait(Duration::from_secs(10))
+                .retry(quorumlock::Retry::Until(Duration::from_secs(10)))
                 .acquire()
                 .await
         })

@@ -88,7 +88,7 @@ async fn tokens_never_appear_in_full_in_logs_or_errors() {
         .collect();
     let redlock = quorumlock::Builder::new(urls.clone())
         .node_timeout(Duration::from_millis(100))
-        .retry_count(1)
+        .retry(quorumlock::Retry::Times(1))
         .retry_delay(Duration::ZERO, Duration::from_millis(20))
         .build()
         .await

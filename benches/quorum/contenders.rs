@@ -218,7 +218,7 @@ impl Contender {
         match self {
             Contender::Quorumlock(rl) => rl
                 .lock(key, ttl)
-                .wait(wait)
+                .retry(quorumlock::Retry::Until(wait))
                 .acquire()
                 .await
                 .ok()

@@ -4,7 +4,7 @@
 
 use std::time::{Duration, Instant};
 
-use quorumlock::{Lock, NodeFailure, NodeView, Redlock};
+use quorumlock::{Lock, NodeFailure, NodeView, Redlock, Retry};
 
 use crate::args::{Common, RunArgs};
 use crate::diagnose::{classify, is_config, no_quorum, Verdict};
@@ -113,12 +113,12 @@ async fn attempts(
         request = if args.no_wait {
             // A couple of quick retries only settle split votes between
             // contenders that started together.
-            request.retries(2)
+            request.retry(Retry::Times(2))
         } else if first {
-            request.retries(0)
+            request.retry(Retry::Times(0))
         } else {
             let left = wait_until.map_or(SLICE, |d| d.saturating_duration_since(Instant::now()));
-            request.wait(left.min(SLICE))
+            request.retry(Retry::Until(left.min(SLICE)))
         };
         first = false;
         // Boxed, so that dropping it below really ends it (and spawns the

@@ -6,9 +6,9 @@ mod failure;
 pub(crate) mod lost;
 pub(crate) mod reply_code;
 
+pub(crate) use failure::misconfigured;
 pub(crate) use failure::NodeFailures;
 pub use failure::{NodeFailure, NodeFailureKind};
-pub(crate) use failure::misconfigured;
 pub use lost::{LossKind, LostReason};
 
 use std::fmt;
@@ -110,6 +110,34 @@ pub enum Error {
     /// The caller passed something that cannot work. Nothing was sent.
     InvalidInput(String),
 
+    /// A node address given to the [`Builder`](crate::Builder) does not
+    /// parse. Nothing was sent.
+    #[non_exhaustive]
+    InvalidNode {
+        /// Where it stands in the list, from 1.
+        position: usize,
+        /// The address as given, any password replaced by `***`.
+        address: String,
+        /// What is wrong with it: the scheme, the host, the port, the
+        /// database, …
+        reason: String,
+    },
+
+    /// [`Builder::require_quorum`](crate::Builder::require_quorum): too few
+    /// nodes were reachable, authenticated and admitted when the client
+    /// was built.
+    #[non_exhaustive]
+    NotReady {
+        /// Nodes ready.
+        ready: usize,
+        /// Nodes a quorum needs.
+        needed: usize,
+        /// Nodes in the cluster.
+        nodes: usize,
+        /// Each node that is not ready, and why.
+        failures: Vec<NodeFailure>,
+    },
+
     /// The lock is no longer held (or can no longer be known to be held).
     #[non_exhaustive]
     Lost {
@@ -167,6 +195,25 @@ impl fmt::Display for Error {
                  end at 2^53 - 1"
             ),
             Error::InvalidInput(message) => write!(f, "invalid input: {message}"),
+            Error::InvalidNode {
+                position,
+                address,
+                reason,
+            } => write!(
+                f,
+                "invalid input: node #{position} of the list ({address}) does not parse: {reason}"
+            ),
+            Error::NotReady {
+                ready,
+                needed,
+                nodes,
+                failures,
+            } => write!(
+                f,
+                "no quorum ready: {ready} of {nodes} nodes reachable, authenticated and \
+                 admitted, {needed} needed{}",
+                NodeFailures(failures)
+            ),
             Error::Lost { resource, reason } => write!(f, "lock {resource} lost: {reason}"),
         }
     }
@@ -228,8 +275,9 @@ impl Error {
     }
 
     /// Not enough nodes answered in time (outage, timeouts, error replies,
-    /// or replies so slow that no validity was left), for reasons that may
-    /// pass. Never true together with [`is_misconfigured`](Error::is_misconfigured):
+    /// or replies so slow that no validity was left), or, for a
+    /// [`require_quorum`](crate::Builder::require_quorum) build, not enough
+    /// were ready, for reasons that may pass. Never true together with [`is_misconfigured`](Error::is_misconfigured):
     /// an outage that only a change of configuration ends is that instead.
     ///
     /// # Examples
@@ -243,7 +291,7 @@ impl Error {
     /// ```
     pub fn is_unavailable(&self) -> bool {
         match self {
-            Error::Unavailable { .. } => !self.is_misconfigured(),
+            Error::Unavailable { .. } | Error::NotReady { .. } => !self.is_misconfigured(),
             Error::ValidityExhausted { .. } => true,
             _ => false,
         }
@@ -255,8 +303,10 @@ impl Error {
     /// hold a key of another type under the lock's name (`WRONGTYPE`), or
     /// are refused by this client (see [`NodeFailureKind::is_misconfigured`]).
     /// No retry helps: an acquire stops after the attempt that showed it.
-    /// The error is an [`Error::Unavailable`] whose
-    /// [`is_unavailable`](Error::is_unavailable) is false.
+    /// The error is an [`Error::Unavailable`] (or, from a
+    /// [`require_quorum`](crate::Builder::require_quorum) build,
+    /// [`Error::NotReady`]) whose [`is_unavailable`](Error::is_unavailable)
+    /// is false.
     ///
     /// # Examples
     ///
@@ -276,14 +326,21 @@ impl Error {
                 needed,
                 nodes,
                 ..
+            }
+            | Error::NotReady {
+                failures,
+                needed,
+                nodes,
+                ..
             } => failure::misconfigured(failures, *nodes, *needed),
             _ => false,
         }
     }
 
-    /// The input was rejected before any network call.
+    /// The input was rejected before any network call (an unparsable node
+    /// address included).
     pub fn is_invalid_input(&self) -> bool {
-        matches!(self, Error::InvalidInput(_))
+        matches!(self, Error::InvalidInput(_) | Error::InvalidNode { .. })
     }
 
     /// A fenced acquire found no fencing token left for the resource
@@ -311,7 +368,9 @@ impl Error {
     /// The per-node failures behind this error, if any.
     pub fn node_failures(&self) -> &[NodeFailure] {
         match self {
-            Error::Contended { failures, .. } | Error::Unavailable { failures, .. } => failures,
+            Error::Contended { failures, .. }
+            | Error::Unavailable { failures, .. }
+            | Error::NotReady { failures, .. } => failures,
             Error::Lost { reason, .. } => reason.node_failures(),
             _ => &[],
         }

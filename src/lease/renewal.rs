@@ -7,7 +7,7 @@ use super::schedule::{Limits, Timing};
 use super::term::Term;
 
 /// Settings of automatic renewal, for [`Lock::auto_renew`](crate::Lock::auto_renew)
-/// and [`LockRequest::renew`](crate::LockRequest::renew).
+/// and [`LockRequest::auto_renew`](crate::LockRequest::auto_renew).
 ///
 /// Every renewal is the same compare-and-pexpire fan-out as
 /// [`Lock::extend`](crate::Lock::extend), with the lock's current TTL: it
@@ -40,7 +40,7 @@ use super::term::Term;
 /// assert_ne!(renewal, Renewal::default());
 /// ```
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-#[must_use = "settings do nothing until passed to auto_renew or LockRequest::renew"]
+#[must_use = "settings do nothing until passed to auto_renew or LockRequest::auto_renew"]
 pub struct Renewal {
     interval: Option<Duration>,
     margin: Option<Duration>,

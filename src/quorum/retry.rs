@@ -7,6 +7,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use crate::config::Retry;
 use crate::error::{misconfigured, Error, Operation, ResourceName, Result};
 use crate::keys::Keys;
 use crate::quorum::attempt::{self, Attempt, AttemptFailure};
@@ -15,8 +16,8 @@ use crate::quorum::handoff::Watch;
 use crate::quorum::rule;
 use crate::quorum::set_order::SetFuture;
 use crate::random;
-use crate::status::NodeView;
 use crate::stats::locks::Outcome;
+use crate::status::NodeView;
 use crate::token::Token;
 
 /// A granted lock's parts, from which the caller builds the held lock.
@@ -35,8 +36,9 @@ pub(crate) struct Granted {
     pub(crate) fence: Option<u64>,
 }
 
-/// Takes the lock on `keys`: at most `retries` retries after the first
-/// attempt, and none that would start after `deadline`.
+/// Takes the lock on `keys`, retrying as `retry` allows: at most its count
+/// of retries after the first attempt, none that would start after its
+/// time limit (counted from now).
 ///
 /// # Cancel safety
 ///
@@ -46,11 +48,10 @@ pub(crate) async fn acquire(
     engine: &Arc<Engine>,
     keys: Keys,
     ttl: Duration,
-    retries: u32,
-    deadline: Option<Instant>,
+    retry: Retry,
 ) -> Result<Granted> {
     let start = Instant::now();
-    let result = attempts(engine, keys, ttl, retries, deadline).await;
+    let result = attempts(engine, keys, ttl, retry).await;
     let outcome = match &result {
         Ok(_) => Outcome::Granted,
         Err(e) => Outcome::of(e),
@@ -64,9 +65,9 @@ async fn attempts(
     engine: &Arc<Engine>,
     keys: Keys,
     ttl: Duration,
-    retries: u32,
-    deadline: Option<Instant>,
+    retry: Retry,
 ) -> Result<Granted> {
+    let deadline = retry.deadline(Instant::now());
     let cfg = &engine.config;
     let (ttl, drift) = cfg.check_ttl(ttl)?;
     let mut attempts: u32 = 0;
@@ -109,7 +110,11 @@ async fn attempts(
             engine.nodes.len(),
             failure.tally.needed(),
         );
-        if attempts > retries || out_of_time || misconfigured || failure.fence_exhausted.is_some() {
+        if !retry.allows(attempts)
+            || out_of_time
+            || misconfigured
+            || failure.fence_exhausted.is_some()
+        {
             let resource = if is_contended(&failure) {
                 engine.held_resource(&keys).await
             } else {
@@ -134,7 +139,7 @@ async fn attempts(
                     delay,
                     // With a count of retries to keep, each retry comes
                     // after the retry delay as configured.
-                    stretch: retries == u32::MAX,
+                    stretch: retry.count().is_none(),
                     deadline,
                 };
                 woken = wait_for_release(engine, &keys, w, patience, &mut spread).await;

@@ -71,6 +71,6 @@ pub trait OneAttempt {
 
 impl OneAttempt for quorumlock::Builder {
     fn one_attempt(self) -> Self {
-        self.retry_count(0)
+        self.retry(quorumlock::Retry::Times(0))
     }
 }

@@ -181,7 +181,7 @@ impl Workload {
         quorumlock::Builder::new(urls.to_vec())
             .node_timeout(self.node_timeout)
             .connect_timeout(Duration::from_millis(500))
-            .retry_count(self.retry_count)
+            .retry(quorumlock::Retry::Times(self.retry_count))
             .retry_delay(Duration::ZERO, self.retry_delay_max)
     }
 }
@@ -470,7 +470,12 @@ impl SafetyRun {
         for r in 0..w.resources {
             let name = resource_name(&prefix, r);
             let wait = w.max_ttl() + Duration::from_secs(3);
-            match probe.lock(&name, w.max_ttl()).wait(wait).acquire().await {
+            match probe
+                .lock(&name, w.max_ttl())
+                .retry(quorumlock::Retry::Until(wait))
+                .acquire()
+                .await
+            {
                 Ok(lock) => {
                     recovery = recovery.map(|d| d.max(start.elapsed()));
                     let _ = lock.release().await;

@@ -1,0 +1,238 @@
+//! Readiness: whether each node is reachable, accepts this client's
+//! credentials and is admitted to vote, and whether that makes a quorum
+//! ([`Redlock::health`](crate::Redlock::health),
+//! [`Builder::require_quorum`](crate::Builder::require_quorum)).
+
+use std::fmt;
+use std::time::{Duration, Instant};
+
+use crate::error::{Error, NodeFailure, NodeFailureKind};
+use crate::node::{Node, Window};
+use crate::quorum::engine::Engine;
+
+/// Every node's readiness, from [`Redlock::health`](crate::Redlock::health).
+///
+/// # Examples
+///
+/// ```no_run
+/// # async fn demo(redlock: quorumlock::Redlock) {
+/// let health = redlock.health().await;
+/// if !health.quorum_ready() {
+///     for node in health.nodes.iter().filter(|n| !n.is_ready()) {
+///         eprintln!("{}: {:?}", node.node, node.error);
+///     }
+/// }
+/// # }
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Health {
+    /// Each node, in the order given to the builder.
+    pub nodes: Vec<NodeHealth>,
+    /// Nodes a quorum needs.
+    pub needed: usize,
+}
+
+impl Health {
+    /// Nodes that are ready ([`NodeHealth::is_ready`]).
+    pub fn ready(&self) -> usize {
+        self.nodes.iter().filter(|n| n.is_ready()).count()
+    }
+
+    /// Whether enough nodes are ready for a quorum: a lock can be taken
+    /// now if no one else holds it.
+    pub fn quorum_ready(&self) -> bool {
+        self.ready() >= self.needed
+    }
+
+    /// The error of a build that requires a quorum, when there is none.
+    pub(crate) fn not_ready(&self) -> Option<Error> {
+        if self.quorum_ready() {
+            return None;
+        }
+        Some(Error::NotReady {
+            ready: self.ready(),
+            needed: self.needed,
+            nodes: self.nodes.len(),
+            failures: self.nodes.iter().filter_map(|n| n.error.clone()).collect(),
+        })
+    }
+}
+
+/// `3 of 5 nodes ready (3 needed)`, then each node that is not.
+impl fmt::Display for Health {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{} of {} nodes ready ({} needed)",
+            self.ready(),
+            self.nodes.len(),
+            self.needed
+        )?;
+        for error in self.nodes.iter().filter_map(|n| n.error.as_ref()) {
+            write!(f, "; {error}")?;
+        }
+        Ok(())
+    }
+}
+
+/// One node's readiness.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct NodeHealth {
+    /// The node, as `host:port/db`.
+    pub node: String,
+    /// A connection was made and the node answered (false: nothing
+    /// listening, a host that does not resolve, no answer in time).
+    pub reachable: bool,
+    /// The node accepted this client's credentials (false after
+    /// `WRONGPASS` or `NOAUTH`).
+    pub authenticated: bool,
+    /// The node may vote: it answered, and is neither refused (another
+    /// listed node's server, an evicting `maxmemory-policy`) nor in restart
+    /// quarantine.
+    pub admitted: bool,
+    /// How long its `PING` took (connecting included when there was no
+    /// connection); `None` without an answer.
+    pub latency: Option<Duration>,
+    /// Why it is not ready, if it is not.
+    pub error: Option<NodeFailure>,
+}
+
+impl NodeHealth {
+    /// Reachable, authenticated and admitted.
+    pub fn is_ready(&self) -> bool {
+        self.reachable && self.authenticated && self.admitted && self.error.is_none()
+    }
+
+    /// The readiness that the outcome of a probe of `node` shows.
+    fn from_probe(node: &str, result: Result<Duration, NodeFailure>) -> Self {
+        let (latency, error) = match result {
+            Ok(latency) => (Some(latency), None),
+            Err(failure) => (None, Some(failure)),
+        };
+        let kind = error.as_ref().map(|e| &e.kind);
+        let reachable = !matches!(
+            kind,
+            Some(NodeFailureKind::Timeout(_) | NodeFailureKind::Connection(_))
+        );
+        let authenticated = reachable
+            && !kind.is_some_and(|k| k.is_redis_error("WRONGPASS") || k.is_redis_error("NOAUTH"));
+        Self {
+            node: node.to_owned(),
+            reachable,
+            authenticated,
+            admitted: authenticated && error.is_none(),
+            latency,
+            error,
+        }
+    }
+}
+
+/// Probes every node at once: a `PING` (opening the connection, and so
+/// authenticating and admitting it, when there is none) and, with restart
+/// quarantine, its standing; each within the connect timeout.
+pub(crate) async fn probe(engine: &Engine) -> Health {
+    let timeout = engine.config.connect_timeout;
+    let quarantine = engine.config.restart_quarantine;
+    let nodes = futures::future::join_all(engine.nodes.iter().map(|node| async move {
+        let result = probe_one(node, timeout, quarantine).await;
+        NodeHealth::from_probe(node.label(), result)
+    }))
+    .await;
+    Health {
+        nodes,
+        needed: engine.needed(),
+    }
+}
+
+/// One node's `PING` round trip, or why there was none.
+async fn probe_one(
+    node: &Node,
+    timeout: Duration,
+    quarantine: Option<Duration>,
+) -> Result<Duration, NodeFailure> {
+    let window = Window::from_now(timeout);
+    let checks = async {
+        let start = Instant::now();
+        node.ping(window).await?;
+        let latency = start.elapsed();
+        if let Some(required) = quarantine {
+            node.check_standing(required, window).await?;
+        }
+        Ok(latency)
+    };
+    tokio::time::timeout(timeout, checks)
+        .await
+        .unwrap_or_else(|_| Err(node.failure(NodeFailureKind::Timeout(timeout))))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn failed(kind: NodeFailureKind) -> NodeHealth {
+        NodeHealth::from_probe("h:1/0", Err(NodeFailure::new("h:1/0", kind)))
+    }
+
+    fn redis(code: &str) -> NodeFailureKind {
+        NodeFailureKind::Redis {
+            code: code.to_owned(),
+            message: String::new(),
+        }
+    }
+
+    fn flags(n: &NodeHealth) -> (bool, bool, bool, bool) {
+        (n.reachable, n.authenticated, n.admitted, n.is_ready())
+    }
+
+    #[test]
+    fn each_failure_says_which_step_failed() {
+        let ms = Duration::from_millis(1);
+        let ok = NodeHealth::from_probe("h:1/0", Ok(ms));
+        assert_eq!(flags(&ok), (true, true, true, true));
+        assert_eq!(ok.latency, Some(ms));
+        let down = failed(NodeFailureKind::Connection("refused".to_owned()));
+        assert_eq!(flags(&down), (false, false, false, false));
+        assert_eq!(down.latency, None);
+        assert_eq!(
+            flags(&failed(NodeFailureKind::Timeout(ms))),
+            (false, false, false, false)
+        );
+        for code in ["WRONGPASS", "NOAUTH"] {
+            assert_eq!(flags(&failed(redis(code))), (true, false, false, false));
+        }
+        for kind in [
+            redis("NOPERM"),
+            redis("LOADING"),
+            NodeFailureKind::Quarantined { uptime: ms },
+            NodeFailureKind::SameServer {
+                other: "g:1/0".to_owned(),
+            },
+        ] {
+            assert_eq!(flags(&failed(kind)), (true, true, false, false));
+        }
+    }
+
+    #[test]
+    fn a_quorum_is_ready_with_a_majority_of_ready_nodes() {
+        let ok = || NodeHealth::from_probe("h:1/0", Ok(Duration::ZERO));
+        let down = || failed(NodeFailureKind::Connection("refused".to_owned()));
+        let health = Health {
+            nodes: vec![ok(), ok(), down()],
+            needed: 2,
+        };
+        assert!(health.quorum_ready() && health.not_ready().is_none());
+        let health = Health {
+            nodes: vec![ok(), down(), down()],
+            needed: 2,
+        };
+        assert!(!health.quorum_ready());
+        let err = health.not_ready().expect("not ready");
+        assert!(err.is_unavailable(), "{err}");
+        assert_eq!(err.node_failures().len(), 2);
+        assert!(health
+            .to_string()
+            .starts_with("1 of 3 nodes ready (2 needed); h:1/0"));
+    }
+}
