@@ -125,7 +125,9 @@ fn main() -> ExitCode {
 
 /// Builds the client from the common options.
 pub async fn redlock(common: &Common) -> Result<quorumlock::Redlock, quorumlock::Error> {
-    quorumlock::Builder::new(common.nodes.iter().map(String::as_str))
+    // One list as written (--nodes or QUORUMLOCK_NODES): empty entries
+    // ignored, a bad one named by its position.
+    quorumlock::Builder::from_list(&common.nodes.join(","))
         .node_timeout(common.node_timeout)
         .connect_timeout(common.connect_timeout)
         .retry_delay(Duration::ZERO, common.retry_delay)
