@@ -351,8 +351,9 @@ impl Builder {
     ///
     /// # Errors
     ///
-    /// [`Error::InvalidInput`]: no nodes, an unparsable address, the same
-    /// node (host, port, database) twice, or a setting out of range. Also,
+    /// [`Error::InvalidInput`]: no nodes, the variable of
+    /// [`from_env`](Builder::from_env) not set, the same node (host, port,
+    /// database) twice, or a setting out of range. Also,
     /// among the nodes that answer: two entries that are one server (the
     /// same `run_id` in `INFO server`: `localhost` and `127.0.0.1`, a TCP
     /// address and the server's unix socket, two databases of one server),

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use quorumlock::{Lock, NodeFailure, NodeView, Redlock, Retry};
 
 use crate::args::{Common, RunArgs};
-use crate::diagnose::{classify, is_config, no_quorum, Verdict};
+use crate::diagnose::{classify, no_quorum, Verdict};
 use crate::output::Out;
 use crate::signals::{is_stop, status_for, Signals};
 use crate::{client, exit};
@@ -166,7 +166,10 @@ async fn attempts(
                         _ => None,
                     })
                     .collect();
-                let config = failures.iter().filter(|f| is_config(&f.kind)).count();
+                let config = failures
+                    .iter()
+                    .filter(|f| f.kind.is_misconfigured())
+                    .count();
                 let summary = no_quorum(&failures, nodes, quorum);
                 verdict = if config > nodes.saturating_sub(quorum)
                     && !failures.iter().all(|f| f.kind.is_redis_error("WRONGTYPE"))

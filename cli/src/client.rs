@@ -5,11 +5,13 @@
 use std::time::Duration;
 
 use crate::args::Common;
-use crate::{diagnose, exit};
+use crate::exit;
 
 /// Builds the client from the common options.
 pub async fn redlock(common: &Common) -> Result<quorumlock::Redlock, quorumlock::Error> {
-    quorumlock::Builder::new(common.nodes.iter().map(String::as_str))
+    // One list as written (--nodes or QUORUMLOCK_NODES): empty entries
+    // ignored, a bad one named by its position.
+    quorumlock::Builder::from_list(&common.nodes.join(","))
         .node_timeout(common.node_timeout)
         .connect_timeout(common.connect_timeout)
         .retry_delay(Duration::ZERO, common.retry_delay)
@@ -26,11 +28,7 @@ pub fn status_of(err: &quorumlock::Error) -> u8 {
         exit::USAGE
     } else if err.is_lost() {
         exit::LOST
-    } else if err
-        .node_failures()
-        .iter()
-        .any(|f| diagnose::is_config(&f.kind))
-    {
+    } else if err.is_misconfigured() {
         exit::CONFIG
     } else {
         exit::UNAVAILABLE

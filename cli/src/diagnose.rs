@@ -5,10 +5,6 @@
 
 use quorumlock::{Error, NodeFailure, NodeFailureKind};
 
-/// Error codes that no retry cures: authentication, permissions, and a key
-/// of another type under the resource's name.
-const CONFIG_CODES: [&str; 4] = ["WRONGPASS", "NOAUTH", "NOPERM", "WRONGTYPE"];
-
 /// How to go on after a failed acquisition.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Verdict {
@@ -24,15 +20,6 @@ pub enum Verdict {
     Other(String),
 }
 
-/// True for a failure no retry cures.
-pub fn is_config(kind: &NodeFailureKind) -> bool {
-    CONFIG_CODES.iter().any(|code| kind.is_redis_error(code))
-        || matches!(
-            kind,
-            NodeFailureKind::SameServer { .. } | NodeFailureKind::Evicts { .. }
-        )
-}
-
 /// Decides what `err` means for a cluster of `nodes` needing `quorum`.
 pub fn classify(err: &Error, nodes: usize, quorum: usize) -> Verdict {
     if err.is_contended() {
@@ -41,15 +28,15 @@ pub fn classify(err: &Error, nodes: usize, quorum: usize) -> Verdict {
     if err.is_invalid_input() {
         return Verdict::Usage(err.to_string());
     }
+    let failures = err.node_failures();
+    let summary = no_quorum(failures, nodes, quorum);
+    if err.is_misconfigured() {
+        return Verdict::Config(summary);
+    }
     if !err.is_unavailable() {
         return Verdict::Other(err.to_string());
     }
-    let failures = err.node_failures();
-    let summary = no_quorum(failures, nodes, quorum);
-    let config = failures.iter().filter(|f| is_config(&f.kind)).count();
-    if config > nodes.saturating_sub(quorum) {
-        Verdict::Config(summary)
-    } else if failures.is_empty() {
+    if failures.is_empty() {
         // Replies too slow for the TTL (no validity left).
         Verdict::Outage(err.to_string())
     } else {
@@ -123,13 +110,6 @@ mod tests {
         ))
     }
 
-    fn redis(code: &str) -> NodeFailure {
-        failure(NodeFailureKind::Redis {
-            code: code.into(),
-            message: String::new(),
-        })
-    }
-
     #[test]
     fn the_summary_counts_each_kind_of_failure() {
         let hung = failure(NodeFailureKind::Timeout(Duration::from_millis(50)));
@@ -138,14 +118,5 @@ mod tests {
             text,
             "no quorum (3 of 5 nodes needed): 3 refused the connection, 2 hung (no answer in time)"
         );
-    }
-
-    #[test]
-    fn config_errors_on_too_many_nodes_are_not_transient() {
-        assert!(is_config(&redis("WRONGPASS").kind));
-        assert!(is_config(&redis("noperm").kind));
-        assert!(!is_config(&redis("LOADING").kind));
-        assert!(!is_config(&refused().kind));
-        assert!(!is_config(&NodeFailureKind::Timeout(Duration::ZERO)));
     }
 }

@@ -4,7 +4,7 @@ use quorumlock::{NodeView, Status};
 
 use crate::args::{Common, StatusArgs};
 use crate::output::{stderr_line, stdout_line};
-use crate::{client, diagnose, exit};
+use crate::{client, exit};
 
 pub async fn status(common: &Common, args: StatusArgs) -> u8 {
     let redlock = match client::redlock(common).await {
@@ -50,7 +50,7 @@ fn exit_code(status: &Status) -> u8 {
         _ => None,
     });
     let (failed, config) = failures.fold((0, 0), |(n, c), f| {
-        (n + 1, c + usize::from(diagnose::is_config(&f.kind)))
+        (n + 1, c + usize::from(f.kind.is_misconfigured()))
     });
     let nodes = status.nodes.len();
     if status.held_by_quorum() {
