@@ -1,78 +1,9 @@
-//! # quorumlock
+#![doc = include_str!("../README.md")]
 //!
-//! Distributed locks on independent Redis nodes with the Redlock algorithm.
+//! ## Reading the source
 //!
-//! A lock is taken by sending `SET resource token NX PX ttl` to every node at
-//! once; it is held when a majority (`N/2 + 1`) said yes and validity is
-//! left: `ttl − elapsed − drift`, with `drift = ttl × 0.01 + 2 ms` and
-//! `elapsed` measured on the monotonic clock from before the first send. The
-//! decision is taken as soon as it is known — at the quorum-th yes, or as
-//! soon as a quorum has become impossible — so a slow or hung minority of
-//! nodes costs nothing. Release is a compare-and-delete script on every
-//! node, so a worker whose lock expired never deletes its successor's.
-//!
-//! ```no_run
-//! use std::time::Duration;
-//!
-//! # async fn demo() -> Result<(), quorumlock::Error> {
-//! let redlock = quorumlock::Builder::new([
-//!     "redis://127.0.0.1:7001",
-//!     "redis://127.0.0.1:7002",
-//!     "redis://127.0.0.1:7003",
-//!     "redis://127.0.0.1:7004",
-//!     "redis://127.0.0.1:7005",
-//! ])
-//! .build()
-//! .await?;
-//!
-//! let lock = redlock.acquire("invoice:nightly", Duration::from_secs(30)).await?;
-//! // ... work for at most lock.validity() ...
-//! lock.release().await?;
-//! # Ok(())
-//! # }
-//! ```
-//!
-//! ## What it guarantees, and what it assumes
-//!
-//! While [`Lock::validity`] is above zero, no other client of these nodes
-//! holds the same resource — provided that a majority of nodes keep their
-//! keys (no restart without persistence inside a TTL), that no node's wall
-//! clock jumps forward (Redis expires keys by wall clock), and that the
-//! holder does not pause between checking validity and acting. Where a
-//! double run does real damage, check a fencing token in the protected
-//! resource as well.
-//!
-//! ## Long jobs: renewal, the lost-lock signal, scoped locking
-//!
-//! [`Lock::auto_renew`] renews a held lock in the background (by default
-//! every third of its TTL) and returns a [`LostSignal`] that fires once when
-//! the lock is lost, when renewal is late enough that the validity fell
-//! below a safety margin ([`LossKind::Uncertain`], *before* the validity
-//! ends), when it expired, or when a renewal cap was reached.
-//! [`LockRequest::run`] wraps all of it: acquire, renew, run a future,
-//! cancel it if the lock is lost, release on every way out.
-//!
-//! ```no_run
-//! use std::time::Duration;
-//!
-//! # async fn demo(redlock: quorumlock::Redlock) -> Result<(), quorumlock::Error> {
-//! let report = redlock
-//!     .lock("report:monthly", Duration::from_secs(30))
-//!     .run(|signal| async move {
-//!         // runs for as long as it needs; dropped if the lock is lost
-//!         format!("built with {:?} of validity left", signal.validity())
-//!     })
-//!     .await?;
-//! # Ok(())
-//! # }
-//! ```
-//!
-//! [`Redlock::stats`] reads per-node counters (commands, votes, timeouts,
-//! errors by kind, latency) and renewal counters.
-//!
-//! ## Layout
-//!
-//! Each folder is one floor; a floor names only the floors below it
+//! This section is for readers of the source; everything above is the
+//! README. Each folder is one floor; a floor names only the floors below it
 //! (`scripts/check-modules.py` checks it in CI). From the top:
 //!
 //! - **The public surface**: [`Builder`] (`builder.rs`) takes the nodes
@@ -160,8 +91,3 @@ pub use request::LockRequest;
 pub use stats::metrics;
 pub use stats::{Acquires, Latency, LeaseStats, LockStats, NodeStats, Stats, Votes};
 pub use status::{NodeView, Status};
-
-/// The README's examples, compiled as doctests.
-#[doc = include_str!("../README.md")]
-#[cfg(doctest)]
-pub struct ReadmeDoctests;
