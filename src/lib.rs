@@ -49,8 +49,10 @@
 //! the lock is lost, when renewal is late enough that the validity fell
 //! below a safety margin ([`LossKind::Uncertain`], *before* the validity
 //! ends), when it expired, or when a renewal cap was reached.
-//! [`LockRequest::run`] wraps all of it: acquire, renew, run a future,
-//! cancel it if the lock is lost, release on every way out.
+//! [`Lock::run`] wraps all of it for a held lock: renew, run a future,
+//! cancel it if the lock is lost, release on every way out;
+//! [`LockRequest::run`] acquires first, and [`Lock::try_run`] /
+//! [`LockRequest::try_run`] take fallible work with one error type.
 //!
 //! ```no_run
 //! use std::time::Duration;
@@ -63,6 +65,10 @@
 //!         format!("built with {:?} of validity left", signal.validity())
 //!     })
 //!     .await?;
+//!
+//! // Held now, worked on in the background (e.g. after answering 202).
+//! let lock = redlock.acquire("export", Duration::from_secs(30)).await?;
+//! tokio::spawn(lock.run(|_signal| async move { /* the job */ }));
 //! # Ok(())
 //! # }
 //! ```
@@ -78,7 +84,8 @@
 //! - **The public surface**: [`Builder`] (`builder.rs`) checks the
 //!   settings and connects the nodes into a [`Redlock`] (`redlock.rs`);
 //!   a [`LockRequest`] (`request.rs`) is one way to ask; a [`Lock`]
-//!   (`lock.rs`) is a held lock.
+//!   (`lock.rs`) is a held lock, and `lock/run.rs` the work run under it
+//!   ([`Lock::run`]).
 //! - **`quorum/`: where the nodes decide together.** `rule.rs` is the
 //!   majority and the running tally; `fanout.rs` sends one operation to
 //!   every node and decides at the quorum-th yes or as soon as a quorum is

@@ -170,8 +170,8 @@ impl LostSignal {
     }
 
     /// When the signal first fired (monotonic clock), or `None` before.
-    /// Compare with [`deadline`](LostSignal::deadline) to see how much
-    /// validity was left at that moment.
+    /// Compare with [`Lock::deadline`](crate::Lock::deadline) to see how
+    /// much validity was left at that moment.
     ///
     /// # Examples
     ///
@@ -190,7 +190,10 @@ impl LostSignal {
 
     /// Time left in which the lock is known to be held, as
     /// [`Lock::validity`](crate::Lock::validity); zero once it is lost,
-    /// expired or released.
+    /// expired or released. Here for the work under
+    /// [`Lock::run`](crate::Lock::run), which holds the signal but not the
+    /// lock; the lock's other details (deadline, resource, fence) are read
+    /// on the [`Lock`](crate::Lock).
     ///
     /// # Examples
     ///
@@ -202,36 +205,6 @@ impl LostSignal {
     /// ```
     pub fn validity(&self) -> Duration {
         self.lease.validity()
-    }
-
-    /// The monotonic instant at which the validity ends, as
-    /// [`Lock::deadline`](crate::Lock::deadline): later after each renewal,
-    /// earlier after an extension to a shorter TTL.
-    ///
-    /// # Examples
-    ///
-    /// ```no_run
-    /// # async fn demo(lock: quorumlock::Lock) {
-    /// let signal = lock.lost_signal();
-    /// let left = signal.deadline().saturating_duration_since(std::time::Instant::now());
-    /// # }
-    /// ```
-    pub fn deadline(&self) -> Instant {
-        self.lease.deadline()
-    }
-
-    /// The resource, byte for byte as stored as the Redis key; for a lock
-    /// over several resources, the first one.
-    ///
-    /// # Examples
-    ///
-    /// ```no_run
-    /// # async fn demo(lock: quorumlock::Lock) {
-    /// assert_eq!(lock.lost_signal().resource(), lock.resource());
-    /// # }
-    /// ```
-    pub fn resource(&self) -> &[u8] {
-        self.lease.keys().first()
     }
 
     /// A token cancelled when the signal first fires, for code that already
@@ -331,7 +304,6 @@ mod tests {
         assert_eq!(signal.reason(), None);
         assert!(signal.to_error().is_none());
         assert!(signal.validity() > Duration::from_secs(9));
-        assert_eq!(signal.resource(), b"res");
     }
 
     #[test]
@@ -361,7 +333,7 @@ mod tests {
     fn a_warning_keeps_the_lock_and_can_be_upgraded() {
         let (lease, counters) = lease(Duration::from_secs(10));
         let signal = LostSignal::new(lease.clone());
-        lease.warn(LostReason::Uncertain {
+        lease.warn(LostReason::RenewalLate {
             validity_left: MS,
             failures: vec![],
         });
