@@ -88,24 +88,28 @@
 //!   ([`Lock::run`]).
 //! - **`quorum/`: where the nodes decide together.** `rule.rs` is the
 //!   majority and the running tally; `fanout.rs` sends one operation to
-//!   every node and decides at the quorum-th yes or as soon as a quorum is
+//!   every node and decides at the needed yes or as soon as it is
 //!   impossible; `attempt.rs` is one acquisition, `retry.rs` the loop of
 //!   attempts, `engine.rs` the operations on a held lock (extend, release,
-//!   the look at who holds a key); `handoff.rs` wakes waiters on release.
+//!   the remote check) and the one read of a key on the nodes (a waiter's
+//!   look, [`Redlock::status`]); `handoff.rs` wakes waiters on release.
 //! - **`lease/`: the life of a held lock** — its term, the renewal
 //!   schedule and task, and the [`LostSignal`].
 //! - **`node/`: one server.** Its connection (`link.rs`), admission
 //!   (`admission.rs`, which server it is), the commands (`commands.rs`)
-//!   and **what each reply means** (`reply.rs`, `fence.rs`, `grant.rs`),
-//!   the restart quarantine; and **what runs on the server**: the Lua
-//!   scripts in `node/lua/`.
-//! - **`stats/`** counts and reads back ([`Stats`]); `status.rs` is the
-//!   [`Status`] of a resource.
+//!   and **what each reply means** (`reply.rs`, `fence.rs`, an acquire's
+//!   grant in `mod.rs`), the restart quarantine; and **what runs on the
+//!   server**: the Lua scripts in `node/lua/` (release and extend: one
+//!   script each, for one key or several).
+//! - **`stats/`** counts and reads back ([`Stats`]); `status.rs` is what a
+//!   node holds for a key ([`NodeView`]) and the [`Status`] of a resource.
 //! - **Values every floor uses**: `config.rs` (settings), `keys.rs` (what a
 //!   lock covers), `token.rs`, and `validity.rs` — **where validity is
-//!   computed**: drift, `ttl − elapsed − drift`, the deadline.
-//! - **`error/`**: the public [`Error`], the per-node [`NodeFailure`]s and
-//!   how they are classified, and how a lock ends ([`LostReason`]).
+//!   computed**: drift, the budget `ttl − drift`, the deadline, the time
+//!   left (`ttl − elapsed − drift`, one clock read against the deadline).
+//! - **`error/`**: the public [`Error`] and [`Operation`], the per-node
+//!   [`NodeFailure`]s and how they are classified, and how a lock ends
+//!   ([`LostReason`]).
 //! - `random.rs`: every random draw, from the OS.
 //!
 //! An acquire, through it: [`LockRequest::acquire`] → `quorum::retry`

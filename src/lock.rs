@@ -1,7 +1,6 @@
 //! The held lock: its validity, extension, release, and release on drop.
 
 use std::fmt;
-use std::future::Future;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -13,7 +12,7 @@ use crate::keys::Keys;
 use crate::lease::renewal::Renewal;
 use crate::lease::signal::LostSignal;
 use crate::lease::state::Lease;
-use crate::lease::task::{self, Renew};
+use crate::lease::task;
 use crate::lease::term::Term;
 use crate::quorum::engine::Engine;
 use crate::quorum::retry::Granted;
@@ -198,7 +197,7 @@ impl Lock {
         let held = &self.held;
         let (ttl, drift) = held.engine.config.check_ttl(ttl)?;
         match held.extend(Some((ttl, drift))).await {
-            Ok(deadline) => Ok(deadline.saturating_duration_since(Instant::now())),
+            Ok(deadline) => Ok(validity::left(deadline, Instant::now())),
             Err(reason) => {
                 held.lease.fail(reason.clone());
                 Err(held.lost(reason))
@@ -303,9 +302,13 @@ impl Lock {
             resource = %held.keys,
             token = %held.token
         );
+        let extension = held.clone();
         let renewing = task::run(
             held.lease.clone(),
-            held.clone(),
+            move || {
+                let held = extension.clone();
+                async move { held.extend(None).await }
+            },
             renewal,
             node_timeout,
             stop,
@@ -419,12 +422,6 @@ impl Held {
             resource: self.keys.name(),
             reason,
         }
-    }
-}
-
-impl Renew for Held {
-    fn renew(&self) -> impl Future<Output = Result<Instant, LostReason>> + Send {
-        self.extend(None)
     }
 }
 

@@ -59,7 +59,7 @@ impl Redlock {
 
     /// Votes needed for a lock: `nodes / 2 + 1`.
     pub fn quorum(&self) -> usize {
-        self.engine.quorum()
+        self.engine.needed()
     }
 
     /// The nodes as `host:port/db`, in the order given.

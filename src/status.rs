@@ -38,10 +38,11 @@ pub struct Status {
 
 impl NodeView {
     /// The view of a node that answered `GET` with `value` and `PTTL` with
-    /// `pttl` (negative: no expiry, or no key).
+    /// `pttl` (−1: no expiry; −2: no key, expired after the `GET`).
     pub(crate) fn from_peek(value: Option<&[u8]>, pttl: i64) -> Self {
         match value {
             None => NodeView::Free,
+            Some(_) if pttl == -2 => NodeView::Free,
             Some(value) => NodeView::Held {
                 token_prefix: String::from_utf8_lossy(value)
                     .chars()
@@ -49,6 +50,36 @@ impl NodeView {
                     .collect(),
                 expires_in: u64::try_from(pttl).ok().map(Duration::from_millis),
             },
+        }
+    }
+
+    /// The view of a set of keys on one node from the view of each: held
+    /// while any is set, until the last of those expires (the one held
+    /// longest); free only when every key is; failed otherwise (the first
+    /// failure).
+    pub(crate) fn combined(views: impl IntoIterator<Item = NodeView>) -> NodeView {
+        views
+            .into_iter()
+            .fold(NodeView::Free, |all, one| match (all, one) {
+                (a @ NodeView::Held { .. }, b @ NodeView::Held { .. }) => {
+                    if b.held_for() > a.held_for() {
+                        b
+                    } else {
+                        a
+                    }
+                }
+                (held @ NodeView::Held { .. }, _) | (_, held @ NodeView::Held { .. }) => held,
+                (failed @ NodeView::Failed(_), _) | (_, failed @ NodeView::Failed(_)) => failed,
+                (NodeView::Free, NodeView::Free) => NodeView::Free,
+            })
+    }
+
+    /// How long the key stays set: `None` unless it is held,
+    /// `Duration::MAX` when it has no expiry.
+    pub(crate) fn held_for(&self) -> Option<Duration> {
+        match self {
+            NodeView::Held { expires_in, .. } => Some(expires_in.unwrap_or(Duration::MAX)),
+            NodeView::Free | NodeView::Failed(_) => None,
         }
     }
 }
@@ -199,6 +230,44 @@ mod tests {
                 ..
             }
         ));
+        // Expired between the `GET` and the `PTTL`: gone, not held forever.
+        assert_eq!(NodeView::from_peek(Some(b"x"), -2), NodeView::Free);
+    }
+
+    fn held(ms: Option<u64>) -> NodeView {
+        NodeView::Held {
+            token_prefix: format!("{ms:?}"),
+            expires_in: ms.map(Duration::from_millis),
+        }
+    }
+
+    #[test]
+    fn a_set_of_keys_is_held_while_any_is_and_free_when_all_are() {
+        let failed = NodeView::Failed(NodeFailure::new(
+            "127.0.0.1:7000/0",
+            NodeFailureKind::Timeout(Duration::from_millis(50)),
+        ));
+        let all = |views: &[NodeView]| NodeView::combined(views.iter().cloned());
+        // The first key free, the second held: held (the spin of a waiter
+        // that looked at the first key alone).
+        assert_eq!(all(&[NodeView::Free, held(Some(400))]), held(Some(400)));
+        assert_eq!(
+            all(&[held(Some(9)), NodeView::Free, held(Some(70))]),
+            held(Some(70)),
+            "until the last one expires"
+        );
+        assert_eq!(all(&[failed.clone(), held(Some(5))]), held(Some(5)));
+        assert_eq!(all(&[held(None), held(Some(1))]), held(None));
+        assert_eq!(all(&[held(Some(1)), held(None)]), held(None));
+        assert_eq!(held(None).held_for(), Some(Duration::MAX));
+        assert_eq!(all(&[NodeView::Free, NodeView::Free]), NodeView::Free);
+        assert_eq!(all(&[NodeView::Free, failed.clone()]), failed);
+        assert_eq!(all(&[NodeView::Free]), NodeView::Free);
+        assert_eq!(
+            all(&[held(Some(1))]).held_for(),
+            Some(Duration::from_millis(1))
+        );
+        assert_eq!(failed.held_for(), None);
     }
 
     #[test]

@@ -1,8 +1,10 @@
-//! Where validity is computed: the drift allowance, the validity left
-//! after an operation (`ttl − elapsed − drift`), the deadline it gives, and
-//! the TTL in the whole milliseconds a server is told. Pure arithmetic on
-//! [`Duration`] and [`Instant`], used by acquisition, extension, the lease
-//! and the settings alike.
+//! Where validity is computed: the drift allowance, the validity one grant
+//! or extension buys (`ttl − drift`), the deadline it gives (from the clock
+//! read before the first command was sent), the time left until a deadline
+//! — so `ttl − elapsed − drift` is one clock read against one deadline —
+//! and the TTL in the whole milliseconds a server is told. Pure arithmetic
+//! on [`Duration`] and [`Instant`], used by acquisition, extension, the
+//! lease and the settings alike.
 
 use std::time::{Duration, Instant};
 
@@ -24,12 +26,10 @@ pub(crate) fn drift(ttl: Duration, factor: f64) -> Duration {
         .saturating_add(DRIFT_FLOOR)
 }
 
-/// Validity left after an operation that took `elapsed`:
-/// `ttl − elapsed − drift`, or `None` when nothing (or exactly nothing) is
-/// left. Never underflows.
-pub(crate) fn validity(ttl: Duration, elapsed: Duration, drift: Duration) -> Option<Duration> {
-    let left = ttl.checked_sub(elapsed)?.checked_sub(drift)?;
-    (!left.is_zero()).then_some(left)
+/// The validity one grant or extension of `ttl` buys: `ttl − drift`, zero
+/// when the drift leaves nothing.
+pub(crate) fn budget(ttl: Duration, drift: Duration) -> Duration {
+    ttl.saturating_sub(drift)
 }
 
 /// The end of the validity bought by an operation that started at `start`
@@ -39,8 +39,15 @@ pub(crate) fn validity(ttl: Duration, elapsed: Duration, drift: Duration) -> Opt
 /// `start` must be taken before the first command is sent: every node
 /// starts its TTL later, so the keys outlive this deadline.
 pub(crate) fn deadline(start: Instant, ttl: Duration, drift: Duration) -> Option<Instant> {
-    let budget = ttl.checked_sub(drift).filter(|b| !b.is_zero())?;
+    let budget = Some(budget(ttl, drift)).filter(|b| !b.is_zero())?;
     start.checked_add(budget)
+}
+
+/// The validity left at `now` before `deadline`: `ttl − elapsed − drift`
+/// for the deadline of an operation that started `elapsed` before `now`;
+/// zero once it has passed (a lock with no validity left is not held).
+pub(crate) fn left(deadline: Instant, now: Instant) -> Duration {
+    deadline.saturating_duration_since(now)
 }
 
 /// Truncates `ttl` to whole milliseconds, the unit of `PX`/`PEXPIRE`.
@@ -87,30 +94,29 @@ mod tests {
     }
 
     #[test]
-    fn validity_subtracts_elapsed_and_drift() {
+    fn the_budget_is_the_ttl_less_its_drift() {
         let ttl = Duration::from_secs(10);
-        let d = drift(ttl, 0.01);
-        assert_eq!(
-            validity(ttl, Duration::from_millis(8), d),
-            Some(Duration::from_millis(10_000 - 8 - 102))
-        );
+        assert_eq!(budget(ttl, drift(ttl, 0.01)), Duration::from_millis(9_898));
+        assert_eq!(budget(2 * MS, 2 * MS), Duration::ZERO);
+        assert_eq!(budget(MS, 2 * MS), Duration::ZERO, "never underflows");
     }
 
     #[test]
-    fn validity_never_underflows() {
-        assert_eq!(validity(MS, Duration::ZERO, DRIFT_FLOOR), None);
-        assert_eq!(validity(3 * MS, 2 * MS, 2 * MS), None);
+    fn validity_left_is_ttl_less_elapsed_and_drift() {
+        let start = Instant::now();
+        let ttl = Duration::from_secs(10);
+        let d = drift(ttl, 0.01);
+        let end = deadline(start, ttl, d).expect("representable");
         assert_eq!(
-            validity(4 * MS, 2 * MS, 2 * MS),
-            None,
-            "exactly zero is not granted"
+            left(end, start + 8 * MS),
+            Duration::from_millis(10_000 - 8 - 102)
         );
-        assert_eq!(
-            validity(Duration::ZERO, Duration::ZERO, Duration::ZERO),
-            None
-        );
-        assert_eq!(validity(5 * MS, Duration::MAX, Duration::ZERO), None);
-        assert_eq!(validity(5 * MS, 2 * MS, 2 * MS), Some(MS));
+        assert_eq!(left(end, end - MS), MS);
+        assert_eq!(left(end, end), Duration::ZERO, "exactly zero is none");
+        assert_eq!(left(end, end + MS), Duration::ZERO, "never underflows");
+        let tight = deadline(start, 5 * MS, 2 * MS).expect("representable");
+        assert_eq!(left(tight, start + 2 * MS), MS);
+        assert_eq!(left(tight, start + 3 * MS), Duration::ZERO);
     }
 
     #[test]

@@ -6,7 +6,7 @@ use quorumlock_testkit as support;
 
 use std::time::Duration;
 
-use quorumlock::{Builder, Error, Operation};
+use quorumlock::{Builder, Error, NodeView, Operation};
 use support::{unique, Cluster};
 
 const TTL: Duration = Duration::from_secs(10);
@@ -64,6 +64,40 @@ async fn a_held_lock_is_checked_on_the_nodes() {
     held.release().await.expect("release");
     drop(lock);
     assert!(cluster.released(&other, Duration::from_secs(5)).await);
+}
+
+/// A node that does not answer within the node timeout is not one where
+/// the resource is free: `status` shows it failed (a timeout), and the
+/// resource unknown while too few nodes answered. Catches a status that
+/// leaves unanswered nodes `Free`: it called the resource free with two of
+/// three nodes silent.
+#[tokio::test]
+async fn status_shows_a_silent_node_as_failed_not_free() {
+    let mut cluster = Cluster::local(3);
+    let redlock = cluster
+        .builder()
+        .node_timeout(Duration::from_millis(200))
+        .build()
+        .await
+        .expect("build");
+    let name = unique("status-silent");
+    for i in [1, 2] {
+        cluster.pause(i);
+    }
+    let status = redlock.status(&name).await;
+    for i in [1, 2] {
+        cluster.resume(i);
+    }
+    assert_eq!(status.free(), 1, "{status}");
+    for (label, view) in &status.nodes[1..] {
+        assert!(
+            matches!(view, NodeView::Failed(failure) if failure.kind.is_timeout()),
+            "{label}: {view:?}"
+        );
+    }
+    assert!(status.to_string().contains("is unknown"), "{status}");
+    let answered = redlock.status(&name).await;
+    assert_eq!(answered.free(), 3, "{answered}");
 }
 
 #[tokio::test]

@@ -5,7 +5,7 @@ use quorumlock_testkit as support;
 
 use std::time::Duration;
 
-use support::{unique, Cluster};
+use support::{unique, Cluster, OneAttempt};
 
 async fn build_err(urls: &[&str]) -> quorumlock::Error {
     quorumlock::Builder::new(urls.iter().copied())
@@ -232,7 +232,7 @@ async fn huge_durations_never_panic_and_leave_nothing() {
         let careful = cluster
             .builder()
             .restart_quarantine(Some(big))
-            .retry_count(0)
+            .one_attempt()
             .build()
             .await
             .expect("a huge quarantine");

@@ -28,9 +28,7 @@ const ACQUIRE_FENCED: &str = include_str!("../src/node/lua/acquire_fenced.lua");
 const ACQUIRE_MULTI: &str = include_str!("../src/node/lua/acquire_multi.lua");
 const FENCE_COMMIT: &str = include_str!("../src/node/lua/fence_commit.lua");
 const RELEASE: &str = include_str!("../src/node/lua/release.lua");
-const RELEASE_MULTI: &str = include_str!("../src/node/lua/release_multi.lua");
 const EXTEND: &str = include_str!("../src/node/lua/extend.lua");
-const EXTEND_MULTI: &str = include_str!("../src/node/lua/extend_multi.lua");
 const HOLDS: &str = include_str!("../src/node/lua/holds.lua");
 
 const MINE: &str = "token-of-this-lock";
@@ -200,9 +198,7 @@ enum Way {
     Commit,
     Release,
     ReleaseAnnounced,
-    ReleaseMulti,
     Extend,
-    ExtendMulti,
     Holds,
 }
 
@@ -212,8 +208,8 @@ impl Way {
         match command {
             Command::Acquire { .. } => &[Way::AcquireFenced, Way::AcquireMulti, Way::SetNx],
             Command::Commit { .. } => &[Way::Commit],
-            Command::Release { .. } => &[Way::Release, Way::ReleaseAnnounced, Way::ReleaseMulti],
-            Command::Extend { .. } => &[Way::Extend, Way::ExtendMulti],
+            Command::Release { .. } => &[Way::Release, Way::ReleaseAnnounced],
+            Command::Extend { .. } => &[Way::Extend],
             Command::Holds { .. } => &[Way::Holds],
         }
     }
@@ -225,9 +221,7 @@ impl Way {
             Way::SetNx => "SET NX PX",
             Way::Commit => FENCE_COMMIT,
             Way::Release | Way::ReleaseAnnounced => RELEASE,
-            Way::ReleaseMulti => RELEASE_MULTI,
             Way::Extend => EXTEND,
-            Way::ExtendMulti => EXTEND_MULTI,
             Way::Holds => HOLDS,
         }
     }
@@ -239,8 +233,8 @@ impl Way {
             Way::AcquireFenced => Kind::AcquireFenced,
             Way::AcquireMulti | Way::SetNx => Kind::AcquireMulti,
             Way::Commit => Kind::Commit,
-            Way::Release | Way::ReleaseAnnounced | Way::ReleaseMulti => Kind::Release,
-            Way::Extend | Way::ExtendMulti => Kind::Extend,
+            Way::Release | Way::ReleaseAnnounced => Kind::Release,
+            Way::Extend => Kind::Extend,
             Way::Holds => Kind::Holds,
         }
     }

@@ -36,7 +36,7 @@ use std::net::{SocketAddr, TcpStream};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use support::{eventually, unique, Cluster};
+use support::{eventually, unique, Cluster, OneAttempt};
 
 /// Set to `1` by whoever brought the cluster up; the tests fail otherwise.
 const DOCKER_ENV: &str = "QUORUMLOCK_DOCKER";
@@ -183,7 +183,7 @@ impl DockerCluster {
         self.cluster
             .builder()
             .node_timeout(PATIENT)
-            .retry_count(0)
+            .one_attempt()
             .build()
             .await
             .expect("build")
@@ -450,7 +450,7 @@ async fn a_paused_majority_is_an_outage_and_leaves_nothing_after_unpause() {
         .cluster
         .builder()
         .node_timeout(Duration::from_millis(300))
-        .retry_count(0)
+        .one_attempt()
         .build()
         .await
         .expect("build");

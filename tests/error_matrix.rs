@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use quorumlock::{Error, LostReason, NodeFailureKind, Redlock};
 use support::inject::Busy;
-use support::{eventually, unique, Cluster, Fault};
+use support::{eventually, unique, Cluster, Fault, OneAttempt};
 
 const TTL: Duration = Duration::from_secs(10);
 /// For rows whose keys may stay until they expire.
@@ -276,7 +276,7 @@ impl Env {
         quorumlock::Builder::new(urls)
             .node_timeout(node_timeout)
             .connect_timeout(Duration::from_millis(300))
-            .retry_count(0)
+            .one_attempt()
             .build()
             .await
             .expect("build")
@@ -502,7 +502,7 @@ async fn build_row(env: &Env, shape: Nodes, key: &[u8]) -> Result<(), Error> {
     };
     let redlock = quorumlock::Builder::new(urls.clone())
         .node_timeout(Duration::from_millis(100))
-        .retry_count(0)
+        .one_attempt()
         .build()
         .await?;
     if matches!(shape, Nodes::Even | Nodes::EvenHalfDown) {

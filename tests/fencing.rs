@@ -12,7 +12,7 @@ use std::time::Duration;
 use quorumlock::MAX_FENCE;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
-use support::{seed, unique, Cluster, Direction};
+use support::{seed, unique, Cluster, Direction, NodeOptions, OneAttempt};
 
 const TTL: Duration = Duration::from_secs(10);
 
@@ -80,12 +80,7 @@ async fn fences_increase_and_the_counter_sits_beside_the_key() {
 #[tokio::test]
 async fn a_stale_holder_after_early_expiry_is_fenced_off() {
     let cluster = Cluster::local(5);
-    let redlock = cluster
-        .builder()
-        .retry_count(0)
-        .build()
-        .await
-        .expect("build");
+    let redlock = cluster.one_attempt_redlock().await;
     let name = unique("early-expiry");
     let store = FencedStore::default();
     // Someone else's keys on nodes 3 and 4: A's majority is {0, 1, 2}.
@@ -136,7 +131,13 @@ async fn a_stale_holder_after_early_expiry_is_fenced_off() {
 async fn fences_stay_monotonic_through_restarts_and_early_expiry() {
     let seed = seed("fences_stay_monotonic");
     let mut rng = StdRng::seed_from_u64(seed);
-    let mut cluster = Cluster::local_with(5, true);
+    let mut cluster = Cluster::local_custom(
+        5,
+        &NodeOptions {
+            aof: true,
+            ..NodeOptions::default()
+        },
+    );
     let redlock = cluster
         .builder()
         .retry_count(40)
@@ -253,13 +254,13 @@ async fn a_delayed_client_is_never_granted_an_earlier_holders_fence() {
     let b = quorumlock::Builder::new(b_links.urls())
         .node_timeout(Duration::from_secs(30))
         .connect_timeout(Duration::from_secs(2))
-        .retry_count(0)
+        .one_attempt()
         .build()
         .await
         .expect("build B");
     let a = cluster
         .builder()
-        .retry_count(0)
+        .one_attempt()
         .build()
         .await
         .expect("build A");
@@ -371,12 +372,7 @@ async fn fences_stop_at_two_to_the_53_with_a_typed_error() {
 #[tokio::test]
 async fn nodes_refuse_counters_out_of_the_exact_range() {
     let cluster = Cluster::local(3);
-    let redlock = cluster
-        .builder()
-        .retry_count(0)
-        .build()
-        .await
-        .expect("build");
+    let redlock = cluster.one_attempt_redlock().await;
     for bad in [
         "9007199254740992",
         "18446744073709551615",

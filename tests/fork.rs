@@ -23,7 +23,7 @@ use std::os::unix::net::UnixStream;
 use std::time::{Duration, Instant};
 
 use quorumlock::{Builder, Redlock};
-use support::{unique, Cluster};
+use support::{unique, Cluster, OneAttempt};
 
 const TTL: Duration = Duration::from_secs(30);
 const NODES: usize = 5;
@@ -106,7 +106,7 @@ async fn client(urls: &[String]) -> Redlock {
     Builder::new(urls.iter().cloned())
         .node_timeout(Duration::from_millis(100))
         .connect_timeout(Duration::from_millis(500))
-        .retry_count(0)
+        .one_attempt()
         .build()
         .await
         .expect("build")

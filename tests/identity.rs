@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use quorumlock::NodeFailureKind;
 use support::logs::LogCapture;
-use support::{unique, Cluster, Fault, NodeOptions, Proxy};
+use support::{unique, Cluster, Fault, NodeOptions, OneAttempt, Proxy};
 
 const TTL: Duration = Duration::from_secs(10);
 
@@ -102,7 +102,7 @@ async fn a_duplicate_that_connects_after_build_never_votes() {
     let mut nodes = urls.clone();
     nodes.push(format!("redis://{}", twin.addr()));
     let redlock = quorumlock::Builder::new(nodes)
-        .retry_count(0)
+        .one_attempt()
         .node_timeout(Duration::from_millis(500))
         .build()
         .await
@@ -198,12 +198,7 @@ async fn a_node_that_can_evict_lock_keys_is_refused_at_build() {
 #[tokio::test]
 async fn a_node_that_turns_evicting_stops_voting_at_its_next_connection() {
     let mut cluster = Cluster::local(3);
-    let redlock = cluster
-        .builder()
-        .retry_count(0)
-        .build()
-        .await
-        .expect("build");
+    let redlock = cluster.one_attempt_redlock().await;
     set_config(&cluster, 0, "maxmemory", "104857600");
     set_config(&cluster, 0, "maxmemory-policy", "allkeys-lfu");
     // Drops the client's connection (not this side connection).

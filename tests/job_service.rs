@@ -45,12 +45,7 @@ async fn request(addr: SocketAddr, method: &str, path: &str) -> (u16, String) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn jobs_are_accepted_refused_while_running_and_unavailable_without_a_majority() {
     let mut cluster = Cluster::local(5);
-    let redlock = cluster
-        .builder()
-        .retry_count(0)
-        .build()
-        .await
-        .expect("build");
+    let redlock = cluster.one_attempt_redlock().await;
     let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
     let addr = listener.local_addr().expect("addr");
     // A job outlives its lock's TTL: only renewal under `Lock::run` keeps it.

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use futures::FutureExt;
 use quorumlock::{Error, LossKind, LostReason, Redlock, Renewal};
-use support::{eventually, unique, Cluster, Direction};
+use support::{eventually, unique, Cluster, Direction, NodeOptions};
 
 const MS: Duration = Duration::from_millis(1);
 /// Short enough that several renewals happen in a test, long against the
@@ -25,7 +25,6 @@ const TTL: Duration = Duration::from_millis(1500);
 const SOON: Duration = Duration::from_secs(5);
 /// The extension scripts, as another client's `EVAL` loads them.
 const EXTEND_LUA: &str = include_str!("../src/node/lua/extend.lua");
-const EXTEND_MULTI_LUA: &str = include_str!("../src/node/lua/extend_multi.lua");
 
 /// Every command the client sent to any node so far.
 fn commands(redlock: &Redlock) -> u64 {
@@ -280,7 +279,13 @@ async fn renewal_goes_on_through_a_node_restart_and_reaches_the_new_process() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn renewal_keeps_the_key_fresh_on_a_restarted_persistent_node() {
-    let mut cluster = Cluster::local_with(5, true);
+    let mut cluster = Cluster::local_custom(
+        5,
+        &NodeOptions {
+            aof: true,
+            ..NodeOptions::default()
+        },
+    );
     let redlock = cluster.redlock().await;
     let name = unique("renew-aof");
     let lock = redlock.acquire(&name, TTL).await.expect("acquire");
@@ -742,7 +747,6 @@ async fn late_short_extend_after_a_long_one(
     // Meanwhile another client's `EVAL` loads the script again.
     for i in 0..cluster.len() {
         let _: String = cluster.exec(i, redis::cmd("SCRIPT").arg("LOAD").arg(EXTEND_LUA));
-        let _: String = cluster.exec(i, redis::cmd("SCRIPT").arg("LOAD").arg(EXTEND_MULTI_LUA));
     }
     // The longer extension: its `EVALSHA` now runs on every node, before
     // the shorter one's `EVAL`, which is only sent once its `NOSCRIPT` is
@@ -1008,12 +1012,7 @@ async fn with_lock_cancels_the_work_when_the_lock_is_lost() {
 #[tokio::test]
 async fn with_lock_on_a_held_resource_is_contended_and_runs_nothing() {
     let cluster = Cluster::shared(5);
-    let redlock = cluster
-        .builder()
-        .retry_count(0)
-        .build()
-        .await
-        .expect("build");
+    let redlock = cluster.one_attempt_redlock().await;
     let name = unique("scoped-contended");
     let lock = redlock.acquire(&name, TTL).await.expect("acquire");
     let result: Result<(), Error> = redlock
@@ -1209,12 +1208,7 @@ async fn lock_run_keeps_the_renewal_already_running() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn stats_count_votes_timeouts_error_replies_renewals_and_latency() {
     let mut cluster = Cluster::local(5);
-    let redlock = cluster
-        .builder()
-        .retry_count(0)
-        .build()
-        .await
-        .expect("build");
+    let redlock = cluster.one_attempt_redlock().await;
     let start = redlock.stats();
     assert_eq!(start.nodes.len(), 5);
     assert_eq!(start.nodes[3].node, redlock.node_labels()[3]);

@@ -70,12 +70,7 @@ async fn prometheus_text_follows_stats_node_by_node() {
     m::describe();
 
     let mut cluster = Cluster::local(3);
-    let redlock = cluster
-        .builder()
-        .retry_count(0)
-        .build()
-        .await
-        .expect("build");
+    let redlock = cluster.one_attempt_redlock().await;
     let nodes = redlock.node_labels();
     let before = Scrape::parse(&handle.render());
     for node in &nodes {

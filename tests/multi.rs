@@ -119,12 +119,7 @@ async fn all_resources_are_taken_released_and_extended_together() {
 #[tokio::test]
 async fn one_taken_resource_blocks_the_set_and_nothing_is_set() {
     let cluster = Cluster::shared(5);
-    let redlock = cluster
-        .builder()
-        .retry_count(0)
-        .build()
-        .await
-        .expect("build");
+    let redlock = cluster.one_attempt_redlock().await;
     let (a, b) = (unique("free"), unique("taken"));
     let holder = redlock.acquire(&b, TTL).await.expect("b");
     let err = redlock

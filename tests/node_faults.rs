@@ -5,7 +5,7 @@ use quorumlock_testkit as support;
 
 use std::time::{Duration, Instant};
 
-use support::{eventually, unique, Cluster};
+use support::{eventually, unique, Cluster, OneAttempt};
 
 const TTL: Duration = Duration::from_secs(30);
 /// Long enough that waiting for a hung node would be unmistakable.
@@ -15,7 +15,7 @@ async fn patient_redlock(cluster: &Cluster) -> quorumlock::Redlock {
     cluster
         .builder()
         .node_timeout(PATIENT)
-        .retry_count(0)
+        .one_attempt()
         .build()
         .await
         .expect("build")
@@ -128,7 +128,7 @@ async fn three_of_five_hung_fails_and_nothing_is_left_after_they_resume() {
     let redlock = cluster
         .builder()
         .node_timeout(Duration::from_millis(200))
-        .retry_count(0)
+        .one_attempt()
         .build()
         .await
         .expect("build");
@@ -260,12 +260,7 @@ async fn a_resource_holding_a_hash_is_a_refusal_on_that_node_not_a_crash() {
 #[tokio::test]
 async fn error_replies_are_failed_votes() {
     let cluster = Cluster::local(5);
-    let redlock = cluster
-        .builder()
-        .retry_count(0)
-        .build()
-        .await
-        .expect("build");
+    let redlock = cluster.one_attempt_redlock().await;
     // OOM on three nodes: SET is refused with an error reply.
     for i in 0..3 {
         let _: () = cluster.exec(i, redis::cmd("CONFIG").arg("SET").arg("maxmemory").arg("1"));
@@ -333,7 +328,7 @@ async fn a_quorum_slower_than_the_ttl_is_never_a_grant() {
     let redlock = cluster
         .builder()
         .node_timeout(Duration::from_secs(2))
-        .retry_count(0)
+        .one_attempt()
         .build()
         .await
         .expect("build");

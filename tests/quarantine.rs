@@ -6,7 +6,7 @@ use quorumlock_testkit as support;
 use std::time::Duration;
 
 use quorumlock::Redlock;
-use support::{unique, Cluster, Fault};
+use support::{unique, Cluster, Fault, OneAttempt};
 
 const TTL: Duration = Duration::from_secs(20);
 const QUARANTINE: Duration = Duration::from_secs(30);
@@ -109,7 +109,7 @@ async fn a_connected_client_notices_the_restart_after_a_connection_error() {
     let redlock = cluster
         .builder()
         .restart_quarantine(Some(young))
-        .retry_count(0)
+        .one_attempt()
         .build()
         .await
         .expect("build");
@@ -206,7 +206,7 @@ async fn careful_client(urls: &[String]) -> Redlock {
         .node_timeout(Duration::from_millis(100))
         .connect_timeout(Duration::from_secs(2))
         .restart_quarantine(Some(FIVE_SECONDS))
-        .retry_count(0)
+        .one_attempt()
         .build()
         .await
         .expect("build")
@@ -314,7 +314,7 @@ async fn a_restart_behind_a_proxy_that_keeps_the_connection_is_caught_by_the_vot
     wait_uptime(&cluster, young + Duration::from_secs(1)).await;
     let redlock = quorumlock::Builder::new(urls)
         .restart_quarantine(Some(young))
-        .retry_count(0)
+        .one_attempt()
         .node_timeout(Duration::from_millis(500))
         .build()
         .await
@@ -432,7 +432,7 @@ async fn hammered_restarts_from_many_threads_never_count_a_young_servers_vote() 
     let redlock = cluster
         .proxied_builder()
         .restart_quarantine(Some(required))
-        .retry_count(0)
+        .one_attempt()
         .node_timeout(Duration::from_millis(300))
         .build()
         .await

@@ -46,7 +46,7 @@ use std::time::{Duration, Instant};
 
 use support::checker::{Checker, Figures, Outcome};
 use support::workload::{SafetyOutcome, SafetyRun, Strategy, Workload};
-use support::{report, unique, Cluster, Fault, NodeOptions};
+use support::{report, unique, Cluster, Fault, NodeOptions, OneAttempt};
 
 fn env_u64(name: &str, default: u64) -> u64 {
     std::env::var(name)
@@ -367,7 +367,7 @@ async fn negative_control_setup_without_the_break_is_clean() {
     let build = || {
         quorumlock::Builder::new(urls.clone())
             .node_timeout(Duration::from_millis(200))
-            .retry_count(0)
+            .one_attempt()
             .build()
     };
     for i in [3, 4] {

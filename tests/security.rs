@@ -8,7 +8,7 @@ use quorumlock_testkit as support;
 use std::time::Duration;
 
 use support::logs::LogCapture;
-use support::{unique, Cluster};
+use support::{unique, Cluster, OneAttempt};
 
 /// The ACL of a user that can take, extend and release locks on `lock:*`
 /// and nothing else: the commands the client sends and those its scripts
@@ -68,7 +68,7 @@ async fn an_acl_user_limited_to_the_lock_commands_is_enough() {
     tokio::time::sleep(Duration::from_millis(1100)).await;
     let redlock = quorumlock::Builder::new(urls.clone())
         .node_timeout(Duration::from_millis(200))
-        .retry_count(0)
+        .one_attempt()
         .restart_quarantine(Some(Duration::from_millis(500)))
         .build()
         .await
@@ -172,7 +172,7 @@ async fn wrong_or_missing_credentials_are_typed_and_never_echoed() {
         // identity) before the vote, which the default 50 ms may not
         // cover on a loaded machine.
         let redlock = quorumlock::Builder::new(urls.clone())
-            .retry_count(0)
+            .one_attempt()
             .node_timeout(Duration::from_secs(2))
             .build()
             .await
@@ -226,7 +226,7 @@ async fn releases_succeed_for_a_user_that_may_not_publish() {
         .collect();
     let redlock = quorumlock::Builder::new(urls.clone())
         .node_timeout(Duration::from_millis(200))
-        .retry_count(0)
+        .one_attempt()
         .retry_delay(Duration::from_millis(50), Duration::from_millis(100))
         .build()
         .await

@@ -15,7 +15,7 @@ use rcgen::{
     BasicConstraints, CertificateParams, CertifiedIssuer, DnType, ExtendedKeyUsagePurpose, IsCa,
     KeyPair, KeyUsagePurpose,
 };
-use support::{unique, Cluster, Fault, NodeOptions};
+use support::{unique, Cluster, Fault, NodeOptions, OneAttempt};
 
 const TTL: Duration = Duration::from_secs(10);
 
@@ -101,7 +101,7 @@ fn builder(urls: &[String]) -> quorumlock::Builder {
     quorumlock::Builder::new(urls.to_vec())
         .node_timeout(Duration::from_millis(500))
         .connect_timeout(Duration::from_secs(2))
-        .retry_count(0)
+        .one_attempt()
 }
 
 async fn refused_over_tls(builder: quorumlock::Builder) -> String {

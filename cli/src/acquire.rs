@@ -6,21 +6,54 @@ use std::time::{Duration, Instant};
 
 use quorumlock::{Lock, NodeFailure, NodeView, Redlock};
 
+use crate::args::{Common, RunArgs};
 use crate::diagnose::{classify, is_config, no_quorum, Verdict};
 use crate::output::Out;
-use crate::run::RunArgs;
 use crate::signals::{is_stop, status_for, Signals};
-use crate::{exit, Common};
+use crate::{client, exit};
 
 /// Longest single call into the library while waiting, so that the kind of
 /// failure is looked at regularly.
 const SLICE: Duration = Duration::from_secs(1);
 
+/// What taking the lock needs from the command line.
+#[derive(Debug, Clone)]
+pub struct AcquireOptions {
+    /// The lock's TTL.
+    pub ttl: Duration,
+    /// Ask for a fencing token.
+    pub fenced: bool,
+    /// How long to wait for a busy lock (`None`: until it is free).
+    pub wait: Option<Duration>,
+    /// Give up at once when the lock is busy.
+    pub no_wait: bool,
+    /// How long to keep trying while no quorum answers.
+    pub outage_wait: Duration,
+    /// The per-node reply timeout (bounds the wait for partial releases).
+    pub node_timeout: Duration,
+    /// Largest random pause between attempts during an outage.
+    pub retry_delay: Duration,
+}
+
+impl AcquireOptions {
+    /// The options `run` was given.
+    pub fn new(common: &Common, args: &RunArgs) -> Self {
+        Self {
+            ttl: args.ttl,
+            fenced: args.fenced,
+            wait: args.wait,
+            no_wait: args.no_wait,
+            outage_wait: args.outage_wait,
+            node_timeout: common.node_timeout,
+            retry_delay: common.retry_delay,
+        }
+    }
+}
+
 /// Takes the lock, or returns the exit status.
 pub async fn acquire(
     redlock: &Redlock,
-    common: &Common,
-    args: &RunArgs,
+    args: &AcquireOptions,
     resource: &str,
     out: Out,
     signals: &mut Signals,
@@ -40,7 +73,7 @@ pub async fn acquire(
             }
         })
     });
-    let result = attempts(redlock, common, args, resource, out, signals, started).await;
+    let result = attempts(redlock, args, resource, out, signals, started).await;
     if let Some(progress) = progress {
         progress.abort();
     }
@@ -48,15 +81,14 @@ pub async fn acquire(
     if result.is_err() {
         // The last attempt's partial grants are being released in the
         // background; the process exits next.
-        redlock.settle(common.node_timeout.saturating_mul(2)).await;
+        redlock.settle(args.node_timeout.saturating_mul(2)).await;
     }
     result
 }
 
 async fn attempts(
     redlock: &Redlock,
-    common: &Common,
-    args: &RunArgs,
+    args: &AcquireOptions,
     resource: &str,
     out: Out,
     signals: &mut Signals,
@@ -101,7 +133,7 @@ async fn attempts(
                         // Dropping the attempt releases what it took, in
                         // the background: wait for that before exiting.
                         drop(attempt);
-                        redlock.settle(common.node_timeout.saturating_mul(4)).await;
+                        redlock.settle(args.node_timeout.saturating_mul(4)).await;
                         return Err(status_for(sig));
                     }
                     out.detail(&format!("got {sig} while waiting for the lock; no command to pass it to yet"));
@@ -185,7 +217,7 @@ async fn attempts(
                 // here, unlike in the library (its `random` module): this
                 // process forks only to exec the command, so no copy of its
                 // state ever draws.
-                let pause = common.retry_delay.mul_f64(rand::random::<f64>());
+                let pause = args.retry_delay.mul_f64(rand::random::<f64>());
                 tokio::time::sleep(pause.max(Duration::from_millis(10))).await;
             }
             Verdict::Config(msg) => {
@@ -199,7 +231,7 @@ async fn attempts(
             }
             Verdict::Other(msg) => {
                 out.error(&msg);
-                return Err(crate::status_of(&err));
+                return Err(client::status_of(&err));
             }
         }
     }

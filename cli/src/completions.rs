@@ -10,17 +10,10 @@
 
 use std::io::Write;
 
-use clap::{Args, CommandFactory};
-use clap_complete::Shell;
+use clap::CommandFactory;
 
-use crate::{exit, Cli};
-
-#[derive(Args, Debug)]
-pub struct CompletionsArgs {
-    /// The shell to write the completion script for.
-    #[arg(value_enum)]
-    pub shell: Shell,
-}
+use crate::args::{Cli, CompletionsArgs};
+use crate::exit;
 
 /// Writes the script; a closed stdout is not an error worth a status.
 pub fn completions(args: &CompletionsArgs) -> u8 {

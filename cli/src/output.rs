@@ -6,7 +6,7 @@
 use std::io::{IsTerminal, Write};
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use crate::Common;
+use crate::args::Common;
 
 /// A live progress line is on the terminal and must be cleared before
 /// anything else is written there.

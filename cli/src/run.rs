@@ -10,15 +10,15 @@
 use std::io::ErrorKind;
 use std::time::{Duration, Instant};
 
-use clap::Args;
-use quorumlock::{Lock, Redlock, Renewal, MAX_TTL};
+use quorumlock::{Lock, Redlock, Renewal};
 
+use crate::acquire::{self, AcquireOptions};
+use crate::args::{Common, RunArgs};
 use crate::child::{self, Left, Running, Spec};
 use crate::deadline::{self, DeadlineFile};
 use crate::output::Out;
-use crate::resource::ResourceArg;
 use crate::signals::{status_for, Signals};
-use crate::{exit, Common};
+use crate::{client, exit};
 
 /// The shortest TTL `run` accepts, in node timeouts: acquisition (1), a
 /// renewal at a third of the TTL (1) with one retry (2), and the safety
@@ -26,63 +26,10 @@ use crate::{exit, Common};
 /// room to spare.
 pub const MIN_TTL_NODE_TIMEOUTS: u32 = 8;
 
-/// How long humantime's `1y` is (365.25 days); accepted as the maximum.
-const HUMANTIME_YEAR: Duration = Duration::from_secs(31_557_600);
-
 /// How long before the lock's validity ends a lost lock's SIGKILL is
 /// sent: finding every process of CMD's in `/proc` and signalling each
 /// takes a few milliseconds, and a timer may fire a millisecond late.
 const KILL_LEAD: Duration = Duration::from_millis(20);
-
-/// Default bound on waiting for a quorum that does not answer.
-pub const DEFAULT_OUTAGE_WAIT: &str = "30s";
-
-#[derive(Args, Debug)]
-pub struct RunArgs {
-    /// Lock TTL, at least 8 × --node-timeout, at most 1y (365 days); the
-    /// lock is renewed every TTL/3 while CMD runs.
-    #[arg(long, default_value = "30s", value_parser = parse_ttl)]
-    pub ttl: Duration,
-    /// Wait at most this long for a busy lock (default: wait until it is free).
-    #[arg(long, value_parser = humantime::parse_duration, conflicts_with = "no_wait")]
-    pub wait: Option<Duration>,
-    /// Exit at once with status 75 if the lock is busy (a nightly job's "skip").
-    #[arg(long)]
-    pub no_wait: bool,
-    /// While no quorum of nodes answers (nodes down, hung, refusing), keep
-    /// trying at most this long, then exit 69; applies even without --wait.
-    #[arg(long, default_value = DEFAULT_OUTAGE_WAIT, value_parser = humantime::parse_duration)]
-    pub outage_wait: Duration,
-    /// Hand CMD a fencing token in QUORUMLOCK_FENCE.
-    #[arg(long)]
-    pub fenced: bool,
-    /// After a lost lock, or CMD's exit with processes it started still
-    /// running (in its group or not): time between SIGTERM and SIGKILL to
-    /// them (never past the lock's validity).
-    #[arg(long, default_value = "10s", value_parser = humantime::parse_duration)]
-    pub grace: Duration,
-    /// Pass the node list on to CMD in QUORUMLOCK_NODES (it may hold
-    /// passwords; by default CMD does not get it).
-    #[arg(long)]
-    pub export_nodes: bool,
-    #[command(flatten)]
-    pub resource: ResourceArg,
-    /// The command and its arguments, after `--`.
-    #[arg(last = true, required = true, value_name = "CMD")]
-    pub command: Vec<String>,
-}
-
-/// A TTL as humantime reads it; `1y` (365.25 days) means the maximum.
-fn parse_ttl(text: &str) -> Result<Duration, String> {
-    let ttl = humantime::parse_duration(text).map_err(|e| e.to_string())?;
-    if ttl > MAX_TTL && ttl <= HUMANTIME_YEAR {
-        return Ok(MAX_TTL);
-    }
-    if ttl > MAX_TTL {
-        return Err(format!("at most 1y ({MAX_TTL:?})"));
-    }
-    Ok(ttl)
-}
 
 pub async fn run(common: &Common, args: RunArgs) -> u8 {
     let out = Out::new(common);
@@ -105,16 +52,15 @@ pub async fn run(common: &Common, args: RunArgs) -> u8 {
         ));
         return exit::USAGE;
     }
-    let redlock = match crate::redlock(common).await {
+    let redlock = match client::redlock(common).await {
         Ok(r) => r,
         Err(e) => {
             out.error(&e.to_string());
-            return crate::status_of(&e);
+            return client::status_of(&e);
         }
     };
-    let lock = match crate::acquire::acquire(&redlock, common, &args, &resource, out, &mut signals)
-        .await
-    {
+    let options = AcquireOptions::new(common, &args);
+    let lock = match acquire::acquire(&redlock, &options, &resource, out, &mut signals).await {
         Ok(lock) => lock,
         Err(code) => return code,
     };

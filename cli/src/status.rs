@@ -1,28 +1,17 @@
 //! `quorumlock status [--json] RESOURCE`.
 
-use clap::Args;
 use quorumlock::{NodeView, Status};
 
+use crate::args::{Common, StatusArgs};
 use crate::output::{stderr_line, stdout_line};
-use crate::resource::ResourceArg;
-use crate::{diagnose, exit, Common};
-
-#[derive(Args, Debug)]
-pub struct StatusArgs {
-    #[command(flatten)]
-    pub resource: ResourceArg,
-    /// Print one JSON object (stable fields, see the README) instead of
-    /// the table; the exit status is the same.
-    #[arg(long)]
-    pub json: bool,
-}
+use crate::{client, diagnose, exit};
 
 pub async fn status(common: &Common, args: StatusArgs) -> u8 {
-    let redlock = match crate::redlock(common).await {
+    let redlock = match client::redlock(common).await {
         Ok(r) => r,
         Err(e) => {
             stderr_line(&e.to_string());
-            return crate::status_of(&e);
+            return client::status_of(&e);
         }
     };
     let resource = args.resource.name();

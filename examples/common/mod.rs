@@ -6,7 +6,7 @@
 
 use std::time::Instant;
 
-use quorumlock_testkit::Cluster;
+use quorumlock_testkit::{Cluster, NodeOptions};
 
 /// Nodes for an example; local ones stop when this is dropped.
 pub struct Nodes {
@@ -26,7 +26,7 @@ impl Nodes {
             .filter(|s| !s.is_empty())
             .collect();
         let cluster = if from_env.is_empty() {
-            Cluster::try_local(5).map_err(|e| {
+            Cluster::try_local(5, &NodeOptions::default()).map_err(|e| {
                 format!(
                     "no Redis nodes: set QUORUMLOCK_NODES=redis://host:port,... \
                      (e.g. after `docker/cluster.sh up`: QUORUMLOCK_NODES=$(docker/cluster.sh nodes)), \

@@ -8,7 +8,7 @@
 use std::fmt;
 use std::time::Duration;
 
-use crate::error::failure::{NodeFailure, NodeFailures};
+use crate::error::{NodeFailure, NodeFailures};
 
 /// Why a lock's [`LostSignal`](crate::LostSignal) fired.
 ///
@@ -286,7 +286,7 @@ impl fmt::Display for LostReason {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::error::failure::NodeFailureKind;
+    use crate::error::NodeFailureKind;
 
     /// An extension on `nodes` nodes decided after these votes.
     fn decided(nodes: usize, yes: usize, no: usize, failed: usize) -> LostReason {

@@ -2,17 +2,16 @@
 //! different things, and each keeps the per-node causes.
 
 pub(crate) mod classify;
-pub(crate) mod failure;
+mod failure;
 pub(crate) mod lost;
 pub(crate) mod reply_code;
 
+pub(crate) use failure::NodeFailures;
 pub use failure::{NodeFailure, NodeFailureKind};
 pub use lost::{LossKind, LostReason};
 
 use std::fmt;
 use std::time::Duration;
-
-use crate::error::failure::NodeFailures;
 
 /// Result alias for this crate.
 pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -24,6 +24,7 @@ use super::term::Term;
 use crate::error::lost::{LossKind, LostReason};
 use crate::keys::Keys;
 use crate::stats::counters::LeaseCounters;
+use crate::validity;
 
 /// The shared state of one held lock.
 pub(crate) struct Lease {
@@ -119,7 +120,7 @@ impl Lease {
         if s.ended.is_some() {
             Duration::ZERO
         } else {
-            self.deadline().saturating_duration_since(Instant::now())
+            validity::left(self.deadline(), Instant::now())
         }
     }
 

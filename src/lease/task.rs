@@ -2,7 +2,7 @@
 //! settings, and fires the lost-lock signal when renewal cannot keep up.
 //!
 //! The task holds the lease and the one extension path of the lock (a
-//! [`Renew`] implementation), never the lock itself, and stops on a token
+//! closure that starts one renewal), never the lock itself, and stops on a token
 //! that release and drop cancel, so it never outlives the lock. Every wait
 //! re-arms when the lease's term changes (a manual extension, or its
 //! renewal), so the schedule always follows the current term.
@@ -18,26 +18,28 @@ use super::renewal::Renewal;
 use super::schedule::{self, Progress, Step, Timing};
 use super::state::Lease;
 use super::term::Term;
-use crate::error::failure::NodeFailure;
 use crate::error::lost::{LossKind, LostReason};
-
-/// One renewal of a lock: extends it by its current TTL.
-pub(crate) trait Renew: Send + Sync + 'static {
-    /// The new deadline once a majority extended in time, or why not.
-    /// Leaves the lease's loss to the task: a failure is only reported.
-    fn renew(&self) -> impl Future<Output = Result<Instant, LostReason>> + Send;
-}
+use crate::error::NodeFailure;
+use crate::validity;
 
 /// Follows the schedule of `settings` (for nodes answering within
 /// `node_timeout`) until the lock ends, expires, is lost, or a cap is
 /// reached; returns at once when `stop` is cancelled.
-pub(crate) async fn run<R: Renew>(
+///
+/// `renew` starts one renewal — an extension by the lock's current TTL
+/// (the lease sits below the quorum that extends) — resolving to the new
+/// deadline once a majority extended in time, or to why not. It leaves the
+/// lease's loss to this task: a failure is only reported.
+pub(crate) async fn run<R, F>(
     lease: Arc<Lease>,
-    extension: Arc<R>,
+    renew: R,
     settings: Renewal,
     node_timeout: Duration,
     stop: CancellationToken,
-) {
+) where
+    R: Fn() -> F,
+    F: Future<Output = Result<Instant, LostReason>>,
+{
     let mut watched = lease.watch();
     let limits = settings.limits(lease.granted());
     let mut progress = Progress::default();
@@ -93,7 +95,7 @@ pub(crate) async fn run<R: Renew>(
             Step::Renew => {
                 progress.last_attempt = Some(now);
                 let mut warn_at = warn_point(&term, &timing);
-                let attempt = extension.renew();
+                let attempt = renew();
                 tokio::pin!(attempt);
                 // Wait for the attempt, but fire `Uncertain` on time if it
                 // is still waiting for replies when the margin is crossed —
@@ -117,7 +119,7 @@ pub(crate) async fn run<R: Renew>(
                 };
                 match result {
                     Ok(deadline) => {
-                        let valid = deadline.saturating_duration_since(Instant::now());
+                        let valid = validity::left(deadline, Instant::now());
                         lease.counters().renewed();
                         progress.renewals = progress.renewals.saturating_add(1);
                         progress.last_failed = false;

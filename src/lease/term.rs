@@ -35,7 +35,7 @@ pub(crate) enum Late {
 impl Term {
     /// The validity one grant or extension with this TTL buys: `ttl − drift`.
     pub(crate) fn budget(&self) -> Duration {
-        self.ttl.saturating_sub(self.drift)
+        validity::budget(self.ttl, self.drift)
     }
 
     /// The term once a majority confirmed, at `now`, an extension to `ttl`

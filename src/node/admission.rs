@@ -12,7 +12,7 @@ use redis::aio::{ConnectionLike, MultiplexedConnection};
 use redis::{ErrorKind, RedisError, Value};
 use tracing::warn;
 
-use crate::error::failure::NodeFailureKind;
+use crate::error::NodeFailureKind;
 
 /// The server identity every node's current connection reported, shared
 /// by the nodes of one client.

@@ -69,12 +69,7 @@ impl Command {
     /// announced to waiters on the resource's channel when `announce` says
     /// so.
     pub(crate) fn release(keys: &Keys, token: &Token, announce: Announce) -> Arc<Self> {
-        let script = if keys.is_multi() {
-            &lua::RELEASE_MULTI
-        } else {
-            &lua::RELEASE
-        };
-        Self::call(script, keys.slices(), |cmd| {
+        Self::call(&lua::RELEASE, keys.slices(), |cmd| {
             cmd.arg(token.as_str()).arg(match announce {
                 Announce::Waiters => "1",
                 Announce::Silently => "0",
@@ -84,12 +79,7 @@ impl Command {
 
     /// Compare-and-pexpire to `ttl`.
     pub(crate) fn extend(keys: &Keys, token: &Token, ttl: Duration) -> Arc<Self> {
-        let script = if keys.is_multi() {
-            &lua::EXTEND_MULTI
-        } else {
-            &lua::EXTEND
-        };
-        Self::call(script, keys.slices(), |cmd| {
+        Self::call(&lua::EXTEND, keys.slices(), |cmd| {
             cmd.arg(token.as_str()).arg(validity::millis(ttl));
         })
     }

@@ -90,16 +90,13 @@ impl Link {
     }
 
     /// Why the node's last connection was refused, if it was.
-    pub(crate) fn refused(&self) -> Option<crate::error::failure::NodeFailureKind> {
+    pub(crate) fn refused(&self) -> Option<crate::error::NodeFailureKind> {
         self.0.gate.refused()
     }
 
     /// Why the node's last connection was refused, when `error` is that
     /// refusal.
-    pub(crate) fn refusal(
-        &self,
-        error: &RedisError,
-    ) -> Option<crate::error::failure::NodeFailureKind> {
+    pub(crate) fn refusal(&self, error: &RedisError) -> Option<crate::error::NodeFailureKind> {
         self.0.gate.refusal(error)
     }
 

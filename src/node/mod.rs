@@ -10,7 +10,6 @@
 pub(crate) mod admission;
 pub(crate) mod commands;
 pub(crate) mod fence;
-pub(crate) mod grant;
 pub(crate) mod link;
 pub(crate) mod lua;
 pub(crate) mod quarantine;
@@ -25,16 +24,15 @@ use redis::{Client, Cmd, ErrorKind, FromRedisValue, RedisError, ServerErrorKind,
 use tracing::warn;
 
 use crate::error::classify::classify;
-use crate::error::{NodeFailure, NodeFailureKind};
+use crate::error::{NodeFailure, NodeFailureKind, Operation};
 use crate::keys::Keys;
 use crate::node::admission::Gate;
 use crate::node::commands::Command;
-use crate::node::grant::Grant;
 use crate::node::link::Link;
 use crate::node::quarantine::Quarantine;
 use crate::node::reply::Vote;
 use crate::stats::counters::NodeCounters;
-use crate::stats::op::Op;
+use crate::status::NodeView;
 use fence::Commit;
 use reply::Kind;
 
@@ -82,6 +80,28 @@ impl std::fmt::Debug for Node {
 
 /// A node's reply, or why there was none.
 pub(crate) type NodeResult<T> = Result<T, NodeFailure>;
+
+/// One node's answer to an acquire: its vote and, for a fenced lock, the
+/// fencing counter it read atomically with the `SET` (0 otherwise).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Grant {
+    pub(crate) vote: Vote,
+    pub(crate) counter: u64,
+}
+
+impl Grant {
+    const NO: Grant = Grant {
+        vote: Vote::No,
+        counter: 0,
+    };
+
+    fn yes(counter: u64) -> Self {
+        Grant {
+            vote: Vote::Yes,
+            counter,
+        }
+    }
+}
 
 /// Until when a node's answer counts, and the timeout that deadline
 /// stands for (for the message of a late answer).
@@ -170,40 +190,20 @@ impl Node {
         .await
     }
 
-    /// How long `key` stays set (a single `PTTL` read, no lock taken):
-    /// `None` when it is not set, `Duration::MAX` when it has no expiry.
-    pub(crate) async fn time_to_live(
-        &self,
-        key: &[u8],
-        window: Window,
-    ) -> NodeResult<Option<Duration>> {
-        let mut cmd = redis::cmd("PTTL");
-        cmd.arg(key);
-        let ms: i64 = self
-            .counted(window, || async { parse(self.conn.send(&cmd).await?) })
-            .await?;
-        Ok(match u64::try_from(ms) {
-            Ok(ms) => Some(Duration::from_millis(ms)),
-            Err(_) if ms == -1 => Some(Duration::MAX),
-            Err(_) => None,
-        })
-    }
-
-    /// Reads a key's value and remaining TTL (no lock taken).
-    pub(crate) async fn peek(
-        &self,
-        key: &[u8],
-        window: Window,
-    ) -> NodeResult<(Option<Vec<u8>>, i64)> {
+    /// What this node holds for `key`: its value and time left, read
+    /// together (`GET` and `PTTL`, no lock taken).
+    pub(crate) async fn view(&self, key: &[u8], window: Window) -> NodeResult<NodeView> {
         let (mut get, mut pttl) = (redis::cmd("GET"), redis::cmd("PTTL"));
         get.arg(key);
         pttl.arg(key);
-        self.counted(window, || async {
-            // Both queued at once on the multiplexed connection.
-            let (value, left) = futures::join!(self.conn.send(&get), self.conn.send(&pttl));
-            Ok((parse(value?)?, parse(left?)?))
-        })
-        .await
+        let (value, left): (Option<Vec<u8>>, i64) = self
+            .counted(window, || async {
+                // Both queued at once on the multiplexed connection.
+                let (value, left) = futures::join!(self.conn.send(&get), self.conn.send(&pttl));
+                Ok((parse(value?)?, parse(left?)?))
+            })
+            .await?;
+        Ok(NodeView::from_peek(value.as_deref(), left))
     }
 
     /// Takes the lock on this node with `command` (see
@@ -243,7 +243,8 @@ impl Node {
             (Value::Nil, false) => Grant::NO,
             (other, _) => return Err(self.protocol(format!("{other:?}"))),
         };
-        self.counters.vote(Op::Acquire, grant.vote == Vote::Yes);
+        self.counters
+            .vote(Operation::Acquire, grant.vote == Vote::Yes);
         Ok(grant)
     }
 
@@ -278,7 +279,7 @@ impl Node {
             self.announcement_refused(keys);
         }
         let yes = self.read(Kind::Release, deleted)?;
-        Ok(self.counters.vote(Op::Release, yes))
+        Ok(self.counters.vote(Operation::Release, yes))
     }
 
     /// The node refused a release announcement (`PUBLISH`) on a release
@@ -308,7 +309,7 @@ impl Node {
     pub(crate) async fn extend(&self, command: &Command, window: Window) -> NodeResult<bool> {
         let n: i64 = self.counted(window, || self.run_parsed(command)).await?;
         let yes = self.read(Kind::Extend, n)?;
-        Ok(self.counters.vote(Op::Extend, yes))
+        Ok(self.counters.vote(Operation::Extend, yes))
     }
 
     /// Whether a script's `reply` counts as a yes ([`reply::counts`]); a

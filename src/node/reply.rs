@@ -112,19 +112,18 @@ pub(crate) enum Kind {
     AcquireMulti,
     /// `fence_commit.lua`: 1 raised (the only yes), 0 not held, −1 behind.
     Commit,
-    /// `release.lua` and `release_multi.lua`: the keys deleted, negated
-    /// when the announcement was refused; 0 when none carried the token.
+    /// `release.lua`: the keys deleted, negated when the announcement was
+    /// refused; 0 when none carried the token.
     Release,
-    /// `extend.lua`, `extend_multi.lua`: 1 when extended, 0 otherwise.
+    /// `extend.lua`: 1 when extended, 0 otherwise.
     Extend,
     /// `holds.lua`: 1 when every key carries the token, 0 otherwise.
     Holds,
 }
 
-/// The integer a node answers to `command`, and what it holds afterwards.
-/// Replies are those of the single-resource scripts (and a release that
-/// announces nothing); the multi-resource scripts answer the same on one
-/// resource, except `acquire_multi.lua` (1 or 0, see [`Kind`]).
+/// The integer a node answers to `command` on one resource, and what it
+/// holds afterwards (for a release that announces nothing). Every script
+/// answers so, except `acquire_multi.lua` (1 or 0, see [`Kind`]).
 pub(crate) fn answer<T: PartialEq + Copy, L: Later>(
     held: Held<T, L>,
     command: Command<T, L>,

@@ -1,6 +1,6 @@
 //! One acquisition attempt: `SET NX PX` on every node, decided at quorum;
 //! for a fenced lock, followed by the commit of the fencing token. Both
-//! phases are uses of [`fanout::quorum`]; the deadline the lock gets is
+//! phases are uses of [`fanout::ask`]; the deadline the lock gets is
 //! [`validity::deadline`] from the attempt's start.
 
 use std::sync::Arc;
@@ -14,8 +14,8 @@ use crate::error::NodeFailure;
 use crate::keys::Keys;
 use crate::node::commands::{Announce, Command};
 use crate::node::fence::{self, Commit};
-use crate::node::grant::Grant;
 use crate::node::reply::Vote;
+use crate::node::Grant;
 use crate::quorum::engine::Engine;
 use crate::quorum::fanout::{self, Outcome, Plan};
 use crate::quorum::rule::Tally;
@@ -64,7 +64,7 @@ pub(crate) async fn acquire_once(
     in_span(span, async move {
         let start = Instant::now();
         let valid_until = validity::deadline(start, ttl, drift).unwrap_or(start);
-        let timeout = engine.config.node_timeout.min(ttl.saturating_sub(drift));
+        let timeout = engine.config.node_timeout.min(validity::budget(ttl, drift));
         let command = Command::acquire(keys, token, ttl);
         let sets = SetFuture::for_attempt(engine.nodes.len());
         let mut guard = CleanupOnDrop {
@@ -79,7 +79,7 @@ pub(crate) async fn acquire_once(
             timeout,
             ..engine.majority(None)
         };
-        let set = fanout::quorum(
+        let set = fanout::ask(
             &engine.nodes,
             &engine.background,
             plan,
@@ -138,8 +138,10 @@ pub(crate) async fn acquire_once(
                 }
             }
         }
-        let elapsed = start.elapsed();
-        let valid = validity::validity(ttl, elapsed, drift).is_some();
+        // One clock read: the validity left is the deadline's, at `now`.
+        let now = Instant::now();
+        let elapsed = now.saturating_duration_since(start);
+        let valid = !validity::left(valid_until, now).is_zero();
 
         if granted && valid {
             guard.sets = None;
@@ -199,10 +201,10 @@ async fn commit_fence(
         timeout: engine
             .config
             .node_timeout
-            .min(valid_until.saturating_duration_since(Instant::now())),
+            .min(validity::left(valid_until, Instant::now())),
         ..engine.majority(Some(valid_until))
     };
-    fanout::quorum(
+    fanout::ask(
         &engine.nodes,
         &engine.background,
         plan,

@@ -1,6 +1,8 @@
 //! The engine behind a [`Redlock`](crate::Redlock): the nodes, the tuning,
 //! and the operations on a held lock — release, extend, the remote check —
-//! plus the read-only status, each one use of [`fanout::quorum`].
+//! plus the one read-only look at a key on the nodes (a waiter's, and
+//! [`Redlock::status`](crate::Redlock::status)), each one use of
+//! [`fanout::ask`].
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -16,7 +18,7 @@ use crate::keys::Keys;
 use crate::lease::term::{Late, Term};
 use crate::node::commands::{Announce, Command};
 use crate::node::reply::Vote;
-use crate::node::{Node, Window};
+use crate::node::Node;
 use crate::quorum::background::Background;
 use crate::quorum::fanout::{self, Outcome, Plan};
 use crate::quorum::handoff::Handoff;
@@ -28,33 +30,7 @@ use crate::stats::counters::LeaseCounters;
 use crate::stats::Stats;
 use crate::status::{NodeView, Status};
 use crate::token::Token;
-
-/// What a waiter's look at a lock's keys on one node found.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Look {
-    /// Not set there.
-    Free,
-    /// Set, for at most this long (`Duration::MAX`: without expiry).
-    HeldFor(Duration),
-    /// No answer within the node timeout, or a refusal.
-    Unknown,
-}
-
-impl Look {
-    /// The look at a set of keys from the look at each: held while any is
-    /// set, until the last of those expires; free only when every key is;
-    /// unknown otherwise.
-    pub(crate) fn combined(looks: impl IntoIterator<Item = Look>) -> Look {
-        looks
-            .into_iter()
-            .fold(Look::Free, |all, one| match (all, one) {
-                (Look::HeldFor(a), Look::HeldFor(b)) => Look::HeldFor(a.max(b)),
-                (Look::HeldFor(a), _) | (_, Look::HeldFor(a)) => Look::HeldFor(a),
-                (Look::Unknown, _) | (_, Look::Unknown) => Look::Unknown,
-                (Look::Free, Look::Free) => Look::Free,
-            })
-    }
-}
+use crate::validity;
 
 /// The nodes, the tuning, and the operations that go to all of them.
 #[derive(Debug)]
@@ -70,15 +46,15 @@ pub(crate) struct Engine {
 }
 
 impl Engine {
-    /// Votes a lock needs: a majority.
-    pub(crate) fn quorum(&self) -> usize {
-        rule::quorum(self.nodes.len())
+    /// Votes a lock needs: a majority of the nodes.
+    pub(crate) fn needed(&self) -> usize {
+        rule::majority(self.nodes.len())
     }
 
     /// A majority within the node timeout, undecided at `until`.
     pub(crate) fn majority(&self, until: Option<Instant>) -> Plan {
         Plan {
-            needed: self.quorum(),
+            needed: self.needed(),
             timeout: self.config.node_timeout,
             until,
         }
@@ -97,7 +73,7 @@ impl Engine {
     /// that does not answer is not an error here (it may come up later).
     pub(crate) async fn connect_all(&self) {
         let quarantine = self.config.restart_quarantine;
-        let outcome = fanout::quorum(
+        let outcome = fanout::ask(
             &self.nodes,
             &self.background,
             self.everyone(self.config.connect_timeout),
@@ -152,7 +128,7 @@ impl Engine {
             until: None,
         };
         let everyone = needed >= self.nodes.len();
-        fanout::quorum(
+        fanout::ask(
             &self.nodes,
             &self.background,
             plan,
@@ -187,7 +163,7 @@ impl Engine {
         let span = tracing::debug_span!("release", resource = %keys, token = %token);
         in_span(span, async move {
             let outcome = self
-                .release_after(keys, token, sets, self.quorum(), Announce::Waiters)
+                .release_after(keys, token, sets, self.needed(), Announce::Waiters)
                 .await;
             if outcome.reached() {
                 return Ok(());
@@ -226,7 +202,7 @@ impl Engine {
     ) -> Result<Term, LostReason> {
         let span = tracing::debug_span!("extend", resource = %keys, token = %token);
         in_span(span, async move {
-            let remaining = deadline.saturating_duration_since(start);
+            let remaining = validity::left(deadline, start);
             if remaining.is_zero() {
                 return Err(LostReason::Expired);
             }
@@ -235,7 +211,7 @@ impl Engine {
                 timeout: self.config.node_timeout.min(remaining),
                 ..self.majority(Some(deadline))
             };
-            let outcome = fanout::quorum(
+            let outcome = fanout::ask(
                 &self.nodes,
                 &self.background,
                 plan,
@@ -261,8 +237,9 @@ impl Engine {
                     let now = Instant::now();
                     match Term::extended(deadline, start, ttl, drift, now) {
                         Ok(term) => {
-                            let valid = term.deadline.saturating_duration_since(now);
-                            debug!(elapsed = ?start.elapsed(), ?valid, "extended");
+                            let valid = validity::left(term.deadline, now);
+                            let elapsed = now.saturating_duration_since(start);
+                            debug!(?elapsed, ?valid, "extended");
                             Ok(term)
                         }
                         Err(Late::Expired) => Err(LostReason::Expired),
@@ -313,13 +290,13 @@ impl Engine {
     }
 
     /// A hint for a waiter (see `retry::wait_for_release`): `keys` as one
-    /// node picked at random sees them ([`Look::combined`]).
+    /// node picked at random sees them ([`NodeView::combined`]).
     ///
     /// A lock over several resources waits on the ones held: the first key
     /// being free says nothing when another is taken (a waiter that looked
     /// at the first key alone tried again at once, in a loop).
-    pub(crate) async fn look(&self, keys: &Keys) -> Look {
-        Look::combined(self.look_at_each(keys).await)
+    pub(crate) async fn look(&self, keys: &Keys) -> NodeView {
+        NodeView::combined(self.look_at_each(keys).await)
     }
 
     /// The resource to name when an attempt on `keys` was refused: for a
@@ -330,65 +307,81 @@ impl Engine {
         if !keys.is_multi() {
             return keys.name();
         }
-        let looks = self.look_at_each(keys).await;
+        let views = self.look_at_each(keys).await;
         keys.slices()
-            .zip(looks)
-            .find(|(_, look)| matches!(look, Look::HeldFor(_)))
+            .zip(views)
+            .find(|(_, view)| matches!(view, NodeView::Held { .. }))
             .map_or_else(|| keys.name(), |(key, _)| ResourceName::new(key))
     }
 
     /// Every key of `keys` on one node picked at random (from the OS:
-    /// forked workers do not all look at the same node), in parallel.
-    async fn look_at_each(&self, keys: &Keys) -> Vec<Look> {
+    /// forked workers do not all look at the same node).
+    async fn look_at_each(&self, keys: &Keys) -> Vec<NodeView> {
         let node = &self.nodes[random::below(self.nodes.len())];
-        let timeout = self.config.node_timeout;
-        let window = Window::from_now(timeout);
-        let looks = keys.slices().map(|key| async move {
-            match tokio::time::timeout(timeout, node.time_to_live(key, window)).await {
-                Ok(Ok(Some(left))) => Look::HeldFor(left),
-                Ok(Ok(None)) => Look::Free,
-                // A late answer is a timeout the node did not count.
-                Ok(Err(failure)) if !failure.kind.is_timeout() => Look::Unknown,
-                Ok(Err(_)) | Err(_) => {
-                    node.counters()
-                        .failed(&NodeFailureKind::Timeout(timeout), None);
-                    Look::Unknown
-                }
-            }
-        });
-        futures::future::join_all(looks).await
+        let one: Arc<[Node]> = Arc::new([node.clone()]);
+        let views = self.views(&one, keys.resources().into()).await;
+        views.into_iter().flatten().collect()
     }
 
     /// Reads the resource's key on every node, in parallel.
     pub(crate) async fn status(&self, resource: &[u8]) -> Status {
-        let key: Arc<[u8]> = resource.into();
-        let outcome = fanout::quorum(
-            &self.nodes,
+        let views = self.views(&self.nodes, Arc::new([resource.to_vec()])).await;
+        let nodes = self
+            .nodes
+            .iter()
+            .map(|n| n.label().to_owned())
+            .zip(views.into_iter().flatten())
+            .collect();
+        Status::new(ResourceName::new(resource), nodes, self.needed())
+    }
+
+    /// What each of `nodes` holds for each of `keys` (read-only; every
+    /// node, and every key of a node, in parallel), within the node
+    /// timeout: per node, one view per key. A node that does not answer in
+    /// time is [`NodeView::Failed`] for every key (a timeout, counted once);
+    /// a key a node refused to read is `Failed` on its own. The one read
+    /// behind [`status`](Self::status) and [`look`](Self::look).
+    async fn views(&self, nodes: &Arc<[Node]>, keys: Arc<[Vec<u8>]>) -> Vec<Vec<NodeView>> {
+        let timeout = self.config.node_timeout;
+        let plan = Plan {
+            needed: nodes.len(),
+            timeout,
+            until: None,
+        };
+        let outcome = fanout::ask(
+            nodes,
             &self.background,
-            self.everyone(self.config.node_timeout),
+            plan,
             |_, node, window| {
-                let (node, key) = (node.clone(), key.clone());
+                let (node, keys) = (node.clone(), keys.clone());
                 async move {
-                    Ok(match node.peek(&key, window).await {
-                        Ok((value, pttl)) => NodeView::from_peek(value.as_deref(), pttl),
-                        Err(failure) => NodeView::Failed(failure),
-                    })
+                    let reads = keys.iter().map(|key| node.view(key, window));
+                    let mut views = Vec::with_capacity(keys.len());
+                    for view in futures::future::join_all(reads).await {
+                        match view {
+                            // Late: the node's timeout, for the fan-out to count.
+                            Err(failure) if failure.kind.is_timeout() => return Err(failure),
+                            Err(failure) => views.push(NodeView::Failed(failure)),
+                            Ok(view) => views.push(view),
+                        }
+                    }
+                    Ok(views)
                 }
             },
             |_, _| Vote::Yes,
         )
         .await;
-        let mut views = vec![NodeView::Free; self.nodes.len()];
-        for (i, view) in outcome.replies {
-            views[i] = view;
-        }
-        let nodes = self
-            .nodes
+        let mut views: Vec<Vec<NodeView>> = nodes
             .iter()
-            .map(|n| n.label().to_owned())
-            .zip(views)
+            .map(|node| {
+                let silent = node.failure(NodeFailureKind::Timeout(timeout));
+                vec![NodeView::Failed(silent); keys.len()]
+            })
             .collect();
-        Status::new(ResourceName::new(resource), nodes, self.quorum())
+        for (i, answered) in outcome.replies {
+            views[i] = answered;
+        }
+        views
     }
 
     /// A snapshot of every counter.
@@ -423,34 +416,5 @@ impl Engine {
             attempts: 1,
             failures: outcome.failures,
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    const MS: Duration = Duration::from_millis(1);
-
-    #[test]
-    fn a_set_of_keys_is_held_while_any_is_and_free_when_all_are() {
-        use Look::{Free, HeldFor, Unknown};
-        let all = |looks: &[Look]| Look::combined(looks.iter().copied());
-        // The first key free, the second held: held (the spin of a waiter
-        // that looked at the first key alone).
-        assert_eq!(all(&[Free, HeldFor(400 * MS)]), HeldFor(400 * MS));
-        assert_eq!(
-            all(&[HeldFor(9 * MS), Free, HeldFor(70 * MS)]),
-            HeldFor(70 * MS)
-        );
-        assert_eq!(all(&[Unknown, HeldFor(5 * MS)]), HeldFor(5 * MS));
-        assert_eq!(
-            all(&[HeldFor(Duration::MAX), HeldFor(MS)]),
-            HeldFor(Duration::MAX)
-        );
-        assert_eq!(all(&[Free, Free]), Free);
-        assert_eq!(all(&[Free, Unknown]), Unknown);
-        assert_eq!(all(&[Free]), Free);
-        assert_eq!(all(&[HeldFor(MS)]), HeldFor(MS));
     }
 }

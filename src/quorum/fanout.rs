@@ -1,4 +1,4 @@
-//! The one quorum operation: send a command to every node at once, count
+//! The one fan-out: send a command to every node at once, count
 //! the replies as they arrive, and decide at the earliest moment — success
 //! at the `needed`-th yes, failure as soon as that has become impossible,
 //! or no decision once a deadline passed. Whatever is still in flight at
@@ -6,7 +6,7 @@
 //! nodes) and is never waited for.
 //!
 //! Acquire, the fencing-token commit, extend, release, the remote check,
-//! the status read and the first connection are all uses of [`quorum`];
+//! the status read and the first connection are all uses of [`ask`];
 //! they differ only in the command sent, in how a reply votes, and in how
 //! many yes votes they need.
 //!
@@ -81,7 +81,7 @@ impl<T> Outcome<T> {
 ///
 /// Dropping this future hands the unfinished per-node futures to
 /// `background` too: every command still reaches its node.
-pub(crate) async fn quorum<T, F, Fut>(
+pub(crate) async fn ask<T, F, Fut>(
     nodes: &Arc<[Node]>,
     background: &Background,
     plan: Plan,
@@ -96,15 +96,15 @@ where
     decided_by(nodes, background, plan, send, vote, Tally::decision).await
 }
 
-/// [`quorum`] with another rule for when the outcome is known: `decide`
+/// [`ask`] with another rule for when the outcome is known: `decide`
 /// reads the tally after each vote (and once the window closed) and ends
-/// the fan-out when it returns a decision. [`quorum`] decides on the yes
+/// the fan-out when it returns a decision. [`ask`] decides on the yes
 /// votes alone; the remote check also stops once enough nodes said no
 /// (see [`crate::quorum::remote_check`]).
 ///
 /// # Cancel safety
 ///
-/// As [`quorum`].
+/// As [`ask`].
 pub(crate) async fn decided_by<T, F, Fut>(
     nodes: &Arc<[Node]>,
     background: &Background,

@@ -67,7 +67,7 @@ impl Drop for Handoff {
 /// there. Clients start at different nodes, which spreads the
 /// subscriptions over the cluster.
 pub(crate) fn listened(nodes: usize, seed: usize) -> impl Iterator<Item = usize> {
-    let count = nodes.saturating_sub(crate::quorum::rule::quorum(nodes)) + 1;
+    let count = nodes.saturating_sub(crate::quorum::rule::majority(nodes)) + 1;
     let first = seed.checked_rem(nodes).unwrap_or(0);
     (0..count.min(nodes)).map(move |k| (first + k) % nodes)
 }
@@ -311,7 +311,7 @@ mod tests {
     #[test]
     fn every_majority_includes_a_listened_node() {
         for nodes in 1..=9 {
-            let majority = crate::quorum::rule::quorum(nodes);
+            let majority = crate::quorum::rule::majority(nodes);
             for seed in 0..2 * nodes {
                 let listened: Vec<usize> = listened(nodes, seed).collect();
                 assert_eq!(listened.len(), nodes - majority + 1, "n={nodes}");

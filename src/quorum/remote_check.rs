@@ -54,11 +54,11 @@ pub(crate) fn decision(tally: &Tally) -> Option<Decision> {
 mod tests {
     use super::*;
     use crate::node::reply::Vote;
-    use crate::quorum::rule::quorum;
+    use crate::quorum::rule::majority;
 
     /// A majority tally over `nodes` with these answers so far.
     fn tally(nodes: usize, yes: usize, no: usize, failed: usize) -> Tally {
-        let mut t = Tally::new(nodes, quorum(nodes));
+        let mut t = Tally::new(nodes, majority(nodes));
         let votes = [(Vote::Yes, yes), (Vote::No, no), (Vote::Failed, failed)];
         for (vote, count) in votes {
             for _ in 0..count {
@@ -114,7 +114,7 @@ mod tests {
     #[test]
     fn a_verdict_is_final_and_the_rule_is_exact() {
         for nodes in 1..=9 {
-            let q = quorum(nodes);
+            let q = majority(nodes);
             for yes in 0..=nodes {
                 for no in 0..=nodes - yes {
                     for failed in 0..=nodes - yes - no {

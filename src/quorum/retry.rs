@@ -9,11 +9,12 @@ use std::time::{Duration, Instant};
 use crate::error::{Error, Operation, ResourceName, Result};
 use crate::keys::Keys;
 use crate::quorum::attempt::{self, Attempt, AttemptFailure};
-use crate::quorum::engine::{Engine, Look};
+use crate::quorum::engine::Engine;
 use crate::quorum::handoff::Watch;
 use crate::quorum::rule;
 use crate::quorum::set_order::SetFuture;
 use crate::random;
+use crate::status::NodeView;
 use crate::token::Token;
 
 /// A granted lock's parts, from which the caller builds the held lock.
@@ -190,9 +191,9 @@ async fn wait_for_release(
     spread: &mut Duration,
 ) -> bool {
     let first_wait = match engine.look(keys).await {
-        Look::Free => return true,
-        Look::HeldFor(held_for) => patience.wait(held_for, Instant::now()),
-        Look::Unknown => patience.wait(Duration::ZERO, Instant::now()),
+        NodeView::Free => return true,
+        // Held: until it expires at most; no answer: the retry delay.
+        view => patience.wait(view.held_for().unwrap_or_default(), Instant::now()),
     };
     let fallback = tokio::time::sleep(first_wait);
     tokio::pin!(fallback);
@@ -206,7 +207,7 @@ async fn wait_for_release(
             () = &mut fallback => return false,
             () = tokio::time::sleep(jitter) => {}
         }
-        let Look::HeldFor(held_for) = engine.look(keys).await else {
+        let Some(held_for) = engine.look(keys).await.held_for() else {
             return true;
         };
         // Set again by a faster waiter, for this long at most.

@@ -11,7 +11,7 @@ use crate::node::reply::Vote;
 ///
 /// For zero nodes this returns 1, so no quorum can ever be reached; the
 /// builder rejects an empty node list before it gets here.
-pub(crate) const fn quorum(nodes: usize) -> usize {
+pub(crate) const fn majority(nodes: usize) -> usize {
     nodes / 2 + 1
 }
 
@@ -130,7 +130,7 @@ mod tests {
     impl Tally {
         /// A tally over `nodes` nodes needing a majority.
         const fn majority(nodes: usize) -> Self {
-            Self::new(nodes, quorum(nodes))
+            Self::new(nodes, majority(nodes))
         }
     }
 
@@ -147,10 +147,10 @@ mod tests {
             (9, 5),
         ];
         for (n, q) in expected {
-            assert_eq!(quorum(n), q, "n = {n}");
-            assert!(2 * quorum(n) > n, "two quorums of {n} must intersect");
+            assert_eq!(majority(n), q, "n = {n}");
+            assert!(2 * majority(n) > n, "two quorums of {n} must intersect");
         }
-        assert_eq!(quorum(0), 1);
+        assert_eq!(majority(0), 1);
     }
 
     #[test]

@@ -14,10 +14,9 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::time::Duration;
 
 use crate::error::lost::LossKind;
-use crate::error::NodeFailureKind;
+use crate::error::{NodeFailureKind, Operation};
 use crate::stats::latency::LatencyCounters;
 use crate::stats::metrics::{self, NodeMetrics};
-use crate::stats::op::Op;
 use crate::stats::shards::Sharded;
 use crate::stats::{LeaseStats, NodeStats, Votes};
 
@@ -155,13 +154,15 @@ impl NodeCounters {
     }
 
     /// The node voted `yes` (granted, extended, deleted) or no (held
-    /// elsewhere, not ours). Returns `yes`, to be used inline.
-    pub(crate) fn vote(&self, op: Op, yes: bool) -> bool {
+    /// elsewhere, not ours). Returns `yes`, to be used inline. The remote
+    /// check changes nothing on the node: its answers are not votes here.
+    pub(crate) fn vote(&self, op: Operation, yes: bool) -> bool {
         let hot = self.hot.here();
         let votes = match op {
-            Op::Acquire => &hot.acquire,
-            Op::Extend => &hot.extend,
-            Op::Release => &hot.release,
+            Operation::Acquire => &hot.acquire,
+            Operation::Extend => &hot.extend,
+            Operation::Release => &hot.release,
+            Operation::Check => return yes,
         };
         if yes { &votes.yes } else { &votes.no }.fetch_add(1, Relaxed);
         self.metrics.vote(op, yes);
@@ -293,10 +294,10 @@ mod tests {
     #[test]
     fn votes_are_counted_per_operation() {
         let c = NodeCounters::default();
-        assert!(c.vote(Op::Acquire, true));
-        assert!(!c.vote(Op::Acquire, false));
-        c.vote(Op::Extend, true);
-        c.vote(Op::Release, false);
+        assert!(c.vote(Operation::Acquire, true));
+        assert!(!c.vote(Operation::Acquire, false));
+        c.vote(Operation::Extend, true);
+        c.vote(Operation::Release, false);
         c.replied(MS);
         let s = c.snapshot("n");
         assert_eq!((s.acquire.yes, s.acquire.no), (1, 1));

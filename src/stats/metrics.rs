@@ -58,7 +58,7 @@ mod enabled {
 
     use ::metrics::{counter, describe_counter, describe_histogram, Counter, Histogram, Unit};
 
-    use crate::stats::op::Op;
+    use crate::error::Operation;
 
     /// Commands sent to a node; label `node`.
     ///
@@ -286,11 +286,12 @@ mod enabled {
             self.latency.record(elapsed.as_secs_f64());
         }
 
-        pub(crate) fn vote(&self, op: Op, yes: bool) {
+        pub(crate) fn vote(&self, op: Operation, yes: bool) {
             let i = match op {
-                Op::Acquire => 0,
-                Op::Extend => 1,
-                Op::Release => 2,
+                Operation::Acquire => 0,
+                Operation::Extend => 1,
+                Operation::Release => 2,
+                Operation::Check => return,
             };
             self.votes[i][usize::from(!yes)].increment(1);
         }
@@ -337,7 +338,7 @@ mod enabled {
 mod disabled {
     use std::time::Duration;
 
-    use crate::stats::op::Op;
+    use crate::error::Operation;
 
     #[derive(Debug, Default)]
     pub(crate) struct NodeMetrics;
@@ -348,7 +349,7 @@ mod disabled {
         }
         pub(crate) fn sent(&self) {}
         pub(crate) fn reply(&self, _elapsed: Duration) {}
-        pub(crate) fn vote(&self, _op: Op, _yes: bool) {}
+        pub(crate) fn vote(&self, _op: Operation, _yes: bool) {}
         pub(crate) fn timeout(&self) {}
         pub(crate) fn connection_error(&self) {}
         pub(crate) fn protocol_error(&self) {}

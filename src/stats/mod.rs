@@ -8,7 +8,6 @@ pub(crate) mod latency;
 pub mod metrics;
 #[cfg(not(feature = "metrics"))]
 pub(crate) mod metrics;
-pub(crate) mod op;
 pub(crate) mod shards;
 
 use std::time::Duration;

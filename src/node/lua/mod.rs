@@ -56,20 +56,13 @@ macro_rules! script {
 }
 
 script!(
-    /// Compare-and-delete (and publish the release).
+    /// Compare-and-delete on every key (and publish each release).
     RELEASE = "release.lua"
 );
 script!(
-    /// Compare-and-delete over several keys.
-    RELEASE_MULTI = "release_multi.lua"
-);
-script!(
-    /// Compare-and-pexpire; never re-creates an expired key.
+    /// Compare-and-pexpire of every key, all or nothing; never re-creates
+    /// an expired key, never shortens one.
     EXTEND = "extend.lua"
-);
-script!(
-    /// Compare-and-pexpire over several keys, all or nothing.
-    EXTEND_MULTI = "extend_multi.lua"
 );
 script!(
     /// All-or-nothing `SET NX PX` over several keys.
@@ -94,12 +87,10 @@ script!(
 );
 
 /// Every script, for preloading on connect.
-pub(crate) fn all() -> [&'static Lua; 9] {
+pub(crate) fn all() -> [&'static Lua; 7] {
     [
         &RELEASE,
-        &RELEASE_MULTI,
         &EXTEND,
-        &EXTEND_MULTI,
         &ACQUIRE_MULTI,
         &ACQUIRE_FENCED,
         &FENCE_COMMIT,

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use support::checker::{find_overlaps, Checker, FencedStore, Grant, Outcome, PlainStore};
 use support::nemesis::{Action, Limits, Schedule};
-use support::{unique, Cluster, Direction, Fault};
+use support::{unique, Cluster, Direction, Fault, NodeOptions};
 
 fn connect(url: &str) -> redis::RedisResult<redis::Connection> {
     let c = redis::Client::open(url)?.get_connection_with_timeout(Duration::from_secs(2))?;
@@ -208,7 +208,13 @@ fn slow_replies_trickle() {
 #[test]
 fn a_killed_node_keeps_its_keys_with_aof_and_loses_them_without() {
     for aof in [true, false] {
-        let mut cluster = Cluster::local_with(1, aof);
+        let mut cluster = Cluster::local_custom(
+            1,
+            &NodeOptions {
+                aof,
+                ..NodeOptions::default()
+            },
+        );
         let key = unique("aof");
         let _: () = cluster.exec(
             0,

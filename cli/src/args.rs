@@ -1,0 +1,175 @@
+//! The command line as clap reads it: the global options, the subcommands
+//! and their arguments. Definitions only; what each subcommand does is in
+//! its own module.
+
+use std::time::Duration;
+
+use clap::{Args, Parser, Subcommand};
+use clap_complete::Shell;
+use quorumlock::MAX_TTL;
+
+use crate::exit;
+
+/// Run a command under a distributed lock held on a quorum of Redis nodes.
+#[derive(Parser, Debug)]
+#[command(name = "quorumlock", version, after_help = exit::TABLE)]
+pub struct Cli {
+    #[command(flatten)]
+    pub common: Common,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Options shared by every subcommand.
+#[derive(Args, Debug, Clone)]
+pub struct Common {
+    /// Redis nodes, comma-separated URLs (`redis://[user:pass@]host:port[/db]`).
+    #[arg(
+        long,
+        env = "QUORUMLOCK_NODES",
+        hide_env_values = true,
+        value_delimiter = ',',
+        global = true
+    )]
+    pub nodes: Vec<String>,
+    /// Per-node reply timeout.
+    #[arg(long, default_value = "50ms", value_parser = humantime::parse_duration, global = true)]
+    pub node_timeout: Duration,
+    /// Per-node connection timeout.
+    #[arg(long, default_value = "500ms", value_parser = humantime::parse_duration, global = true)]
+    pub connect_timeout: Duration,
+    /// Largest random delay between attempts while waiting.
+    #[arg(long, default_value = "200ms", value_parser = humantime::parse_duration, global = true)]
+    pub retry_delay: Duration,
+    /// Accept nodes whose maxmemory is set with a maxmemory-policy other
+    /// than noeviction (refused by default: eviction can drop a held
+    /// lock's key or a fencing counter).
+    #[arg(long, global = true)]
+    pub allow_eviction: bool,
+    /// Only errors on stderr.
+    #[arg(long, short, global = true, conflicts_with = "verbose")]
+    pub quiet: bool,
+    /// Per-node details on stderr.
+    #[arg(long, short, global = true)]
+    pub verbose: bool,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Take the lock, run CMD while renewing it, release it when CMD exits.
+    ///
+    /// CMD runs in its own process group and gets QUORUMLOCK_RESOURCE,
+    /// QUORUMLOCK_DEADLINE (Unix time in ms at which the lock's first
+    /// validity window ends; renewals extend the lock past it),
+    /// QUORUMLOCK_DEADLINE_FILE (a file holding the current deadline, kept
+    /// up to date as the lock is renewed) and, with --fenced,
+    /// QUORUMLOCK_FENCE. QUORUMLOCK_NODES is removed from its environment
+    /// unless --export-nodes is given. SIGINT, SIGTERM, SIGHUP, SIGQUIT,
+    /// SIGUSR1 and SIGUSR2 sent to quorumlock are passed on to CMD's process
+    /// group; if quorumlock itself dies, CMD is killed (parent-death signal).
+    /// What CMD leaves running, in its group or not (setsid, set -m), gets
+    /// SIGTERM and, after --grace, SIGKILL before the lock is released.
+    Run(RunArgs),
+    /// Show, per node, whether RESOURCE is locked, by whom and for how long.
+    Status(StatusArgs),
+    /// Print a shell completion script (bash, zsh, fish, elvish,
+    /// powershell) on stdout; needs no nodes.
+    Completions(CompletionsArgs),
+}
+
+/// Default bound on waiting for a quorum that does not answer.
+pub const DEFAULT_OUTAGE_WAIT: &str = "30s";
+
+#[derive(Args, Debug)]
+pub struct RunArgs {
+    /// Lock TTL, at least 8 × --node-timeout, at most 1y (365 days); the
+    /// lock is renewed every TTL/3 while CMD runs.
+    #[arg(long, default_value = "30s", value_parser = parse_ttl)]
+    pub ttl: Duration,
+    /// Wait at most this long for a busy lock (default: wait until it is free).
+    #[arg(long, value_parser = humantime::parse_duration, conflicts_with = "no_wait")]
+    pub wait: Option<Duration>,
+    /// Exit at once with status 75 if the lock is busy (a nightly job's "skip").
+    #[arg(long)]
+    pub no_wait: bool,
+    /// While no quorum of nodes answers (nodes down, hung, refusing), keep
+    /// trying at most this long, then exit 69; applies even without --wait.
+    #[arg(long, default_value = DEFAULT_OUTAGE_WAIT, value_parser = humantime::parse_duration)]
+    pub outage_wait: Duration,
+    /// Hand CMD a fencing token in QUORUMLOCK_FENCE.
+    #[arg(long)]
+    pub fenced: bool,
+    /// After a lost lock, or CMD's exit with processes it started still
+    /// running (in its group or not): time between SIGTERM and SIGKILL to
+    /// them (never past the lock's validity).
+    #[arg(long, default_value = "10s", value_parser = humantime::parse_duration)]
+    pub grace: Duration,
+    /// Pass the node list on to CMD in QUORUMLOCK_NODES (it may hold
+    /// passwords; by default CMD does not get it).
+    #[arg(long)]
+    pub export_nodes: bool,
+    #[command(flatten)]
+    pub resource: ResourceArg,
+    /// The command and its arguments, after `--`.
+    #[arg(last = true, required = true, value_name = "CMD")]
+    pub command: Vec<String>,
+}
+
+/// A TTL as humantime reads it; `1y` (365.25 days) means the maximum.
+fn parse_ttl(text: &str) -> Result<Duration, String> {
+    let ttl = humantime::parse_duration(text).map_err(|e| e.to_string())?;
+    if ttl > MAX_TTL && ttl <= HUMANTIME_YEAR {
+        return Ok(MAX_TTL);
+    }
+    if ttl > MAX_TTL {
+        return Err(format!("at most 1y ({MAX_TTL:?})"));
+    }
+    Ok(ttl)
+}
+
+/// How long humantime's `1y` is (365.25 days); accepted as the maximum.
+const HUMANTIME_YEAR: Duration = Duration::from_secs(31_557_600);
+
+#[derive(Args, Debug)]
+pub struct StatusArgs {
+    #[command(flatten)]
+    pub resource: ResourceArg,
+    /// Print one JSON object (stable fields, see the README) instead of
+    /// the table; the exit status is the same.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct CompletionsArgs {
+    /// The shell to write the completion script for.
+    #[arg(value_enum)]
+    pub shell: Shell,
+}
+
+/// The lock's name: positional, or through `--resource` for a name that
+/// begins with `-`.
+#[derive(Args, Debug)]
+pub struct ResourceArg {
+    /// The lock's name, for a name that begins with `-`.
+    #[arg(
+        long = "resource",
+        value_name = "RESOURCE",
+        allow_hyphen_values = true,
+        conflicts_with = "resource"
+    )]
+    pub resource_flag: Option<String>,
+    /// The lock's name (the Redis key).
+    #[arg(required_unless_present = "resource_flag")]
+    pub resource: Option<String>,
+}
+
+impl ResourceArg {
+    /// The name given, whichever way (clap requires one of the two).
+    pub fn name(&self) -> String {
+        self.resource_flag
+            .clone()
+            .or_else(|| self.resource.clone())
+            .unwrap_or_default()
+    }
+}
