@@ -14,8 +14,9 @@ use crate::error::Error;
 /// Tells the holder that a lock is gone or can no longer be counted on.
 ///
 /// Get one from [`Lock::lost_signal`](crate::Lock::lost_signal) or
-/// [`Lock::auto_renew`](crate::Lock::auto_renew); [`LockRequest::run`](crate::LockRequest::run)
-/// passes one to the work it runs. Clones are cheap and all see the same
+/// [`Lock::auto_renew`](crate::Lock::auto_renew); [`Lock::run`](crate::Lock::run)
+/// and [`LockRequest::run`](crate::LockRequest::run) pass one to the work
+/// they run. Clones are cheap and all see the same
 /// signal; a signal stays usable after the lock is released or dropped.
 ///
 /// **The signal fires once**, with the first [`LossKind`] that applies:

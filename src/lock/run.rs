@@ -110,8 +110,13 @@ impl Lock {
             let reason = signal.reason().unwrap_or(LostReason::Expired);
             self.held.lost(reason)
         });
+        let resource = self.held.keys.name();
         if let Err(e) = self.release().await {
-            debug!(error = %e, "release after the work failed; keys expire with their TTL");
+            debug!(
+                %resource,
+                error = %e,
+                "release after the work failed; keys expire with their TTL"
+            );
         }
         result
     }
