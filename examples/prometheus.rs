@@ -41,12 +41,14 @@ async fn main() -> ExitCode {
 
 async fn run() -> Result<(), Box<dyn std::error::Error>> {
     // 1. The recorder first: nodes register their series in `build()`.
-    let handle = PrometheusBuilder::new()
-        .set_buckets_for_metric(
-            Matcher::Full(quorumlock::metrics::REPLY_SECONDS.into()),
-            &quorumlock::metrics::LATENCY_BUCKETS,
-        )?
-        .install_recorder()?;
+    //    Each histogram with the buckets `stats()` uses.
+    let mut builder = PrometheusBuilder::new();
+    for metric in quorumlock::metrics::METRICS {
+        if let Some(buckets) = metric.buckets {
+            builder = builder.set_buckets_for_metric(Matcher::Full(metric.name.into()), buckets)?;
+        }
+    }
+    let handle = builder.install_recorder()?;
     quorumlock::metrics::describe();
 
     // 2. The endpoint.

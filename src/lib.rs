@@ -156,7 +156,7 @@ pub use redlock::Redlock;
 pub use request::LockRequest;
 #[cfg(feature = "metrics")]
 pub use stats::metrics;
-pub use stats::{Latency, LeaseStats, NodeStats, Stats, Votes};
+pub use stats::{Acquires, Latency, LeaseStats, LockStats, NodeStats, Stats, Votes};
 pub use status::{NodeView, Status};
 
 /// The README's examples, compiled as doctests.

@@ -98,6 +98,9 @@ enum Expect {
     /// With a node failure of this kind: a Redis error code, `timeout`,
     /// `connection`, or `` for any.
     Unavailable(&'static str),
+    /// No quorum because of nodes with this misconfiguration (a Redis
+    /// error code): never an outage.
+    Misconfigured(&'static str),
     /// `expired`, or a node failure kind as above.
     Lost(&'static str),
 }
@@ -126,8 +129,8 @@ fn rows() -> Vec<Row> {
         // Per-node error replies on a majority: no quorum, the cause per node.
         row(Op::Acquire, I::Oom, 3, Unavailable("OOM")),
         row(Op::Acquire, I::Busy, 3, Unavailable("BUSY")),
-        row(Op::Acquire, I::NoAuth, 3, Unavailable("NOAUTH")),
-        row(Op::Acquire, I::WrongPass, 3, Unavailable("WRONGPASS")),
+        row(Op::Acquire, I::NoAuth, 3, Misconfigured("NOAUTH")),
+        row(Op::Acquire, I::WrongPass, 3, Misconfigured("WRONGPASS")),
         row(Op::Acquire, I::Replica, 3, Unavailable("READONLY")),
         row(Op::Acquire, I::Hash, 3, Contended),
         row(Op::Acquire, I::Killed, 3, Unavailable("connection")),
@@ -156,7 +159,7 @@ fn rows() -> Vec<Row> {
         row(Op::Extend, I::Hash, 2, Ok),
         row(Op::Extend, I::Paused, 2, Ok),
         // Releasing a held lock.
-        row(Op::Release, I::Hash, 3, Unavailable("WRONGTYPE")),
+        row(Op::Release, I::Hash, 3, Misconfigured("WRONGTYPE")),
         row(Op::Release, I::Busy, 3, Unavailable("BUSY")),
         row(Op::Release, I::Killed, 3, Unavailable("connection")),
         row(Op::Release, I::Blackholed, 3, Unavailable("timeout")),
@@ -301,6 +304,9 @@ fn matches(expect: Expect, result: &Result<(), Error>) -> bool {
         (Expect::Invalid, Err(e)) => e.is_invalid_input(),
         (Expect::Contended, Err(e)) => e.is_contended(),
         (Expect::Unavailable(tag), Err(e)) => e.is_unavailable() && has_failure(e, tag),
+        (Expect::Misconfigured(tag), Err(e)) => {
+            e.is_misconfigured() && !e.is_unavailable() && has_failure(e, tag)
+        }
         (Expect::Lost("expired"), Err(e)) => matches!(
             e,
             Error::Lost {
@@ -322,6 +328,8 @@ fn describe(result: &Result<(), Error>) -> String {
         "invalid"
     } else if e.is_contended() {
         "contended"
+    } else if e.is_misconfigured() {
+        "misconfigured"
     } else if e.is_unavailable() {
         "unavailable"
     } else if e.is_lost() {

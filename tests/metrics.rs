@@ -2,6 +2,10 @@
 //! under the documented names, and the scraped text moves with them — the
 //! same numbers, node by node, including the latency histogram's buckets.
 //!
+//! The lock-level series (acquires by outcome, attempt, wait and hold
+//! times, locks held, node up) follow `stats().locks` and `NodeStats::up`
+//! through a scripted sequence.
+//!
 //! One test per binary: the recorder is process-global.
 
 use quorumlock_testkit as support;
@@ -61,10 +65,16 @@ impl Scrape {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn prometheus_text_follows_stats_node_by_node() {
-    let recorder = PrometheusBuilder::new()
-        .set_buckets_for_metric(Matcher::Full(m::REPLY_SECONDS.into()), &m::LATENCY_BUCKETS)
-        .expect("buckets")
-        .build_recorder();
+    // Every histogram with the buckets `stats()` uses, from the table.
+    let mut builder = PrometheusBuilder::new();
+    for metric in m::METRICS {
+        if let Some(buckets) = metric.buckets {
+            builder = builder
+                .set_buckets_for_metric(Matcher::Full(metric.name.into()), buckets)
+                .expect("buckets");
+        }
+    }
+    let recorder = builder.build_recorder();
     let handle = recorder.handle();
     metrics::set_global_recorder(recorder).expect("the only recorder of this binary");
     m::describe();
@@ -148,17 +158,8 @@ async fn prometheus_text_follows_stats_node_by_node() {
             let labels = [("node", node.as_str()), ("code", code)];
             assert_eq!(after.get(m::ERROR_REPLIES, &labels), count, "{node} {code}");
         }
-        // The histogram: same count, same buckets (cumulative in the text).
-        let count = format!("{}_count", m::REPLY_SECONDS);
-        assert_eq!(after.get(&count, &n), s.latency.count, "{node} replies");
-        let bucket = format!("{}_bucket", m::REPLY_SECONDS);
-        let mut cumulative = 0;
-        for (&(_, n_in), le) in s.latency.buckets.iter().zip(m::LATENCY_BUCKETS) {
-            cumulative += n_in;
-            let le = le.to_string();
-            let labels = [("node", node.as_str()), ("le", le.as_str())];
-            assert_eq!(after.get(&bucket, &labels), cumulative, "{node} le={le}");
-        }
+        histogram_matches(&after, m::REPLY_SECONDS, &n, &s.latency);
+        assert_eq!(after.get(m::NODE_UP, &n), u64::from(s.up), "{node} up");
     }
     assert!(stats.nodes[0].redis_error_count("WRONGTYPE") >= 1);
     assert!(
@@ -174,4 +175,106 @@ async fn prometheus_text_follows_stats_node_by_node() {
         after.get(m::RENEWAL_FAILURES, &[]),
         stats.leases.renewal_failures
     );
+    // The lock series: this binary has one client, so the process-wide
+    // series are its own.
+    locks_match(&after, &stats.locks);
+    let a = stats.locks.acquires;
+    assert_eq!((a.granted, a.contended, a.unavailable), (2, 1, 1), "{a:?}");
+
+    // The held-now gauge goes up with a grant and down with the release;
+    // the hold is counted. Catches a gauge that a release (or a drop)
+    // never brings down, and holds counted at the grant.
+    let held = unique("metrics-held");
+    let lock = redlock.acquire(&held, TTL).await.expect("acquire");
+    let dropped = redlock
+        .acquire(unique("metrics-dropped"), TTL)
+        .await
+        .expect("acquire");
+    let stats = redlock.stats();
+    let up = Scrape::parse(&handle.render());
+    assert_eq!((stats.locks.held, up.get(m::LOCKS_HELD, &[])), (2, 2));
+    locks_match(&up, &stats.locks);
+    lock.release().await.expect("release");
+    drop(dropped);
+    let stats = redlock.stats();
+    let down = Scrape::parse(&handle.render());
+    assert_eq!((stats.locks.held, down.get(m::LOCKS_HELD, &[])), (0, 0));
+    assert_eq!(stats.locks.hold.count, 4, "every lock taken, counted once");
+    locks_match(&down, &stats.locks);
+
+    // A stopped node's gauge drops to 0; the others stay at 1. Catches a
+    // gauge set once at build, or not lowered by a connection failure.
+    let all = redlock
+        .acquire(unique("metrics-all"), TTL)
+        .await
+        .expect("acquire");
+    all.release().await.expect("release");
+    redlock.settle(SOON).await;
+    assert!(
+        redlock.stats().nodes.iter().all(|n| n.up),
+        "{:?}",
+        redlock.stats()
+    );
+    cluster.kill(2);
+    let two = redlock
+        .acquire(unique("metrics-two"), TTL)
+        .await
+        .expect("2 of 3");
+    two.release().await.expect("release");
+    redlock.settle(SOON).await;
+    let stats = redlock.stats();
+    let text = Scrape::parse(&handle.render());
+    let up: Vec<bool> = stats.nodes.iter().map(|n| n.up).collect();
+    assert_eq!(up, [true, true, false]);
+    for (node, s) in nodes.iter().zip(&stats.nodes) {
+        assert_eq!(
+            text.get(m::NODE_UP, &[("node", node)]),
+            u64::from(s.up),
+            "{node}"
+        );
+    }
+}
+
+/// A histogram's series against `stats()`'s: the same count, the same
+/// buckets (cumulative in the text).
+fn histogram_matches(
+    scrape: &Scrape,
+    name: &str,
+    labels: &[(&str, &str)],
+    stats: &quorumlock::Latency,
+) {
+    let count = format!("{name}_count");
+    assert_eq!(scrape.get(&count, labels), stats.count, "{name} {labels:?}");
+    let bucket = format!("{name}_bucket");
+    let mut cumulative = 0;
+    for &(bound, n) in &stats.buckets[..stats.buckets.len() - 1] {
+        cumulative += n;
+        let le = bound.as_secs_f64().to_string();
+        let mut labels = labels.to_vec();
+        labels.push(("le", le.as_str()));
+        assert_eq!(scrape.get(&bucket, &labels), cumulative, "{name} le={le}");
+    }
+}
+
+/// The lock-level series against `stats().locks`.
+fn locks_match(scrape: &Scrape, locks: &quorumlock::LockStats) {
+    let a = locks.acquires;
+    for (outcome, n) in [
+        ("granted", a.granted),
+        ("contended", a.contended),
+        ("unavailable", a.unavailable),
+        ("misconfigured", a.misconfigured),
+        ("other", a.other),
+        ("lost", a.lost),
+    ] {
+        assert_eq!(
+            scrape.get(m::ACQUIRES, &[("outcome", outcome)]),
+            n,
+            "{outcome}"
+        );
+    }
+    assert_eq!(scrape.get(m::LOCKS_HELD, &[]), locks.held, "held");
+    histogram_matches(scrape, m::ATTEMPT_SECONDS, &[], &locks.attempt_latency);
+    histogram_matches(scrape, m::WAIT_SECONDS, &[], &locks.wait);
+    histogram_matches(scrape, m::HOLD_SECONDS, &[], &locks.hold);
 }

@@ -128,7 +128,7 @@ async fn an_acl_user_limited_to_the_lock_commands_is_enough() {
         .try_acquire(unique("other:acl"), Duration::from_secs(10))
         .await
         .expect_err("outside ~lock:*");
-    assert!(err.is_unavailable(), "{err}");
+    assert!(err.is_misconfigured() && !err.is_unavailable(), "{err}");
     assert!(
         err.node_failures()
             .iter()
@@ -181,7 +181,7 @@ async fn wrong_or_missing_credentials_are_typed_and_never_echoed() {
             .try_acquire(unique("lock:auth"), Duration::from_secs(5))
             .await
             .expect_err("refused");
-        assert!(err.is_unavailable(), "{err}");
+        assert!(err.is_misconfigured() && !err.is_unavailable(), "{err}");
         assert!(
             err.node_failures()
                 .iter()
@@ -190,6 +190,87 @@ async fn wrong_or_missing_credentials_are_typed_and_never_echoed() {
         );
         let text = format!("{err} {err:?}");
         assert!(!text.contains("wrong-pw"), "password echoed: {text}");
+    }
+    for i in 0..3 {
+        cluster.heal_pass(i, "default-pw");
+    }
+}
+
+/// Commands sent to every node so far.
+fn commands(redlock: &quorumlock::Redlock) -> u64 {
+    redlock.stats().nodes.iter().map(|n| n.commands).sum()
+}
+
+/// Refused credentials and missing rights are misconfigurations, not an
+/// outage: `acquire` stops after the first attempt instead of retrying.
+/// Catches a retry loop that treats them like any unavailable quorum (it
+/// makes four attempts here: the commands sent are four times one
+/// attempt's, and `attempts` is 4), and an `is_misconfigured` that reads
+/// only the error's variant.
+#[tokio::test]
+async fn misconfigured_nodes_end_an_acquire_after_one_attempt() {
+    let cluster = Cluster::local(3);
+    for i in 0..3 {
+        let _: () = cluster.exec(i, redis::cmd("ACL").arg("SETUSER").arg(LOCKER_ACL));
+        cluster.require_pass(i, "default-pw");
+    }
+    let cases = [
+        (None, "lock:mis", "NOAUTH"),
+        (Some(("default", "wrong-pw")), "lock:mis", "WRONGPASS"),
+        // The right password; a key outside the user's `~lock:*`.
+        (Some(("locker", "locker-pw")), "other:mis", "NOPERM"),
+    ];
+    for (credentials, prefix, code) in cases {
+        let urls: Vec<String> = cluster
+            .urls()
+            .iter()
+            .map(|u| match credentials {
+                Some((user, pw)) => with_user(u, user, pw),
+                None => u.clone(),
+            })
+            .collect();
+        let redlock = quorumlock::Builder::new(urls)
+            .retry_count(3)
+            .retry_delay(Duration::from_millis(10), Duration::from_millis(20))
+            .node_timeout(Duration::from_secs(2))
+            .build()
+            .await
+            .expect("building does not need the nodes");
+        let name = unique(prefix);
+        // What one attempt sends, through the same client.
+        let before = commands(&redlock);
+        let one = redlock
+            .try_acquire(&name, Duration::from_secs(5))
+            .await
+            .expect_err("refused");
+        redlock.settle(Duration::from_secs(2)).await;
+        let per_attempt = commands(&redlock) - before;
+        assert!(one.is_misconfigured(), "{code}: {one}");
+        assert!(per_attempt > 0, "{code}: nothing was sent");
+
+        let before = commands(&redlock);
+        let err = redlock
+            .acquire(&name, Duration::from_secs(5))
+            .await
+            .expect_err("refused");
+        assert!(err.is_misconfigured(), "{code}: {err}");
+        assert!(!err.is_unavailable(), "{code}: {err}");
+        assert!(
+            err.node_failures()
+                .iter()
+                .all(|f| f.kind.is_redis_error(code) && f.kind.is_misconfigured()),
+            "{code}: {err}"
+        );
+        redlock.settle(Duration::from_secs(2)).await;
+        assert_eq!(
+            commands(&redlock) - before,
+            per_attempt,
+            "{code}: more commands than one attempt's"
+        );
+        assert!(
+            matches!(err, quorumlock::Error::Unavailable { attempts: 1, .. }),
+            "{code}: retried: {err}"
+        );
     }
     for i in 0..3 {
         cluster.heal_pass(i, "default-pw");

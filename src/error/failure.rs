@@ -140,6 +140,47 @@ impl NodeFailureKind {
     pub fn is_redis_error(&self, wanted: &str) -> bool {
         matches!(self, NodeFailureKind::Redis { code, .. } if code.eq_ignore_ascii_case(wanted))
     }
+
+    /// A failure that no retry cures, only a change of configuration: the
+    /// node refused the credentials (`WRONGPASS`, `NOAUTH`) or the user's
+    /// rights (`NOPERM`), holds a key of another type under the lock's name
+    /// (`WRONGTYPE`), is another listed node's server
+    /// ([`SameServer`](NodeFailureKind::SameServer)) or can evict the keys
+    /// ([`Evicts`](NodeFailureKind::Evicts)).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use quorumlock::NodeFailureKind;
+    /// let wrongpass = NodeFailureKind::Redis { code: "WRONGPASS".into(), message: String::new() };
+    /// assert!(wrongpass.is_misconfigured());
+    /// assert!(!NodeFailureKind::Timeout(std::time::Duration::from_millis(50)).is_misconfigured());
+    /// ```
+    pub fn is_misconfigured(&self) -> bool {
+        match self {
+            NodeFailureKind::Redis { .. } => {
+                MISCONFIGURED_CODES.iter().any(|c| self.is_redis_error(c))
+            }
+            NodeFailureKind::SameServer { .. } | NodeFailureKind::Evicts { .. } => true,
+            _ => false,
+        }
+    }
+}
+
+/// Error codes that only a change of configuration cures: credentials,
+/// rights, and a key of another type under the lock's name.
+const MISCONFIGURED_CODES: [&str; 4] = ["WRONGPASS", "NOAUTH", "NOPERM", "WRONGTYPE"];
+
+/// Whether misconfigured nodes alone keep `needed` of `nodes` from being
+/// reached: fewer than `needed` nodes are left once those whose failure
+/// is [`NodeFailureKind::is_misconfigured`] are taken away, so that no
+/// retry can reach the quorum.
+pub(crate) fn misconfigured(failures: &[NodeFailure], nodes: usize, needed: usize) -> bool {
+    let bad = failures
+        .iter()
+        .filter(|f| f.kind.is_misconfigured())
+        .count();
+    bad > 0 && nodes.saturating_sub(bad) < needed
 }
 
 /// A list of node failures as a message suffix: `; a: why, b: why`, or

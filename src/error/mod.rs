@@ -8,6 +8,7 @@ pub(crate) mod reply_code;
 
 pub(crate) use failure::NodeFailures;
 pub use failure::{NodeFailure, NodeFailureKind};
+pub(crate) use failure::misconfigured;
 pub use lost::{LossKind, LostReason};
 
 use std::fmt;
@@ -25,6 +26,8 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 /// # fn handle(err: quorumlock::Error) {
 /// if err.is_contended() {
 ///     // someone else holds it: skip this run or wait
+/// } else if err.is_misconfigured() {
+///     // wrong password, missing ACL right, a key of another type: fix the setup
 /// } else if err.is_unavailable() {
 ///     // not enough nodes answered: alert, retry later
 /// } else if err.is_invalid_input() {
@@ -57,7 +60,10 @@ pub enum Error {
         failures: Vec<NodeFailure>,
     },
 
-    /// Too few nodes answered for a quorum to be possible.
+    /// Too few nodes answered for a quorum to be possible: an outage
+    /// ([`is_unavailable`](Error::is_unavailable)) or, when misconfigured
+    /// nodes alone leave too few, a misconfiguration
+    /// ([`is_misconfigured`](Error::is_misconfigured)).
     #[non_exhaustive]
     Unavailable {
         /// What was being done.
@@ -222,12 +228,57 @@ impl Error {
     }
 
     /// Not enough nodes answered in time (outage, timeouts, error replies,
-    /// or replies so slow that no validity was left).
+    /// or replies so slow that no validity was left), for reasons that may
+    /// pass. Never true together with [`is_misconfigured`](Error::is_misconfigured):
+    /// an outage that only a change of configuration ends is that instead.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # async fn demo(redlock: quorumlock::Redlock) {
+    /// if let Err(e) = redlock.try_acquire("report", std::time::Duration::from_secs(30)).await {
+    ///     if e.is_unavailable() { /* retry later, alert if it lasts */ }
+    /// }
+    /// # }
+    /// ```
     pub fn is_unavailable(&self) -> bool {
-        matches!(
-            self,
-            Error::Unavailable { .. } | Error::ValidityExhausted { .. }
-        )
+        match self {
+            Error::Unavailable { .. } => !self.is_misconfigured(),
+            Error::ValidityExhausted { .. } => true,
+            _ => false,
+        }
+    }
+
+    /// Too few nodes answered, and the misconfigured ones alone keep the
+    /// quorum out of reach: more nodes than a quorum can spare refused the
+    /// credentials or the user's rights (`WRONGPASS`, `NOAUTH`, `NOPERM`),
+    /// hold a key of another type under the lock's name (`WRONGTYPE`), or
+    /// are refused by this client (see [`NodeFailureKind::is_misconfigured`]).
+    /// No retry helps: an acquire stops after the attempt that showed it.
+    /// The error is an [`Error::Unavailable`] whose
+    /// [`is_unavailable`](Error::is_unavailable) is false.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # async fn demo(redlock: quorumlock::Redlock) {
+    /// match redlock.acquire("report", std::time::Duration::from_secs(30)).await {
+    ///     Err(e) if e.is_misconfigured() => { /* fix the password, ACL or key; exit 78 */ }
+    ///     Err(e) if e.is_unavailable() => { /* an outage: try again later */ }
+    ///     _ => {}
+    /// }
+    /// # }
+    /// ```
+    pub fn is_misconfigured(&self) -> bool {
+        match self {
+            Error::Unavailable {
+                failures,
+                needed,
+                nodes,
+                ..
+            } => failure::misconfigured(failures, *nodes, *needed),
+            _ => false,
+        }
     }
 
     /// The input was rejected before any network call.
@@ -321,6 +372,70 @@ mod tests {
         let shown = ResourceName::new(&long);
         assert!(shown.as_str().len() < 200);
         assert!(shown.as_str().ends_with("…(1048576 bytes)"));
+    }
+
+    fn unavailable(failures: Vec<NodeFailureKind>) -> Error {
+        Error::Unavailable {
+            operation: Operation::Acquire,
+            resource: ResourceName::new(b"r"),
+            granted: 0,
+            needed: 3,
+            nodes: 5,
+            attempts: 1,
+            failures: failures
+                .into_iter()
+                .map(|kind| NodeFailure::new("n:1/0", kind))
+                .collect(),
+        }
+    }
+
+    fn code(code: &str) -> NodeFailureKind {
+        NodeFailureKind::Redis {
+            code: code.into(),
+            message: String::new(),
+        }
+    }
+
+    #[test]
+    fn misconfigured_when_the_misconfigured_nodes_alone_leave_too_few() {
+        let timeout = || NodeFailureKind::Timeout(Duration::from_millis(50));
+        for (failures, misconfigured) in [
+            // Three of five refuse the password: two are left, three needed.
+            (
+                vec![code("WRONGPASS"), code("noauth"), code("NOPERM")],
+                true,
+            ),
+            (
+                vec![
+                    code("WRONGTYPE"),
+                    NodeFailureKind::SameServer { other: "x".into() },
+                    NodeFailureKind::Evicts {
+                        policy: "allkeys-lru".into(),
+                        maxmemory: 1,
+                    },
+                ],
+                true,
+            ),
+            // Two misconfigured and a timeout: a retry may still reach
+            // three (the timeout may pass).
+            (vec![code("WRONGPASS"), code("NOAUTH"), timeout()], false),
+            (vec![timeout(), timeout(), timeout()], false),
+            (vec![code("OOM"), code("BUSY"), code("READONLY")], false),
+        ] {
+            let err = unavailable(failures);
+            assert_eq!(err.is_misconfigured(), misconfigured, "{err}");
+            assert_eq!(err.is_unavailable(), !misconfigured, "{err}");
+        }
+        let contended = Error::Contended {
+            resource: ResourceName::new(b"r"),
+            held_elsewhere: 3,
+            granted: 0,
+            needed: 3,
+            nodes: 5,
+            attempts: 1,
+            failures: vec![],
+        };
+        assert!(!contended.is_misconfigured() && !contended.is_unavailable());
     }
 
     #[test]

@@ -42,6 +42,8 @@ pub(crate) struct Lease {
     /// A task drives the signal to expiry (see
     /// [`LostSignal::cancellation_token`](super::signal::LostSignal::cancellation_token)).
     watched: AtomicBool,
+    /// Set by the first [`end`](Self::end): the hold is counted once.
+    let_go: AtomicBool,
 }
 
 struct State {
@@ -58,6 +60,7 @@ struct State {
 impl Lease {
     /// A lease on `term`, granted just now.
     pub(crate) fn new(keys: Keys, term: Term, counters: Arc<LeaseCounters>) -> Self {
+        counters.locks.held();
         Self {
             keys,
             granted: Instant::now(),
@@ -73,6 +76,7 @@ impl Lease {
             fired: CancellationToken::new(),
             released: CancellationToken::new(),
             watched: AtomicBool::new(false),
+            let_go: AtomicBool::new(false),
         }
     }
 
@@ -169,6 +173,13 @@ impl Lease {
     /// signal fires `Released` (unless it already fired with a final kind).
     pub(crate) fn end(&self) {
         let mut s = self.state();
+        if !self.let_go.swap(true, Ordering::Relaxed) {
+            let lost = s
+                .ended
+                .as_ref()
+                .is_some_and(|r| r.kind() != LossKind::Released);
+            self.counters.locks.ended(self.granted.elapsed(), lost);
+        }
         s.ended.get_or_insert(LostReason::Released);
         s.renewal = None;
         let fired = self.fire_locked(&mut s, LostReason::Released);

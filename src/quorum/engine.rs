@@ -392,6 +392,7 @@ impl Engine {
                 .map(|n| n.counters().snapshot(n.label()))
                 .collect(),
             self.leases.snapshot(),
+            self.leases.locks(),
         )
     }
 

@@ -1,12 +1,13 @@
 //! The acquisition loop: attempts with fresh tokens, random delays between
 //! them (cut short by a release announcement when fast hand-off is on),
-//! until the lock is granted or the retry count or wait limit is spent;
-//! then the error that says why.
+//! until the lock is granted, the retry count or wait limit is spent, or
+//! misconfigured nodes make every retry futile; then the error that says
+//! why.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::error::{Error, Operation, ResourceName, Result};
+use crate::error::{misconfigured, Error, Operation, ResourceName, Result};
 use crate::keys::Keys;
 use crate::quorum::attempt::{self, Attempt, AttemptFailure};
 use crate::quorum::engine::Engine;
@@ -15,6 +16,7 @@ use crate::quorum::rule;
 use crate::quorum::set_order::SetFuture;
 use crate::random;
 use crate::status::NodeView;
+use crate::stats::locks::Outcome;
 use crate::token::Token;
 
 /// A granted lock's parts, from which the caller builds the held lock.
@@ -47,6 +49,24 @@ pub(crate) async fn acquire(
     retries: u32,
     deadline: Option<Instant>,
 ) -> Result<Granted> {
+    let start = Instant::now();
+    let result = attempts(engine, keys, ttl, retries, deadline).await;
+    let outcome = match &result {
+        Ok(_) => Outcome::Granted,
+        Err(e) => Outcome::of(e),
+    };
+    engine.leases.locks.acquired(outcome, start.elapsed());
+    result
+}
+
+/// [`acquire`] without the counting of its outcome.
+async fn attempts(
+    engine: &Arc<Engine>,
+    keys: Keys,
+    ttl: Duration,
+    retries: u32,
+    deadline: Option<Instant>,
+) -> Result<Granted> {
     let cfg = &engine.config;
     let (ttl, drift) = cfg.check_ttl(ttl)?;
     let mut attempts: u32 = 0;
@@ -56,7 +76,10 @@ pub(crate) async fn acquire(
     loop {
         attempts = attempts.saturating_add(1);
         let token = Token::generate();
-        let failure = match attempt::acquire_once(engine, &keys, &token, ttl, drift).await {
+        let began = Instant::now();
+        let attempt = attempt::acquire_once(engine, &keys, &token, ttl, drift).await;
+        engine.leases.locks.attempted(began.elapsed());
+        let failure = match attempt {
             Attempt::Granted {
                 deadline: valid_until,
                 sets,
@@ -79,7 +102,14 @@ pub(crate) async fn acquire(
         // A delay too large to add to an instant never fits.
         let out_of_time =
             deadline.is_some_and(|d| Instant::now().checked_add(delay).is_none_or(|t| t >= d));
-        if attempts > retries || out_of_time || failure.fence_exhausted.is_some() {
+        // Nodes that refuse the credentials, the rights or the key's type
+        // refuse the next attempt too: no retry reaches a quorum.
+        let misconfigured = misconfigured(
+            &failure.failures,
+            engine.nodes.len(),
+            failure.tally.needed(),
+        );
+        if attempts > retries || out_of_time || misconfigured || failure.fence_exhausted.is_some() {
             let resource = if is_contended(&failure) {
                 engine.held_resource(&keys).await
             } else {

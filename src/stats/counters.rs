@@ -10,15 +10,16 @@
 //! structs of `stats`; each counter is read on its own, so a snapshot taken
 //! while operations run is not a consistent cut across counters.
 
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::time::Duration;
 
 use crate::error::lost::LossKind;
 use crate::error::{NodeFailureKind, Operation};
 use crate::stats::latency::LatencyCounters;
-use crate::stats::metrics::{self, NodeMetrics};
+use crate::stats::locks::LockCounters;
+use crate::stats::series::{self, NodeMetrics};
 use crate::stats::shards::Sharded;
-use crate::stats::{LeaseStats, NodeStats, Votes};
+use crate::stats::{LeaseStats, LockStats, NodeStats, Votes};
 
 /// Redis error codes counted one by one; any other code counts as `OTHER`.
 const CODES: [&str; 13] = [
@@ -83,6 +84,8 @@ pub(crate) struct NodeCounters {
     protocol_errors: AtomicU64,
     quarantined: AtomicU64,
     redis_errors: [AtomicU64; CODES.len() + 1],
+    /// Whether the last command got a reply.
+    up: AtomicBool,
     /// The same events for the `metrics` facade (a no-op without the
     /// feature).
     metrics: NodeMetrics,
@@ -107,6 +110,15 @@ impl NodeCounters {
     pub(crate) fn replied(&self, elapsed: Duration) {
         self.hot.here().latency.record(elapsed);
         self.metrics.reply(elapsed);
+        self.set_up(true);
+    }
+
+    /// The node answered (`true`) or did not; the gauge is set on a
+    /// change only, so the hot path reads one shared flag.
+    fn set_up(&self, up: bool) {
+        if self.up.load(Relaxed) != up && self.up.swap(up, Relaxed) != up {
+            self.metrics.up(up);
+        }
     }
 
     /// The command failed with `kind`; `elapsed` is `Some` when the node
@@ -117,6 +129,11 @@ impl NodeCounters {
                 self.hot.here().latency.record(elapsed);
                 self.metrics.reply(elapsed);
             }
+        }
+        match kind {
+            NodeFailureKind::Timeout(_) | NodeFailureKind::Connection(_) => self.set_up(false),
+            NodeFailureKind::Redis { .. } => self.set_up(true),
+            _ => {}
         }
         let m = &self.metrics;
         let counter = match kind {
@@ -190,13 +207,17 @@ impl NodeCounters {
             quarantined: self.quarantined.load(Relaxed),
             redis_errors,
             latency: LatencyCounters::merged(self.hot.iter().map(|h| &h.latency)),
+            up: self.up.load(Relaxed),
         }
     }
 }
 
-/// Renewal and lost-signal counters of every lock of one client.
+/// Renewal and lost-signal counters of every lock of one client, and its
+/// lock-level counters.
 #[derive(Debug, Default)]
 pub(crate) struct LeaseCounters {
+    /// Acquire outcomes, waits, holds, locks held now.
+    pub(crate) locks: LockCounters,
     renewals: AtomicU64,
     renewal_failures: AtomicU64,
     uncertain: AtomicU64,
@@ -209,13 +230,13 @@ impl LeaseCounters {
     /// An automatic renewal reached a quorum in time.
     pub(crate) fn renewed(&self) {
         self.renewals.fetch_add(1, Relaxed);
-        metrics::renewal(true);
+        series::renewal(true);
     }
 
     /// An automatic renewal did not.
     pub(crate) fn renewal_failed(&self) {
         self.renewal_failures.fetch_add(1, Relaxed);
-        metrics::renewal(false);
+        series::renewal(false);
     }
 
     /// A lock's signal reached `kind` (first firing or upgrade).
@@ -228,7 +249,12 @@ impl LeaseCounters {
             LossKind::Released => return,
         };
         counter.fetch_add(1, Relaxed);
-        metrics::signal(name);
+        series::signal(name);
+    }
+
+    /// The lock-level counters' copy.
+    pub(crate) fn locks(&self) -> LockStats {
+        self.locks.snapshot()
     }
 
     pub(crate) fn snapshot(&self) -> LeaseStats {
@@ -288,6 +314,12 @@ mod tests {
         assert_eq!(s.redis_error_count("OTHER"), 1);
         assert_eq!(s.redis_error_count("BUSY"), 0);
         assert_eq!(s.failures(), 7);
+        assert!(
+            s.up,
+            "an error reply is an answer; a quarantine changes nothing"
+        );
+        c.failed(&NodeFailureKind::Timeout(50 * MS), None);
+        assert!(!c.snapshot("n").up, "down after a timeout");
         assert_eq!(s.latency.count, 4, "error replies are replies");
     }
 

@@ -1,60 +1,114 @@
-//! The reply-latency histogram of a node: fixed buckets (the same bounds
-//! as the `metrics` histogram), a count, a sum and a maximum, recorded with
-//! relaxed atomic adds.
+//! The duration histograms of `stats`: fixed buckets, a count, a sum and a
+//! maximum, recorded with relaxed atomic adds. The bucket tables here are
+//! the only ones: `metrics` exports them in seconds.
 
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::time::Duration;
 
 use crate::stats::Latency;
 
-/// Upper bounds (inclusive, in microseconds) of the latency buckets; one
-/// more bucket counts everything slower.
-pub(crate) const BOUNDS_MICROS: [u64; 15] = [
+/// Upper bounds (inclusive, in microseconds) of the buckets of replies
+/// and attempts (100 µs … 5 s); one more bucket counts everything slower.
+pub(crate) const LATENCY_MICROS: [u64; 15] = [
     100, 250, 500, 1_000, 2_500, 5_000, 10_000, 25_000, 50_000, 100_000, 250_000, 500_000,
     1_000_000, 2_500_000, 5_000_000,
 ];
-const BUCKETS: usize = BOUNDS_MICROS.len() + 1;
 
-/// Index of the bucket a latency of `micros` falls into.
+/// Upper bounds (inclusive, in microseconds) of the buckets of waits for a
+/// lock and of holds (1 ms … 1 h); one more bucket counts everything longer.
+pub(crate) const DURATION_MICROS: [u64; 14] = [
+    1_000,
+    10_000,
+    100_000,
+    250_000,
+    500_000,
+    1_000_000,
+    2_500_000,
+    5_000_000,
+    10_000_000,
+    30_000_000,
+    60_000_000,
+    300_000_000,
+    900_000_000,
+    3_600_000_000,
+];
+
+/// A bucket table in seconds, as an exporter takes it.
+pub(crate) const fn seconds<const N: usize>(micros: [u64; N]) -> [f64; N] {
+    let mut out = [0.0; N];
+    let mut i = 0;
+    while i < N {
+        out[i] = micros[i] as f64 / 1e6;
+        i += 1;
+    }
+    out
+}
+
+/// Index of the bucket of `bounds` a duration falls into.
 ///
 /// Compared in seconds as `f64`, as the `metrics` histogram compares a
 /// value with its `le` bounds: a latency a fraction of a microsecond above
 /// a bound falls in the next bucket in both (truncating to whole
 /// microseconds here put it one bucket lower).
-fn bucket_index(elapsed: Duration) -> usize {
+fn bucket_index(bounds: &[u64], elapsed: Duration) -> usize {
     let secs = elapsed.as_secs_f64();
-    BOUNDS_MICROS
+    bounds
         .iter()
         .position(|&bound| secs <= bound as f64 / 1e6)
-        .unwrap_or(BOUNDS_MICROS.len())
+        .unwrap_or(bounds.len())
 }
 
 fn micros(d: Duration) -> u64 {
     u64::try_from(d.as_micros()).unwrap_or(u64::MAX)
 }
 
-#[derive(Debug, Default)]
+/// A histogram over one of the bucket tables.
+#[derive(Debug)]
 pub(crate) struct LatencyCounters {
+    bounds: &'static [u64],
     count: AtomicU64,
     sum_micros: AtomicU64,
     max_micros: AtomicU64,
-    buckets: [AtomicU64; BUCKETS],
+    /// One per bound, and one for everything above the last.
+    buckets: Box<[AtomicU64]>,
+}
+
+/// Over [`LATENCY_MICROS`].
+impl Default for LatencyCounters {
+    fn default() -> Self {
+        Self::new(&LATENCY_MICROS)
+    }
 }
 
 impl LatencyCounters {
-    /// One reply after `elapsed`.
+    /// An empty histogram over `bounds` (increasing, in microseconds).
+    pub(crate) fn new(bounds: &'static [u64]) -> Self {
+        Self {
+            bounds,
+            count: AtomicU64::new(0),
+            sum_micros: AtomicU64::new(0),
+            max_micros: AtomicU64::new(0),
+            buckets: (0..=bounds.len()).map(|_| AtomicU64::new(0)).collect(),
+        }
+    }
+
+    /// One duration.
     pub(crate) fn record(&self, elapsed: Duration) {
         let us = micros(elapsed);
         self.count.fetch_add(1, Relaxed);
         self.sum_micros.fetch_add(us, Relaxed);
         self.max_micros.fetch_max(us, Relaxed);
-        self.buckets[bucket_index(elapsed)].fetch_add(1, Relaxed);
+        if let Some(b) = self.buckets.get(bucket_index(self.bounds, elapsed)) {
+            b.fetch_add(1, Relaxed);
+        }
     }
 
     /// The histogram of these counters taken together (the shards of one
-    /// node's histogram).
+    /// node's histogram; all over the same bounds).
     pub(crate) fn merged<'a>(all: impl IntoIterator<Item = &'a LatencyCounters>) -> Latency {
-        let mut buckets: Vec<(Duration, u64)> = BOUNDS_MICROS
+        let mut all = all.into_iter().peekable();
+        let bounds = all.peek().map_or(&LATENCY_MICROS[..], |l| l.bounds);
+        let mut buckets: Vec<(Duration, u64)> = bounds
             .iter()
             .map(|&us| Duration::from_micros(us))
             .chain([Duration::MAX])
@@ -65,7 +119,7 @@ impl LatencyCounters {
             count = count.wrapping_add(l.count.load(Relaxed));
             sum = sum.saturating_add(l.sum_micros.load(Relaxed));
             max = max.max(l.max_micros.load(Relaxed));
-            for (b, n) in buckets.iter_mut().zip(&l.buckets) {
+            for (b, n) in buckets.iter_mut().zip(l.buckets.iter()) {
                 b.1 = b.1.wrapping_add(n.load(Relaxed));
             }
         }
@@ -77,8 +131,8 @@ impl LatencyCounters {
         }
     }
 
-    #[cfg(test)]
-    fn snapshot(&self) -> Latency {
+    /// A copy of the histogram.
+    pub(crate) fn snapshot(&self) -> Latency {
         Self::merged([self])
     }
 }
@@ -89,6 +143,30 @@ mod tests {
 
     const MS: Duration = Duration::from_millis(1);
 
+    const BUCKETS: usize = LATENCY_MICROS.len() + 1;
+
+    fn bucket_index(elapsed: Duration) -> usize {
+        super::bucket_index(&LATENCY_MICROS, elapsed)
+    }
+
+    #[test]
+    fn the_tables_increase_and_read_the_same_in_seconds() {
+        for table in [&LATENCY_MICROS[..], &DURATION_MICROS[..]] {
+            assert!(table.windows(2).all(|w| w[0] < w[1]));
+        }
+        let secs = seconds(LATENCY_MICROS);
+        assert_eq!((secs[0], secs[14]), (0.0001, 5.0));
+        assert_eq!(secs[1], 0.00025, "the same f64 as the decimal literal");
+        assert_eq!(seconds(DURATION_MICROS)[13], 3600.0);
+        let waits = LatencyCounters::new(&DURATION_MICROS);
+        waits.record(Duration::from_secs(20));
+        waits.record(Duration::from_secs(7200));
+        let s = waits.snapshot();
+        assert_eq!(s.buckets.len(), DURATION_MICROS.len() + 1);
+        assert_eq!(s.buckets[9], (Duration::from_secs(30), 1));
+        assert_eq!(s.buckets[14], (Duration::MAX, 1));
+    }
+
     #[test]
     fn buckets_are_inclusive_upper_bounds() {
         let us = Duration::from_micros;
@@ -96,14 +174,14 @@ mod tests {
         assert_eq!(bucket_index(us(100)), 0);
         assert_eq!(bucket_index(us(101)), 1);
         assert_eq!(bucket_index(us(1_000)), 3);
-        assert_eq!(bucket_index(us(5_000_000)), BOUNDS_MICROS.len() - 1);
-        assert_eq!(bucket_index(us(5_000_001)), BOUNDS_MICROS.len());
+        assert_eq!(bucket_index(us(5_000_000)), LATENCY_MICROS.len() - 1);
+        assert_eq!(bucket_index(us(5_000_001)), LATENCY_MICROS.len());
         assert_eq!(bucket_index(Duration::MAX), BUCKETS - 1);
         // A fraction of a microsecond above a bound is above it, as the
         // `metrics` histogram (seconds, `le`) sees it.
         assert_eq!(bucket_index(Duration::from_nanos(250_400)), 2);
         assert_eq!(bucket_index(Duration::from_nanos(250_000)), 1);
-        assert!(BOUNDS_MICROS.windows(2).all(|w| w[0] < w[1]));
+        assert!(LATENCY_MICROS.windows(2).all(|w| w[0] < w[1]));
     }
 
     #[test]

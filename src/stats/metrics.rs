@@ -4,26 +4,33 @@
 //!
 //! Install a recorder (e.g. `metrics-exporter-prometheus`) **before**
 //! [`Builder::build`](crate::Builder::build): each node registers its
-//! counters then. Without a recorder every update is a no-op. The names
+//! series then. Without a recorder every update is a no-op. The names
 //! follow Prometheus conventions: base units (seconds), `_total` on
-//! counters, one label per dimension.
+//! counters, one label per dimension, no resource names as labels.
+//! [`METRICS`] lists every series; this table is checked against it:
 //!
 //! | name | type | labels | what |
 //! |---|---|---|---|
-//! | `quorumlock_node_commands_total` | counter | `node` | commands sent |
-//! | `quorumlock_node_votes_total` | counter | `node`, `op` (`acquire`/`extend`/`release`), `vote` (`yes`/`no`) | lock command replies |
-//! | `quorumlock_node_timeouts_total` | counter | `node` | no reply within the per-node timeout |
-//! | `quorumlock_node_connection_errors_total` | counter | `node` | refused, dropped or failed connections |
-//! | `quorumlock_node_protocol_errors_total` | counter | `node` | replies this client could not interpret |
-//! | `quorumlock_node_quarantined_total` | counter | `node` | acquire votes withheld after a restart |
-//! | `quorumlock_node_error_replies_total` | counter | `node`, `code` (`WRONGTYPE`, `OOM`, …, `OTHER`) | error replies |
-//! | `quorumlock_node_reply_duration_seconds` | histogram | `node` | time from sending to the reply |
-//! | `quorumlock_lock_renewals_total` | counter | | automatic renewals that reached a quorum |
-//! | `quorumlock_lock_renewal_failures_total` | counter | | automatic renewals that did not |
-//! | `quorumlock_lock_signals_total` | counter | `kind` (`uncertain`/`lost`/`expired`/`limit_reached`) | lost-lock signals |
+//! | `quorumlock_node_commands_total` | counter | `node` | Commands sent to the node. |
+//! | `quorumlock_node_votes_total` | counter | `node`, `op`, `vote` | Replies to lock commands by operation (acquire, extend, release) and vote (yes: done; no: held elsewhere or not ours). |
+//! | `quorumlock_node_timeouts_total` | counter | `node` | Commands with no reply within the per-node timeout. |
+//! | `quorumlock_node_connection_errors_total` | counter | `node` | Commands that failed because the connection was refused, dropped or could not be made. |
+//! | `quorumlock_node_protocol_errors_total` | counter | `node` | Replies the client could not interpret. |
+//! | `quorumlock_node_quarantined_total` | counter | `node` | Acquire votes withheld because the node restarted too recently. |
+//! | `quorumlock_node_error_replies_total` | counter | `node`, `code` | Error replies by code (WRONGTYPE, OOM, NOSCRIPT, BUSY, NOAUTH, READONLY, …, OTHER). |
+//! | `quorumlock_node_reply_duration_seconds` | histogram | `node` | Time from sending a command to its reply (error replies included, timeouts not). |
+//! | `quorumlock_node_up` | gauge | `node` | 1 while the node's last command got a reply (an error reply included), 0 after a timeout or a connection failure and before the first reply. |
+//! | `quorumlock_lock_acquires_total` | counter | `outcome` | Acquire calls by outcome (granted, contended, unavailable, misconfigured, other), and granted locks that later ended lost (lost). |
+//! | `quorumlock_lock_attempt_duration_seconds` | histogram | | Time one acquire attempt took, the release of a refused attempt's keys included. |
+//! | `quorumlock_lock_wait_duration_seconds` | histogram | | Time one acquire call took, every attempt and the pauses between them included. |
+//! | `quorumlock_lock_hold_duration_seconds` | histogram | | Time a lock was held, from the grant to its release or drop. |
+//! | `quorumlock_locks_held` | gauge | | Locks granted and not yet released or dropped. |
+//! | `quorumlock_lock_renewals_total` | counter | | Automatic renewals that reached a quorum in time. |
+//! | `quorumlock_lock_renewal_failures_total` | counter | | Automatic renewal attempts that did not reach a quorum in time. |
+//! | `quorumlock_lock_signals_total` | counter | `kind` | Lost-lock signals by kind (uncertain, lost, expired, limit_reached). |
 //!
 //! `node` is `host:port/db`, as in [`NodeStats::node`](crate::NodeStats::node).
-//! The lock counters have no client label: every [`Redlock`](crate::Redlock)
+//! The lock series have no client label: every [`Redlock`](crate::Redlock)
 //! of the process adds to the same series. The numbers match `stats()`,
 //! which keeps counting whether or not a recorder is installed.
 //!
@@ -32,13 +39,14 @@
 //! ```no_run
 //! # #[cfg(feature = "metrics")]
 //! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
-//! // With metrics-exporter-prometheus:
-//! // let handle = PrometheusBuilder::new()
-//! //     .set_buckets_for_metric(
-//! //         Matcher::Full(quorumlock::metrics::REPLY_SECONDS.into()),
-//! //         &quorumlock::metrics::LATENCY_BUCKETS,
-//! //     )?
-//! //     .install_recorder()?;
+//! // With metrics-exporter-prometheus, each histogram with its buckets:
+//! // let mut builder = PrometheusBuilder::new();
+//! // for m in quorumlock::metrics::METRICS {
+//! //     if let Some(buckets) = m.buckets {
+//! //         builder = builder.set_buckets_for_metric(Matcher::Full(m.name.into()), buckets)?;
+//! //     }
+//! // }
+//! // let handle = builder.install_recorder()?;
 //! quorumlock::metrics::describe();
 //! let redlock = quorumlock::Builder::new(["redis://127.0.0.1:6379"]).build().await?;
 //! // handle.render() now shows quorumlock_node_commands_total{node="127.0.0.1:6379/0"} …
@@ -46,317 +54,488 @@
 //! # }
 //! ```
 
-#[cfg(not(feature = "metrics"))]
-pub(crate) use disabled::*;
-#[cfg(feature = "metrics")]
-pub use enabled::*;
+#![cfg_attr(not(feature = "metrics"), allow(dead_code, unreachable_pub))]
 
-#[cfg(feature = "metrics")]
-mod enabled {
-    use std::sync::Arc;
-    use std::time::Duration;
+use crate::stats::latency::{seconds, DURATION_MICROS, LATENCY_MICROS};
 
-    use ::metrics::{counter, describe_counter, describe_histogram, Counter, Histogram, Unit};
+/// What kind of series a metric is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Kind {
+    /// Only goes up.
+    Counter,
+    /// Goes up and down.
+    Gauge,
+    /// Observed durations in buckets.
+    Histogram,
+}
 
-    use crate::error::Operation;
-
-    /// Commands sent to a node; label `node`.
+impl Kind {
+    /// `counter`, `gauge` or `histogram`.
     ///
     /// # Examples
     ///
     /// ```
-    /// assert_eq!(quorumlock::metrics::COMMANDS, "quorumlock_node_commands_total");
+    /// # #[cfg(feature = "metrics")]
+    /// assert_eq!(quorumlock::metrics::Kind::Gauge.as_str(), "gauge");
     /// ```
-    pub const COMMANDS: &str = "quorumlock_node_commands_total";
-    /// A node's replies to lock commands; labels `node`, `op`
-    /// (`acquire`, `extend`, `release`) and `vote` (`yes`, `no`).
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// assert_eq!(quorumlock::metrics::VOTES, "quorumlock_node_votes_total");
-    /// ```
-    pub const VOTES: &str = "quorumlock_node_votes_total";
-    /// Commands with no reply within the per-node timeout; label `node`.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// assert_eq!(quorumlock::metrics::TIMEOUTS, "quorumlock_node_timeouts_total");
-    /// ```
-    pub const TIMEOUTS: &str = "quorumlock_node_timeouts_total";
-    /// Refused, dropped or failed connections; label `node`.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// assert!(quorumlock::metrics::CONNECTION_ERRORS.ends_with("_total"));
-    /// ```
-    pub const CONNECTION_ERRORS: &str = "quorumlock_node_connection_errors_total";
-    /// Replies this client could not interpret; label `node`.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// assert!(quorumlock::metrics::PROTOCOL_ERRORS.ends_with("_total"));
-    /// ```
-    pub const PROTOCOL_ERRORS: &str = "quorumlock_node_protocol_errors_total";
-    /// Acquire votes withheld because the node restarted too recently;
-    /// label `node`.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// assert!(quorumlock::metrics::QUARANTINED.ends_with("_total"));
-    /// ```
-    pub const QUARANTINED: &str = "quorumlock_node_quarantined_total";
-    /// Error replies; labels `node` and `code` (`WRONGTYPE`, `OOM`,
-    /// `NOSCRIPT`, `BUSY`, `NOAUTH`, `READONLY`, …, `OTHER` for a code not
-    /// counted one by one).
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// assert!(quorumlock::metrics::ERROR_REPLIES.ends_with("_total"));
-    /// ```
-    pub const ERROR_REPLIES: &str = "quorumlock_node_error_replies_total";
-    /// Histogram of reply latency in seconds (error replies included,
-    /// timeouts not); label `node`.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// assert!(quorumlock::metrics::REPLY_SECONDS.ends_with("_seconds"));
-    /// ```
-    pub const REPLY_SECONDS: &str = "quorumlock_node_reply_duration_seconds";
-    /// Automatic renewals that reached a quorum in time.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// assert!(quorumlock::metrics::RENEWALS.ends_with("_total"));
-    /// ```
-    pub const RENEWALS: &str = "quorumlock_lock_renewals_total";
-    /// Automatic renewals that did not.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// assert!(quorumlock::metrics::RENEWAL_FAILURES.ends_with("_total"));
-    /// ```
-    pub const RENEWAL_FAILURES: &str = "quorumlock_lock_renewal_failures_total";
-    /// Lost-lock signals; label `kind` (`uncertain`, `lost`, `expired`,
-    /// `limit_reached`). One signal that went from uncertain to expired
-    /// counts once in each.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// assert!(quorumlock::metrics::SIGNALS.ends_with("_total"));
-    /// ```
-    pub const SIGNALS: &str = "quorumlock_lock_signals_total";
-
-    /// The upper bounds, in seconds, of the buckets
-    /// [`Latency`](crate::Latency) uses (100 µs … 5 s), for an exporter
-    /// that takes explicit buckets, so both views agree.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// let b = quorumlock::metrics::LATENCY_BUCKETS;
-    /// assert_eq!((b[0], b[b.len() - 1]), (0.0001, 5.0));
-    /// ```
-    pub const LATENCY_BUCKETS: [f64; 15] = [
-        0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5,
-        5.0,
-    ];
-
-    /// Registers the help text and unit of every metric with the installed
-    /// recorder (Prometheus `# HELP` lines). Optional; call it once after
-    /// installing the recorder.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// quorumlock::metrics::describe(); // a no-op without a recorder
-    /// ```
-    pub fn describe() {
-        describe_counter!(COMMANDS, Unit::Count, "Commands sent to the node.");
-        describe_counter!(
-            VOTES,
-            Unit::Count,
-            "Replies to lock commands by operation and vote (yes: done, no: held elsewhere / not ours)."
-        );
-        describe_counter!(
-            TIMEOUTS,
-            Unit::Count,
-            "Commands with no reply within the per-node timeout."
-        );
-        describe_counter!(
-            CONNECTION_ERRORS,
-            Unit::Count,
-            "Commands that failed because the connection was refused, dropped or could not be made."
-        );
-        describe_counter!(
-            PROTOCOL_ERRORS,
-            Unit::Count,
-            "Replies the client could not interpret."
-        );
-        describe_counter!(
-            QUARANTINED,
-            Unit::Count,
-            "Acquire votes withheld because the node restarted too recently."
-        );
-        describe_counter!(ERROR_REPLIES, Unit::Count, "Error replies by code.");
-        describe_histogram!(
-            REPLY_SECONDS,
-            Unit::Seconds,
-            "Time from sending a command to its reply (error replies included, timeouts not)."
-        );
-        describe_counter!(
-            RENEWALS,
-            Unit::Count,
-            "Automatic renewals that reached a quorum in time."
-        );
-        describe_counter!(
-            RENEWAL_FAILURES,
-            Unit::Count,
-            "Automatic renewal attempts that did not reach a quorum in time."
-        );
-        describe_counter!(SIGNALS, Unit::Count, "Lost-lock signals by kind.");
-    }
-
-    /// One node's handles, registered once (the hot path only adds).
-    #[derive(Debug)]
-    pub(crate) struct NodeMetrics {
-        node: Arc<str>,
-        commands: Counter,
-        /// `[op][yes, no]`, ops in the order acquire, extend, release.
-        votes: [[Counter; 2]; 3],
-        timeouts: Counter,
-        connection_errors: Counter,
-        protocol_errors: Counter,
-        quarantined: Counter,
-        latency: Histogram,
-    }
-
-    impl Default for NodeMetrics {
-        /// Handles that record nothing (counters made without a node).
-        fn default() -> Self {
-            let noop = Counter::noop;
-            Self {
-                node: Arc::from(""),
-                commands: noop(),
-                votes: std::array::from_fn(|_| [noop(), noop()]),
-                timeouts: noop(),
-                connection_errors: noop(),
-                protocol_errors: noop(),
-                quarantined: noop(),
-                latency: Histogram::noop(),
-            }
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Kind::Counter => "counter",
+            Kind::Gauge => "gauge",
+            Kind::Histogram => "histogram",
         }
-    }
-
-    impl NodeMetrics {
-        pub(crate) fn new(node: &str) -> Self {
-            let label = node.to_owned();
-            let per_node = |name: &'static str| counter!(name, "node" => label.clone());
-            let vote = |op: &'static str, vote: &'static str| counter!(VOTES, "node" => label.clone(), "op" => op, "vote" => vote);
-            Self {
-                node: Arc::from(node),
-                commands: per_node(COMMANDS),
-                votes: [
-                    [vote("acquire", "yes"), vote("acquire", "no")],
-                    [vote("extend", "yes"), vote("extend", "no")],
-                    [vote("release", "yes"), vote("release", "no")],
-                ],
-                timeouts: per_node(TIMEOUTS),
-                connection_errors: per_node(CONNECTION_ERRORS),
-                protocol_errors: per_node(PROTOCOL_ERRORS),
-                quarantined: per_node(QUARANTINED),
-                latency: ::metrics::histogram!(REPLY_SECONDS, "node" => label.clone()),
-            }
-        }
-
-        pub(crate) fn sent(&self) {
-            self.commands.increment(1);
-        }
-
-        pub(crate) fn reply(&self, elapsed: Duration) {
-            self.latency.record(elapsed.as_secs_f64());
-        }
-
-        pub(crate) fn vote(&self, op: Operation, yes: bool) {
-            let i = match op {
-                Operation::Acquire => 0,
-                Operation::Extend => 1,
-                Operation::Release => 2,
-                Operation::Check => return,
-            };
-            self.votes[i][usize::from(!yes)].increment(1);
-        }
-
-        pub(crate) fn timeout(&self) {
-            self.timeouts.increment(1);
-        }
-
-        pub(crate) fn connection_error(&self) {
-            self.connection_errors.increment(1);
-        }
-
-        pub(crate) fn protocol_error(&self) {
-            self.protocol_errors.increment(1);
-        }
-
-        pub(crate) fn quarantined(&self) {
-            self.quarantined.increment(1);
-        }
-
-        /// An error reply; `code` is already one of the counted codes or
-        /// `OTHER`. Looked up per call: error replies are the cold path.
-        pub(crate) fn error_reply(&self, code: &'static str) {
-            if self.node.is_empty() {
-                return;
-            }
-            counter!(ERROR_REPLIES, "node" => self.node.to_string(), "code" => code).increment(1);
-        }
-    }
-
-    /// An automatic renewal reached a quorum (`true`) or did not.
-    pub(crate) fn renewal(ok: bool) {
-        counter!(if ok { RENEWALS } else { RENEWAL_FAILURES }).increment(1);
-    }
-
-    /// A lock's signal reached `kind` (`uncertain`, `lost`, …).
-    pub(crate) fn signal(kind: &'static str) {
-        counter!(SIGNALS, "kind" => kind).increment(1);
     }
 }
 
-/// Without the feature: the same calls, doing nothing.
-#[cfg(not(feature = "metrics"))]
-mod disabled {
-    use std::time::Duration;
+/// One series of [`METRICS`].
+#[derive(Debug, Clone, Copy)]
+#[non_exhaustive]
+pub struct Metric {
+    /// The series' name.
+    pub name: &'static str,
+    /// Counter, gauge or histogram.
+    pub kind: Kind,
+    /// Its label names.
+    pub labels: &'static [&'static str],
+    /// The help text [`describe`] registers.
+    pub help: &'static str,
+    /// For a histogram, the upper bounds of its buckets in seconds, those
+    /// `stats()` uses.
+    pub buckets: Option<&'static [f64]>,
+}
 
-    use crate::error::Operation;
+const fn metric(
+    name: &'static str,
+    kind: Kind,
+    labels: &'static [&'static str],
+    help: &'static str,
+) -> Metric {
+    Metric {
+        name,
+        kind,
+        labels,
+        help,
+        buckets: None,
+    }
+}
 
-    #[derive(Debug, Default)]
-    pub(crate) struct NodeMetrics;
+const fn histogram(
+    name: &'static str,
+    labels: &'static [&'static str],
+    help: &'static str,
+    buckets: &'static [f64],
+) -> Metric {
+    Metric {
+        name,
+        kind: Kind::Histogram,
+        labels,
+        help,
+        buckets: Some(buckets),
+    }
+}
 
-    impl NodeMetrics {
-        pub(crate) fn new(_node: &str) -> Self {
-            Self
+/// Commands sent to a node; label `node`.
+///
+/// # Examples
+///
+/// ```
+/// # #[cfg(feature = "metrics")]
+/// assert_eq!(quorumlock::metrics::COMMANDS, "quorumlock_node_commands_total");
+/// ```
+pub const COMMANDS: &str = "quorumlock_node_commands_total";
+/// A node's replies to lock commands; labels `node`, `op`
+/// (`acquire`, `extend`, `release`) and `vote` (`yes`, `no`).
+///
+/// # Examples
+///
+/// ```
+/// # #[cfg(feature = "metrics")]
+/// assert_eq!(quorumlock::metrics::VOTES, "quorumlock_node_votes_total");
+/// ```
+pub const VOTES: &str = "quorumlock_node_votes_total";
+/// Commands with no reply within the per-node timeout; label `node`.
+///
+/// # Examples
+///
+/// ```
+/// # #[cfg(feature = "metrics")]
+/// assert_eq!(quorumlock::metrics::TIMEOUTS, "quorumlock_node_timeouts_total");
+/// ```
+pub const TIMEOUTS: &str = "quorumlock_node_timeouts_total";
+/// Refused, dropped or failed connections; label `node`.
+///
+/// # Examples
+///
+/// ```
+/// # #[cfg(feature = "metrics")]
+/// assert!(quorumlock::metrics::CONNECTION_ERRORS.ends_with("_total"));
+/// ```
+pub const CONNECTION_ERRORS: &str = "quorumlock_node_connection_errors_total";
+/// Replies this client could not interpret; label `node`.
+///
+/// # Examples
+///
+/// ```
+/// # #[cfg(feature = "metrics")]
+/// assert!(quorumlock::metrics::PROTOCOL_ERRORS.ends_with("_total"));
+/// ```
+pub const PROTOCOL_ERRORS: &str = "quorumlock_node_protocol_errors_total";
+/// Acquire votes withheld because the node restarted too recently;
+/// label `node`.
+///
+/// # Examples
+///
+/// ```
+/// # #[cfg(feature = "metrics")]
+/// assert!(quorumlock::metrics::QUARANTINED.ends_with("_total"));
+/// ```
+pub const QUARANTINED: &str = "quorumlock_node_quarantined_total";
+/// Error replies; labels `node` and `code` (`WRONGTYPE`, `OOM`,
+/// `NOSCRIPT`, `BUSY`, `NOAUTH`, `READONLY`, …, `OTHER` for a code not
+/// counted one by one).
+///
+/// # Examples
+///
+/// ```
+/// # #[cfg(feature = "metrics")]
+/// assert!(quorumlock::metrics::ERROR_REPLIES.ends_with("_total"));
+/// ```
+pub const ERROR_REPLIES: &str = "quorumlock_node_error_replies_total";
+/// Histogram of reply latency in seconds (error replies included,
+/// timeouts not); label `node`.
+///
+/// # Examples
+///
+/// ```
+/// # #[cfg(feature = "metrics")]
+/// assert!(quorumlock::metrics::REPLY_SECONDS.ends_with("_seconds"));
+/// ```
+pub const REPLY_SECONDS: &str = "quorumlock_node_reply_duration_seconds";
+/// Automatic renewals that reached a quorum in time.
+///
+/// # Examples
+///
+/// ```
+/// # #[cfg(feature = "metrics")]
+/// assert!(quorumlock::metrics::RENEWALS.ends_with("_total"));
+/// ```
+pub const RENEWALS: &str = "quorumlock_lock_renewals_total";
+/// Automatic renewals that did not.
+///
+/// # Examples
+///
+/// ```
+/// # #[cfg(feature = "metrics")]
+/// assert!(quorumlock::metrics::RENEWAL_FAILURES.ends_with("_total"));
+/// ```
+pub const RENEWAL_FAILURES: &str = "quorumlock_lock_renewal_failures_total";
+/// Lost-lock signals; label `kind` (`uncertain`, `lost`, `expired`,
+/// `limit_reached`). One signal that went from uncertain to expired
+/// counts once in each.
+///
+/// # Examples
+///
+/// ```
+/// # #[cfg(feature = "metrics")]
+/// assert!(quorumlock::metrics::SIGNALS.ends_with("_total"));
+/// ```
+pub const SIGNALS: &str = "quorumlock_lock_signals_total";
+
+/// The upper bounds, in seconds, of the reply and attempt histograms'
+/// buckets (100 µs … 5 s), those [`Latency`](crate::Latency) uses, for an
+/// exporter that takes explicit buckets, so both views agree.
+///
+/// # Examples
+///
+/// ```
+/// # #[cfg(feature = "metrics")] {
+/// let b = quorumlock::metrics::LATENCY_BUCKETS;
+/// assert_eq!((b[0], b[b.len() - 1]), (0.0001, 5.0));
+/// # }
+/// ```
+pub const LATENCY_BUCKETS: [f64; LATENCY_MICROS.len()] = seconds(LATENCY_MICROS);
+
+/// The upper bounds, in seconds, of the wait and hold histograms' buckets
+/// (1 ms … 1 h).
+///
+/// # Examples
+///
+/// ```
+/// # #[cfg(feature = "metrics")] {
+/// let b = quorumlock::metrics::DURATION_BUCKETS;
+/// assert_eq!((b[0], b[b.len() - 1]), (0.001, 3600.0));
+/// # }
+/// ```
+pub const DURATION_BUCKETS: [f64; DURATION_MICROS.len()] = seconds(DURATION_MICROS);
+
+/// Whether a node answers; label `node`.
+///
+/// # Examples
+///
+/// ```
+/// # #[cfg(feature = "metrics")]
+/// assert_eq!(quorumlock::metrics::NODE_UP, "quorumlock_node_up");
+/// ```
+pub const NODE_UP: &str = "quorumlock_node_up";
+/// Acquire calls by outcome; label `outcome`.
+///
+/// # Examples
+///
+/// ```
+/// # #[cfg(feature = "metrics")]
+/// assert!(quorumlock::metrics::ACQUIRES.ends_with("_total"));
+/// ```
+pub const ACQUIRES: &str = "quorumlock_lock_acquires_total";
+/// Histogram of the time one acquire attempt took.
+///
+/// # Examples
+///
+/// ```
+/// # #[cfg(feature = "metrics")]
+/// assert!(quorumlock::metrics::ATTEMPT_SECONDS.ends_with("_seconds"));
+/// ```
+pub const ATTEMPT_SECONDS: &str = "quorumlock_lock_attempt_duration_seconds";
+/// Histogram of the time one acquire call took.
+///
+/// # Examples
+///
+/// ```
+/// # #[cfg(feature = "metrics")]
+/// assert!(quorumlock::metrics::WAIT_SECONDS.ends_with("_seconds"));
+/// ```
+pub const WAIT_SECONDS: &str = "quorumlock_lock_wait_duration_seconds";
+/// Histogram of the time locks were held.
+///
+/// # Examples
+///
+/// ```
+/// # #[cfg(feature = "metrics")]
+/// assert!(quorumlock::metrics::HOLD_SECONDS.ends_with("_seconds"));
+/// ```
+pub const HOLD_SECONDS: &str = "quorumlock_lock_hold_duration_seconds";
+/// Locks held now.
+///
+/// # Examples
+///
+/// ```
+/// # #[cfg(feature = "metrics")]
+/// assert_eq!(quorumlock::metrics::LOCKS_HELD, "quorumlock_locks_held");
+/// ```
+pub const LOCKS_HELD: &str = "quorumlock_locks_held";
+
+/// Every series, with its kind, labels and help text: what [`describe`]
+/// registers and what the table above shows.
+///
+/// # Examples
+///
+/// ```
+/// # #[cfg(feature = "metrics")] {
+/// use quorumlock::metrics::{Kind, METRICS};
+/// let held = METRICS.iter().find(|m| m.name == "quorumlock_locks_held").unwrap();
+/// assert_eq!(held.kind, Kind::Gauge);
+/// assert!(METRICS.iter().all(|m| !m.labels.contains(&"resource")));
+/// # }
+/// ```
+pub const METRICS: &[Metric] = &[
+    metric(
+        COMMANDS,
+        Kind::Counter,
+        &["node"],
+        "Commands sent to the node.",
+    ),
+    metric(
+        VOTES,
+        Kind::Counter,
+        &["node", "op", "vote"],
+        "Replies to lock commands by operation (acquire, extend, release) and vote (yes: done; \
+         no: held elsewhere or not ours).",
+    ),
+    metric(
+        TIMEOUTS,
+        Kind::Counter,
+        &["node"],
+        "Commands with no reply within the per-node timeout.",
+    ),
+    metric(
+        CONNECTION_ERRORS,
+        Kind::Counter,
+        &["node"],
+        "Commands that failed because the connection was refused, dropped or could not be made.",
+    ),
+    metric(
+        PROTOCOL_ERRORS,
+        Kind::Counter,
+        &["node"],
+        "Replies the client could not interpret.",
+    ),
+    metric(
+        QUARANTINED,
+        Kind::Counter,
+        &["node"],
+        "Acquire votes withheld because the node restarted too recently.",
+    ),
+    metric(
+        ERROR_REPLIES,
+        Kind::Counter,
+        &["node", "code"],
+        "Error replies by code (WRONGTYPE, OOM, NOSCRIPT, BUSY, NOAUTH, READONLY, …, OTHER).",
+    ),
+    histogram(
+        REPLY_SECONDS,
+        &["node"],
+        "Time from sending a command to its reply (error replies included, timeouts not).",
+        &LATENCY_BUCKETS,
+    ),
+    metric(
+        NODE_UP,
+        Kind::Gauge,
+        &["node"],
+        "1 while the node's last command got a reply (an error reply included), 0 after a \
+         timeout or a connection failure and before the first reply.",
+    ),
+    metric(
+        ACQUIRES,
+        Kind::Counter,
+        &["outcome"],
+        "Acquire calls by outcome (granted, contended, unavailable, misconfigured, other), and \
+         granted locks that later ended lost (lost).",
+    ),
+    histogram(
+        ATTEMPT_SECONDS,
+        &[],
+        "Time one acquire attempt took, the release of a refused attempt's keys included.",
+        &LATENCY_BUCKETS,
+    ),
+    histogram(
+        WAIT_SECONDS,
+        &[],
+        "Time one acquire call took, every attempt and the pauses between them included.",
+        &DURATION_BUCKETS,
+    ),
+    histogram(
+        HOLD_SECONDS,
+        &[],
+        "Time a lock was held, from the grant to its release or drop.",
+        &DURATION_BUCKETS,
+    ),
+    metric(
+        LOCKS_HELD,
+        Kind::Gauge,
+        &[],
+        "Locks granted and not yet released or dropped.",
+    ),
+    metric(
+        RENEWALS,
+        Kind::Counter,
+        &[],
+        "Automatic renewals that reached a quorum in time.",
+    ),
+    metric(
+        RENEWAL_FAILURES,
+        Kind::Counter,
+        &[],
+        "Automatic renewal attempts that did not reach a quorum in time.",
+    ),
+    metric(
+        SIGNALS,
+        Kind::Counter,
+        &["kind"],
+        "Lost-lock signals by kind (uncertain, lost, expired, limit_reached).",
+    ),
+];
+
+/// Registers the help text and unit of every metric of [`METRICS`]
+/// with the installed recorder (Prometheus `# HELP` lines). Optional;
+/// call it once after installing the recorder.
+///
+/// # Examples
+///
+/// ```
+/// quorumlock::metrics::describe(); // a no-op without a recorder
+/// ```
+#[cfg(feature = "metrics")]
+pub fn describe() {
+    use ::metrics::{describe_counter, describe_gauge, describe_histogram, Unit};
+    for m in METRICS {
+        match m.kind {
+            Kind::Counter => describe_counter!(m.name, Unit::Count, m.help),
+            Kind::Gauge => describe_gauge!(m.name, Unit::Count, m.help),
+            Kind::Histogram => describe_histogram!(m.name, Unit::Seconds, m.help),
         }
-        pub(crate) fn sent(&self) {}
-        pub(crate) fn reply(&self, _elapsed: Duration) {}
-        pub(crate) fn vote(&self, _op: Operation, _yes: bool) {}
-        pub(crate) fn timeout(&self) {}
-        pub(crate) fn connection_error(&self) {}
-        pub(crate) fn protocol_error(&self) {}
-        pub(crate) fn quarantined(&self) {}
-        pub(crate) fn error_reply(&self, _code: &'static str) {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The table of a document's metrics: one row per metric, in order.
+    fn rows(prefix: &str) -> String {
+        METRICS
+            .iter()
+            .map(|m| {
+                let labels: Vec<String> = m.labels.iter().map(|l| format!("`{l}`")).collect();
+                // An empty cell is `| |`, as a table written by hand has it.
+                let labels = match labels.join(", ") {
+                    l if l.is_empty() => l,
+                    l => l + " ",
+                };
+                format!(
+                    "{prefix}| `{}` | {} | {labels}| {} |\n",
+                    m.name,
+                    m.kind.as_str(),
+                    m.help
+                )
+            })
+            .collect()
     }
 
-    pub(crate) fn renewal(_ok: bool) {}
-    pub(crate) fn signal(_kind: &'static str) {}
+    /// The rustdoc table above and the one in `docs/operations.md` list
+    /// every metric of [`METRICS`], as it is, and no other (a metric added
+    /// to the code but not to the docs fails here, and so does one that
+    /// the docs list but the code no longer has).
+    #[test]
+    fn the_documented_tables_are_the_metrics_table() {
+        let header = "| name | type | labels | what |\n|---|---|---|---|\n";
+        let rustdoc = include_str!("metrics.rs");
+        let table = format!(
+            "//! {}//! {}{}",
+            &header[..header.find('\n').unwrap_or(0) + 1],
+            &header[header.find('\n').unwrap_or(0) + 1..],
+            rows("//! ")
+        );
+        assert!(
+            rustdoc.contains(&table),
+            "the module docs' table is not:\n{table}"
+        );
+        let docs = include_str!("../../docs/operations.md");
+        let table = format!("{header}{}", rows(""));
+        assert!(
+            docs.contains(&table),
+            "docs/operations.md's table is not:\n{table}"
+        );
+        for (text, prefix) in [(rustdoc, "//! | `quorumlock_"), (docs, "| `quorumlock_")] {
+            let listed = text.lines().filter(|l| l.starts_with(prefix)).count();
+            assert_eq!(listed, METRICS.len(), "a row for a metric not in METRICS");
+        }
+    }
+
+    #[test]
+    fn names_follow_the_conventions_and_histograms_have_buckets() {
+        for m in METRICS {
+            assert!(m.name.starts_with("quorumlock_"), "{}", m.name);
+            match m.kind {
+                Kind::Counter => assert!(m.name.ends_with("_total"), "{}", m.name),
+                Kind::Histogram => assert!(m.name.ends_with("_seconds"), "{}", m.name),
+                Kind::Gauge => assert!(!m.name.ends_with("_total"), "{}", m.name),
+            }
+            assert_eq!(m.buckets.is_some(), m.kind == Kind::Histogram, "{}", m.name);
+            assert!(!m.labels.contains(&"resource"), "{}", m.name);
+        }
+        let mut names: Vec<&str> = METRICS.iter().map(|m| m.name).collect();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), METRICS.len(), "a name listed twice");
+    }
 }

@@ -4,10 +4,12 @@
 
 pub(crate) mod counters;
 pub(crate) mod latency;
+pub(crate) mod locks;
 #[cfg(feature = "metrics")]
 pub mod metrics;
 #[cfg(not(feature = "metrics"))]
 pub(crate) mod metrics;
+pub(crate) mod series;
 pub(crate) mod shards;
 
 use std::time::Duration;
@@ -31,12 +33,87 @@ pub struct Stats {
     pub nodes: Vec<NodeStats>,
     /// Renewals and lost-lock signals of the locks taken through this client.
     pub leases: LeaseStats,
+    /// Acquire calls, waits, holds and the locks held now, of this client.
+    pub locks: LockStats,
 }
 
 impl Stats {
-    pub(crate) fn new(nodes: Vec<NodeStats>, leases: LeaseStats) -> Self {
-        Self { nodes, leases }
+    pub(crate) fn new(nodes: Vec<NodeStats>, leases: LeaseStats, locks: LockStats) -> Self {
+        Self {
+            nodes,
+            leases,
+            locks,
+        }
     }
+}
+
+/// The lock-level view of one client: how its acquire calls ended, how
+/// long they took, how long locks were held, and how many are held now.
+///
+/// # Examples
+///
+/// ```no_run
+/// # async fn demo(redlock: quorumlock::Redlock) {
+/// let locks = redlock.stats().locks;
+/// println!(
+///     "{} held now; {} granted, {} contended; p99 wait ≤ {:?}",
+///     locks.held,
+///     locks.acquires.granted,
+///     locks.acquires.contended,
+///     locks.wait.quantile(0.99),
+/// );
+/// # }
+/// ```
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct LockStats {
+    /// Acquire calls by outcome.
+    pub acquires: Acquires,
+    /// Locks granted and not yet released or dropped.
+    pub held: u64,
+    /// Each acquire attempt, the release of a refused attempt's keys
+    /// included (buckets of 100 µs … 5 s, as [`NodeStats::latency`]).
+    pub attempt_latency: Latency,
+    /// Each acquire call, from the call to its outcome: every attempt and
+    /// the pauses between them (buckets of 1 ms … 1 h).
+    pub wait: Latency,
+    /// Each lock, from the grant to its release or drop (buckets of
+    /// 1 ms … 1 h).
+    pub hold: Latency,
+}
+
+/// Acquire calls (`acquire`, `try_acquire`, `lock(…).acquire()`, `run`)
+/// by outcome, as [`Error`](crate::Error)'s `is_*` tell them apart. A call
+/// whose future is dropped before it ends is not counted.
+///
+/// # Examples
+///
+/// ```no_run
+/// # async fn demo(redlock: quorumlock::Redlock) {
+/// let a = redlock.stats().locks.acquires;
+/// if a.misconfigured > 0 {
+///     println!("check the nodes' passwords and ACLs");
+/// }
+/// # }
+/// ```
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Acquires {
+    /// The lock was granted.
+    pub granted: u64,
+    /// Another owner held it ([`Error::is_contended`](crate::Error::is_contended)).
+    pub contended: u64,
+    /// Too few nodes answered ([`Error::is_unavailable`](crate::Error::is_unavailable)).
+    pub unavailable: u64,
+    /// Misconfigured nodes kept the quorum out of reach
+    /// ([`Error::is_misconfigured`](crate::Error::is_misconfigured)).
+    pub misconfigured: u64,
+    /// Any other error (invalid input, no fencing token left).
+    pub other: u64,
+    /// Granted locks that had already ended lost (renewal or an extension
+    /// found them lost, or their validity ran out under renewal) when they
+    /// were released or dropped; also counted in `granted`.
+    pub lost: u64,
 }
 
 /// One node's counters.
@@ -94,6 +171,10 @@ pub struct NodeStats {
     /// Time from sending a command to its reply (error replies included,
     /// timeouts and connection failures not).
     pub latency: Latency,
+    /// Whether the node's last command got a reply (an error reply
+    /// included): false after a timeout or a connection failure, and
+    /// before the first reply.
+    pub up: bool,
 }
 
 impl NodeStats {
@@ -154,8 +235,9 @@ pub struct Votes {
     pub no: u64,
 }
 
-/// Reply latency of one node: count, sum, maximum, and a fixed-bucket
-/// histogram (100 µs … 5 s, then everything slower).
+/// A histogram of durations: count, sum, maximum, and fixed buckets
+/// (reply and attempt latencies: 100 µs … 5 s; waits and holds:
+/// 1 ms … 1 h; then everything slower).
 ///
 /// # Examples
 ///
