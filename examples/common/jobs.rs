@@ -5,7 +5,8 @@
 //!   held, the job then runs in the background under `Lock::run` (renewed,
 //!   stopped if the lock is lost, released at the end); `409 Conflict` when
 //!   another holder has it; `503 Service Unavailable` when too few nodes
-//!   answered.
+//!   answered; `500` when the nodes refuse this client (wrong password,
+//!   ACL, a key of another type: `Error::is_misconfigured`).
 //! - `GET /metrics`: the text of `redlock.stats()`.
 //! - `GET /healthz`: `200` once the client is built.
 //!
@@ -127,11 +128,16 @@ async fn start(service: &Service, name: &str) -> (u16, String) {
 }
 
 /// The status for a lock that could not be taken.
+/// A misconfiguration (wrong password, ACL, a key of another type) is the
+/// service's fault and no retry helps: 500, unlike an outage (503, try
+/// again later).
 fn refusal(e: &Error) -> (u16, String) {
     let status = if e.is_contended() {
         409
     } else if e.is_invalid_input() {
         400
+    } else if e.is_misconfigured() {
+        500
     } else if e.is_unavailable() {
         503
     } else {

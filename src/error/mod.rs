@@ -6,9 +6,9 @@ mod failure;
 pub(crate) mod lost;
 pub(crate) mod reply_code;
 
+pub(crate) use failure::misconfigured;
 pub(crate) use failure::NodeFailures;
 pub use failure::{NodeFailure, NodeFailureKind};
-pub(crate) use failure::misconfigured;
 pub use lost::{LossKind, LostReason};
 
 use std::fmt;

@@ -15,8 +15,8 @@ use crate::quorum::handoff::Watch;
 use crate::quorum::rule;
 use crate::quorum::set_order::SetFuture;
 use crate::random;
-use crate::status::NodeView;
 use crate::stats::locks::Outcome;
+use crate::status::NodeView;
 use crate::token::Token;
 
 /// A granted lock's parts, from which the caller builds the held lock.

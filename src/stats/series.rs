@@ -14,8 +14,8 @@ mod enabled {
 
     use ::metrics::{counter, gauge, histogram, Counter, Gauge, Histogram};
 
-    use crate::stats::metrics::*;
     use crate::error::Operation;
+    use crate::stats::metrics::*;
 
     /// One node's handles, registered once (the hot path only adds).
     #[derive(Debug)]
