@@ -1,7 +1,8 @@
 //! The example job service (`examples/job_service.rs`), served here on
 //! real nodes: 202 once the lock is held with the job running on in the
 //! background, 409 while it runs, 503 when a majority of nodes is down,
-//! and the job's lock released when it ends.
+//! 500 when the nodes refuse the client, and the job's lock released when
+//! it ends.
 
 use quorumlock_testkit as support;
 
@@ -43,7 +44,7 @@ async fn request(addr: SocketAddr, method: &str, path: &str) -> (u16, String) {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn jobs_are_accepted_refused_while_running_and_unavailable_without_a_majority() {
+async fn jobs_are_accepted_refused_while_running_and_unavailable_or_refused_by_the_nodes() {
     let mut cluster = Cluster::local(5);
     let redlock = cluster.one_attempt_redlock().await;
     let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
@@ -90,5 +91,35 @@ async fn jobs_are_accepted_refused_while_running_and_unavailable_without_a_major
     for i in [0, 2, 4] {
         cluster.resume(i);
     }
+    server.abort();
+
+    // A client the nodes refuse (no right to SET): the service's own
+    // fault, 500, not an outage to retry later. Catches a service that
+    // answers 503 to every refusal but contention.
+    for i in 0..cluster.len() {
+        let _: () = cluster.exec(
+            i,
+            redis::cmd("ACL")
+                .arg("SETUSER")
+                .arg("noset")
+                .arg("on")
+                .arg(">pw")
+                .arg("~*")
+                .arg("&*")
+                .arg("+@all")
+                .arg("-set"),
+        );
+    }
+    let urls: Vec<String> = cluster
+        .urls()
+        .iter()
+        .map(|u| u.replacen("redis://", "redis://noset:pw@", 1))
+        .collect();
+    let refused = quorumlock::Builder::new(urls).build().await.expect("build");
+    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    let server = tokio::spawn(jobs::serve(listener, jobs::Service::new(refused, TTL, TTL)));
+    let (status, body) = request(addr, "POST", &format!("/jobs/{}", unique("svc-noperm"))).await;
+    assert_eq!(status, 500, "{body}");
     server.abort();
 }
