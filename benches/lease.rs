@@ -168,7 +168,7 @@ async fn uncertain_lead(cluster: &mut Cluster, margin: Option<Duration>, trials:
             .await
             .expect("fired");
         let fired_at = signal.fired_at().expect("fired");
-        let lead = signal.deadline().saturating_duration_since(fired_at);
+        let lead = lock.deadline().saturating_duration_since(fired_at);
         assert_eq!(kind, LossKind::Uncertain, "{:?}", signal.reason());
         leads.push(lead);
         for i in [0, 2, 4] {

@@ -11,7 +11,8 @@
 //!   nodes into a [`Redlock`] (`redlock.rs`), whose readiness is
 //!   [`Health`] (`health.rs`);
 //!   a [`LockRequest`] (`request.rs`) is one way to ask; a [`Lock`]
-//!   (`lock.rs`) is a held lock.
+//!   (`lock.rs`) is a held lock, and `lock/run.rs` the work run under it
+//!   ([`Lock::run`]).
 //! - **`quorum/`: where the nodes decide together.** `rule.rs` is the
 //!   majority and the running tally; `fanout.rs` sends one operation to
 //!   every node and decides at the needed yes or as soon as it is

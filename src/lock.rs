@@ -20,6 +20,8 @@ use crate::quorum::set_order::SetFuture;
 use crate::token::Token;
 use crate::validity;
 
+mod run;
+
 /// A lock held on a quorum of nodes.
 ///
 /// The lock is yours until [`validity`](Lock::validity) reaches zero; do the

@@ -164,8 +164,8 @@ impl Redlock {
     /// # lock.release().await
     /// # }
     /// ```
-    pub fn lock(&self, resource: impl AsRef<[u8]>, ttl: Duration) -> LockRequest<'_> {
-        LockRequest::new(&self.engine, vec![resource.as_ref().to_vec()], ttl)
+    pub fn lock(&self, resource: impl AsRef<[u8]>, ttl: Duration) -> LockRequest {
+        LockRequest::new(self.engine.clone(), vec![resource.as_ref().to_vec()], ttl)
     }
 
     /// Describes one lock over several resources, taken all or nothing;
@@ -186,13 +186,13 @@ impl Redlock {
     /// # lock.release().await
     /// # }
     /// ```
-    pub fn lock_all<I, R>(&self, resources: I, ttl: Duration) -> LockRequest<'_>
+    pub fn lock_all<I, R>(&self, resources: I, ttl: Duration) -> LockRequest
     where
         I: IntoIterator<Item = R>,
         R: AsRef<[u8]>,
     {
         let resources = resources.into_iter().map(|r| r.as_ref().to_vec()).collect();
-        LockRequest::new(&self.engine, resources, ttl)
+        LockRequest::new(self.engine.clone(), resources, ttl)
     }
 
     /// Waits until the work this client left running in the background has

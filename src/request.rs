@@ -7,11 +7,8 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
-use tracing::debug;
-
 use crate::config::Retry;
-use crate::error::lost::LostReason;
-use crate::error::{Error, ResourceName, Result};
+use crate::error::{Error, Result};
 use crate::keys::Keys;
 use crate::lease::renewal::Renewal;
 use crate::lease::signal::LostSignal;
@@ -53,8 +50,8 @@ use crate::quorum::retry;
 /// ```
 #[derive(Debug, Clone)]
 #[must_use = "a lock request does nothing until acquire() or run() is awaited"]
-pub struct LockRequest<'a> {
-    engine: &'a Arc<Engine>,
+pub struct LockRequest {
+    engine: Arc<Engine>,
     resources: Vec<Vec<u8>>,
     ttl: Duration,
     fenced: bool,
@@ -62,8 +59,8 @@ pub struct LockRequest<'a> {
     renewal: Option<Renewal>,
 }
 
-impl<'a> LockRequest<'a> {
-    pub(crate) fn new(engine: &'a Arc<Engine>, resources: Vec<Vec<u8>>, ttl: Duration) -> Self {
+impl LockRequest {
+    pub(crate) fn new(engine: Arc<Engine>, resources: Vec<Vec<u8>>, ttl: Duration) -> Self {
         Self {
             engine,
             resources,
@@ -230,8 +227,8 @@ impl<'a> LockRequest<'a> {
         let engine = self.engine;
         let retry = self.retry.unwrap_or(engine.config.retry);
         let keys = keys(self.resources, self.fenced)?;
-        let granted = retry::acquire(engine, keys, self.ttl, retry).await?;
-        let lock = Lock::new(engine.clone(), granted);
+        let granted = retry::acquire(&engine, keys, self.ttl, retry).await?;
+        let lock = Lock::new(engine, granted);
         if let Some(renewal) = self.renewal {
             if let Err(e) = lock.auto_renew(renewal) {
                 let _ = lock.release().await;
@@ -241,42 +238,26 @@ impl<'a> LockRequest<'a> {
         Ok(lock)
     }
 
-    /// Runs `work` while holding the lock, renewing it in the background
-    /// (with the default [`Renewal`], every third of the TTL, unless
-    /// [`auto_renew`](LockRequest::auto_renew) says otherwise), and returns what the
-    /// work returned.
-    ///
-    /// `work` receives the lock's [`LostSignal`] (to read the validity, or
-    /// to check before an irreversible step). If the signal fires before
-    /// the work is done — the lock is lost, its renewal is late
-    /// ([`Uncertain`](crate::LossKind::Uncertain)), it expired, or a renewal
-    /// cap was reached — the work future is **dropped** at its next await
-    /// point and the call returns [`Error::Lost`] with the reason.
-    ///
-    /// The lock is released on every way out: the work finished, returned
-    /// an error (as its output), panicked, was cancelled because the lock
-    /// was lost, or the future returned by `run` was itself dropped (the
-    /// release then runs in the background). Renewal stops before the
-    /// release is sent. For fallible work, return a `Result` from the
-    /// future and match on both layers.
+    /// Takes the lock and runs `work` under it: [`acquire`](LockRequest::acquire)
+    /// then [`Lock::run`] — renewed in the background (with the default
+    /// [`Renewal`] unless [`auto_renew`](LockRequest::auto_renew) says otherwise),
+    /// the work dropped if the lock is lost, the lock released on every way
+    /// out. Returns what the work returned.
     ///
     /// # Errors
     ///
     /// As for [`acquire`](LockRequest::acquire) when the lock cannot be
-    /// taken (the work does not run); [`Error::Lost`] when the lock was
-    /// lost while the work ran. A release that reaches too few nodes after
-    /// the work finished is not an error: the work's output is returned and
-    /// the keys left behind expire with their TTL.
+    /// taken (the work does not run); as for [`Lock::run`] after that
+    /// ([`Error::Lost`] when the lock was lost while the work ran).
     ///
     /// # Panics
     ///
-    /// A panic inside `work` is not caught: it unwinds through this call
-    /// (after the lock's release has been started).
+    /// A panic inside `work` is not caught (see [`Lock::run`]).
     ///
     /// # Cancel safety
     ///
     /// Dropping the returned future drops the work, stops renewal and
-    /// releases the lock in the background.
+    /// releases the lock (or the current attempt's keys) in the background.
     ///
     /// # Examples
     ///
@@ -284,62 +265,79 @@ impl<'a> LockRequest<'a> {
     /// # async fn demo(redlock: quorumlock::Redlock) -> Result<(), quorumlock::Error> {
     /// use std::time::Duration;
     ///
-    /// let result = redlock
+    /// let rows = redlock
     ///     .lock("invoice:nightly", Duration::from_secs(30))
     ///     .run(|signal| async move {
     ///         // long job; the lock is renewed every 10 s meanwhile
     ///         assert!(!signal.is_fired());
-    ///         Ok::<_, std::io::Error>(42)
+    ///         42
     ///     })
-    ///     .await;
-    /// match result {
-    ///     Ok(Ok(rows)) => assert_eq!(rows, 42),
-    ///     Ok(Err(io)) => eprintln!("the job failed: {io}"),
-    ///     Err(e) if e.is_lost() => eprintln!("stopped, lock lost: {e}"),
-    ///     Err(e) => return Err(e),
-    /// }
+    ///     .await?;
+    /// assert_eq!(rows, 42);
     /// # Ok(())
     /// # }
     /// ```
-    pub async fn run<F, Fut, T>(mut self, work: F) -> Result<T>
+    pub async fn run<F, Fut, T>(self, work: F) -> Result<T>
     where
         F: FnOnce(LostSignal) -> Fut,
         Fut: Future<Output = T>,
     {
-        let renewal = self.renewal.take().unwrap_or_default();
-        let lock = self.acquire().await?;
-        let signal = match lock.auto_renew(renewal) {
-            Ok(signal) => signal,
-            Err(e) => {
-                let _ = lock.release().await;
-                return Err(e);
-            }
-        };
-        // From here on `lock` is owned by this future: a panic in `work` or
-        // a drop of this future drops it, and its `Drop` stops renewal and
-        // releases in the background.
-        let outcome = {
-            let work = work(signal.clone());
-            tokio::pin!(work);
-            tokio::select! {
-                biased;
-                _ = signal.lost() => None,
-                output = &mut work => Some(output),
-            }
-            // `work` is dropped here, before the release below.
-        };
-        // The reason is read before the release, which would turn a
-        // non-final kind into `Released`.
-        let result = outcome.ok_or_else(|| {
-            signal.to_error().unwrap_or_else(|| Error::Lost {
-                resource: ResourceName::new(signal.resource()),
-                reason: LostReason::Expired,
-            })
-        });
-        if let Err(e) = lock.release().await {
-            debug!(error = %e, "release after scoped work failed; keys expire with their TTL");
-        }
-        result
+        self.acquire().await?.run(work).await
+    }
+
+    /// Takes the lock and runs fallible `work` under it:
+    /// [`acquire`](LockRequest::acquire) then [`Lock::try_run`]. The work
+    /// returns `Result<T, E>`; the lock's own errors (not acquired, lost)
+    /// come back as `E` through `E: From<quorumlock::Error>`, so one `?`
+    /// handles both. (How `E` is inferred: see [`Lock::try_run`].)
+    ///
+    /// # Errors
+    ///
+    /// The work's error, or an error of [`run`](LockRequest::run) converted
+    /// into `E`.
+    ///
+    /// # Cancel safety
+    ///
+    /// As for [`run`](LockRequest::run).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use std::time::Duration;
+    ///
+    /// #[derive(Debug)]
+    /// enum JobError {
+    ///     Lock(quorumlock::Error),
+    ///     Io(std::io::Error),
+    /// }
+    /// impl From<quorumlock::Error> for JobError {
+    ///     fn from(e: quorumlock::Error) -> Self {
+    ///         JobError::Lock(e)
+    ///     }
+    /// }
+    /// impl From<std::io::Error> for JobError {
+    ///     fn from(e: std::io::Error) -> Self {
+    ///         JobError::Io(e)
+    ///     }
+    /// }
+    ///
+    /// async fn nightly(redlock: &quorumlock::Redlock) -> Result<u64, JobError> {
+    ///     redlock
+    ///         .lock("invoice:nightly", Duration::from_secs(30))
+    ///         .try_run(|_signal| async move {
+    ///             let meta = tokio::fs::metadata("/var/lib/invoices/today").await?;
+    ///             Ok(meta.len())
+    ///         })
+    ///         .await
+    /// }
+    /// ```
+    pub async fn try_run<F, Fut, T, E>(self, work: F) -> std::result::Result<T, E>
+    where
+        F: FnOnce(LostSignal) -> Fut,
+        Fut: Future<Output = std::result::Result<T, E>>,
+        E: From<Error>,
+    {
+        self.acquire().await?.try_run(work).await
     }
 }
 

@@ -192,7 +192,7 @@ async fn a_hung_majority_fires_uncertain_before_the_validity_ends_then_expired()
     let fired_at = signal.fired_at().expect("fired");
     // No renewal got through since the pause, so this is the deadline the
     // holder was working against when the signal fired.
-    let deadline = signal.deadline();
+    let deadline = lock.deadline();
     assert!(
         fired_at < deadline,
         "Uncertain must come before the validity ends"
@@ -202,7 +202,7 @@ async fn a_hung_majority_fires_uncertain_before_the_validity_ends_then_expired()
         deadline - fired_at
     );
     match signal.reason() {
-        Some(LostReason::Uncertain { failures, .. }) => {
+        Some(LostReason::RenewalLate { failures, .. }) => {
             assert!(failures.iter().all(|f| f.kind.is_timeout()), "{failures:?}");
         }
         other => panic!("{other:?}"),
@@ -644,7 +644,7 @@ async fn after_a_shortening_extend_a_hung_majority_fires_uncertain_before_the_ne
     }
     assert_eq!(fired(&signal).await, LossKind::Uncertain);
     let fired_at = signal.fired_at().expect("fired");
-    let deadline = deadline.max(signal.deadline());
+    let deadline = deadline.max(lock.deadline());
     assert!(
         fired_at < deadline,
         "Uncertain fired {:?} after the validity the extend left",
@@ -1022,6 +1022,185 @@ async fn with_lock_on_a_held_resource_is_contended_and_runs_nothing() {
     let err = result.expect_err("contended");
     assert!(err.is_contended(), "{err}");
     lock.release().await.expect("release");
+}
+
+// ------------------------------------------------ work under a held lock
+
+/// The error of a job that can fail on its own or lose its lock: what
+/// `try_run` hands back through one `?`.
+#[derive(Debug)]
+enum JobError {
+    Lock(Error),
+    Work(&'static str),
+}
+
+impl From<Error> for JobError {
+    fn from(e: Error) -> Self {
+        JobError::Lock(e)
+    }
+}
+
+/// The state a service keeps: a configured request, cloned per job.
+struct Jobs {
+    request: quorumlock::LockRequest,
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_held_lock_runs_work_in_a_spawned_task_and_releases() {
+    let cluster = Cluster::local(5);
+    let redlock = cluster.redlock().await;
+    let name = unique("lock-run-spawned");
+    // A request lives in application state and moves into tasks.
+    let jobs = Arc::new(Jobs {
+        request: redlock.lock(&name, TTL).retry(quorumlock::Retry::Times(0)),
+    });
+    let lock = jobs.request.clone().acquire().await.expect("acquire");
+    let task = tokio::spawn(lock.run(|signal| async move {
+        // Longer than the TTL: only the default renewal keeps the lock.
+        tokio::time::sleep(2 * TTL).await;
+        assert!(!signal.is_fired());
+        7
+    }));
+    let err = jobs.request.clone().acquire().await.expect_err("held");
+    assert!(err.is_contended(), "{err}");
+    let out = tokio::time::timeout(4 * TTL, task)
+        .await
+        .expect("finished")
+        .expect("task")
+        .expect("held throughout");
+    assert_eq!(out, 7);
+    assert!(redlock.stats().leases.renewals >= 2);
+    // Catches a `run` that forgets the lock instead of releasing it: the
+    // keys would stay until their TTL.
+    assert_renewal_stopped(&cluster, &redlock, &name).await;
+}
+
+#[tokio::test]
+async fn try_run_releases_on_the_work_s_error_with_one_error_type() {
+    let cluster = Cluster::shared(5);
+    let redlock = cluster.redlock().await;
+    let name = unique("lock-try-run-err");
+    async fn job(redlock: &Redlock, name: &str) -> Result<u32, JobError> {
+        let lock = redlock.acquire(name, TTL).await?;
+        let out = lock
+            .try_run(|_| async { Err(JobError::Work("boom")) })
+            .await?;
+        Ok(out)
+    }
+    let err = job(&redlock, &name).await.expect_err("the work failed");
+    assert!(matches!(err, JobError::Work("boom")), "{err:?}");
+    assert!(cluster.released(name.as_bytes(), SOON).await);
+    // The request's form, and the lock's errors through the same `?`.
+    let held = redlock.acquire(&name, TTL).await.expect("free again");
+    let contended = redlock
+        .lock(&name, TTL)
+        .retry(quorumlock::Retry::Times(0))
+        .try_run(|_| async { Ok::<_, JobError>(()) })
+        .await;
+    assert!(
+        matches!(&contended, Err(JobError::Lock(e)) if e.is_contended()),
+        "{contended:?}"
+    );
+    held.release().await.expect("release");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lock_run_releases_when_its_task_is_aborted() {
+    let cluster = Cluster::local(5);
+    let redlock = cluster.redlock().await;
+    let name = unique("lock-run-abort");
+    let lock = redlock.acquire(&name, TTL).await.expect("acquire");
+    let (dropped, started) = (
+        Arc::new(AtomicBool::new(false)),
+        Arc::new(AtomicBool::new(false)),
+    );
+    let (flag, go) = (dropped.clone(), started.clone());
+    let task = tokio::spawn(lock.run(|_| async move {
+        let _flag = SetOnDrop(flag);
+        go.store(true, Ordering::SeqCst);
+        pending::<()>().await
+    }));
+    assert!(eventually(SOON, || started.load(Ordering::SeqCst)).await);
+    task.abort();
+    assert!(task.await.expect_err("aborted").is_cancelled());
+    assert!(dropped.load(Ordering::SeqCst), "the work was dropped");
+    assert_renewal_stopped(&cluster, &redlock, &name).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lock_run_cancels_the_work_when_the_lock_is_lost() {
+    let cluster = Cluster::local(5);
+    let redlock = cluster.redlock().await;
+    let name = unique("lock-run-lost");
+    let lock = redlock.acquire(&name, TTL).await.expect("acquire");
+    let (dropped, started) = (
+        Arc::new(AtomicBool::new(false)),
+        Arc::new(AtomicBool::new(false)),
+    );
+    let (flag, go) = (dropped.clone(), started.clone());
+    let task = tokio::spawn(lock.try_run(|_| async move {
+        let _flag = SetOnDrop(flag);
+        go.store(true, Ordering::SeqCst);
+        pending::<Result<(), JobError>>().await
+    }));
+    assert!(eventually(SOON, || started.load(Ordering::SeqCst)).await);
+    // Another token on a majority: the next renewal is refused.
+    for i in 0..3 {
+        let _: () = cluster.exec(i, redis::cmd("SET").arg(&name).arg("someone-else"));
+    }
+    // Catches a `run` that does not watch the signal: it would wait for
+    // the work forever.
+    let err = tokio::time::timeout(SOON, task)
+        .await
+        .expect("run returned")
+        .expect("task")
+        .expect_err("lost");
+    assert!(
+        matches!(
+            &err,
+            JobError::Lock(Error::Lost {
+                reason: LostReason::Refused { refused: 3, .. },
+                ..
+            })
+        ),
+        "{err:?}"
+    );
+    assert!(dropped.load(Ordering::SeqCst), "the work was cancelled");
+    for i in 0..3 {
+        let _: () = cluster.exec(i, redis::cmd("DEL").arg(&name));
+    }
+}
+
+#[tokio::test]
+async fn lock_run_keeps_the_renewal_already_running() {
+    let cluster = Cluster::shared(5);
+    let redlock = cluster.redlock().await;
+    let name = unique("lock-run-own-renewal");
+    let lock = redlock.acquire(&name, TTL).await.expect("acquire");
+    let _signal = lock
+        .auto_renew(Renewal::every(100 * MS).max_renewals(1))
+        .expect("auto_renew");
+    // The cap of the running renewal applies: the work is stopped after
+    // one renewal. Catches a `run` that always starts the default renewal
+    // (no cap): the work would run to its end.
+    let out = tokio::time::timeout(
+        SOON,
+        lock.run(|_| async { tokio::time::sleep(4 * TTL).await }),
+    )
+    .await
+    .expect("stopped before the work's end");
+    let err = out.expect_err("the cap ended it");
+    assert!(
+        matches!(
+            &err,
+            Error::Lost {
+                reason: LostReason::LimitReached { renewals: 1, .. },
+                ..
+            }
+        ),
+        "{err:?}"
+    );
+    assert!(cluster.released(name.as_bytes(), SOON).await);
 }
 
 // ------------------------------------------------------------- counters

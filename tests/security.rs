@@ -372,4 +372,14 @@ async fn releases_succeed_for_a_user_that_may_not_publish() {
         .filter(|l| l.contains("WARN") && l.contains("announce"))
         .count();
     assert_eq!(warnings, 3, "{log}");
+    // Each says which node, and the lock whose release found it.
+    for line in log
+        .lines()
+        .filter(|l| l.contains("WARN") && l.contains("announce"))
+    {
+        assert!(
+            line.contains("node=") && line.contains("resource=\""),
+            "{line}"
+        );
+    }
 }

@@ -214,7 +214,7 @@ async fn supervise(
                 // Past the validity another holder may run: the grace never
                 // reaches beyond it (none at all once the lock has expired
                 // or a majority refused it).
-                let deadline = lost.deadline();
+                let deadline = lock.deadline();
                 let kill_by = deadline.checked_sub(KILL_LEAD).unwrap_or(deadline);
                 let grace = args
                     .grace
@@ -238,7 +238,7 @@ async fn supervise(
             }
             _ = refresh.tick() => {
                 if let Some(file) = &mut file {
-                    file.update(lost.deadline());
+                    file.update(lock.deadline());
                 }
             }
             () = running.exits.next() => running.reap(),

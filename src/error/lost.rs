@@ -150,9 +150,10 @@ pub enum LostReason {
         earlier: Box<LostReason>,
     },
     /// Automatic renewal did not confirm the lock before its validity fell
-    /// below the safety margin; the keys may still be there.
+    /// below the safety margin; the keys may still be there. Kind
+    /// [`Uncertain`](LossKind::Uncertain).
     #[non_exhaustive]
-    Uncertain {
+    RenewalLate {
         /// Validity that was left when this was decided.
         validity_left: Duration,
         /// Why the last renewal attempt failed (empty while it was still
@@ -185,9 +186,9 @@ impl LostReason {
         match self {
             LostReason::Expired => LossKind::Expired,
             LostReason::Refused { .. } => LossKind::Lost,
-            LostReason::Unconfirmed { .. } | LostReason::TooSlow | LostReason::Uncertain { .. } => {
-                LossKind::Uncertain
-            }
+            LostReason::Unconfirmed { .. }
+            | LostReason::TooSlow
+            | LostReason::RenewalLate { .. } => LossKind::Uncertain,
             LostReason::AlreadyLost { earlier } => earlier.kind(),
             LostReason::LimitReached { .. } => LossKind::LimitReached,
             LostReason::Released => LossKind::Released,
@@ -229,7 +230,7 @@ impl LostReason {
         match self {
             LostReason::Refused { failures, .. }
             | LostReason::Unconfirmed { failures, .. }
-            | LostReason::Uncertain { failures, .. } => failures,
+            | LostReason::RenewalLate { failures, .. } => failures,
             LostReason::AlreadyLost { earlier } => earlier.node_failures(),
             _ => &[],
         }
@@ -265,7 +266,7 @@ impl fmt::Display for LostReason {
             ),
             LostReason::TooSlow => f.write_str("the extension came back with no validity left"),
             LostReason::AlreadyLost { earlier } => write!(f, "it had ended before: {earlier}"),
-            LostReason::Uncertain {
+            LostReason::RenewalLate {
                 validity_left,
                 failures,
             } => write!(
@@ -341,7 +342,7 @@ mod tests {
             held_for: Duration::from_secs(1),
         };
         assert_eq!(limit.kind(), LossKind::LimitReached);
-        let uncertain = LostReason::Uncertain {
+        let uncertain = LostReason::RenewalLate {
             validity_left: Duration::from_millis(1),
             failures: vec![],
         };

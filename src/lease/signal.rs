@@ -14,8 +14,9 @@ use crate::error::Error;
 /// Tells the holder that a lock is gone or can no longer be counted on.
 ///
 /// Get one from [`Lock::lost_signal`](crate::Lock::lost_signal) or
-/// [`Lock::auto_renew`](crate::Lock::auto_renew); [`LockRequest::run`](crate::LockRequest::run)
-/// passes one to the work it runs. Clones are cheap and all see the same
+/// [`Lock::auto_renew`](crate::Lock::auto_renew); [`Lock::run`](crate::Lock::run)
+/// and [`LockRequest::run`](crate::LockRequest::run) pass one to the work
+/// they run. Clones are cheap and all see the same
 /// signal; a signal stays usable after the lock is released or dropped.
 ///
 /// **The signal fires once**, with the first [`LossKind`] that applies:
@@ -170,8 +171,8 @@ impl LostSignal {
     }
 
     /// When the signal first fired (monotonic clock), or `None` before.
-    /// Compare with [`deadline`](LostSignal::deadline) to see how much
-    /// validity was left at that moment.
+    /// Compare with [`Lock::deadline`](crate::Lock::deadline) to see how
+    /// much validity was left at that moment.
     ///
     /// # Examples
     ///
@@ -190,7 +191,10 @@ impl LostSignal {
 
     /// Time left in which the lock is known to be held, as
     /// [`Lock::validity`](crate::Lock::validity); zero once it is lost,
-    /// expired or released.
+    /// expired or released. Here for the work under
+    /// [`Lock::run`](crate::Lock::run), which holds the signal but not the
+    /// lock; the lock's other details (deadline, resource, fence) are read
+    /// on the [`Lock`](crate::Lock).
     ///
     /// # Examples
     ///
@@ -202,36 +206,6 @@ impl LostSignal {
     /// ```
     pub fn validity(&self) -> Duration {
         self.lease.validity()
-    }
-
-    /// The monotonic instant at which the validity ends, as
-    /// [`Lock::deadline`](crate::Lock::deadline): later after each renewal,
-    /// earlier after an extension to a shorter TTL.
-    ///
-    /// # Examples
-    ///
-    /// ```no_run
-    /// # async fn demo(lock: quorumlock::Lock) {
-    /// let signal = lock.lost_signal();
-    /// let left = signal.deadline().saturating_duration_since(std::time::Instant::now());
-    /// # }
-    /// ```
-    pub fn deadline(&self) -> Instant {
-        self.lease.deadline()
-    }
-
-    /// The resource, byte for byte as stored as the Redis key; for a lock
-    /// over several resources, the first one.
-    ///
-    /// # Examples
-    ///
-    /// ```no_run
-    /// # async fn demo(lock: quorumlock::Lock) {
-    /// assert_eq!(lock.lost_signal().resource(), lock.resource());
-    /// # }
-    /// ```
-    pub fn resource(&self) -> &[u8] {
-        self.lease.keys().first()
     }
 
     /// A token cancelled when the signal first fires, for code that already
@@ -331,7 +305,6 @@ mod tests {
         assert_eq!(signal.reason(), None);
         assert!(signal.to_error().is_none());
         assert!(signal.validity() > Duration::from_secs(9));
-        assert_eq!(signal.resource(), b"res");
     }
 
     #[test]
@@ -361,7 +334,7 @@ mod tests {
     fn a_warning_keeps_the_lock_and_can_be_upgraded() {
         let (lease, counters) = lease(Duration::from_secs(10));
         let signal = LostSignal::new(lease.clone());
-        lease.warn(LostReason::Uncertain {
+        lease.warn(LostReason::RenewalLate {
             validity_left: MS,
             failures: vec![],
         });

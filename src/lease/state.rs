@@ -198,6 +198,16 @@ impl Lease {
         token
     }
 
+    /// True while a renewal task started by
+    /// [`start_renewal`](Self::start_renewal) has not been replaced,
+    /// stopped, or ended by the lease's end.
+    pub(crate) fn renewing(&self) -> bool {
+        self.state()
+            .renewal
+            .as_ref()
+            .is_some_and(|t| !t.is_cancelled())
+    }
+
     fn fire_locked(&self, s: &mut State, reason: LostReason) -> Transition {
         let kind = reason.kind();
         let transition = s.signal.fire(kind);

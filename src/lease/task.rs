@@ -57,7 +57,12 @@ pub(crate) async fn run<R, F>(
         let now = Instant::now();
         match schedule::next_step(now, &term, &timing, &limits, &progress) {
             Step::Expired => {
-                warn!("validity ran out before a renewal succeeded");
+                warn!(
+                    resource = %lease.keys().name(),
+                    nodes = %Labels(&last_failures),
+                    "lock expired: its validity ran out before a renewal got through; \
+                     the work on the resource must have stopped"
+                );
                 lease.fail(LostReason::Expired);
                 return;
             }
@@ -132,7 +137,14 @@ pub(crate) async fn run<R, F>(
                             progress.last_failed = true;
                             last_failures = reason.node_failures().to_vec();
                         } else {
-                            warn!(kind = %reason.kind(), %reason, "renewal found the lock gone");
+                            warn!(
+                                resource = %lease.keys().name(),
+                                nodes = %Labels(reason.node_failures()),
+                                kind = %reason.kind(),
+                                %reason,
+                                "lock lost: renewal found the lock gone; stop the work on the \
+                                 resource"
+                            );
                             lease.fail(reason);
                             return;
                         }
@@ -149,14 +161,35 @@ fn warn_point(term: &Term, timing: &Timing) -> Instant {
 }
 
 fn warn_uncertain(lease: &Lease, failures: &[NodeFailure]) {
-    let validity_left = lease.validity();
-    warn!(
-        ?validity_left,
-        failures = failures.len(),
-        "no renewal got through before the safety margin"
-    );
-    lease.warn(LostReason::Uncertain {
-        validity_left,
+    let reason = LostReason::RenewalLate {
+        validity_left: lease.validity(),
         failures: failures.to_vec(),
-    });
+    };
+    warn!(
+        resource = %lease.keys().name(),
+        nodes = %Labels(failures),
+        %reason,
+        "lock uncertain: no renewal got through before the safety margin; stop the work on \
+         the resource (renewal keeps trying)"
+    );
+    lease.warn(reason);
+}
+
+/// The nodes of `failures`, comma-separated, for a log field (`-` for
+/// none: the attempt was still waiting for replies).
+struct Labels<'a>(&'a [NodeFailure]);
+
+impl std::fmt::Display for Labels<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.0.is_empty() {
+            return f.write_str("-");
+        }
+        for (i, failure) in self.0.iter().enumerate() {
+            if i > 0 {
+                f.write_str(",")?;
+            }
+            f.write_str(&failure.node)?;
+        }
+        Ok(())
+    }
 }

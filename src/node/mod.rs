@@ -25,6 +25,7 @@ use tracing::warn;
 
 use crate::error::classify::classify;
 use crate::error::{NodeFailure, NodeFailureKind, Operation};
+use crate::keys::Keys;
 use crate::node::admission::Gate;
 use crate::node::commands::Command;
 use crate::node::link::Link;
@@ -266,11 +267,16 @@ impl Node {
     /// keeps the future): if the `EVALSHA` meets `NOSCRIPT` when a hung
     /// node wakes up, the `EVAL` follows, and a key set by a `SET` queued
     /// before it is removed.
-    pub(crate) async fn release(&self, command: &Command, window: Window) -> NodeResult<bool> {
+    pub(crate) async fn release(
+        &self,
+        keys: &Keys,
+        command: &Command,
+        window: Window,
+    ) -> NodeResult<bool> {
         // The keys deleted, negated when the announcement was refused.
         let deleted: i64 = self.counted(window, || self.run_parsed(command)).await?;
         if deleted < 0 {
-            self.announcement_refused();
+            self.announcement_refused(keys);
         }
         let yes = self.read(Kind::Release, deleted)?;
         Ok(self.counters.vote(Operation::Release, yes))
@@ -278,12 +284,14 @@ impl Node {
 
     /// The node refused a release announcement (`PUBLISH`) on a release
     /// that succeeded: the user has no rights on the channel, as new ACL
-    /// users of Redis 7 by default. Said once per node; waiters then rely
-    /// on their retry delay for this node.
-    fn announcement_refused(&self) {
+    /// users of Redis 7 by default. Said once per node (naming the
+    /// resource of the release that found it); waiters then rely on their
+    /// retry delay for this node.
+    fn announcement_refused(&self, keys: &Keys) {
         if !self.announce_refused.swap(true, Ordering::Relaxed) {
             warn!(
                 node = %self.label,
+                resource = %keys.name(),
                 "release announcements refused by this node (no PUBLISH rights on \
                  quorumlock:released:*): releases still succeed, fast hand-off falls back \
                  to the retry delay here"

@@ -133,13 +133,13 @@ impl Engine {
             &self.background,
             plan,
             |_, node, window| {
-                let (node, command) = (node.clone(), command.clone());
+                let (node, command, keys) = (node.clone(), command.clone(), keys.clone());
                 let set = sets.next();
                 async move {
                     if let Some(set) = set {
                         set.over().await;
                     }
-                    match node.release(&command, window).await {
+                    match node.release(&keys, &command, window).await {
                         Err(failure) if everyone && !failure.kind.is_timeout() => Ok(false),
                         result => result,
                     }
