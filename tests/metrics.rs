@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder};
 use quorumlock::{metrics as m, Renewal};
-use support::{eventually, unique, Cluster};
+use support::{eventually, unique, Cluster, OneAttempt};
 
 const TTL: Duration = Duration::from_secs(10);
 const SOON: Duration = Duration::from_secs(5);
@@ -80,7 +80,15 @@ async fn prometheus_text_follows_stats_node_by_node() {
     m::describe();
 
     let mut cluster = Cluster::local(3);
-    let redlock = cluster.one_attempt_redlock().await;
+    // Exact counts are asserted: a node timeout far above any reply on a
+    // loaded machine, so that only the paused nodes time out.
+    let redlock = cluster
+        .builder()
+        .node_timeout(Duration::from_secs(1))
+        .one_attempt()
+        .build()
+        .await
+        .expect("build");
     let nodes = redlock.node_labels();
     let before = Scrape::parse(&handle.render());
     for node in &nodes {
