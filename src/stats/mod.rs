@@ -11,7 +11,6 @@ pub mod metrics;
 pub(crate) mod metrics;
 pub(crate) mod op;
 pub(crate) mod series;
-pub(crate) mod shards;
 
 use std::time::Duration;
 
