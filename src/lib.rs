@@ -92,8 +92,10 @@
 //!   and **what each reply means** (`reply.rs`, `fence.rs`, `grant.rs`),
 //!   the restart quarantine; and **what runs on the server**: the Lua
 //!   scripts in `node/lua/`.
-//! - **`stats/`** counts and reads back ([`Stats`]); `status.rs` is the
-//!   [`Status`] of a resource.
+//! - **`stats/`** counts and reads back ([`Stats`]), with **the one table
+//!   of metrics** (`metrics.rs`: names, kinds, labels, help, buckets) that
+//!   `describe()` and the docs come from; `status.rs` is the [`Status`] of
+//!   a resource.
 //! - **Values every floor uses**: `config.rs` (settings), `keys.rs` (what a
 //!   lock covers), `token.rs`, and `validity.rs` — **where validity is
 //!   computed**: drift, `ttl − elapsed − drift`, the deadline.
