@@ -28,7 +28,9 @@
 //!   grant in `mod.rs`), the restart quarantine; and **what runs on the
 //!   server**: the Lua scripts in `node/lua/` (release and extend: one
 //!   script each, for one key or several).
-//! - **`stats/`** counts and reads back ([`Stats`]); `status.rs` is what a
+//! - **`stats/`** counts and reads back ([`Stats`]), with **the one table
+//!   of metrics** (`metrics.rs`: names, kinds, labels, help, buckets) that
+//!   `describe()` and the docs come from; `status.rs` is what a
 //!   node holds for a key ([`NodeView`]) and the [`Status`] of a resource.
 //! - **Values every floor uses**: `config.rs` (settings, [`Retry`]),
 //!   `address.rs` (a node address parsed, or why not; never its
