@@ -87,7 +87,8 @@ pub(crate) enum Command<T, L> {
         token: T,
     },
     /// `extend.lua`: compare-and-pexpire that never shortens the key; an
-    /// absent key stays absent.
+    /// absent key stays absent, and is told apart from one held by another
+    /// token (−1, not 0) so that the client can repair it.
     Extend {
         /// The lock's token.
         token: T,
@@ -98,6 +99,16 @@ pub(crate) enum Command<T, L> {
     Holds {
         /// The lock's token.
         token: T,
+    },
+    /// The repair after an extension that reached a quorum in time:
+    /// `SET key token NX PX life`, sent only where the extension found the
+    /// key missing. Sets an absent key; never touches a present one (ours
+    /// or another's), nor the fencing counter (docs/repair.md).
+    Repair {
+        /// The lock's token.
+        token: T,
+        /// What is left of the validity the extension established.
+        life: L,
     },
 }
 
@@ -115,8 +126,11 @@ pub(crate) enum Kind {
     /// `release.lua` and `release_multi.lua`: the keys deleted, negated
     /// when the announcement was refused; 0 when none carried the token.
     Release,
-    /// `extend.lua`, `extend_multi.lua`: 1 when extended, 0 otherwise.
+    /// `extend.lua`, `extend_multi.lua`: 1 when extended, 0 when another
+    /// token holds the key, −1 when it is missing (both a no).
     Extend,
+    /// The repair's `SET NX PX`, read as 1 (`OK`: set) or 0 (nil: present).
+    Repair,
     /// `holds.lua`: 1 when every key carries the token, 0 otherwise.
     Holds,
 }
@@ -124,7 +138,8 @@ pub(crate) enum Kind {
 /// The integer a node answers to `command`, and what it holds afterwards.
 /// Replies are those of the single-resource scripts (and a release that
 /// announces nothing); the multi-resource scripts answer the same on one
-/// resource, except `acquire_multi.lua` (1 or 0, see [`Kind`]).
+/// resource, except `acquire_multi.lua` (1 or 0, see [`Kind`]). A repair's
+/// `SET NX PX` answers as the client reads it: `OK` 1, nil 0.
 pub(crate) fn answer<T: PartialEq + Copy, L: Later>(
     held: Held<T, L>,
     command: Command<T, L>,
@@ -174,9 +189,20 @@ pub(crate) fn answer<T: PartialEq + Copy, L: Later>(
                     ..held
                 },
             ),
-            _ => (0, held),
+            Some(_) => (0, held),
+            None => (-1, held),
         },
         Command::Holds { token } => (i64::from(carries(token)), held),
+        Command::Repair { token, life } => match held.key {
+            Some(_) => (0, held),
+            None => (
+                1,
+                Held {
+                    key: Some(Key { token, life }),
+                    ..held
+                },
+            ),
+        },
     }
 }
 
@@ -194,10 +220,17 @@ pub(crate) const fn counts(kind: Kind, reply: i64) -> Option<bool> {
         (Kind::Commit, 1) => Some(true),
         (Kind::Commit, 0 | -1) => Some(false),
         (Kind::Release, n) => Some(n != 0),
-        (Kind::AcquireMulti | Kind::Extend | Kind::Holds, 1) => Some(true),
-        (Kind::AcquireMulti | Kind::Extend | Kind::Holds, 0) => Some(false),
+        (Kind::AcquireMulti | Kind::Extend | Kind::Holds | Kind::Repair, 1) => Some(true),
+        (Kind::AcquireMulti | Kind::Extend | Kind::Holds | Kind::Repair, 0) => Some(false),
+        (Kind::Extend, -1) => Some(false),
         _ => None,
     }
+}
+
+/// Whether a node's `reply` to an extension says the key is missing there
+/// (not held by another token): the only nodes a repair goes to.
+pub(crate) const fn missing(kind: Kind, reply: i64) -> bool {
+    matches!((kind, reply), (Kind::Extend, -1))
 }
 
 #[cfg(test)]
@@ -261,8 +294,24 @@ mod tests {
             });
             assert_eq!((reply, after.key), (1, key));
             assert_eq!(answer(THEIRS, extend), (0, THEIRS));
-            assert_eq!(answer(FREE, extend), (0, FREE));
+            assert_eq!(answer(FREE, extend), (-1, FREE), "missing, told apart");
         }
+    }
+
+    #[test]
+    fn repair_sets_only_a_missing_key_and_never_the_counter() {
+        let repair = Command::Repair { token: 1, life: 7 };
+        let (reply, after) = answer(FREE, repair);
+        assert_eq!(reply, 1);
+        assert_eq!(
+            after,
+            Held {
+                key: Some(Key { token: 1, life: 7 }),
+                counter: 4
+            }
+        );
+        assert_eq!(answer(THEIRS, repair), (0, THEIRS), "never displaces");
+        assert_eq!(answer(MINE, repair), (0, MINE), "never shortens");
     }
 
     #[test]
@@ -287,11 +336,17 @@ mod tests {
             assert_eq!(counts(Kind::Release, n), Some(true), "{n}");
         }
         assert_eq!(counts(Kind::Release, 0), Some(false));
-        for kind in [Kind::AcquireMulti, Kind::Extend, Kind::Holds] {
+        for kind in [Kind::AcquireMulti, Kind::Extend, Kind::Holds, Kind::Repair] {
             assert_eq!(counts(kind, 1), Some(true));
             assert_eq!(counts(kind, 0), Some(false));
-            assert_eq!(counts(kind, -1), None);
             assert_eq!(counts(kind, 2), None);
+            assert!(!missing(kind, 0));
         }
+        for kind in [Kind::AcquireMulti, Kind::Holds, Kind::Repair] {
+            assert_eq!(counts(kind, -1), None);
+            assert!(!missing(kind, -1));
+        }
+        assert_eq!(counts(Kind::Extend, -1), Some(false), "missing is a no");
+        assert!(missing(Kind::Extend, -1));
     }
 }

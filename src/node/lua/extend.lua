@@ -4,8 +4,13 @@
 -- so an extension that arrives late (after a later one) cuts nothing short.
 -- KEYS[1] = resource, ARGV[1] = token, ARGV[2] = new TTL in milliseconds.
 -- Returns 1 if the key carries the token (and now lives at least the new
--- TTL), 0 otherwise.
-if redis.call("GET", KEYS[1]) ~= ARGV[1] then
+-- TTL), 0 if it carries another token, -1 if it is missing (the client may
+-- repair it with SET NX, docs/repair.md).
+local held = redis.call("GET", KEYS[1])
+if not held then
+    return -1
+end
+if held ~= ARGV[1] then
     return 0
 end
 if redis.call("PTTL", KEYS[1]) < tonumber(ARGV[2]) then
