@@ -84,7 +84,8 @@
 //!   every node and decides at the quorum-th yes or as soon as a quorum is
 //!   impossible; `attempt.rs` is one acquisition, `retry.rs` the loop of
 //!   attempts, `engine.rs` the operations on a held lock (extend, release,
-//!   the look at who holds a key); `handoff.rs` wakes waiters on release.
+//!   the look at who holds a key); `repair.rs` puts a missing key back
+//!   after a confirmed extension; `handoff.rs` wakes waiters on release.
 //! - **`lease/`: the life of a held lock** — its term, the renewal
 //!   schedule and task, and the [`LostSignal`].
 //! - **`node/`: one server.** Its connection (`link.rs`), admission
