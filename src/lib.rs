@@ -19,7 +19,8 @@
 //!   impossible; `attempt.rs` is one acquisition, `retry.rs` the loop of
 //!   attempts, `engine.rs` the operations on a held lock (extend, release,
 //!   the remote check) and the one read of a key on the nodes (a waiter's
-//!   look, [`Redlock::status`]); `handoff.rs` wakes waiters on release.
+//!   look, [`Redlock::status`]); `repair.rs` puts a missing key back after a
+//!   confirmed extension; `handoff.rs` wakes waiters on release.
 //! - **`lease/`: the life of a held lock** — its term, the renewal
 //!   schedule and task, and the [`LostSignal`].
 //! - **`node/`: one server.** Its connection (`link.rs`), admission
