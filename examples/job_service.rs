@@ -2,8 +2,10 @@
 //! job's lock is held, and the job runs in the background under
 //! `Lock::run` — renewed while it runs, stopped if the lock is lost,
 //! released at its end; `409 Conflict` while another instance runs it;
-//! `503 Service Unavailable` when too few nodes answer. `GET /metrics`
-//! shows the client's counters, `GET /healthz` that it is up.
+//! `503 Service Unavailable` when too few nodes answer; `500` when the
+//! nodes refuse this client (no retry helps). `GET /metrics` exports the
+//! lock-level counters, `GET /healthz` whether a quorum is ready. The
+//! service does not start without a ready quorum (`require_quorum`).
 //!
 //! ```text
 //! cargo run --example job_service &
@@ -38,7 +40,10 @@ async fn main() -> ExitCode {
 
 async fn run() -> Result<(), String> {
     let nodes = common::Nodes::get()?;
+    // Fail at start, not at the first request, when a quorum of nodes is
+    // unreachable or refuses the credentials.
     let redlock = quorumlock::Builder::new(nodes.urls.clone())
+        .require_quorum(true)
         .build()
         .await
         .map_err(|e| e.to_string())?;

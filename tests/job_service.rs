@@ -54,7 +54,9 @@ async fn jobs_are_accepted_refused_while_running_and_unavailable_or_refused_by_t
     let finished = service.finished.clone();
     let server = tokio::spawn(jobs::serve(listener, service));
 
-    assert_eq!(request(addr, "GET", "/healthz").await.0, 200);
+    let (status, body) = request(addr, "GET", "/healthz").await;
+    assert_eq!(status, 200, "{body}");
+    assert!(body.starts_with("5 of 5 nodes ready, 3 needed"), "{body}");
     let name = unique("svc");
     let resource = format!("job:{name}");
     let (status, body) = request(addr, "POST", &format!("/jobs/{name}")).await;
@@ -69,9 +71,21 @@ async fn jobs_are_accepted_refused_while_running_and_unavailable_or_refused_by_t
     tokio::time::sleep(TTL + TTL / 4).await;
     let (status, body) = request(addr, "POST", &format!("/jobs/{name}")).await;
     assert_eq!(status, 409, "still running, still locked: {body}");
+    // The exported series are the client's counters, and a running job
+    // is a lock held now. Catches an export that drifts from `stats()`.
     let (status, metrics) = request(addr, "GET", "/metrics").await;
     assert_eq!(status, 200);
-    assert!(metrics.contains("renewals"), "{metrics}");
+    for line in [
+        "quorumlock_lock_acquires_total{outcome=\"granted\"} 1\n",
+        "quorumlock_lock_acquires_total{outcome=\"contended\"} 2\n",
+        "quorumlock_locks_held 1\n",
+    ] {
+        assert!(metrics.contains(line), "{line} in {metrics}");
+    }
+    assert!(
+        !metrics.contains(&name),
+        "no resource names as labels: {metrics}"
+    );
     assert_eq!(request(addr, "GET", "/nothing").await.0, 404);
     assert_eq!(request(addr, "POST", "/jobs/").await.0, 400);
 
@@ -88,6 +102,10 @@ async fn jobs_are_accepted_refused_while_running_and_unavailable_or_refused_by_t
     }
     let (status, body) = request(addr, "POST", &format!("/jobs/{}", unique("svc-down"))).await;
     assert_eq!(status, 503, "{body}");
+    // The readiness probe says so too, naming the silent nodes.
+    let (status, body) = request(addr, "GET", "/healthz").await;
+    assert_eq!(status, 503, "{body}");
+    assert!(body.starts_with("2 of 5 nodes ready, 3 needed"), "{body}");
     for i in [0, 2, 4] {
         cluster.resume(i);
     }

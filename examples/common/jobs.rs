@@ -7,8 +7,12 @@
 //!   another holder has it; `503 Service Unavailable` when too few nodes
 //!   answered; `500` when the nodes refuse this client (wrong password,
 //!   ACL, a key of another type: `Error::is_misconfigured`).
-//! - `GET /metrics`: the text of `redlock.stats()`.
-//! - `GET /healthz`: `200` once the client is built.
+//! - `GET /metrics`: the client's lock-level and node series from
+//!   `redlock.stats()`, in the Prometheus text format (acquires by outcome,
+//!   locks held now, renewals, lost locks, node up).
+//! - `GET /healthz`: `redlock.health()`: `200` while a quorum of nodes is
+//!   reachable, authenticated and admitted, `503` otherwise; one line per
+//!   node either way.
 //!
 //! Also compiled into `tests/job_service.rs`, which starts `serve` itself.
 
@@ -16,7 +20,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use quorumlock::{Error, LostSignal, Redlock};
+use quorumlock::{Error, LostSignal, Redlock, Stats};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
@@ -87,8 +91,8 @@ async fn connection(mut stream: TcpStream, service: &Service) -> std::io::Result
 /// The status and body for one request.
 async fn route(service: &Service, method: &str, path: &str) -> (u16, String) {
     match (method, path) {
-        ("GET", "/healthz") => (200, "ok\n".to_owned()),
-        ("GET", "/metrics") => (200, format!("{:#?}\n", service.redlock.stats())),
+        ("GET", "/healthz") => health(service).await,
+        ("GET", "/metrics") => (200, metrics(&service.redlock.stats())),
         ("POST", path) => match path.strip_prefix("/jobs/") {
             Some(name) if !name.is_empty() && name.bytes().all(|b| b.is_ascii_graphic()) => {
                 start(service, name).await
@@ -98,6 +102,62 @@ async fn route(service: &Service, method: &str, path: &str) -> (u16, String) {
         },
         _ => (404, "not found\n".to_owned()),
     }
+}
+
+/// The readiness probe: whether a quorum of nodes could grant a lock now,
+/// and each node's state.
+async fn health(service: &Service) -> (u16, String) {
+    let health = service.redlock.health().await;
+    let mut body = format!(
+        "{} of {} nodes ready, {} needed\n",
+        health.ready(),
+        health.nodes.len(),
+        health.needed
+    );
+    for node in &health.nodes {
+        match &node.error {
+            None => body.push_str(&format!("{}: ready\n", node.node)),
+            Some(e) => body.push_str(&format!("{}: {}\n", node.node, e.kind)),
+        }
+    }
+    (if health.quorum_ready() { 200 } else { 503 }, body)
+}
+
+/// The client's counters in the Prometheus text format: lock-level series
+/// (no resource label: one series per outcome, not per job) and one
+/// `up` series per node.
+pub fn metrics(stats: &Stats) -> String {
+    let a = &stats.locks.acquires;
+    let mut out = String::from("# TYPE quorumlock_lock_acquires_total counter\n");
+    for (outcome, n) in [
+        ("granted", a.granted),
+        ("contended", a.contended),
+        ("unavailable", a.unavailable),
+        ("misconfigured", a.misconfigured),
+        ("other", a.other),
+        ("lost", a.lost),
+    ] {
+        out.push_str(&format!(
+            "quorumlock_lock_acquires_total{{outcome=\"{outcome}\"}} {n}\n"
+        ));
+    }
+    out.push_str(&format!(
+        "# TYPE quorumlock_locks_held gauge\nquorumlock_locks_held {}\n",
+        stats.locks.held
+    ));
+    out.push_str(&format!(
+        "# TYPE quorumlock_lease_renewals_total counter\nquorumlock_lease_renewals_total {}\n",
+        stats.leases.renewals
+    ));
+    out.push_str("# TYPE quorumlock_node_up gauge\n");
+    for node in &stats.nodes {
+        out.push_str(&format!(
+            "quorumlock_node_up{{node=\"{}\"}} {}\n",
+            node.node,
+            u8::from(node.up)
+        ));
+    }
+    out
 }
 
 /// Takes the job's lock (one attempt) and, once held, runs the job in the
