@@ -3,7 +3,8 @@
 //! `Lock::run` — renewed while it runs, stopped if the lock is lost,
 //! released at its end; `409 Conflict` while another instance runs it;
 //! `503 Service Unavailable` when too few nodes answer. `GET /metrics`
-//! shows the client's counters, `GET /healthz` that it is up.
+//! shows the client's counters, `GET /healthz` whether a quorum of nodes
+//! is ready.
 //!
 //! ```text
 //! cargo run --example job_service &

@@ -88,6 +88,8 @@ async fn jobs_are_accepted_refused_while_running_and_unavailable_or_refused_by_t
     }
     let (status, body) = request(addr, "POST", &format!("/jobs/{}", unique("svc-down"))).await;
     assert_eq!(status, 503, "{body}");
+    let (status, body) = request(addr, "GET", "/healthz").await;
+    assert_eq!(status, 503, "not ready without a majority: {body}");
     for i in [0, 2, 4] {
         cluster.resume(i);
     }

@@ -8,7 +8,8 @@
 //!   answered; `500` when the nodes refuse this client (wrong password,
 //!   ACL, a key of another type: `Error::is_misconfigured`).
 //! - `GET /metrics`: the text of `redlock.stats()`.
-//! - `GET /healthz`: `200` once the client is built.
+//! - `GET /healthz`: `200` while enough nodes are ready for a quorum
+//!   (`Redlock::health`), `503` otherwise; the body says which are not.
 //!
 //! Also compiled into `tests/job_service.rs`, which starts `serve` itself.
 
@@ -87,7 +88,11 @@ async fn connection(mut stream: TcpStream, service: &Service) -> std::io::Result
 /// The status and body for one request.
 async fn route(service: &Service, method: &str, path: &str) -> (u16, String) {
     match (method, path) {
-        ("GET", "/healthz") => (200, "ok\n".to_owned()),
+        ("GET", "/healthz") => {
+            let health = service.redlock.health().await;
+            let status = if health.quorum_ready() { 200 } else { 503 };
+            (status, format!("{health}\n"))
+        }
         ("GET", "/metrics") => (200, format!("{:#?}\n", service.redlock.stats())),
         ("POST", path) => match path.strip_prefix("/jobs/") {
             Some(name) if !name.is_empty() && name.bytes().all(|b| b.is_ascii_graphic()) => {
