@@ -18,7 +18,7 @@ impl Lock {
     /// is renewed meanwhile and released at the end.
     ///
     /// Renewal: the one already running (from [`auto_renew`](Lock::auto_renew)
-    /// or [`LockRequest::renew`](crate::LockRequest::renew)) goes on; without
+    /// or [`LockRequest::auto_renew`](crate::LockRequest::auto_renew)) goes on; without
     /// one, the default [`Renewal`] starts (every third of the TTL).
     ///
     /// `work` receives the lock's [`LostSignal`] (to read the validity, or
