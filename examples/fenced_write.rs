@@ -7,9 +7,10 @@
 //! Worker A takes a fenced lock, checks that it is still valid, and then
 //! stalls (a GC pause, swap, a stopped VM) for longer than the lock's TTL.
 //! Worker B takes the lock meanwhile, with a higher fencing token, and
-//! writes. When A wakes up it writes too — but the SQLite table only accepts
-//! a write whose token is higher than the last one stored, so A's stale
-//! write is rejected instead of overwriting B's.
+//! writes, twice. When A wakes up it writes too — but the SQLite table only
+//! accepts a write whose token is at least the last one stored (`<=`: B's
+//! second write carries the same token as its first and must pass), so A's
+//! stale write is rejected instead of overwriting B's.
 //!
 //! Nodes: `QUORUMLOCK_NODES` if set, else five local `redis-server`s.
 
@@ -24,7 +25,8 @@ use rusqlite::{params, Connection};
 const RESOURCE: &str = "report:monthly";
 const TTL: Duration = Duration::from_millis(800);
 
-/// The protected resource: one row, written only with a higher fence.
+/// The protected resource: one row, written only with a fence at least the
+/// stored one (the same holder writes again with the same fence).
 struct Store {
     db: Mutex<Connection>,
 }
@@ -39,11 +41,12 @@ impl Store {
         Ok(Self { db: Mutex::new(db) })
     }
 
-    /// The fenced write: accepted only if `fence` is above the stored one.
+    /// The fenced write: accepted only if `fence` is at least the stored
+    /// one. `<` would refuse a holder's own second write.
     fn write(&self, body: &str, fence: u64) -> rusqlite::Result<bool> {
         let db = self.db.lock().map_err(|_| rusqlite::Error::InvalidQuery)?;
         let changed = db.execute(
-            "UPDATE report SET body = ?1, fence = ?2 WHERE id = 1 AND fence < ?2",
+            "UPDATE report SET body = ?1, fence = ?2 WHERE id = 1 AND fence <= ?2",
             params![body, fence as i64],
         )?;
         Ok(changed == 1)
@@ -106,12 +109,16 @@ async fn run() -> Result<(), String> {
                 "{} B: lock taken after A's expired, fence {fence}",
                 common::stamp(t0)
             );
-            let accepted = store.write("report by B", fence).unwrap_or(false);
-            println!(
-                "{} B: write with fence {fence}: {}",
-                common::stamp(t0),
-                verdict(accepted)
-            );
+            let mut accepted = true;
+            for part in ["report by B", "report by B, part 2"] {
+                let ok = store.write(part, fence).unwrap_or(false);
+                println!(
+                    "{} B: write {part:?} with fence {fence}: {}",
+                    common::stamp(t0),
+                    verdict(ok)
+                );
+                accepted &= ok;
+            }
             lock.release().await?;
             Ok::<(u64, bool), quorumlock::Error>((fence, accepted))
         })
@@ -145,7 +152,7 @@ async fn run() -> Result<(), String> {
     println!(
         "without the fence check, A's write would have replaced B's: a lost update the lock alone cannot prevent."
     );
-    if !(b_accepted && !a_accepted && b_fence > a_fence && body == "report by B") {
+    if !(b_accepted && !a_accepted && b_fence > a_fence && body == "report by B, part 2") {
         return Err("the stale write was not rejected".into());
     }
     Ok(())

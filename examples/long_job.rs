@@ -9,7 +9,7 @@
 //! every TTL/3 and the work finishes inside the lock.
 //! Part 2: while the same job runs, the lock's keys vanish on a majority of
 //! nodes (as after a clock jump or an operator's FLUSHALL). The next renewal
-//! is refused, the lost-lock signal fires, `with_lock` drops the work at
+//! is refused, the lost-lock signal fires, `LockRequest::run` drops the work at
 //! once and returns a lost-lock error.
 //!
 //! Nodes: `QUORUMLOCK_NODES` if set, else five local `redis-server`s.

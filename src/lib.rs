@@ -19,7 +19,8 @@
 //!   impossible; `attempt.rs` is one acquisition, `retry.rs` the loop of
 //!   attempts, `engine.rs` the operations on a held lock (extend, release,
 //!   the remote check) and the one read of a key on the nodes (a waiter's
-//!   look, [`Redlock::status`]); `handoff.rs` wakes waiters on release.
+//!   look, [`Redlock::status`]); `repair.rs` puts a missing key back after a
+//!   confirmed extension; `handoff.rs` wakes waiters on release.
 //! - **`lease/`: the life of a held lock** — its term, the renewal
 //!   schedule and task, and the [`LostSignal`].
 //! - **`node/`: one server.** Its connection (`link.rs`), admission
@@ -28,7 +29,9 @@
 //!   grant in `mod.rs`), the restart quarantine; and **what runs on the
 //!   server**: the Lua scripts in `node/lua/` (release and extend: one
 //!   script each, for one key or several).
-//! - **`stats/`** counts and reads back ([`Stats`]); `status.rs` is what a
+//! - **`stats/`** counts and reads back ([`Stats`]), with **the one table
+//!   of metrics** (`metrics.rs`: names, kinds, labels, help, buckets) that
+//!   `describe()` and the docs come from; `status.rs` is what a
 //!   node holds for a key ([`NodeView`]) and the [`Status`] of a resource.
 //! - **Values every floor uses**: `config.rs` (settings, [`Retry`]),
 //!   `address.rs` (a node address parsed, or why not; never its

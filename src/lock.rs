@@ -165,6 +165,11 @@ impl Lock {
     /// after `NOSCRIPT`, or sent on a new connection): a late shorter one
     /// can no longer cut a later, longer one short.
     ///
+    /// Once confirmed, the extension repairs the lock on the nodes that
+    /// answered that its key is missing there (restarted empty, or left
+    /// free by a race): `SET NX` until the new validity ends, never where
+    /// another token holds the key (see `docs/repair.md`).
+    ///
     /// # Errors
     ///
     /// [`Error::InvalidInput`] for a TTL of zero, not above the drift, or

@@ -137,7 +137,9 @@ impl LockRequest {
     /// # async fn demo(redlock: quorumlock::Redlock) -> Result<(), quorumlock::Error> {
     /// let lock = redlock.lock("ledger", std::time::Duration::from_secs(10)).fenced().acquire().await?;
     /// let fence = lock.fence().expect("fenced locks carry a token");
-    /// // UPDATE ledger SET ..., fence = $fence WHERE fence < $fence
+    /// // Every write of this holder carries the same token: `<=` lets its
+    /// // own later writes in and refuses any earlier holder's.
+    /// // UPDATE ledger SET ..., fence = $fence WHERE fence <= $fence
     /// # lock.release().await
     /// # }
     /// ```

@@ -9,7 +9,9 @@
 //! This is what ties the model to the code: reverting `fence_commit.lua` to
 //! "a counter already at T counts", making `release.lua` a plain `DEL`, or
 //! letting `extend.lua` re-create an expired key each fails here, and the
-//! model check's negative controls show what each of them breaks.
+//! model check's negative controls show what each of them breaks. So does
+//! an extension that answers 0 for a missing key (the client could not tell
+//! where to repair).
 
 use quorumlock_testkit as support;
 
@@ -77,6 +79,7 @@ fn commands() -> Vec<Command<&'static str, u64>> {
     for life in [SHORT, LONG] {
         out.push(Command::Acquire { token: MINE, life });
         out.push(Command::Extend { token: MINE, life });
+        out.push(Command::Repair { token: MINE, life });
     }
     out
 }
@@ -143,9 +146,9 @@ impl Node {
         let (res, fence) = (self.resource.clone(), self.counter.clone());
         let (both, one) = ([res.as_str(), fence.as_str()], [res.as_str()]);
         let (token, arg) = match command {
-            Command::Acquire { token, life } | Command::Extend { token, life } => {
-                (token, life.to_string())
-            }
+            Command::Acquire { token, life }
+            | Command::Extend { token, life }
+            | Command::Repair { token, life } => (token, life.to_string()),
             Command::Commit { token, fence } => (token, fence.to_string()),
             Command::Release { token } => {
                 let announce = if way == Way::ReleaseAnnounced {
@@ -159,7 +162,7 @@ impl Node {
         };
         let args = [token.to_owned(), arg];
         match way {
-            Way::SetNx => {
+            Way::SetNx | Way::Repair => {
                 let reply: Value = redis::cmd("SET")
                     .arg(&self.resource)
                     .arg(token)
@@ -195,6 +198,8 @@ enum Way {
     AcquireFenced,
     AcquireMulti,
     SetNx,
+    /// The repair: `SET NX PX` read as `reply::Kind::Repair`.
+    Repair,
     Commit,
     Release,
     ReleaseAnnounced,
@@ -211,6 +216,7 @@ impl Way {
             Command::Release { .. } => &[Way::Release, Way::ReleaseAnnounced],
             Command::Extend { .. } => &[Way::Extend],
             Command::Holds { .. } => &[Way::Holds],
+            Command::Repair { .. } => &[Way::Repair],
         }
     }
 
@@ -218,7 +224,7 @@ impl Way {
         match self {
             Way::AcquireFenced => ACQUIRE_FENCED,
             Way::AcquireMulti => ACQUIRE_MULTI,
-            Way::SetNx => "SET NX PX",
+            Way::SetNx | Way::Repair => "SET NX PX",
             Way::Commit => FENCE_COMMIT,
             Way::Release | Way::ReleaseAnnounced => RELEASE,
             Way::Extend => EXTEND,
@@ -236,6 +242,7 @@ impl Way {
             Way::Release | Way::ReleaseAnnounced => Kind::Release,
             Way::Extend => Kind::Extend,
             Way::Holds => Kind::Holds,
+            Way::Repair => Kind::Repair,
         }
     }
 }

@@ -262,18 +262,24 @@ async fn renewal_goes_on_through_a_node_restart_and_reaches_the_new_process() {
     let before = answered(&redlock);
     tokio::time::sleep(2 * TTL).await;
     assert!(!signal.is_fired(), "{:?}", signal.reason());
-    assert_eq!(
-        cluster.values(name.as_bytes())[2],
-        None,
-        "the restarted node came back empty, and renewal never re-creates"
+    // The restarted node came back empty; a renewal confirmed on the
+    // others repairs it with the holder's token (docs/repair.md).
+    let holder = cluster.values(name.as_bytes())[0].clone();
+    assert!(holder.is_some(), "held on node 0");
+    assert!(
+        eventually(SOON, || cluster.values(name.as_bytes())[2] == holder).await,
+        "renewal repairs the restarted node: {:?}",
+        cluster.values(name.as_bytes())
     );
     assert!(
         eventually(SOON, || answered(&redlock) >= before + 2).await,
         "later renewals reach the restarted node: {:?}",
         redlock.stats().nodes[2]
     );
+    // Its first answer to the new process was "missing" (a no), then the
+    // repair put the key back: held on all five.
     assert!(redlock.stats().nodes[2].extend.no >= 1);
-    assert_eq!(cluster.holders(name.as_bytes()), 4);
+    assert_eq!(cluster.holders(name.as_bytes()), 5);
     lock.release().await.expect("release");
 }
 

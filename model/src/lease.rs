@@ -85,6 +85,21 @@ pub enum ReleaseScript {
     PlainDel,
 }
 
+/// What a holder does where an extension that reached a quorum in time
+/// found its key missing (docs/repair.md).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Repair {
+    /// Nothing: the key stays missing there.
+    Off,
+    /// `SET key token NX PX` (`reply::answer`), with the extension's
+    /// deadline, to each name that answered "missing" to it; also for a
+    /// "missing" that arrives after the quorum, while the lock is held.
+    SetNx,
+    /// Wrong: a plain `SET` (no `NX`): it overwrites whatever is there by
+    /// the time it arrives.
+    PlainSet,
+}
+
 /// One configuration.
 #[derive(Debug, Clone)]
 pub struct Config {
@@ -117,6 +132,8 @@ pub struct Config {
     pub deadline: DeadlineRule,
     /// The node's release.
     pub release: ReleaseScript,
+    /// The repair after an extension.
+    pub repair: Repair,
     /// Check that a holder's keys last until its deadline (off to show
     /// what else breaks where this breaks first).
     pub keys_last: bool,
@@ -238,14 +255,26 @@ struct Client {
     /// Deadlines of this attempt known to have passed: a key of it that
     /// lasted until them expired.
     passed: Life,
+    /// The names that answered "missing" to the extension in flight.
+    missing: u8,
+    /// The `seq` of the last extension confirmed (0: none).
+    confirmed: u8,
 }
 
 /// A request on a connection.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 enum Op {
     Acquire,
-    Extend { seq: u8, ttl: Ttl },
+    Extend {
+        seq: u8,
+        ttl: Ttl,
+    },
     Release,
+    /// The repair after extension `seq` (or the acquire, `seq` 0).
+    Repair {
+        seq: u8,
+        ttl: Ttl,
+    },
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -264,6 +293,8 @@ pub struct Reply {
     /// `None` for an acquire, the extension's `seq` otherwise.
     extend: Option<u8>,
     yes: bool,
+    /// An extension found the key missing (a no).
+    missing: bool,
 }
 
 /// Every node, client and message.
@@ -341,7 +372,11 @@ impl fmt::Display for Action {
                 c(r.client),
                 r.extend
                     .map_or("acquire".to_owned(), |s| format!("extend #{s}")),
-                if r.yes { "yes" } else { "no" },
+                match (r.yes, r.missing) {
+                    (true, _) => "yes",
+                    (false, true) => "no (missing: repair)",
+                    (false, false) => "no",
+                },
                 r.name
             ),
             Action::GiveUp(i) => write!(f, "{} gives up and releases", c(i)),
@@ -417,6 +452,11 @@ impl Lease {
 
     /// Sends `op` to every name; a server in quarantine fails it at once.
     fn send_all(&self, s: &mut State, client: u8, op: Op) {
+        self.send_to(s, client, op, u8::MAX);
+    }
+
+    /// Sends `op` to the names in the mask `names`.
+    fn send_to(&self, s: &mut State, client: u8, op: Op, names: u8) {
         let cfg = &self.0;
         let c = s.clients[usize::from(client)];
         let request = Request {
@@ -426,6 +466,9 @@ impl Lease {
         };
         for (name, &server) in cfg.names.iter().enumerate() {
             let name = u8::try_from(name).expect("few names");
+            if names & (1 << name) == 0 {
+                continue;
+            }
             if s.servers[usize::from(server)].quarantine != 0 {
                 if let Some(reply) = failure(client, name, request) {
                     s.replies.push(reply);
@@ -456,8 +499,14 @@ impl Lease {
         }
     }
 
-    /// Runs `request` on `server` with the configured scripts.
-    fn run(&self, s: &mut State, server: usize, request: Request) -> Result<bool, Violation> {
+    /// Runs `request` on `server` with the configured scripts: whether the
+    /// reply is a yes, and whether it says the key is missing.
+    fn run(
+        &self,
+        s: &mut State,
+        server: usize,
+        request: Request,
+    ) -> Result<(bool, bool), Violation> {
         let cfg = &self.0;
         let node = &mut s.servers[server];
         let held = Held {
@@ -484,8 +533,22 @@ impl Lease {
                 Kind::Extend,
             ),
             Op::Release => (Command::Release { token }, Kind::Release),
+            Op::Repair { seq, ttl } => (
+                Command::Repair {
+                    token,
+                    life: life(seq, ttl),
+                },
+                Kind::Repair,
+            ),
         };
         let (n, after) = match (command, cfg.extend, cfg.release) {
+            (Command::Repair { life, .. }, _, _) if cfg.repair == Repair::PlainSet => (
+                1,
+                Held {
+                    key: Some(reply::Key { token, life }),
+                    ..held
+                },
+            ),
             (Command::Extend { life: new, .. }, ExtendScript::Pexpire, _) => {
                 let (n, mut after) = answer(held, command);
                 if let Some(key) = &mut after.key {
@@ -506,7 +569,7 @@ impl Lease {
             _ => answer(held, command),
         };
         let owner = match (node.key, after.key) {
-            (Some(before), Some(_)) => before.owner,
+            (Some(before), Some(now)) if before.token == now.token => before.owner,
             _ => request.owner,
         };
         if let (Some(before), None) = (node.key, after.key) {
@@ -522,7 +585,15 @@ impl Lease {
             owner,
             life: k.life,
         });
-        Ok(counts(kind, n) == Some(true))
+        Ok((counts(kind, n) == Some(true), reply::missing(kind, n)))
+    }
+
+    /// Client `c` holds after extension `seq` and the names in `missing`
+    /// found its key missing: repairs there (docs/repair.md).
+    fn repair(&self, s: &mut State, c: u8, seq: u8, ttl: Ttl, missing: u8) {
+        if self.0.repair != Repair::Off && missing != 0 {
+            self.send_to(s, c, Op::Repair { seq, ttl }, missing);
+        }
     }
 
     /// A reply reaches its client.
@@ -548,12 +619,19 @@ impl Lease {
             }
             (Phase::Extending { seq, ttl, yes, no }, Some(of)) if of == seq => {
                 let (yes, no) = if r.yes { (yes + 1, no) } else { (yes, no + 1) };
+                if r.missing {
+                    s.clients[c].missing |= 1 << r.name;
+                }
                 // A majority counted once the extension's own deadline
                 // passed is too late: the lock is lost.
                 let deadline = life(seq, ttl);
                 s.clients[c].phase = if yes >= quorum && !has_passed(deadline, s.clients[c].passed)
                 {
-                    s.clients[c].deadline = deadline;
+                    let client = &mut s.clients[c];
+                    client.deadline = deadline;
+                    client.confirmed = seq;
+                    let missing = std::mem::take(&mut client.missing);
+                    self.repair(s, r.client, seq, ttl, missing);
                     Phase::Holding
                 } else if yes >= quorum || no > impossible {
                     self.end(s, r.client, true);
@@ -561,6 +639,15 @@ impl Lease {
                 } else {
                     Phase::Extending { seq, ttl, yes, no }
                 };
+            }
+            // A "missing" after the quorum, while the lock is held on it.
+            (Phase::Holding, Some(of)) if r.missing && of == s.clients[c].confirmed => {
+                let ttl = if s.clients[c].deadline == life(of, Ttl::Long) {
+                    Ttl::Long
+                } else {
+                    Ttl::Short
+                };
+                self.repair(s, r.client, of, ttl, 1 << r.name);
             }
             _ => {}
         }
@@ -590,6 +677,7 @@ impl Lease {
                 && match (client.phase, r.extend) {
                     (Phase::Acquiring { .. }, None) => true,
                     (Phase::Extending { seq, .. }, Some(of)) => seq == of,
+                    (Phase::Holding, Some(of)) => r.missing && of == client.confirmed,
                     _ => false,
                 }
         });
@@ -649,7 +737,7 @@ fn failure(client: u8, name: u8, request: Request) -> Option<Reply> {
     let extend = match request.op {
         Op::Acquire => None,
         Op::Extend { seq, .. } => Some(seq),
-        Op::Release => return None,
+        Op::Release | Op::Repair { .. } => return None,
     };
     Some(Reply {
         client,
@@ -657,6 +745,7 @@ fn failure(client: u8, name: u8, request: Request) -> Option<Reply> {
         owner: request.owner,
         extend,
         yes: false,
+        missing: false,
     })
 }
 
@@ -668,6 +757,8 @@ fn initial_client(cfg: &Config) -> Client {
         next_seq: 1,
         deadline: 0,
         passed: 0,
+        missing: 0,
+        confirmed: 0,
     }
 }
 
@@ -798,9 +889,10 @@ impl Model for Lease {
                 let request = s.queues[q]
                     .remove(usize::from(overtake))
                     .expect("a request to deliver");
-                let yes = self.run(&mut s, server, request)?;
+                let (yes, missing) = self.run(&mut s, server, request)?;
                 if let Some(mut reply) = failure(client, name, request) {
                     reply.yes = yes;
+                    reply.missing = missing && self.0.repair != Repair::Off;
                     s.replies.push(reply);
                 }
             }
@@ -816,6 +908,7 @@ impl Model for Lease {
                 let seq = client.next_seq;
                 client.next_seq += 1;
                 client.extends_left -= 1;
+                client.missing = 0;
                 client.phase = Phase::Extending {
                     seq,
                     ttl,
@@ -870,7 +963,14 @@ impl Model for Lease {
                 Phase::Extending { seq, ttl, yes, no } => [3, seq, ttl as u8, yes, no],
                 Phase::Done => [4, 0, 0, 0, 0],
             };
-            out.extend([c.attempt, c.extends_left, c.next_seq, c.deadline]);
+            out.extend([
+                c.attempt,
+                c.extends_left,
+                c.next_seq,
+                c.deadline,
+                c.missing,
+                c.confirmed,
+            ]);
             out.extend(phase);
         }
         out.extend(s.released.to_le_bytes());
@@ -900,6 +1000,7 @@ impl Model for Lease {
                         Op::Acquire => [0, 0],
                         Op::Extend { seq, ttl } => [1 + seq, ttl as u8],
                         Op::Release => [0xfd, 0],
+                        Op::Repair { seq, ttl } => [0xe0 + seq, ttl as u8],
                     };
                     sig.extend([r.owner, r.token, op[0], op[1]]);
                 }
@@ -910,7 +1011,7 @@ impl Model for Lease {
                     r.client,
                     r.owner,
                     r.extend.map_or(0xff, |e| e),
-                    u8::from(r.yes),
+                    u8::from(r.yes) | u8::from(r.missing) << 1,
                 ]);
             }
             signatures.push(sig);
@@ -945,6 +1046,7 @@ pub fn base() -> Config {
         extend: ExtendScript::KeepLonger,
         deadline: DeadlineRule::OnlyWhenConfirmed,
         release: ReleaseScript::CompareAndDelete,
+        repair: Repair::Off,
         keys_last: true,
     }
 }

@@ -12,7 +12,10 @@ use super::term::Term;
 /// Every renewal is the same compare-and-pexpire fan-out as
 /// [`Lock::extend`](crate::Lock::extend), with the lock's current TTL: it
 /// counts only with a majority inside the current validity, and never
-/// re-creates an expired key.
+/// re-creates an expired lock. Once a renewal is confirmed, the nodes that
+/// answered that the key is missing get it back (`SET NX`, until the new
+/// validity ends; never where another token holds it): a lock that lost a
+/// key to a node restart regains its full coverage.
 ///
 /// | setting | default |
 /// |---|---|

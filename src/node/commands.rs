@@ -84,6 +84,24 @@ impl Command {
         })
     }
 
+    /// The repair of a lock's keys on a node that found them missing:
+    /// `SET key token NX PX ttl` for each key (never overwrites, never
+    /// touches the fencing counter).
+    pub(crate) fn repair(keys: &Keys, token: &Token, ttl: Duration) -> Vec<Cmd> {
+        let ttl_ms = validity::millis(ttl);
+        keys.slices()
+            .map(|key| {
+                let mut cmd = redis::cmd("SET");
+                cmd.arg(key)
+                    .arg(token.as_str())
+                    .arg("NX")
+                    .arg("PX")
+                    .arg(ttl_ms);
+                cmd
+            })
+            .collect()
+    }
+
     /// Whether every key still carries the token (read-only).
     pub(crate) fn holds(keys: &Keys, token: &Token) -> Arc<Self> {
         Self::call(&lua::HOLDS, keys.slices(), |cmd| {

@@ -33,6 +33,7 @@ use crate::node::quarantine::Quarantine;
 use crate::node::reply::Vote;
 use crate::stats::counters::NodeCounters;
 use crate::status::NodeView;
+use crate::token::Token;
 use fence::Commit;
 use reply::Kind;
 
@@ -76,6 +77,17 @@ impl std::fmt::Debug for Node {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Node").field("label", &self.label).finish()
     }
+}
+
+/// A node's answer to an extension.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Extended {
+    /// The key carries the token and lives at least the new TTL.
+    Yes,
+    /// Another token holds the key: never repaired.
+    Theirs,
+    /// The key is missing: repaired if the extension is confirmed in time.
+    Missing,
 }
 
 /// A node's reply, or why there was none.
@@ -305,11 +317,50 @@ impl Node {
         self.read(Kind::Holds, n)
     }
 
-    /// Compare-and-pexpire → true when our key(s) got the new TTL.
-    pub(crate) async fn extend(&self, command: &Command, window: Window) -> NodeResult<bool> {
+    /// Compare-and-pexpire: whether our key(s) got the new TTL, and if
+    /// not, whether a key is missing (repairable) or held by another token.
+    pub(crate) async fn extend(&self, command: &Command, window: Window) -> NodeResult<Extended> {
         let n: i64 = self.counted(window, || self.run_parsed(command)).await?;
         let yes = self.read(Kind::Extend, n)?;
-        Ok(self.counters.vote(Operation::Extend, yes))
+        Ok(if self.counters.vote(Operation::Extend, yes) {
+            Extended::Yes
+        } else if reply::missing(Kind::Extend, n) {
+            Extended::Missing
+        } else {
+            Extended::Theirs
+        })
+    }
+
+    /// The repair (`docs/repair.md`): `SET key token NX PX ttl` for each of
+    /// the lock's keys, in order on the connection; how many were set (a
+    /// key present, ours or another's, is left as it is).
+    pub(crate) async fn repair(
+        &self,
+        keys: &Keys,
+        token: &Token,
+        ttl: Duration,
+        window: Window,
+    ) -> NodeResult<usize> {
+        let sets = Command::repair(keys, token, ttl);
+        let replies = self
+            .counted(window, || async {
+                let mut replies = Vec::with_capacity(sets.len());
+                for set in &sets {
+                    replies.push(self.send(set).await?);
+                }
+                Ok(replies)
+            })
+            .await?;
+        let mut set = 0;
+        for value in replies {
+            let n = match value {
+                Value::Okay => 1,
+                Value::Nil => 0,
+                other => return Err(self.protocol(format!("repair answered {other:?}"))),
+            };
+            set += usize::from(self.read(Kind::Repair, n)?);
+        }
+        Ok(set)
     }
 
     /// Whether a script's `reply` counts as a yes ([`reply::counts`]); a

@@ -87,7 +87,8 @@ pub(crate) enum Command<T, L> {
         token: T,
     },
     /// `extend.lua`: compare-and-pexpire that never shortens the key; an
-    /// absent key stays absent.
+    /// absent key stays absent, and is told apart from one held by another
+    /// token (−1, not 0) so that the client can repair it.
     Extend {
         /// The lock's token.
         token: T,
@@ -98,6 +99,16 @@ pub(crate) enum Command<T, L> {
     Holds {
         /// The lock's token.
         token: T,
+    },
+    /// The repair after an extension that reached a quorum in time:
+    /// `SET key token NX PX life`, sent only where the extension found the
+    /// key missing. Sets an absent key; never touches a present one (ours
+    /// or another's), nor the fencing counter (docs/repair.md).
+    Repair {
+        /// The lock's token.
+        token: T,
+        /// What is left of the validity the extension established.
+        life: L,
     },
 }
 
@@ -115,15 +126,19 @@ pub(crate) enum Kind {
     /// `release.lua`: the keys deleted, negated when the announcement was
     /// refused; 0 when none carried the token.
     Release,
-    /// `extend.lua`: 1 when extended, 0 otherwise.
+    /// `extend.lua`: 1 when extended, 0 when another token holds a key,
+    /// −1 when a key is missing and none is another's (both a no).
     Extend,
+    /// The repair's `SET NX PX`, read as 1 (`OK`: set) or 0 (nil: present).
+    Repair,
     /// `holds.lua`: 1 when every key carries the token, 0 otherwise.
     Holds,
 }
 
 /// The integer a node answers to `command` on one resource, and what it
 /// holds afterwards (for a release that announces nothing). Every script
-/// answers so, except `acquire_multi.lua` (1 or 0, see [`Kind`]).
+/// answers so, except `acquire_multi.lua` (1 or 0, see [`Kind`]). A
+/// repair's `SET NX PX` answers as the client reads it: `OK` 1, nil 0.
 pub(crate) fn answer<T: PartialEq + Copy, L: Later>(
     held: Held<T, L>,
     command: Command<T, L>,
@@ -173,9 +188,20 @@ pub(crate) fn answer<T: PartialEq + Copy, L: Later>(
                     ..held
                 },
             ),
-            _ => (0, held),
+            Some(_) => (0, held),
+            None => (-1, held),
         },
         Command::Holds { token } => (i64::from(carries(token)), held),
+        Command::Repair { token, life } => match held.key {
+            Some(_) => (0, held),
+            None => (
+                1,
+                Held {
+                    key: Some(Key { token, life }),
+                    ..held
+                },
+            ),
+        },
     }
 }
 
@@ -193,10 +219,17 @@ pub(crate) const fn counts(kind: Kind, reply: i64) -> Option<bool> {
         (Kind::Commit, 1) => Some(true),
         (Kind::Commit, 0 | -1) => Some(false),
         (Kind::Release, n) => Some(n != 0),
-        (Kind::AcquireMulti | Kind::Extend | Kind::Holds, 1) => Some(true),
-        (Kind::AcquireMulti | Kind::Extend | Kind::Holds, 0) => Some(false),
+        (Kind::AcquireMulti | Kind::Extend | Kind::Holds | Kind::Repair, 1) => Some(true),
+        (Kind::AcquireMulti | Kind::Extend | Kind::Holds | Kind::Repair, 0) => Some(false),
+        (Kind::Extend, -1) => Some(false),
         _ => None,
     }
+}
+
+/// Whether a node's `reply` to an extension says the key is missing there
+/// (not held by another token): the only nodes a repair goes to.
+pub(crate) const fn missing(kind: Kind, reply: i64) -> bool {
+    matches!((kind, reply), (Kind::Extend, -1))
 }
 
 #[cfg(test)]
@@ -260,8 +293,24 @@ mod tests {
             });
             assert_eq!((reply, after.key), (1, key));
             assert_eq!(answer(THEIRS, extend), (0, THEIRS));
-            assert_eq!(answer(FREE, extend), (0, FREE));
+            assert_eq!(answer(FREE, extend), (-1, FREE), "missing, told apart");
         }
+    }
+
+    #[test]
+    fn repair_sets_only_a_missing_key_and_never_the_counter() {
+        let repair = Command::Repair { token: 1, life: 7 };
+        let (reply, after) = answer(FREE, repair);
+        assert_eq!(reply, 1);
+        assert_eq!(
+            after,
+            Held {
+                key: Some(Key { token: 1, life: 7 }),
+                counter: 4
+            }
+        );
+        assert_eq!(answer(THEIRS, repair), (0, THEIRS), "never displaces");
+        assert_eq!(answer(MINE, repair), (0, MINE), "never shortens");
     }
 
     #[test]
@@ -286,11 +335,17 @@ mod tests {
             assert_eq!(counts(Kind::Release, n), Some(true), "{n}");
         }
         assert_eq!(counts(Kind::Release, 0), Some(false));
-        for kind in [Kind::AcquireMulti, Kind::Extend, Kind::Holds] {
+        for kind in [Kind::AcquireMulti, Kind::Extend, Kind::Holds, Kind::Repair] {
             assert_eq!(counts(kind, 1), Some(true));
             assert_eq!(counts(kind, 0), Some(false));
-            assert_eq!(counts(kind, -1), None);
             assert_eq!(counts(kind, 2), None);
+            assert!(!missing(kind, 0));
         }
+        for kind in [Kind::AcquireMulti, Kind::Holds, Kind::Repair] {
+            assert_eq!(counts(kind, -1), None);
+            assert!(!missing(kind, -1));
+        }
+        assert_eq!(counts(Kind::Extend, -1), Some(false), "missing is a no");
+        assert!(missing(Kind::Extend, -1));
     }
 }

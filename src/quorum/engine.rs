@@ -18,11 +18,12 @@ use crate::keys::Keys;
 use crate::lease::term::{Late, Term};
 use crate::node::commands::{Announce, Command};
 use crate::node::reply::Vote;
-use crate::node::Node;
+use crate::node::{Extended, Node};
 use crate::quorum::background::Background;
 use crate::quorum::fanout::{self, Outcome, Plan};
 use crate::quorum::handoff::Handoff;
 use crate::quorum::remote_check::{self, Remote};
+use crate::quorum::repair::Gate;
 use crate::quorum::rule::{self};
 use crate::quorum::set_order::SetFuture;
 use crate::random;
@@ -190,7 +191,9 @@ impl Engine {
     /// shortened), measured from `start` (taken before this is called);
     /// the new term ([`Term::extended`]) when a majority extended before
     /// `deadline` (the lock's, while the extension is in flight), the
-    /// reason the lock is lost otherwise.
+    /// reason the lock is lost otherwise. Once the new term is known, the
+    /// nodes that answered that the key is missing get it back with `SET
+    /// NX` until the new deadline ([`crate::quorum::repair`]).
     pub(crate) async fn extend(
         &self,
         keys: &Keys,
@@ -207,6 +210,13 @@ impl Engine {
                 return Err(LostReason::Expired);
             }
             let command = Command::extend(keys, token, ttl);
+            let (gate, pending) = Gate::new(
+                keys,
+                token,
+                &self.background,
+                self.config.node_timeout,
+                self.config.restart_quarantine,
+            );
             let plan = Plan {
                 timeout: self.config.node_timeout.min(remaining),
                 ..self.majority(Some(deadline))
@@ -217,15 +227,20 @@ impl Engine {
                 plan,
                 |_, node, window| {
                     let (node, command) = (node.clone(), command.clone());
-                    async move { node.extend(&command, window).await }
+                    let pending = pending.clone();
+                    async move {
+                        let extended = node.extend(&command, window).await?;
+                        if extended == Extended::Missing {
+                            pending.repair(node);
+                        }
+                        Ok(extended)
+                    }
                 },
                 |i, &extended| {
-                    if !extended {
-                        debug!(node = %self.nodes[i].label(), "token gone on node");
-                    }
-                    if extended {
+                    if extended == Extended::Yes {
                         Vote::Yes
                     } else {
+                        debug!(node = %self.nodes[i].label(), ?extended, "token gone on node");
                         Vote::No
                     }
                 },
@@ -237,6 +252,7 @@ impl Engine {
                     let now = Instant::now();
                     match Term::extended(deadline, start, ttl, drift, now) {
                         Ok(term) => {
+                            gate.open(term.deadline);
                             let valid = validity::left(term.deadline, now);
                             let elapsed = now.saturating_duration_since(start);
                             debug!(?elapsed, ?valid, "extended");

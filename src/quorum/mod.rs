@@ -6,6 +6,7 @@ pub(crate) mod engine;
 pub(crate) mod fanout;
 pub(crate) mod handoff;
 pub(crate) mod remote_check;
+pub(crate) mod repair;
 pub(crate) mod retry;
 pub(crate) mod rule;
 pub(crate) mod set_order;

@@ -4,11 +4,11 @@
 //! `metrics` facade when that feature is on.
 //!
 //! Recording is a handful of relaxed atomic adds — no lock and no
-//! allocation on the hot path — and the counters every command touches are
-//! sharded per thread ([`crate::stats::shards`]), so that the runtime's threads do
-//! not pass their cache lines back and forth. A snapshot copies them into the plain
-//! structs of `stats`; each counter is read on its own, so a snapshot taken
-//! while operations run is not a consistent cut across counters.
+//! allocation on the hot path. (Per-thread copies of the counters every
+//! command touches were measured and bought nothing clear: BENCHMARKS.md.)
+//! A snapshot copies them into the plain structs of `stats`; each counter
+//! is read on its own, so a snapshot taken while operations run is not a
+//! consistent cut across counters.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::time::Duration;
@@ -18,7 +18,6 @@ use crate::error::{NodeFailureKind, Operation};
 use crate::stats::latency::LatencyCounters;
 use crate::stats::locks::LockCounters;
 use crate::stats::series::{self, NodeMetrics};
-use crate::stats::shards::Sharded;
 use crate::stats::{LeaseStats, LockStats, NodeStats, Votes};
 
 /// Redis error codes counted one by one; any other code counts as `OTHER`.
@@ -55,30 +54,22 @@ struct VoteCounters {
 }
 
 impl VoteCounters {
-    /// The votes of these counters taken together (one node's shards).
-    fn merged<'a>(all: impl IntoIterator<Item = &'a VoteCounters>) -> Votes {
-        all.into_iter().fold(Votes { yes: 0, no: 0 }, |v, c| Votes {
-            yes: v.yes.wrapping_add(c.yes.load(Relaxed)),
-            no: v.no.wrapping_add(c.no.load(Relaxed)),
-        })
+    fn snapshot(&self) -> Votes {
+        Votes {
+            yes: self.yes.load(Relaxed),
+            no: self.no.load(Relaxed),
+        }
     }
-}
-
-/// The counters every command touches, one set per shard: threads that
-/// record at once write to different cache lines.
-#[derive(Debug, Default)]
-struct Hot {
-    commands: AtomicU64,
-    acquire: VoteCounters,
-    extend: VoteCounters,
-    release: VoteCounters,
-    latency: LatencyCounters,
 }
 
 /// One node's live counters, shared by every clone of the node.
 #[derive(Debug, Default)]
 pub(crate) struct NodeCounters {
-    hot: Sharded<Hot>,
+    commands: AtomicU64,
+    acquire: VoteCounters,
+    extend: VoteCounters,
+    release: VoteCounters,
+    latency: LatencyCounters,
     timeouts: AtomicU64,
     connection_errors: AtomicU64,
     protocol_errors: AtomicU64,
@@ -102,13 +93,13 @@ impl NodeCounters {
 
     /// A command is about to be sent.
     pub(crate) fn sent(&self) {
-        self.hot.here().commands.fetch_add(1, Relaxed);
+        self.commands.fetch_add(1, Relaxed);
         self.metrics.sent();
     }
 
     /// A reply (not an error) came back after `elapsed`.
     pub(crate) fn replied(&self, elapsed: Duration) {
-        self.hot.here().latency.record(elapsed);
+        self.latency.record(elapsed);
         self.metrics.reply(elapsed);
         self.set_up(true);
     }
@@ -126,7 +117,7 @@ impl NodeCounters {
     pub(crate) fn failed(&self, kind: &NodeFailureKind, elapsed: Option<Duration>) {
         if let Some(elapsed) = elapsed {
             if matches!(kind, NodeFailureKind::Redis { .. }) {
-                self.hot.here().latency.record(elapsed);
+                self.latency.record(elapsed);
                 self.metrics.reply(elapsed);
             }
         }
@@ -174,11 +165,10 @@ impl NodeCounters {
     /// elsewhere, not ours). Returns `yes`, to be used inline. The remote
     /// check changes nothing on the node: its answers are not votes here.
     pub(crate) fn vote(&self, op: Operation, yes: bool) -> bool {
-        let hot = self.hot.here();
         let votes = match op {
-            Operation::Acquire => &hot.acquire,
-            Operation::Extend => &hot.extend,
-            Operation::Release => &hot.release,
+            Operation::Acquire => &self.acquire,
+            Operation::Extend => &self.extend,
+            Operation::Release => &self.release,
             Operation::Check => return yes,
         };
         if yes { &votes.yes } else { &votes.no }.fetch_add(1, Relaxed);
@@ -197,16 +187,16 @@ impl NodeCounters {
         }
         NodeStats {
             node: node.to_owned(),
-            commands: self.hot.iter().map(|h| h.commands.load(Relaxed)).sum(),
-            acquire: VoteCounters::merged(self.hot.iter().map(|h| &h.acquire)),
-            extend: VoteCounters::merged(self.hot.iter().map(|h| &h.extend)),
-            release: VoteCounters::merged(self.hot.iter().map(|h| &h.release)),
+            commands: self.commands.load(Relaxed),
+            acquire: self.acquire.snapshot(),
+            extend: self.extend.snapshot(),
+            release: self.release.snapshot(),
             timeouts: self.timeouts.load(Relaxed),
             connection_errors: self.connection_errors.load(Relaxed),
             protocol_errors: self.protocol_errors.load(Relaxed),
             quarantined: self.quarantined.load(Relaxed),
             redis_errors,
-            latency: LatencyCounters::merged(self.hot.iter().map(|h| &h.latency)),
+            latency: self.latency.snapshot(),
             up: self.up.load(Relaxed),
         }
     }

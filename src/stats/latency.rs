@@ -103,8 +103,8 @@ impl LatencyCounters {
         }
     }
 
-    /// The histogram of these counters taken together (the shards of one
-    /// node's histogram; all over the same bounds).
+    /// The histogram of these counters taken together (all over the same
+    /// bounds).
     pub(crate) fn merged<'a>(all: impl IntoIterator<Item = &'a LatencyCounters>) -> Latency {
         let mut all = all.into_iter().peekable();
         let bounds = all.peek().map_or(&LATENCY_MICROS[..], |l| l.bounds);
@@ -230,7 +230,7 @@ mod tests {
     }
 
     #[test]
-    fn shards_merge_into_one_histogram() {
+    fn histograms_merge_into_one() {
         let (a, b) = (LatencyCounters::default(), LatencyCounters::default());
         a.record(MS);
         a.record(40 * MS);

@@ -10,7 +10,6 @@ pub mod metrics;
 #[cfg(not(feature = "metrics"))]
 pub(crate) mod metrics;
 pub(crate) mod series;
-pub(crate) mod shards;
 
 use std::time::Duration;
 

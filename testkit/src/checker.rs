@@ -215,6 +215,8 @@ struct Tallies {
     unavailable: AtomicU64,
     other_errors: AtomicU64,
     release_errors: AtomicU64,
+    coverage_checked: AtomicU64,
+    coverage_full: AtomicU64,
 }
 
 /// Collects the history of a run. Share it (`Arc`) between the holders.
@@ -225,6 +227,8 @@ pub struct Checker {
     latencies: Mutex<Vec<Duration>>,
     next_id: AtomicU64,
     tallies: Tallies,
+    /// Direct URLs of the nodes, for [`Checker::coverage`] reads.
+    nodes: std::sync::OnceLock<Vec<String>>,
 }
 
 impl std::fmt::Debug for Checker {
@@ -495,6 +499,11 @@ pub struct Figures {
     pub acquire_p99: Duration,
     /// The slowest successful acquire.
     pub acquire_max: Duration,
+    /// Extensions after which the nodes that answered a direct read were
+    /// checked for a missing key ([`Checker::coverage`]).
+    pub coverage_checked: u64,
+    /// Of those, extensions after which no such node was missing the key.
+    pub coverage_full: u64,
 }
 
 impl Figures {
@@ -506,7 +515,7 @@ impl Figures {
              expired_before_write={} extended={} (shorter={}) extend_lost={} \
              cancelled=acquire:{}/extend:{}/release:{} \
              contended={} unavailable={} other_errors={} acquire_p50={:.1}ms \
-             acquire_p99={:.1}ms acquire_max={:.1}ms",
+             acquire_p99={:.1}ms acquire_max={:.1}ms coverage={}/{}",
             self.store,
             self.grants,
             self.overlaps,
@@ -529,6 +538,8 @@ impl Figures {
             ms(self.acquire_p50),
             ms(self.acquire_p99),
             ms(self.acquire_max),
+            self.coverage_full,
+            self.coverage_checked,
         )
     }
 }
@@ -557,7 +568,19 @@ impl Checker {
             latencies: Mutex::new(Vec::new()),
             next_id: AtomicU64::new(0),
             tallies: Tallies::default(),
+            nodes: std::sync::OnceLock::new(),
         }
+    }
+
+    /// Measures coverage after each extension, reading the nodes at these
+    /// direct URLs (see [`Figures::coverage_full`]).
+    pub fn watch_nodes(&self, urls: Vec<String>) {
+        let _ = self.nodes.set(urls);
+    }
+
+    /// The nodes' direct URLs, when coverage is measured.
+    pub fn nodes(&self) -> Option<Vec<String>> {
+        self.nodes.get().cloned()
     }
 
     /// Resources checked.
@@ -708,6 +731,18 @@ impl Checker {
             acquire_p50: quantile(&lat, 0.5),
             acquire_p99: quantile(&lat, 0.99),
             acquire_max: lat.last().copied().unwrap_or_default(),
+            coverage_checked: get(&t.coverage_checked),
+            coverage_full: get(&t.coverage_full),
+        }
+    }
+
+    /// After a successful extension: whether every node that answered a
+    /// direct read held a key (`full`).
+    pub fn coverage(&self, full: bool) {
+        let t = &self.tallies;
+        t.coverage_checked.fetch_add(1, Ordering::Relaxed);
+        if full {
+            t.coverage_full.fetch_add(1, Ordering::Relaxed);
         }
     }
 }

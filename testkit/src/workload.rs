@@ -242,7 +242,7 @@ async fn client(
     redlock: Redlock,
     w: &Workload,
     acquire: &AcquireFn,
-    checker: &Checker,
+    checker: &Arc<Checker>,
     prefix: &str,
     seed: u64,
     until: Instant,
@@ -279,7 +279,17 @@ async fn client(
                     tokio::time::sleep(work / 2).await;
                     match extend {
                         Some((new_ttl, then)) => {
-                            hold_extend(&lock, &mut session, new_ttl, ttl, cancel_extend).await;
+                            let extended =
+                                hold_extend(&lock, &mut session, new_ttl, ttl, cancel_extend).await;
+                            if extended {
+                                if let Some(nodes) = checker.nodes() {
+                                    tokio::spawn(coverage(
+                                        Arc::clone(checker),
+                                        nodes,
+                                        resource_name(prefix, r),
+                                    ));
+                                }
+                            }
                             tokio::time::sleep(lock.validity().mul_f64(then)).await;
                         }
                         None => tokio::time::sleep(work / 2).await,
@@ -314,7 +324,7 @@ async fn hold_extend(
     ttl: Duration,
     old_ttl: Duration,
     cancel: Cancel,
-) {
+) -> bool {
     let (began, before) = (Instant::now(), lock.deadline());
     let out = cancel::observed(cancel, lock.extend(ttl), || {
         session.observe(lock.deadline());
@@ -337,6 +347,51 @@ async fn hold_extend(
         }
     };
     session.note_extend(how, ttl, old_ttl, began, before);
+    how == "extended"
+}
+
+/// After a successful extension of `key`: once the repairs had time to
+/// land, reads the key on every node directly (`nodes`, not through the
+/// proxies) and records whether every node that answered holds a key
+/// (none is missing it) while a majority holds one value (the holder's
+/// token). Not recorded when no majority holds one any more (the lock was
+/// released meanwhile).
+async fn coverage(checker: Arc<Checker>, nodes: Vec<String>, key: String) {
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    let reads = nodes.iter().map(|url| {
+        let key = key.clone();
+        async move {
+            let read = async {
+                let client = redis::Client::open(url.as_str()).ok()?;
+                let mut conn = client.get_multiplexed_async_connection().await.ok()?;
+                redis::cmd("GET")
+                    .arg(&key)
+                    .query_async::<Option<String>>(&mut conn)
+                    .await
+                    .ok()
+            };
+            tokio::time::timeout(Duration::from_millis(300), read)
+                .await
+                .ok()
+                .flatten()
+        }
+    });
+    let answered: Vec<Option<String>> = futures::future::join_all(reads)
+        .await
+        .into_iter()
+        .flatten()
+        .collect();
+    let majority = nodes.len() / 2 + 1;
+    let holder = answered
+        .iter()
+        .flatten()
+        .find(|v| answered.iter().filter(|w| w.as_ref() == Some(*v)).count() >= majority);
+    if holder.is_some() {
+        // A node holding another token (a losing attempt's key not yet
+        // cleaned up) is not the repair's to fill: only an empty one counts
+        // against coverage.
+        checker.coverage(answered.iter().all(Option::is_some));
+    }
 }
 
 /// A whole randomized safety run: its settings.
@@ -436,6 +491,7 @@ impl SafetyRun {
         let fault_kinds = schedule.counts();
         let prefix = super::unique("safety");
         let checker = Arc::new(Checker::new(w.resources, (strategy.store)(w.resources)));
+        checker.watch_nodes((0..self.nodes).map(|i| cluster.side_url(i)).collect());
         let until = Instant::now() + self.duration;
         // Each client gets its own link to each node, so the nemesis can
         // fault one client's traffic apart from the others'.

@@ -5,11 +5,20 @@
 -- (after a later one) cuts nothing short.
 -- KEYS = resources, ARGV[1] = token, ARGV[2] = new TTL in milliseconds.
 -- Returns 1 if every key carries the token (and now lives at least the new
--- TTL), 0 otherwise (and changes nothing).
+-- TTL); 0 if a key carries another token; -1 if none carries another token
+-- but some are missing (the client may repair them with SET NX,
+-- docs/repair.md). Changes nothing unless it returns 1.
+local missing = false
 for _, key in ipairs(KEYS) do
-    if redis.call("GET", key) ~= ARGV[1] then
+    local held = redis.call("GET", key)
+    if not held then
+        missing = true
+    elseif held ~= ARGV[1] then
         return 0
     end
+end
+if missing then
+    return -1
 end
 local ttl = tonumber(ARGV[2])
 for _, key in ipairs(KEYS) do
