@@ -17,6 +17,9 @@ impl LogCapture {
             tracing_subscriber::fmt()
                 .with_max_level(tracing::Level::WARN)
                 .with_writer(capture.clone())
+                // Plain text, whatever the terminal: tests match fields
+                // such as `resource="…"`.
+                .with_ansi(false)
                 .finish(),
         );
         (capture, guard)
