@@ -15,7 +15,7 @@ const QUARANTINE: Duration = Duration::from_secs(30);
 /// than `age` by their own account (uptime has one-second resolution).
 async fn wait_uptime(cluster: &Cluster, age: Duration) {
     for node in 0..cluster.len() {
-        wait_uptime_of(cluster, node, age).await;
+        cluster.wait_uptime(node, age).await;
     }
 }
 
@@ -139,28 +139,12 @@ async fn a_connected_client_notices_the_restart_after_a_connection_error() {
     assert!(quarantined(&err), "{err}");
     // Once the node is old enough it votes again. Uptime is read in whole
     // seconds, so the client may count up to one second more.
-    wait_uptime_of(&cluster, 0, young + Duration::from_secs(1)).await;
+    cluster.wait_uptime(0, young + Duration::from_secs(1)).await;
     let lock = redlock
         .try_acquire(&name, TTL)
         .await
         .expect("node 0 votes again");
     lock.release().await.expect("release");
-}
-
-async fn wait_uptime_of(cluster: &Cluster, node: usize, age: Duration) {
-    for _ in 0..100 {
-        let info: String = cluster.exec(node, redis::cmd("INFO").arg("server"));
-        let up = info
-            .lines()
-            .find_map(|l| l.strip_prefix("uptime_in_seconds:"))
-            .and_then(|v| v.trim().parse::<u64>().ok())
-            .unwrap_or(0);
-        if Duration::from_secs(up) >= age {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    panic!("node {node} never reached an uptime of {age:?}");
 }
 
 /// The quarantine of the reconnect tests, and the age the nodes reach first.
@@ -371,7 +355,7 @@ async fn a_restart_behind_a_proxy_that_keeps_the_connection_is_caught_by_the_vot
 
     // The quarantine of a server seen for the first time counts from when
     // it was seen (here, within a second of its start).
-    wait_uptime_of(&cluster, 0, young + Duration::from_secs(2)).await;
+    cluster.wait_uptime(0, young + Duration::from_secs(2)).await;
     redlock
         .try_acquire(&name, TTL)
         .await
@@ -468,7 +452,9 @@ async fn hammered_restarts_from_many_threads_never_count_a_young_servers_vote() 
         tokio::time::sleep(required / 2).await;
         young_votes.push(yes() - before);
         tokio::task::block_in_place(|| held_for_someone_else(&cluster, &pool));
-        wait_uptime_of(&cluster, 0, required + Duration::from_secs(1)).await;
+        cluster
+            .wait_uptime(0, required + Duration::from_secs(1))
+            .await;
     }
     stop.store(true, Ordering::Relaxed);
     for worker in workers {

@@ -144,10 +144,17 @@ async fn a_key_set_between_the_answer_and_the_repair_is_left_alone() {
             .arg("PX")
             .arg(60_000),
     );
+    let replies = redlock.stats().nodes[3].latency.count;
     link.release(Direction::Replies);
-    // The repair goes out as soon as the reply arrives; give it time to
-    // land, then check it did not displace the key.
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    // Node 3 answers the held extension ("missing"), then the repair that
+    // answer sends: two replies, after which the key is what the repair
+    // left there.
+    assert!(
+        eventually(LIMIT, || redlock.stats().nodes[3].latency.count
+            >= replies + 2)
+        .await,
+        "node 3 never answered the extension and its repair"
+    );
     assert_eq!(tokens(&cluster, &name)[3].as_deref(), Some("intruder"));
     lock.release().await.expect("release");
 }
@@ -161,7 +168,7 @@ async fn a_quarantined_node_is_repaired_only_once_it_votes() {
     let mut cluster = Cluster::local(5);
     let young = Duration::from_secs(3);
     for node in 0..5 {
-        wait_uptime_of(&cluster, node, young).await;
+        cluster.wait_uptime(node, young).await;
     }
     let redlock = cluster
         .builder()
@@ -176,8 +183,12 @@ async fn a_quarantined_node_is_repaired_only_once_it_votes() {
         .auto_renew(Renewal::every(Duration::from_millis(200)))
         .expect("renew");
     cluster.restart(2);
-    // Well inside the quarantine: several renewals, node 2 still empty.
-    tokio::time::sleep(Duration::from_millis(1500)).await;
+    // Well inside the quarantine: three more renewals, node 2 still empty.
+    let renewed = redlock.stats().leases.renewals;
+    assert!(
+        eventually(LIMIT, || redlock.stats().leases.renewals >= renewed + 3).await,
+        "renewal stalled"
+    );
     assert_eq!(
         tokens(&cluster, &name)[2],
         None,
@@ -191,22 +202,6 @@ async fn a_quarantined_node_is_repaired_only_once_it_votes() {
         tokens(&cluster, &name)
     );
     lock.release().await.expect("release");
-}
-
-async fn wait_uptime_of(cluster: &Cluster, node: usize, age: Duration) {
-    for _ in 0..100 {
-        let info: String = cluster.exec(node, redis::cmd("INFO").arg("server"));
-        let up = info
-            .lines()
-            .find_map(|l| l.strip_prefix("uptime_in_seconds:"))
-            .and_then(|v| v.trim().parse::<u64>().ok())
-            .unwrap_or(0);
-        if Duration::from_secs(up) >= age {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    panic!("node {node} never reached an uptime of {age:?}");
 }
 
 /// The fault run: three holders renew their locks every 200 ms while a

@@ -30,13 +30,14 @@ use crate::keys::Keys;
 use crate::node::{Node, Window};
 use crate::quorum::background::Background;
 use crate::token::Token;
+use crate::validity;
 
 /// The time a repaired key may live, sent at `now` for an extension
 /// confirmed until `deadline`: what is left of that validity, which the
 /// confirming majority's keys outlive; `None` once less than a millisecond
 /// is left (a `PX` of 0 is an error, and the lock is about over).
 pub(crate) fn ttl_left(deadline: Instant, now: Instant) -> Option<Duration> {
-    Some(deadline.saturating_duration_since(now)).filter(|left| *left >= Duration::from_millis(1))
+    Some(validity::left(deadline, now)).filter(|left| *left >= Duration::from_millis(1))
 }
 
 /// The decision an extension's repairs wait for: the validity it
@@ -93,13 +94,11 @@ impl Pending {
         let background = self.background.clone();
         background.spawn(async move {
             let mut wait = self.wait.clone();
-            let Ok(deadline) = wait.wait_for(Option::is_some).await.map(|d| *d) else {
-                return; // not confirmed: the gate was dropped closed
-            };
-            let Some(deadline) = deadline else {
+            // Not confirmed: the gate was dropped closed, and `wait_for` fails.
+            let Ok(opened) = wait.wait_for(Option::is_some).await.map(|d| *d) else {
                 return;
             };
-            let Some(ttl) = ttl_left(deadline, Instant::now()) else {
+            let Some(ttl) = opened.and_then(|deadline| ttl_left(deadline, Instant::now())) else {
                 return;
             };
             let window = Window::from_now(self.node_timeout.min(ttl));

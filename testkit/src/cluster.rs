@@ -368,6 +368,23 @@ impl Cluster {
         cmd.query(&mut self.conn(i)).expect("side command")
     }
 
+    /// Waits (bounded: 10 s) until node `i` reports an `uptime_in_seconds`
+    /// of at least `age` — what the restart quarantine reads. Panics if it
+    /// never does.
+    pub async fn wait_uptime(&self, i: usize, age: Duration) {
+        let reached = eventually(Duration::from_secs(10), || {
+            let info: String = self.exec(i, redis::cmd("INFO").arg("server"));
+            let up = info
+                .lines()
+                .find_map(|l| l.strip_prefix("uptime_in_seconds:"))
+                .and_then(|v| v.trim().parse::<u64>().ok())
+                .unwrap_or(0);
+            Duration::from_secs(up) >= age
+        })
+        .await;
+        assert!(reached, "node {i} never reached an uptime of {age:?}");
+    }
+
     /// Each node's log, for failure reports.
     pub fn logs(&self) -> String {
         let mut out = String::new();
