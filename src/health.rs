@@ -162,9 +162,7 @@ async fn probe_one(
         }
         Ok(latency)
     };
-    tokio::time::timeout(timeout, checks)
-        .await
-        .unwrap_or_else(|_| Err(node.failure(NodeFailureKind::Timeout(timeout))))
+    node.within(window, checks).await
 }
 
 #[cfg(test)]

@@ -450,6 +450,19 @@ impl Node {
     pub(crate) fn failure(&self, kind: NodeFailureKind) -> NodeFailure {
         NodeFailure::new(&*self.label, kind)
     }
+
+    /// `work` on this node, given up at the end of `window`: a node that
+    /// has not answered by then failed with a timeout. For work outside a
+    /// fan-out (which bounds its nodes itself).
+    pub(crate) async fn within<T>(
+        &self,
+        window: Window,
+        work: impl Future<Output = NodeResult<T>>,
+    ) -> NodeResult<T> {
+        tokio::time::timeout_at(window.deadline.into(), work)
+            .await
+            .unwrap_or_else(|_| Err(self.failure(NodeFailureKind::Timeout(window.timeout))))
+    }
 }
 
 /// A reply as `T` (an error reply as the error it is).

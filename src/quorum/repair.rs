@@ -108,10 +108,9 @@ impl Pending {
                 }
                 node.repair(&self.keys, &self.token, ttl, window).await
             };
-            match tokio::time::timeout_at(window.deadline.into(), admitted).await {
-                Ok(Ok(set)) => debug!(node = %node.label(), set, ?ttl, "repaired"),
-                Ok(Err(failure)) => debug!(%failure, "repair failed"),
-                Err(_) => debug!(node = %node.label(), "repair unanswered in time"),
+            match node.within(window, admitted).await {
+                Ok(set) => debug!(node = %node.label(), set, ?ttl, "repaired"),
+                Err(failure) => debug!(%failure, "repair failed"),
             }
         });
     }
