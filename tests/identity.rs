@@ -230,25 +230,8 @@ async fn a_node_that_turns_evicting_stops_voting_at_its_next_connection() {
 async fn without_config_rights_the_eviction_check_is_skipped_with_a_warning() {
     let (capture, _log) = LogCapture::warnings();
     let cluster = Cluster::local(3);
-    for i in 0..3 {
-        let _: () = cluster.exec(
-            i,
-            redis::cmd("ACL")
-                .arg("SETUSER")
-                .arg("noconfig")
-                .arg("on")
-                .arg(">pw")
-                .arg("~*")
-                .arg("&*")
-                .arg("+@all")
-                .arg("-config"),
-        );
-    }
-    let urls: Vec<String> = cluster
-        .urls()
-        .iter()
-        .map(|u| u.replacen("redis://", "redis://noconfig:pw@", 1))
-        .collect();
+    cluster.acl_setuser(&["noconfig", "on", ">pw", "~*", "&*", "+@all", "-config"]);
+    let urls = cluster.urls_as("noconfig", "pw");
     let redlock = quorumlock::Builder::new(urls)
         .build()
         .await

@@ -114,25 +114,8 @@ async fn jobs_are_accepted_refused_while_running_and_unavailable_or_refused_by_t
     // A client the nodes refuse (no right to SET): the service's own
     // fault, 500, not an outage to retry later. Catches a service that
     // answers 503 to every refusal but contention.
-    for i in 0..cluster.len() {
-        let _: () = cluster.exec(
-            i,
-            redis::cmd("ACL")
-                .arg("SETUSER")
-                .arg("noset")
-                .arg("on")
-                .arg(">pw")
-                .arg("~*")
-                .arg("&*")
-                .arg("+@all")
-                .arg("-set"),
-        );
-    }
-    let urls: Vec<String> = cluster
-        .urls()
-        .iter()
-        .map(|u| u.replacen("redis://", "redis://noset:pw@", 1))
-        .collect();
+    cluster.acl_setuser(&["noset", "on", ">pw", "~*", "&*", "+@all", "-set"]);
+    let urls = cluster.urls_as("noset", "pw");
     let refused = quorumlock::Builder::new(urls).build().await.expect("build");
     let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
     let addr = listener.local_addr().expect("addr");

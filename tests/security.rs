@@ -49,23 +49,15 @@ const LOCKER_ACL: &[&str] = &[
     "+config|get",
 ];
 
-fn with_user(url: &str, user: &str, password: &str) -> String {
-    url.replacen("redis://", &format!("redis://{user}:{password}@"), 1)
-}
-
 #[tokio::test]
 async fn an_acl_user_limited_to_the_lock_commands_is_enough() {
     let cluster = Cluster::local(3);
-    for i in 0..3 {
-        let _: () = cluster.exec(i, redis::cmd("ACL").arg("SETUSER").arg(LOCKER_ACL));
-    }
-    let urls: Vec<String> = cluster
-        .urls()
-        .iter()
-        .map(|u| with_user(u, "locker", "locker-pw"))
-        .collect();
+    cluster.acl_setuser(LOCKER_ACL);
+    let urls = cluster.urls_as("locker", "locker-pw");
     // Restart quarantine reads each node's uptime in whole seconds.
-    tokio::time::sleep(Duration::from_millis(1100)).await;
+    for i in 0..cluster.len() {
+        cluster.wait_uptime(i, Duration::from_secs(1)).await;
+    }
     let redlock = quorumlock::Builder::new(urls.clone())
         .node_timeout(Duration::from_millis(200))
         .one_attempt()
@@ -148,8 +140,8 @@ async fn an_acl_user_limited_to_the_lock_commands_is_enough() {
 #[tokio::test]
 async fn wrong_or_missing_credentials_are_typed_and_never_echoed() {
     let cluster = Cluster::local(3);
+    cluster.acl_setuser(LOCKER_ACL);
     for i in 0..3 {
-        let _: () = cluster.exec(i, redis::cmd("ACL").arg("SETUSER").arg(LOCKER_ACL));
         cluster.require_pass(i, "default-pw");
     }
     let cases = [
@@ -159,14 +151,10 @@ async fn wrong_or_missing_credentials_are_typed_and_never_echoed() {
         (Some(("nobody", "wrong-pw-3")), "WRONGPASS"),
     ];
     for (credentials, code) in cases {
-        let urls: Vec<String> = cluster
-            .urls()
-            .iter()
-            .map(|u| match credentials {
-                Some((user, pw)) => with_user(u, user, pw),
-                None => u.clone(),
-            })
-            .collect();
+        let urls = match credentials {
+            Some((user, pw)) => cluster.urls_as(user, pw),
+            None => cluster.urls(),
+        };
         // What is asserted is the classification, not the timing: a
         // connection now carries one more round trip (the server's
         // identity) before the vote, which the default 50 ms may not
@@ -210,8 +198,8 @@ fn commands(redlock: &quorumlock::Redlock) -> u64 {
 #[tokio::test]
 async fn misconfigured_nodes_end_an_acquire_after_one_attempt() {
     let cluster = Cluster::local(3);
+    cluster.acl_setuser(LOCKER_ACL);
     for i in 0..3 {
-        let _: () = cluster.exec(i, redis::cmd("ACL").arg("SETUSER").arg(LOCKER_ACL));
         cluster.require_pass(i, "default-pw");
     }
     let cases = [
@@ -221,14 +209,10 @@ async fn misconfigured_nodes_end_an_acquire_after_one_attempt() {
         (Some(("locker", "locker-pw")), "other:mis", "NOPERM"),
     ];
     for (credentials, prefix, code) in cases {
-        let urls: Vec<String> = cluster
-            .urls()
-            .iter()
-            .map(|u| match credentials {
-                Some((user, pw)) => with_user(u, user, pw),
-                None => u.clone(),
-            })
-            .collect();
+        let urls = match credentials {
+            Some((user, pw)) => cluster.urls_as(user, pw),
+            None => cluster.urls(),
+        };
         let redlock = quorumlock::Builder::new(urls)
             .retry(quorumlock::Retry::Times(3))
             .retry_delay(Duration::from_millis(10), Duration::from_millis(20))
@@ -292,19 +276,8 @@ fn locker_without_channels() -> Vec<&'static str> {
 async fn releases_succeed_for_a_user_that_may_not_publish() {
     let (capture, _log) = LogCapture::warnings();
     let cluster = Cluster::local(3);
-    for i in 0..3 {
-        let _: () = cluster.exec(
-            i,
-            redis::cmd("ACL")
-                .arg("SETUSER")
-                .arg(locker_without_channels()),
-        );
-    }
-    let urls: Vec<String> = cluster
-        .urls()
-        .iter()
-        .map(|u| with_user(u, "locker", "locker-pw"))
-        .collect();
+    cluster.acl_setuser(&locker_without_channels());
+    let urls = cluster.urls_as("locker", "locker-pw");
     let redlock = quorumlock::Builder::new(urls.clone())
         .node_timeout(Duration::from_millis(200))
         .one_attempt()

@@ -368,6 +368,21 @@ impl Cluster {
         cmd.query(&mut self.conn(i)).expect("side command")
     }
 
+    /// `ACL SETUSER` with `rules` (the user's name first) on every node.
+    pub fn acl_setuser(&self, rules: &[&str]) {
+        for i in 0..self.len() {
+            let _: () = self.exec(i, redis::cmd("ACL").arg("SETUSER").arg(rules));
+        }
+    }
+
+    /// Every node's URL, logging in as `user` with `password`.
+    pub fn urls_as(&self, user: &str, password: &str) -> Vec<String> {
+        self.urls()
+            .iter()
+            .map(|u| u.replacen("redis://", &format!("redis://{user}:{password}@"), 1))
+            .collect()
+    }
+
     /// Waits (bounded: 10 s) until node `i` reports an `uptime_in_seconds`
     /// of at least `age` — what the restart quarantine reads. Panics if it
     /// never does.
