@@ -7,10 +7,11 @@ use std::time::Duration;
 
 use crate::error::Error;
 use crate::stats::latency::{LatencyCounters, DURATION_MICROS, LATENCY_MICROS};
-use crate::stats::series;
+use crate::stats::series::{self, LockMetrics};
 use crate::stats::{Acquires, LockStats};
 
-/// How an acquire call ended.
+/// How an acquire call ended; in the order of the series' labels
+/// ([`series::OUTCOMES`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Outcome {
     Granted,
@@ -33,16 +34,6 @@ impl Outcome {
             Outcome::Other
         }
     }
-
-    fn label(self) -> &'static str {
-        match self {
-            Outcome::Granted => "granted",
-            Outcome::Contended => "contended",
-            Outcome::Unavailable => "unavailable",
-            Outcome::Misconfigured => "misconfigured",
-            Outcome::Other => "other",
-        }
-    }
 }
 
 #[derive(Debug)]
@@ -54,6 +45,7 @@ pub(crate) struct LockCounters {
     attempts: LatencyCounters,
     waits: LatencyCounters,
     holds: LatencyCounters,
+    metrics: LockMetrics,
 }
 
 impl Default for LockCounters {
@@ -65,6 +57,7 @@ impl Default for LockCounters {
             attempts: LatencyCounters::new(&LATENCY_MICROS),
             waits: LatencyCounters::new(&DURATION_MICROS),
             holds: LatencyCounters::new(&DURATION_MICROS),
+            metrics: LockMetrics::new(),
         }
     }
 }
@@ -73,20 +66,20 @@ impl LockCounters {
     /// One acquire attempt took `elapsed`.
     pub(crate) fn attempted(&self, elapsed: Duration) {
         self.attempts.record(elapsed);
-        series::attempt(elapsed);
+        self.metrics.attempt(elapsed);
     }
 
     /// An acquire call ended in `outcome` after `waited`.
     pub(crate) fn acquired(&self, outcome: Outcome, waited: Duration) {
         self.outcomes[outcome as usize].fetch_add(1, Relaxed);
         self.waits.record(waited);
-        series::acquired(outcome.label(), Some(waited));
+        self.metrics.acquired(outcome as usize, Some(waited));
     }
 
     /// A lock was handed to its holder.
     pub(crate) fn held(&self) {
         self.held.fetch_add(1, Relaxed);
-        series::held();
+        self.metrics.held();
     }
 
     /// A lock was released or dropped after being held for `held`; `lost`
@@ -97,10 +90,10 @@ impl LockCounters {
             .held
             .fetch_update(Relaxed, Relaxed, |n| Some(n.saturating_sub(1)));
         self.holds.record(held);
-        series::let_go(held);
+        self.metrics.let_go(held);
         if lost {
             self.lost.fetch_add(1, Relaxed);
-            series::acquired("lost", None);
+            self.metrics.acquired(series::LOST, None);
         }
     }
 
@@ -128,6 +121,21 @@ mod tests {
     use super::*;
 
     const MS: Duration = Duration::from_millis(1);
+
+    #[test]
+    fn each_outcome_has_its_label() {
+        let all = [
+            (Outcome::Granted, "granted"),
+            (Outcome::Contended, "contended"),
+            (Outcome::Unavailable, "unavailable"),
+            (Outcome::Misconfigured, "misconfigured"),
+            (Outcome::Other, "other"),
+        ];
+        for (outcome, label) in all {
+            assert_eq!(series::OUTCOMES[outcome as usize], label);
+        }
+        assert_eq!(series::OUTCOMES[series::LOST], "lost");
+    }
 
     #[test]
     fn outcomes_waits_holds_and_the_held_gauge() {

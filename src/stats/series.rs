@@ -4,6 +4,22 @@
 
 #[cfg(not(feature = "metrics"))]
 pub(crate) use disabled::*;
+
+#[cfg_attr(not(feature = "metrics"), allow(dead_code))]
+/// The `outcome` labels of the acquires series: an acquire call's
+/// outcomes in the order of `locks::Outcome`, then a granted lock that
+/// ended lost.
+pub(crate) const OUTCOMES: [&str; 6] = [
+    "granted",
+    "contended",
+    "unavailable",
+    "misconfigured",
+    "other",
+    "lost",
+];
+
+/// The index of `lost` in [`OUTCOMES`].
+pub(crate) const LOST: usize = 5;
 #[cfg(feature = "metrics")]
 pub(crate) use enabled::*;
 
@@ -133,29 +149,58 @@ mod enabled {
         counter!(SIGNALS, "kind" => kind).increment(1);
     }
 
-    /// An acquire call ended in `outcome` after `waited` (a granted lock
-    /// that ended lost: `lost`, no duration).
-    pub(crate) fn acquired(outcome: &'static str, waited: Option<Duration>) {
-        counter!(ACQUIRES, "outcome" => outcome).increment(1);
-        if let Some(waited) = waited {
-            histogram!(WAIT_SECONDS).record(waited.as_secs_f64());
+    /// The lock-level handles of one client, registered once (an acquire
+    /// and a release only add).
+    #[derive(Debug)]
+    pub(crate) struct LockMetrics {
+        /// By outcome, in the order of [`OUTCOMES`].
+        acquires: [Counter; 6],
+        attempt: Histogram,
+        wait: Histogram,
+        held: Gauge,
+        hold: Histogram,
+    }
+
+    impl LockMetrics {
+        /// The handles, registered with the recorder installed now.
+        pub(crate) fn new() -> Self {
+            Self {
+                acquires: super::OUTCOMES.map(|outcome| counter!(ACQUIRES, "outcome" => outcome)),
+                attempt: histogram!(ATTEMPT_SECONDS),
+                wait: histogram!(WAIT_SECONDS),
+                held: gauge!(LOCKS_HELD),
+                hold: histogram!(HOLD_SECONDS),
+            }
         }
     }
 
-    /// One acquire attempt took `elapsed`.
-    pub(crate) fn attempt(elapsed: Duration) {
-        histogram!(ATTEMPT_SECONDS).record(elapsed.as_secs_f64());
-    }
+    impl LockMetrics {
+        /// An acquire call ended in outcome `OUTCOMES[outcome]` after
+        /// `waited` (a granted lock that ended lost: no duration).
+        pub(crate) fn acquired(&self, outcome: usize, waited: Option<Duration>) {
+            if let Some(counter) = self.acquires.get(outcome) {
+                counter.increment(1);
+            }
+            if let Some(waited) = waited {
+                self.wait.record(waited.as_secs_f64());
+            }
+        }
 
-    /// A lock was granted.
-    pub(crate) fn held() {
-        gauge!(LOCKS_HELD).increment(1.0);
-    }
+        /// One acquire attempt took `elapsed`.
+        pub(crate) fn attempt(&self, elapsed: Duration) {
+            self.attempt.record(elapsed.as_secs_f64());
+        }
 
-    /// A lock was released or dropped after `held`.
-    pub(crate) fn let_go(held: Duration) {
-        gauge!(LOCKS_HELD).decrement(1.0);
-        histogram!(HOLD_SECONDS).record(held.as_secs_f64());
+        /// A lock was granted.
+        pub(crate) fn held(&self) {
+            self.held.increment(1.0);
+        }
+
+        /// A lock was released or dropped after `held`.
+        pub(crate) fn let_go(&self, held: Duration) {
+            self.held.decrement(1.0);
+            self.hold.record(held.as_secs_f64());
+        }
     }
 }
 
@@ -186,8 +231,16 @@ mod disabled {
 
     pub(crate) fn renewal(_ok: bool) {}
     pub(crate) fn signal(_kind: &'static str) {}
-    pub(crate) fn acquired(_outcome: &'static str, _waited: Option<Duration>) {}
-    pub(crate) fn attempt(_elapsed: Duration) {}
-    pub(crate) fn held() {}
-    pub(crate) fn let_go(_held: Duration) {}
+    #[derive(Debug)]
+    pub(crate) struct LockMetrics;
+
+    impl LockMetrics {
+        pub(crate) fn new() -> Self {
+            Self
+        }
+        pub(crate) fn acquired(&self, _outcome: usize, _waited: Option<Duration>) {}
+        pub(crate) fn attempt(&self, _elapsed: Duration) {}
+        pub(crate) fn held(&self) {}
+        pub(crate) fn let_go(&self, _held: Duration) {}
+    }
 }
