@@ -10,6 +10,17 @@ use crate::error::{Error, ResourceName, Result};
 /// Resource names starting with it are reserved.
 pub const FENCE_KEY_PREFIX: &[u8] = b"quorumlock:fence:";
 
+/// Prefix of a counting semaphore's keys: its slots
+/// `quorumlock:semaphore:{<name>}:<i>` and its fencing counter
+/// `quorumlock:semaphore:{<name>}:fence`. Resource names starting with it
+/// are reserved.
+pub const SEMAPHORE_KEY_PREFIX: &[u8] = b"quorumlock:semaphore:";
+
+/// Prefix of a leader election's keys: its leadership
+/// `quorumlock:election:{<name>}`, the epoch counter and the leader's
+/// record beside it. Resource names starting with it are reserved.
+pub const ELECTION_KEY_PREFIX: &[u8] = b"quorumlock:election:";
+
 /// Prefix of the channels the release script publishes on:
 /// `quorumlock:released:<resource>`.
 pub const RELEASE_CHANNEL_PREFIX: &[u8] = b"quorumlock:released:";
@@ -101,11 +112,17 @@ fn check_resource(resource: &[u8]) -> Result<()> {
     if resource.is_empty() {
         return Err(Error::invalid("resource name must not be empty"));
     }
-    if resource.starts_with(FENCE_KEY_PREFIX) {
-        return Err(Error::invalid(format!(
-            "resource {} uses the reserved prefix of fencing counters",
-            ResourceName::new(resource)
-        )));
+    for (prefix, what) in [
+        (FENCE_KEY_PREFIX, "fencing counters"),
+        (SEMAPHORE_KEY_PREFIX, "semaphores"),
+        (ELECTION_KEY_PREFIX, "elections"),
+    ] {
+        if resource.starts_with(prefix) {
+            return Err(Error::invalid(format!(
+                "resource {} uses the reserved prefix of {what}",
+                ResourceName::new(resource)
+            )));
+        }
     }
     Ok(())
 }
@@ -145,6 +162,8 @@ mod tests {
         assert!(Keys::one(b"job", false).unwrap().fence_key().is_none());
         assert!(Keys::one(b"", false).unwrap_err().is_invalid_input());
         assert!(Keys::one(b"quorumlock:fence:x", false).is_err());
+        assert!(Keys::one(b"quorumlock:semaphore:{x}:0", false).is_err());
+        assert!(Keys::one(b"quorumlock:election:{x}", false).is_err());
     }
 
     #[test]

@@ -84,7 +84,9 @@ pub use error::{
     Error, LossKind, LostReason, NodeFailure, NodeFailureKind, Operation, ResourceName, Result,
 };
 pub use health::{Health, NodeHealth};
-pub use keys::{FENCE_KEY_PREFIX, RELEASE_CHANNEL_PREFIX};
+pub use keys::{
+    ELECTION_KEY_PREFIX, FENCE_KEY_PREFIX, RELEASE_CHANNEL_PREFIX, SEMAPHORE_KEY_PREFIX,
+};
 pub use lease::{LostSignal, Renewal};
 pub use lock::Lock;
 pub use node::fence::MAX_FENCE;
