@@ -197,6 +197,10 @@ impl Config {
 /// Most nodes a client may have (a Redlock cluster has a handful).
 pub const MAX_NODES: usize = 64;
 
+/// Most permits a semaphore may have: each is one key on every node, and
+/// an acquire looks through them in one script.
+pub const MAX_PERMITS: u32 = 1024;
+
 /// Checks the node list: at least one node, at most [`MAX_NODES`], no node twice (the same
 /// host, port and database would vote twice). `labels` are the nodes'
 /// `host:port/db`.

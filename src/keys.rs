@@ -4,6 +4,7 @@
 use std::fmt;
 use std::sync::Arc;
 
+use crate::config::MAX_PERMITS;
 use crate::error::{Error, ResourceName, Result};
 
 /// Prefix of the fencing counter keys: `quorumlock:fence:<resource>`.
@@ -32,6 +33,9 @@ pub(crate) struct Keys(Arc<Inner>);
 struct Inner {
     resources: Vec<Vec<u8>>,
     fence_key: Option<Vec<u8>>,
+    /// The one channel (after [`RELEASE_CHANNEL_PREFIX`]) a release
+    /// announces on, when not each key's own: a semaphore's.
+    announce: Option<Vec<u8>>,
 }
 
 impl Keys {
@@ -43,6 +47,7 @@ impl Keys {
         Ok(Self(Arc::new(Inner {
             resources: vec![resource],
             fence_key,
+            announce: None,
         })))
     }
 
@@ -70,6 +75,7 @@ impl Keys {
         Ok(Self(Arc::new(Inner {
             resources: list,
             fence_key: None,
+            announce: None,
         })))
     }
 
@@ -105,6 +111,121 @@ impl Keys {
     /// The resource for messages.
     pub(crate) fn name(&self) -> ResourceName {
         ResourceName::new(self.first())
+    }
+
+    /// The one channel name (after [`RELEASE_CHANNEL_PREFIX`]) a release
+    /// of these keys announces on, when it is not each key's own.
+    pub(crate) fn announce(&self) -> Option<&[u8]> {
+        self.0.announce.as_deref()
+    }
+
+    /// The channel names (after [`RELEASE_CHANNEL_PREFIX`]) a release of
+    /// these keys is announced on.
+    pub(crate) fn channels(&self) -> Vec<&[u8]> {
+        match self.announce() {
+            Some(one) => vec![one],
+            None => self.slices().collect(),
+        }
+    }
+}
+
+/// A counting semaphore's keys: `permits` slots, each an ordinary lock key
+/// (`quorumlock:semaphore:{<name>}:<i>`), its fencing counter
+/// (`…:fence`) and the channel its releases are announced on. The braces
+/// are a hash tag: a Redis Cluster would keep one semaphore's keys in one
+/// slot. Cheap to clone.
+#[derive(Clone)]
+pub(crate) struct Slots(Arc<SlotsInner>);
+
+struct SlotsInner {
+    name: Vec<u8>,
+    keys: Vec<Vec<u8>>,
+    fence_key: Option<Vec<u8>>,
+    /// `quorumlock:semaphore:{<name>}`: the channel name of its releases.
+    base: Vec<u8>,
+}
+
+impl Slots {
+    /// The semaphore `name` with `permits` slots (checked against
+    /// [`MAX_PERMITS`]), fenced or not.
+    pub(crate) fn new(name: &[u8], permits: u32, fenced: bool) -> Result<Self> {
+        if name.is_empty() {
+            return Err(Error::invalid("semaphore name must not be empty"));
+        }
+        if permits == 0 || permits > MAX_PERMITS {
+            return Err(Error::invalid(format!(
+                "a semaphore has 1 to {MAX_PERMITS} permits, not {permits}"
+            )));
+        }
+        let base = [SEMAPHORE_KEY_PREFIX, b"{", name, b"}"].concat();
+        let keys = (0..permits)
+            .map(|i| [&base[..], b":", i.to_string().as_bytes()].concat())
+            .collect();
+        let fence_key = fenced.then(|| [&base[..], b":fence"].concat());
+        Ok(Self(Arc::new(SlotsInner {
+            name: name.to_vec(),
+            keys,
+            fence_key,
+            base,
+        })))
+    }
+
+    /// The semaphore's name, as given.
+    pub(crate) fn name(&self) -> &[u8] {
+        &self.0.name
+    }
+
+    /// Number of slots: the semaphore's permits.
+    pub(crate) fn count(&self) -> usize {
+        self.0.keys.len()
+    }
+
+    /// The key of slot `i`.
+    pub(crate) fn key(&self, i: usize) -> &[u8] {
+        self.0.keys.get(i).map(Vec::as_slice).unwrap_or_default()
+    }
+
+    /// The fencing counter, for a fenced semaphore.
+    pub(crate) fn fence_key(&self) -> Option<&[u8]> {
+        self.0.fence_key.as_deref()
+    }
+
+    /// The slot whose key is `key`.
+    pub(crate) fn index_of(&self, key: &[u8]) -> Option<usize> {
+        self.0.keys.iter().position(|k| k.as_slice() == key)
+    }
+
+    /// The keys of a holder of `slots` (indices, each below
+    /// [`count`](Self::count)): released, extended and checked together,
+    /// with the semaphore's fencing counter, announced on its channel.
+    pub(crate) fn held(&self, slots: &[usize]) -> Keys {
+        self.keys_of(slots.iter().map(|&i| self.key(i).to_vec()).collect())
+    }
+
+    /// The keys of every slot but `kept`: what an attempt that keeps
+    /// `kept` may also have set on some node.
+    pub(crate) fn except(&self, kept: &[usize]) -> Keys {
+        let rest = (0..self.count()).filter(|i| !kept.contains(i));
+        self.keys_of(rest.map(|i| self.key(i).to_vec()).collect())
+    }
+
+    fn keys_of(&self, resources: Vec<Vec<u8>>) -> Keys {
+        Keys(Arc::new(Inner {
+            resources,
+            fence_key: self.0.fence_key.clone(),
+            announce: Some(self.0.base.clone()),
+        }))
+    }
+}
+
+impl fmt::Debug for Slots {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "Slots({} × {})",
+            self.0.name.escape_ascii(),
+            self.0.keys.len()
+        )
     }
 }
 
@@ -164,6 +285,46 @@ mod tests {
         assert!(Keys::one(b"quorumlock:fence:x", false).is_err());
         assert!(Keys::one(b"quorumlock:semaphore:{x}:0", false).is_err());
         assert!(Keys::one(b"quorumlock:election:{x}", false).is_err());
+    }
+
+    #[test]
+    fn a_semaphore_has_one_key_per_permit_under_one_hash_tag() {
+        let slots = Slots::new(b"pool", 3, true).unwrap();
+        assert_eq!(slots.count(), 3);
+        assert_eq!(slots.key(2), b"quorumlock:semaphore:{pool}:2");
+        assert_eq!(
+            slots.fence_key(),
+            Some(&b"quorumlock:semaphore:{pool}:fence"[..])
+        );
+        let held = slots.held(&[2, 0]);
+        let keys: Vec<&[u8]> = held.slices().collect();
+        assert_eq!(
+            keys,
+            [
+                &b"quorumlock:semaphore:{pool}:2"[..],
+                b"quorumlock:semaphore:{pool}:0"
+            ]
+        );
+        assert_eq!(held.channels(), [&b"quorumlock:semaphore:{pool}"[..]]);
+        assert_eq!(held.fence_key(), slots.fence_key());
+        let rest = slots.except(&[2, 0]);
+        assert_eq!(
+            rest.resources(),
+            [b"quorumlock:semaphore:{pool}:1".to_vec()]
+        );
+        assert!(Slots::new(b"pool", 0, false)
+            .unwrap_err()
+            .is_invalid_input());
+        assert!(Slots::new(b"pool", MAX_PERMITS + 1, false).is_err());
+        assert!(Slots::new(b"", 1, false).is_err());
+        assert!(Slots::new(b"pool", 1, false).unwrap().fence_key().is_none());
+        assert_eq!(slots.index_of(b"quorumlock:semaphore:{pool}:1"), Some(1));
+        assert_eq!(slots.index_of(b"quorumlock:semaphore:{pool}:3"), None);
+        // A lock's releases are announced on each key's own channel.
+        assert_eq!(
+            Keys::many(["a", "b"]).unwrap().channels(),
+            [&b"a"[..], b"b"]
+        );
     }
 
     #[test]

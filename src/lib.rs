@@ -70,6 +70,7 @@ mod quorum;
 mod random;
 mod redlock;
 mod request;
+mod semaphore;
 mod stats;
 mod status;
 mod token;
@@ -78,7 +79,7 @@ mod validity;
 pub use builder::Builder;
 pub use config::{
     Retry, DEFAULT_CONNECT_TIMEOUT, DEFAULT_DRIFT_FACTOR, DEFAULT_NODE_TIMEOUT, DEFAULT_RETRY,
-    DEFAULT_RETRY_DELAY_MAX, DEFAULT_RETRY_DELAY_MIN, MAX_NODES, MAX_TTL,
+    DEFAULT_RETRY_DELAY_MAX, DEFAULT_RETRY_DELAY_MIN, MAX_NODES, MAX_PERMITS, MAX_TTL,
 };
 pub use error::{
     Error, LossKind, LostReason, NodeFailure, NodeFailureKind, Operation, ResourceName, Result,
@@ -93,6 +94,7 @@ pub use node::fence::MAX_FENCE;
 pub use nodes::{IntoNode, NodeSource};
 pub use redlock::Redlock;
 pub use request::LockRequest;
+pub use semaphore::{Permit, SemaphoreHolder, SemaphoreRequest, SemaphoreStatus};
 #[cfg(feature = "metrics")]
 pub use stats::metrics;
 pub use stats::{Acquires, Latency, LeaseStats, LockStats, NodeStats, Stats, Votes};

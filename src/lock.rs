@@ -97,6 +97,19 @@ impl Lock {
         }
     }
 
+    /// This lock, renewed on `renewal`'s schedule when one is given; when
+    /// renewal cannot start (settings that cannot work for the TTL), the
+    /// lock is released again and the error returned.
+    pub(crate) async fn renewed(self, renewal: Option<Renewal>) -> Result<Self> {
+        if let Some(renewal) = renewal {
+            if let Err(e) = self.auto_renew(renewal) {
+                let _ = self.release().await;
+                return Err(e);
+            }
+        }
+        Ok(self)
+    }
+
     /// The resource name, byte for byte as it is stored as the Redis key.
     /// For a lock over several resources, the first one.
     pub fn resource(&self) -> &[u8] {

@@ -6,11 +6,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::config::Retry;
+use crate::error::ResourceName;
 use crate::error::Result;
 use crate::health::{self, Health};
+use crate::keys::Slots;
 use crate::lock::Lock;
 use crate::quorum::engine::Engine;
 use crate::request::LockRequest;
+use crate::semaphore::{SemaphoreRequest, SemaphoreStatus};
 use crate::stats::Stats;
 use crate::status::Status;
 
@@ -193,6 +196,68 @@ impl Redlock {
     {
         let resources = resources.into_iter().map(|r| r.as_ref().to_vec()).collect();
         LockRequest::new(self.engine.clone(), resources, ttl)
+    }
+
+    /// Describes permits of the counting semaphore `name`, which has
+    /// `permits` of them, each held for `ttl`: at most `permits` are held
+    /// at once across every client and host (see [`SemaphoreRequest`] for
+    /// the guarantee and its options: how many to take, a fencing token,
+    /// retries, renewal); then [`acquire`](SemaphoreRequest::acquire) them
+    /// or [`run`](SemaphoreRequest::run) work under them.
+    ///
+    /// Every client of one semaphore must name the same number of permits:
+    /// the bound is the largest number any of them names.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # async fn demo(redlock: quorumlock::Redlock) -> Result<(), quorumlock::Error> {
+    /// let done = redlock
+    ///     .semaphore("exports", 4, std::time::Duration::from_secs(30))
+    ///     .run(|_signal| async move { /* at most 4 of these at once */ })
+    ///     .await?;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn semaphore(
+        &self,
+        name: impl AsRef<[u8]>,
+        permits: u32,
+        ttl: Duration,
+    ) -> SemaphoreRequest {
+        SemaphoreRequest::new(self.engine.clone(), name.as_ref().to_vec(), permits, ttl)
+    }
+
+    /// Reads who holds the permits of the semaphore `name` of `permits`
+    /// permits, on every node, without taking anything: per slot, what
+    /// each node holds.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidInput`](crate::Error::InvalidInput) (nothing read)
+    /// for an empty name, no permits or more than
+    /// [`MAX_PERMITS`](crate::MAX_PERMITS).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # async fn demo(redlock: quorumlock::Redlock) -> Result<(), quorumlock::Error> {
+    /// let status = redlock.semaphore_status("exports", 4).await?;
+    /// println!("{status}"); // "exports": 1 of 4 permits held (3f9a0c1e… slot 2, expires in 29.1s), 3 free
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn semaphore_status(
+        &self,
+        name: impl AsRef<[u8]>,
+        permits: u32,
+    ) -> Result<SemaphoreStatus> {
+        let slots = Slots::new(name.as_ref(), permits, false)?;
+        let keys: Vec<Vec<u8>> = (0..slots.count()).map(|i| slots.key(i).to_vec()).collect();
+        Ok(SemaphoreStatus {
+            name: ResourceName::new(name.as_ref()),
+            slots: self.engine.statuses(keys.into()).await,
+        })
     }
 
     /// Waits until the work this client left running in the background has

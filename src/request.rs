@@ -230,14 +230,7 @@ impl LockRequest {
         let retry = self.retry.unwrap_or(engine.config.retry);
         let keys = keys(self.resources, self.fenced)?;
         let granted = retry::acquire(&engine, keys, self.ttl, retry).await?;
-        let lock = Lock::new(engine, granted);
-        if let Some(renewal) = self.renewal {
-            if let Err(e) = lock.auto_renew(renewal) {
-                let _ = lock.release().await;
-                return Err(e);
-            }
-        }
-        Ok(lock)
+        Lock::new(engine, granted).renewed(self.renewal).await
     }
 
     /// Takes the lock and runs `work` under it: [`acquire`](LockRequest::acquire)

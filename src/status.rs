@@ -53,6 +53,30 @@ impl NodeView {
         }
     }
 
+    /// The view of a semaphore's slots on one node, for a waiter that
+    /// wants `want` of them: free when that many are free; held otherwise,
+    /// until enough of the held slots expire (the `want − free`-th soonest);
+    /// failed when the node could not say.
+    pub(crate) fn enough_free(views: Vec<NodeView>, want: usize) -> NodeView {
+        let slots = views.len();
+        let mut held = Vec::with_capacity(slots);
+        for view in views {
+            match view {
+                NodeView::Failed(_) => return view,
+                NodeView::Held { .. } => held.push(view),
+                NodeView::Free => {}
+            }
+        }
+        let free = slots - held.len();
+        if free >= want {
+            return NodeView::Free;
+        }
+        held.sort_by_key(NodeView::held_for);
+        held.into_iter()
+            .nth(want - free - 1)
+            .unwrap_or(NodeView::Free)
+    }
+
     /// The view of a set of keys on one node from the view of each: held
     /// while any is set, until the last of those expires (the one held
     /// longest); free only when every key is; failed otherwise (the first

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use redis::Cmd;
 
-use crate::keys::Keys;
+use crate::keys::{Keys, Slots};
 use crate::node::lua::{self, Lua};
 use crate::token::Token;
 use crate::validity;
@@ -74,6 +74,34 @@ impl Command {
                 Announce::Waiters => "1",
                 Announce::Silently => "0",
             });
+            if let Some(channel) = keys.announce() {
+                cmd.arg(channel);
+            }
+        })
+    }
+
+    /// Takes `want` of the semaphore's slots, all or none, looking at them
+    /// from slot `first` on (wrapping around); see `acquire_slots.lua`.
+    pub(crate) fn take_slots(
+        slots: &Slots,
+        first: usize,
+        want: usize,
+        token: &Token,
+        ttl: Duration,
+    ) -> Arc<Self> {
+        let n = slots.count();
+        let order = (0..n).map(|k| slots.key((first + k) % n));
+        let keys: Vec<&[u8]> = order.chain(slots.fence_key()).collect();
+        let fenced = if slots.fence_key().is_some() {
+            "1"
+        } else {
+            "0"
+        };
+        Self::call(&lua::ACQUIRE_SLOTS, keys, |cmd| {
+            cmd.arg(token.as_str())
+                .arg(validity::millis(ttl))
+                .arg(want)
+                .arg(fenced);
         })
     }
 

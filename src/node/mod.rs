@@ -14,6 +14,7 @@ pub(crate) mod link;
 pub(crate) mod lua;
 pub(crate) mod quarantine;
 pub(crate) mod reply;
+pub(crate) mod slots;
 
 use std::future::Future;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -225,10 +226,7 @@ impl Node {
     /// cast it is the one whose uptime let the node vote (see
     /// [`vote_checked`](Self::vote_checked)).
     pub(crate) async fn acquire(&self, command: &Command, window: Window) -> NodeResult<Grant> {
-        let reply = match &self.probe {
-            None => self.counted(window, || self.run(command)).await?,
-            Some(probe) => Box::pin(self.vote_checked(command, probe, window)).await?,
-        };
+        let reply = self.vote(command, window).await?;
         let grant = match (&reply, command.reads_fence()) {
             (&Value::Int(n), fenced) => {
                 let kind = if fenced {
@@ -258,6 +256,16 @@ impl Node {
         self.counters
             .vote(Operation::Acquire, grant.vote == Vote::Yes);
         Ok(grant)
+    }
+
+    /// Sends a vote (an acquire of any kind): with restart quarantine, its
+    /// reply counts only when the server that cast it is the one whose
+    /// uptime let the node vote (see [`vote_checked`](Self::vote_checked)).
+    async fn vote(&self, command: &Command, window: Window) -> NodeResult<Value> {
+        match &self.probe {
+            None => self.counted(window, || self.run(command)).await,
+            Some(probe) => Box::pin(self.vote_checked(command, probe, window)).await,
+        }
     }
 
     /// Second phase of a fenced acquire: where the token is still held,

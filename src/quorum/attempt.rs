@@ -27,6 +27,8 @@ use crate::validity;
 pub(crate) enum Attempt {
     /// A quorum said yes in time.
     Granted {
+        /// The keys the lock holds (a semaphore's: the slots kept).
+        keys: Keys,
         deadline: Instant,
         sets: Vec<SetFuture>,
         /// The fencing token, for a fenced lock.
@@ -115,24 +117,14 @@ pub(crate) async fn acquire_once(
                 .iter()
                 .filter(|(_, g)| g.vote == Vote::Yes)
                 .map(|(_, g)| g.counter);
-            match fence::propose(counters) {
-                Ok(proposed) => {
-                    let commit = commit_fence(engine, keys, token, proposed, valid_until).await;
-                    if commit.reached() {
-                        fence = Some(proposed);
-                    } else {
-                        debug!(
-                            yes = commit.tally.yes(),
-                            no = commit.tally.no(),
-                            "fence commit failed"
-                        );
-                        granted = false;
-                        failures.extend(commit.failures);
-                        tally = commit.tally;
-                    }
+            match fence_token(engine, keys, token, counters, valid_until).await {
+                Fenced::Token(proposed) => fence = Some(proposed),
+                Fenced::NotCommitted(commit) => {
+                    granted = false;
+                    failures.extend(commit.failures);
+                    tally = commit.tally;
                 }
-                Err(highest) => {
-                    debug!(highest, "fencing tokens exhausted");
+                Fenced::Exhausted(highest) => {
                     granted = false;
                     fence_exhausted = Some(highest);
                 }
@@ -147,6 +139,7 @@ pub(crate) async fn acquire_once(
             guard.sets = None;
             debug!(?elapsed, yes = tally.yes(), ?fence, "granted");
             return Attempt::Granted {
+                keys: keys.clone(),
                 deadline: valid_until,
                 sets,
                 fence,
@@ -160,21 +153,8 @@ pub(crate) async fn acquire_once(
             failed = tally.failed(),
             "attempt failed"
         );
-        // Release everywhere before the next attempt (a key left from this
-        // one would refuse it), but wait at most one node timeout: a hung
-        // node gets its release in the background, queued behind its SET.
-        // Lost to a holder, the cleanup is silent: that holder announces
-        // when it lets go, and waking the waiters now would only send them
-        // to its keys.
         guard.sets = None;
-        let all = engine.nodes.len();
-        let announce = if tally.held_elsewhere() {
-            Announce::Silently
-        } else {
-            Announce::Waiters
-        };
-        let cleanup = engine.release_after(keys, token, sets, all, announce);
-        let _ = tokio::time::timeout(timeout, cleanup).await;
+        clean_up(engine, keys, token, sets, &tally, timeout).await;
         Attempt::Failed(AttemptFailure {
             tally,
             failures,
@@ -183,6 +163,71 @@ pub(crate) async fn acquire_once(
         })
     })
     .await
+}
+
+/// The end of a failed attempt: release `keys` everywhere before the next
+/// attempt (a key left from this one would refuse it), but wait at most
+/// `timeout`: a hung node gets its release in the background, queued
+/// behind its `SET`. Lost to a holder (`tally`), the cleanup is silent:
+/// that holder announces when it lets go, and waking the waiters now would
+/// only send them to its keys.
+pub(crate) async fn clean_up(
+    engine: &Engine,
+    keys: &Keys,
+    token: &Token,
+    sets: Vec<SetFuture>,
+    tally: &Tally,
+    timeout: Duration,
+) {
+    let all = engine.nodes.len();
+    let announce = if tally.held_elsewhere() {
+        Announce::Silently
+    } else {
+        Announce::Waiters
+    };
+    let cleanup = engine.release_after(keys, token, sets, all, announce);
+    let _ = tokio::time::timeout(timeout, cleanup).await;
+}
+
+/// How the fencing token of a granted attempt ended.
+pub(crate) enum Fenced {
+    /// Committed by a majority: the token.
+    Token(u64),
+    /// The commit reached no majority in time (the attempt fails).
+    NotCommitted(Outcome<Commit>),
+    /// No token above the highest counter read is left.
+    Exhausted(u64),
+}
+
+/// The fencing token of an attempt granted on `keys`: proposed above the
+/// `counters` the granting nodes read (see [`fence::propose`]), then
+/// committed ([`commit_fence`]).
+pub(crate) async fn fence_token(
+    engine: &Engine,
+    keys: &Keys,
+    token: &Token,
+    counters: impl Iterator<Item = u64>,
+    valid_until: Instant,
+) -> Fenced {
+    match fence::propose(counters) {
+        Ok(proposed) => {
+            let commit = commit_fence(engine, keys, token, proposed, valid_until).await;
+            if commit.reached() {
+                Fenced::Token(proposed)
+            } else {
+                debug!(
+                    yes = commit.tally.yes(),
+                    no = commit.tally.no(),
+                    "fence commit failed"
+                );
+                Fenced::NotCommitted(commit)
+            }
+        }
+        Err(highest) => {
+            debug!(highest, "fencing tokens exhausted");
+            Fenced::Exhausted(highest)
+        }
+    }
 }
 
 /// Second phase of a fenced acquire: every node still holding the token
@@ -223,11 +268,12 @@ async fn commit_fence(
 /// Spawns the release of a half-finished attempt when the future running
 /// it is dropped (e.g. by `tokio::time::timeout`), so its keys do not
 /// linger until their TTL.
-struct CleanupOnDrop {
-    engine: Arc<Engine>,
-    keys: Keys,
-    token: Token,
-    sets: Option<Vec<SetFuture>>,
+pub(crate) struct CleanupOnDrop {
+    pub(crate) engine: Arc<Engine>,
+    pub(crate) keys: Keys,
+    pub(crate) token: Token,
+    /// Taken once the attempt ended and needs no cleanup on drop.
+    pub(crate) sets: Option<Vec<SetFuture>>,
 }
 
 impl Drop for CleanupOnDrop {

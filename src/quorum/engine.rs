@@ -332,7 +332,7 @@ impl Engine {
 
     /// Every key of `keys` on one node picked at random (from the OS:
     /// forked workers do not all look at the same node).
-    async fn look_at_each(&self, keys: &Keys) -> Vec<NodeView> {
+    pub(crate) async fn look_at_each(&self, keys: &Keys) -> Vec<NodeView> {
         let node = &self.nodes[random::below(self.nodes.len())];
         let one: Arc<[Node]> = Arc::new([node.clone()]);
         let views = self.views(&one, keys.resources().into()).await;
@@ -341,14 +341,26 @@ impl Engine {
 
     /// Reads the resource's key on every node, in parallel.
     pub(crate) async fn status(&self, resource: &[u8]) -> Status {
-        let views = self.views(&self.nodes, Arc::new([resource.to_vec()])).await;
-        let nodes = self
-            .nodes
-            .iter()
-            .map(|n| n.label().to_owned())
-            .zip(views.into_iter().flatten())
-            .collect();
-        Status::new(ResourceName::new(resource), nodes, self.needed())
+        let mut one = self.statuses(Arc::new([resource.to_vec()])).await;
+        one.pop()
+            .unwrap_or_else(|| Status::new(ResourceName::new(resource), Vec::new(), self.needed()))
+    }
+
+    /// Reads each of `keys` on every node, in parallel: one status per key.
+    pub(crate) async fn statuses(&self, keys: Arc<[Vec<u8>]>) -> Vec<Status> {
+        let views = self.views(&self.nodes, keys.clone()).await;
+        let mut per_key: Vec<Vec<(String, NodeView)>> = vec![Vec::new(); keys.len()];
+        for (node, node_views) in self.nodes.iter().zip(views) {
+            for (k, view) in node_views.into_iter().enumerate() {
+                if let Some(list) = per_key.get_mut(k) {
+                    list.push((node.label().to_owned(), view));
+                }
+            }
+        }
+        keys.iter()
+            .zip(per_key)
+            .map(|(key, nodes)| Status::new(ResourceName::new(key), nodes, self.needed()))
+            .collect()
     }
 
     /// What each of `nodes` holds for each of `keys` (read-only; every

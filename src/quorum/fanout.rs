@@ -109,9 +109,60 @@ pub(crate) async fn decided_by<T, F, Fut>(
     nodes: &Arc<[Node]>,
     background: &Background,
     plan: Plan,
-    mut send: F,
-    mut vote: impl FnMut(usize, &T) -> Vote,
+    send: F,
+    vote: impl FnMut(usize, &T) -> Vote,
     decide: impl Fn(&Tally) -> Option<Decision>,
+) -> Outcome<T>
+where
+    F: FnMut(usize, &Node, Window) -> Fut,
+    Fut: Future<Output = NodeResult<T>> + Send + 'static,
+    T: Send + 'static,
+{
+    let mut count = Closures { vote, decide };
+    counted(nodes, background, plan, send, &mut count).await
+}
+
+/// How the replies of a fan-out count: each reply's vote, and the
+/// decision after each vote. A rule with state of its own (a semaphore's
+/// votes per slot) keeps it here, read back by the caller afterwards.
+pub(crate) trait Count<T> {
+    /// How node `i`'s reply votes.
+    fn vote(&mut self, i: usize, reply: &T) -> Vote;
+    /// The decision once `tally` (every vote so far) is counted, if known.
+    fn decide(&self, tally: &Tally) -> Option<Decision>;
+}
+
+/// A [`Count`] from two closures.
+struct Closures<V, D> {
+    vote: V,
+    decide: D,
+}
+
+impl<T, V, D> Count<T> for Closures<V, D>
+where
+    V: FnMut(usize, &T) -> Vote,
+    D: Fn(&Tally) -> Option<Decision>,
+{
+    fn vote(&mut self, i: usize, reply: &T) -> Vote {
+        (self.vote)(i, reply)
+    }
+
+    fn decide(&self, tally: &Tally) -> Option<Decision> {
+        (self.decide)(tally)
+    }
+}
+
+/// The fan-out itself: [`ask`] with the votes and the decision of `count`.
+///
+/// # Cancel safety
+///
+/// As [`ask`].
+pub(crate) async fn counted<T, F, Fut>(
+    nodes: &Arc<[Node]>,
+    background: &Background,
+    plan: Plan,
+    mut send: F,
+    count: &mut impl Count<T>,
 ) -> Outcome<T>
 where
     F: FnMut(usize, &Node, Window) -> Fut,
@@ -141,7 +192,7 @@ where
         replies: Vec::with_capacity(nodes.len()),
         failures: Vec::new(),
     };
-    if let Some(decision) = decide(&outcome.tally) {
+    if let Some(decision) = count.decide(&outcome.tally) {
         // Nothing needed: the calls are background work.
         outcome.decision = Some(decision);
         return outcome;
@@ -156,13 +207,13 @@ where
             biased;
             reply = gather.next() => {
                 let Some((i, reply)) = reply else {
-                    outcome.decision = decide(&outcome.tally);
+                    outcome.decision = count.decide(&outcome.tally);
                     break;
                 };
                 let v = match reply {
                     Ok(reply) => {
                         gather.counted(i);
-                        let v = vote(i, &reply);
+                        let v = count.vote(i, &reply);
                         outcome.replies.push((i, reply));
                         v
                     }
@@ -174,7 +225,7 @@ where
                     }
                 };
                 outcome.tally.record(v);
-                if let Some(decision) = decide(&outcome.tally) {
+                if let Some(decision) = count.decide(&outcome.tally) {
                     outcome.decision = Some(decision);
                     break;
                 }
@@ -191,7 +242,7 @@ where
                     outcome.failures.push(failure);
                     outcome.tally.record(Vote::Failed);
                 }
-                outcome.decision = decide(&outcome.tally);
+                outcome.decision = count.decide(&outcome.tally);
                 break;
             }
         }

@@ -119,7 +119,7 @@ impl Handoff {
                     tokio::spawn(run_node(Arc::downgrade(self), i, self.stop.clone()));
                 }
             }
-            for resource in keys.resources() {
+            for resource in keys.channels() {
                 let name = channel(resource);
                 let entry = state.channels.entry(name.clone()).or_insert_with(|| {
                     fresh.push(name.clone());

@@ -2,12 +2,15 @@
 
 pub(crate) mod attempt;
 pub(crate) mod background;
+pub(crate) mod claim;
 pub(crate) mod engine;
 pub(crate) mod fanout;
 pub(crate) mod handoff;
+pub(crate) mod permit_attempt;
 pub(crate) mod remote_check;
 pub(crate) mod repair;
 pub(crate) mod retry;
 pub(crate) mod rule;
 pub(crate) mod set_order;
+pub(crate) mod slots;
 pub(crate) mod traced;

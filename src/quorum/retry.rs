@@ -10,7 +10,8 @@ use std::time::{Duration, Instant};
 use crate::config::Retry;
 use crate::error::{misconfigured, Error, Operation, ResourceName, Result};
 use crate::keys::Keys;
-use crate::quorum::attempt::{self, Attempt, AttemptFailure};
+use crate::quorum::attempt::{Attempt, AttemptFailure};
+use crate::quorum::claim::Claim;
 use crate::quorum::engine::Engine;
 use crate::quorum::handoff::Watch;
 use crate::quorum::rule;
@@ -46,12 +47,12 @@ pub(crate) struct Granted {
 /// had set (see [`attempt::acquire_once`]).
 pub(crate) async fn acquire(
     engine: &Arc<Engine>,
-    keys: Keys,
+    claim: impl Into<Claim>,
     ttl: Duration,
     retry: Retry,
 ) -> Result<Granted> {
     let start = Instant::now();
-    let result = attempts(engine, keys, ttl, retry).await;
+    let result = attempts(engine, claim.into(), ttl, retry).await;
     let outcome = match &result {
         Ok(_) => Outcome::Granted,
         Err(e) => Outcome::of(e),
@@ -63,7 +64,7 @@ pub(crate) async fn acquire(
 /// [`acquire`] without the counting of its outcome.
 async fn attempts(
     engine: &Arc<Engine>,
-    keys: Keys,
+    claim: Claim,
     ttl: Duration,
     retry: Retry,
 ) -> Result<Granted> {
@@ -78,10 +79,11 @@ async fn attempts(
         attempts = attempts.saturating_add(1);
         let token = Token::generate();
         let began = Instant::now();
-        let attempt = attempt::acquire_once(engine, &keys, &token, ttl, drift).await;
+        let attempt = claim.attempt(engine, &token, ttl, drift).await;
         engine.leases.locks.attempted(began.elapsed());
         let failure = match attempt {
             Attempt::Granted {
+                keys,
                 deadline: valid_until,
                 sets,
                 fence,
@@ -116,9 +118,9 @@ async fn attempts(
             || failure.fence_exhausted.is_some()
         {
             let resource = if is_contended(&failure) {
-                engine.held_resource(&keys).await
+                claim.held_resource(engine).await
             } else {
-                keys.name()
+                claim.name()
             };
             return Err(error(engine, resource, ttl, attempts, failure));
         }
@@ -132,7 +134,7 @@ async fn attempts(
             (Some(handoff), None) if held => {
                 // Subscribe, then retry at once: a release that came before
                 // the subscription is not missed.
-                watch = Some(handoff.watch(&keys, cfg.node_timeout).await);
+                watch = Some(handoff.watch(&claim.watched(), cfg.node_timeout).await);
             }
             (_, Some(w)) if held => {
                 let patience = Patience {
@@ -142,7 +144,7 @@ async fn attempts(
                     stretch: retry.count().is_none(),
                     deadline,
                 };
-                woken = wait_for_release(engine, &keys, w, patience, &mut spread).await;
+                woken = wait_for_release(engine, &claim, w, patience, &mut spread).await;
             }
             _ => tokio::time::sleep(delay).await,
         }
@@ -220,12 +222,12 @@ impl Patience {
 /// anything but "set" ends the wait, and the attempt decides.
 async fn wait_for_release(
     engine: &Engine,
-    keys: &Keys,
+    claim: &Claim,
     watch: &Watch,
     patience: Patience,
     spread: &mut Duration,
 ) -> bool {
-    let first_wait = match engine.look(keys).await {
+    let first_wait = match claim.look(engine).await {
         NodeView::Free => return true,
         // Held: until it expires at most; no answer: the retry delay.
         view => patience.wait(view.held_for().unwrap_or_default(), Instant::now()),
@@ -242,7 +244,7 @@ async fn wait_for_release(
             () = &mut fallback => return false,
             () = tokio::time::sleep(jitter) => {}
         }
-        let Some(held_for) = engine.look(keys).await.held_for() else {
+        let Some(held_for) = claim.look(engine).await.held_for() else {
             return true;
         };
         // Set again by a faster waiter, for this long at most.

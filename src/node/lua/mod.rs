@@ -73,6 +73,11 @@ script!(
     ACQUIRE_FENCED = "acquire_fenced.lua"
 );
 script!(
+    /// Takes k of a semaphore's slots on a node, all or none (and reads
+    /// its fencing counter).
+    ACQUIRE_SLOTS = "acquire_slots.lua"
+);
+script!(
     /// Raises the fencing counter where the token is still held.
     FENCE_COMMIT = "fence_commit.lua"
 );
@@ -87,12 +92,13 @@ script!(
 );
 
 /// Every script, for preloading on connect.
-pub(crate) fn all() -> [&'static Lua; 7] {
+pub(crate) fn all() -> [&'static Lua; 8] {
     [
         &RELEASE,
         &EXTEND,
         &ACQUIRE_MULTI,
         &ACQUIRE_FENCED,
+        &ACQUIRE_SLOTS,
         &FENCE_COMMIT,
         &HOLDS,
         &RUN_ID,

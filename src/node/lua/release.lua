@@ -6,6 +6,9 @@
 -- KEYS = resources, ARGV[1] = token, ARGV[2] = "1" to announce the release,
 -- "0" for a silent one (the cleanup of an attempt that lost to a holder:
 -- waking the waiters then would only send them to that holder).
+-- ARGV[3], when given, names the one channel to announce on instead of
+-- each key's own (a semaphore's slots: its waiters wait for any of them),
+-- announced once when a key was deleted.
 -- Returns the number of keys deleted (0 when none carried the token),
 -- negated if the node refused an announcement (one integer: the cheapest
 -- reply to read).
@@ -15,17 +18,23 @@
 -- DEL that has happened.
 local deleted = 0
 local refused = false
+local function announce(name)
+    local published = redis.pcall("PUBLISH", "quorumlock:released:" .. name, ARGV[1])
+    if type(published) == "table" and published.err then
+        refused = true
+    end
+end
 for _, key in ipairs(KEYS) do
     if redis.call("GET", key) == ARGV[1] then
         redis.call("DEL", key)
         deleted = deleted + 1
-        if ARGV[2] ~= "0" then
-            local published = redis.pcall("PUBLISH", "quorumlock:released:" .. key, ARGV[1])
-            if type(published) == "table" and published.err then
-                refused = true
-            end
+        if ARGV[2] ~= "0" and not ARGV[3] then
+            announce(key)
         end
     end
+end
+if ARGV[3] and ARGV[2] ~= "0" and deleted > 0 then
+    announce(ARGV[3])
 end
 if refused then
     return -deleted

@@ -1,0 +1,91 @@
+//! What an acquisition asks the nodes for: a lock's keys, or permits of a
+//! semaphore. The retry loop ([`crate::quorum::retry`]) is the same for
+//! both; this is where they differ — the attempt, the channels a waiter
+//! listens on, and the look a woken waiter takes before trying again.
+
+use std::time::Duration;
+
+use crate::error::ResourceName;
+use crate::keys::{Keys, Slots};
+use crate::quorum::attempt::{self, Attempt};
+use crate::quorum::engine::Engine;
+use crate::quorum::permit_attempt;
+use crate::status::NodeView;
+use crate::token::Token;
+
+/// What an acquisition takes.
+#[derive(Debug, Clone)]
+pub(crate) enum Claim {
+    /// A lock over these keys.
+    Lock(Keys),
+    /// `want` permits of a semaphore.
+    Permits {
+        /// The semaphore's slots.
+        slots: Slots,
+        /// Permits wanted, all or nothing (at least 1, at most the slots).
+        want: usize,
+    },
+}
+
+impl From<Keys> for Claim {
+    fn from(keys: Keys) -> Self {
+        Claim::Lock(keys)
+    }
+}
+
+impl Claim {
+    /// One attempt with a fresh `token`.
+    pub(crate) async fn attempt(
+        &self,
+        engine: &std::sync::Arc<Engine>,
+        token: &Token,
+        ttl: Duration,
+        drift: Duration,
+    ) -> Attempt {
+        match self {
+            Claim::Lock(keys) => attempt::acquire_once(engine, keys, token, ttl, drift).await,
+            Claim::Permits { slots, want } => {
+                permit_attempt::take_once(engine, slots, *want, token, ttl, drift).await
+            }
+        }
+    }
+
+    /// The keys whose release announcements wake a waiter: the lock's, or
+    /// every slot (announced on the semaphore's one channel).
+    pub(crate) fn watched(&self) -> Keys {
+        match self {
+            Claim::Lock(keys) => keys.clone(),
+            Claim::Permits { slots, .. } => slots.except(&[]),
+        }
+    }
+
+    /// The name errors give.
+    pub(crate) fn name(&self) -> ResourceName {
+        match self {
+            Claim::Lock(keys) => keys.name(),
+            Claim::Permits { slots, .. } => ResourceName::new(slots.name()),
+        }
+    }
+
+    /// The name a refusal gives: for a lock over several resources, the
+    /// one found held.
+    pub(crate) async fn held_resource(&self, engine: &Engine) -> ResourceName {
+        match self {
+            Claim::Lock(keys) => engine.held_resource(keys).await,
+            Claim::Permits { .. } => self.name(),
+        }
+    }
+
+    /// A waiter's hint, from one node picked at random: free when what is
+    /// wanted is free there; held otherwise, for as long as it takes for
+    /// enough of it to expire.
+    pub(crate) async fn look(&self, engine: &Engine) -> NodeView {
+        match self {
+            Claim::Lock(keys) => engine.look(keys).await,
+            Claim::Permits { slots, want } => {
+                let views = engine.look_at_each(&slots.except(&[])).await;
+                NodeView::enough_free(views, *want)
+            }
+        }
+    }
+}

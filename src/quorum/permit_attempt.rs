@@ -1,0 +1,160 @@
+//! One attempt to take permits of a semaphore: the slots script on every
+//! node at once (one round trip while permits are free), decided by the
+//! slot rule ([`crate::quorum::slots`]); for a fenced semaphore, followed
+//! by the commit of the fencing token on the semaphore's one counter. The
+//! deadline the holder gets is [`validity::deadline`] from the attempt's
+//! start, as for a lock.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use tracing::debug;
+
+use crate::keys::Slots;
+use crate::node::reply::Vote;
+use crate::node::slots::SlotGrant;
+use crate::quorum::attempt::{self, Attempt, AttemptFailure, CleanupOnDrop, Fenced};
+use crate::quorum::engine::Engine;
+use crate::quorum::fanout::{self, Count, Plan};
+use crate::quorum::rule::{Decision, Tally};
+use crate::quorum::set_order::SetFuture;
+use crate::quorum::slots::SlotVotes;
+use crate::quorum::traced::in_span;
+use crate::random;
+use crate::token::Token;
+use crate::validity;
+
+/// The slot rule as a fan-out's count: a node that set slots votes yes
+/// (and its slots are counted), one that refused votes no.
+struct SlotCount(SlotVotes);
+
+impl Count<SlotGrant> for SlotCount {
+    fn vote(&mut self, _: usize, grant: &SlotGrant) -> Vote {
+        self.0.record(&grant.positions);
+        if grant.granted() {
+            Vote::Yes
+        } else {
+            Vote::No
+        }
+    }
+
+    fn decide(&self, tally: &Tally) -> Option<Decision> {
+        self.0.decide(tally.pending())
+    }
+}
+
+/// One attempt at `want` of the semaphore's slots with a fresh `token`.
+///
+/// The nodes look at the slots from one drawn at random: concurrent
+/// acquires mostly ask for different free slots instead of splitting one
+/// slot's votes between them. Granted, the holder keeps `want` won slots;
+/// whatever else the token got (a slot set on a minority, a node that
+/// answered late) is released in the background. On failure every slot is
+/// released on every node before this returns, as for a lock; if this
+/// future is dropped mid-flight, the same cleanup is spawned.
+pub(crate) async fn take_once(
+    engine: &Arc<Engine>,
+    slots: &Slots,
+    want: usize,
+    token: &Token,
+    ttl: Duration,
+    drift: Duration,
+) -> Attempt {
+    let name = slots.name().escape_ascii().to_string();
+    let span = tracing::debug_span!("permit_attempt", semaphore = %name, want, token = %token);
+    in_span(span, async move {
+        let start = Instant::now();
+        let valid_until = validity::deadline(start, ttl, drift).unwrap_or(start);
+        let timeout = engine.config.node_timeout.min(validity::budget(ttl, drift));
+        let count = slots.count();
+        let first = random::below(count);
+        let command = crate::node::commands::Command::take_slots(slots, first, want, token, ttl);
+        let sets = SetFuture::for_attempt(engine.nodes.len());
+        let every_slot = slots.except(&[]);
+        let mut guard = CleanupOnDrop {
+            engine: engine.clone(),
+            keys: every_slot.clone(),
+            token: token.clone(),
+            sets: Some(sets.clone()),
+        };
+
+        let quarantine = engine.config.restart_quarantine;
+        let plan = Plan {
+            timeout,
+            ..engine.majority(None)
+        };
+        let mut votes = SlotCount(SlotVotes::new(count, first, want, engine.needed()));
+        let set = fanout::counted(
+            &engine.nodes,
+            &engine.background,
+            plan,
+            |i, node, window| {
+                let (node, command) = (node.clone(), command.clone());
+                let over = sets[i].mark_over_on_drop();
+                async move {
+                    let _over = over;
+                    if let Some(required) = quarantine {
+                        node.check_standing(required, window).await?;
+                    }
+                    node.take_slots(&command, count, want, window).await
+                }
+            },
+            &mut votes,
+        )
+        .await;
+        let votes = votes.0;
+        let kept = votes.kept();
+        let mut granted = set.reached();
+        let held = slots.held(&kept);
+        let mut tally = votes.summary(&set.tally);
+        let mut failures = set.failures;
+        let (mut fence, mut fence_exhausted) = (None, None);
+        if granted && slots.fence_key().is_some() {
+            let counters = set
+                .replies
+                .iter()
+                .filter(|(_, g)| g.granted())
+                .map(|(_, g)| g.counter);
+            match attempt::fence_token(engine, &held, token, counters, valid_until).await {
+                Fenced::Token(committed) => fence = Some(committed),
+                Fenced::NotCommitted(commit) => {
+                    granted = false;
+                    failures.extend(commit.failures);
+                    tally = commit.tally;
+                }
+                Fenced::Exhausted(highest) => {
+                    granted = false;
+                    fence_exhausted = Some(highest);
+                }
+            }
+        }
+        let now = Instant::now();
+        let elapsed = now.saturating_duration_since(start);
+        let valid = !validity::left(valid_until, now).is_zero();
+        guard.sets = None;
+        if granted && valid {
+            debug!(?elapsed, ?kept, ?fence, "permits granted");
+            if kept.len() < count {
+                // Slots this token may hold besides the kept ones: on the
+                // nodes that set others, and on those that answered late.
+                let others = slots.except(&kept);
+                engine.spawn_release(others, token.clone(), sets.clone());
+            }
+            return Attempt::Granted {
+                keys: held,
+                deadline: valid_until,
+                sets,
+                fence,
+            };
+        }
+        debug!(?elapsed, best = tally.yes(), "permit attempt failed");
+        attempt::clean_up(engine, &every_slot, token, sets, &tally, timeout).await;
+        Attempt::Failed(AttemptFailure {
+            tally,
+            failures,
+            exhausted: granted.then_some(elapsed),
+            fence_exhausted,
+        })
+    })
+    .await
+}

@@ -1,0 +1,173 @@
+//! The semaphore's vote rule. A semaphore of `L` permits is `L` slots, each
+//! an ordinary quorum lock; an acquire of `k` permits asks every node for
+//! `k` free slots at once. A slot is **won** when a majority of the nodes
+//! set it to the acquire's token; the acquire is granted once `k` slots are
+//! won, and impossible once fewer than `k` slots can still be. Pure: the
+//! nodes' replies come in as the slots each one set.
+//!
+//! Why this never admits more than `L`: each won slot is held exactly as a
+//! lock is (two tokens never both hold a majority of one key within
+//! validity), a holder keeps `k` distinct slots, and there are `L` slots
+//! (`docs/semaphore.md`). Counting admissions per node instead — "a
+//! majority of nodes admitted me" — over-admits: three holders on three
+//! nodes can each be admitted by a different pair.
+
+use crate::quorum::rule::{Decision, Tally};
+
+/// The votes of one acquire, per slot.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct SlotVotes {
+    /// The slot the command listed first (the order wraps around).
+    first: usize,
+    /// Slots wanted.
+    want: usize,
+    /// Nodes that must set a slot for it to be won.
+    needed: usize,
+    /// Per position in the command's order: the nodes that set it.
+    yes: Vec<usize>,
+}
+
+impl SlotVotes {
+    /// An acquire of `want` of `slots` slots, listed from slot `first`
+    /// on, each needing `needed` nodes.
+    pub(crate) fn new(slots: usize, first: usize, want: usize, needed: usize) -> Self {
+        Self {
+            first,
+            want,
+            needed,
+            yes: vec![0; slots],
+        }
+    }
+
+    /// A node set the slots at `positions` (in the command's order).
+    pub(crate) fn record(&mut self, positions: &[usize]) {
+        for &p in positions {
+            if let Some(yes) = self.yes.get_mut(p) {
+                *yes += 1;
+            }
+        }
+    }
+
+    /// The decision, with `pending` nodes yet to answer: reached at `want`
+    /// won slots; impossible once fewer than `want` slots could still
+    /// reach a majority, whatever the pending nodes say.
+    pub(crate) fn decide(&self, pending: usize) -> Option<Decision> {
+        let won = self.yes.iter().filter(|&&y| y >= self.needed).count();
+        let possible = self
+            .yes
+            .iter()
+            .filter(|&&y| y + pending >= self.needed)
+            .count();
+        if won >= self.want {
+            Some(Decision::Reached)
+        } else if possible < self.want {
+            Some(Decision::Impossible)
+        } else {
+            None
+        }
+    }
+
+    /// The slots kept: the first `want` won, in the command's order (fewer
+    /// when not that many were won).
+    pub(crate) fn kept(&self) -> Vec<usize> {
+        let slots = self.yes.len();
+        self.yes
+            .iter()
+            .enumerate()
+            .filter(|&(_, &y)| y >= self.needed)
+            .map(|(p, _)| (self.first + p) % slots)
+            .take(self.want)
+            .collect()
+    }
+
+    /// The tally an error reports for this acquire: the most nodes any
+    /// slot got as its yes votes, the other nodes that answered as
+    /// refusals (they set other slots, or none), the failures as they are.
+    /// So an acquire whose nodes split over different slots reads as
+    /// contended, as it is.
+    pub(crate) fn summary(&self, tally: &Tally) -> Tally {
+        let best = self.yes.iter().copied().max().unwrap_or(0);
+        let answered = tally.yes() + tally.no();
+        let mut summary = Tally::new(answered + tally.failed() + tally.pending(), tally.needed());
+        for _ in 0..best.min(answered) {
+            summary.record(crate::node::reply::Vote::Yes);
+        }
+        for _ in best.min(answered)..answered {
+            summary.record(crate::node::reply::Vote::No);
+        }
+        for _ in 0..tally.failed() {
+            summary.record(crate::node::reply::Vote::Failed);
+        }
+        summary
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::node::reply::Vote;
+
+    #[test]
+    fn won_once_a_majority_set_enough_slots() {
+        // 5 nodes, 3 needed; 2 of 4 slots wanted, listed from slot 2.
+        let mut v = SlotVotes::new(4, 2, 2, 3);
+        v.record(&[0, 1]);
+        v.record(&[0, 1]);
+        assert_eq!(v.decide(3), None);
+        v.record(&[0, 1]);
+        assert_eq!(v.decide(2), Some(Decision::Reached));
+        // Positions 0 and 1 from slot 2: slots 2 and 3.
+        assert_eq!(v.kept(), [2, 3]);
+    }
+
+    #[test]
+    fn split_nodes_win_nothing() {
+        // The counter design's counterexample, on slots: 3 nodes, 2
+        // needed, 1 slot wanted of 2; each node set a different one.
+        let mut v = SlotVotes::new(2, 0, 1, 2);
+        v.record(&[0]);
+        v.record(&[1]);
+        assert_eq!(v.decide(1), None);
+        v.record(&[]);
+        assert_eq!(v.decide(0), Some(Decision::Impossible));
+        assert!(v.kept().is_empty());
+    }
+
+    #[test]
+    fn impossible_as_soon_as_too_few_slots_can_be_won() {
+        // 5 nodes, 3 needed, 1 of 2 slots wanted: two refusals and a node
+        // setting slot 1 leave slot 0 with 0 + 2 pending: impossible, and
+        // slot 1 with 1 + 2: still possible.
+        let mut v = SlotVotes::new(2, 0, 1, 3);
+        v.record(&[]);
+        v.record(&[]);
+        v.record(&[1]);
+        assert_eq!(v.decide(2), None);
+        v.record(&[0]);
+        assert_eq!(v.decide(1), Some(Decision::Impossible));
+    }
+
+    #[test]
+    fn more_won_than_wanted_keeps_the_first_in_order() {
+        let mut v = SlotVotes::new(3, 1, 1, 2);
+        v.record(&[0]);
+        v.record(&[1]);
+        v.record(&[0]);
+        v.record(&[1]);
+        assert_eq!(v.kept(), [1]);
+    }
+
+    #[test]
+    fn a_split_reads_as_contended() {
+        let mut v = SlotVotes::new(2, 0, 1, 2);
+        let mut t = Tally::new(3, 2);
+        v.record(&[0]);
+        t.record(Vote::Yes);
+        v.record(&[1]);
+        t.record(Vote::Yes);
+        t.record(Vote::Failed);
+        let s = v.summary(&t);
+        assert_eq!((s.yes(), s.no(), s.failed()), (1, 1, 1));
+        assert!(!s.outage());
+    }
+}

@@ -1,0 +1,320 @@
+//! [`SemaphoreRequest`]: permits of a counting semaphore to take, with the
+//! options of a lock — how many permits, a fencing token, how long and how
+//! often to try, automatic renewal — and to take them
+//! ([`SemaphoreRequest::acquire`]) or run work under them
+//! ([`SemaphoreRequest::run`]).
+//!
+//! A semaphore of `L` permits is `L` slots, each an ordinary quorum lock
+//! (`quorumlock:semaphore:{<name>}:<i>`); a holder of `k` permits holds `k`
+//! slots, each set on a majority of the nodes. The vote rule is in
+//! `quorum/slots.rs`, one attempt in `quorum/permit_attempt.rs`, the
+//! script in `node/lua/acquire_slots.lua`, the argument in
+//! `docs/semaphore.md`.
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::config::Retry;
+use crate::error::{Error, Result};
+use crate::keys::Slots;
+use crate::lease::renewal::Renewal;
+use crate::lease::signal::LostSignal;
+use crate::lock::Lock;
+use crate::quorum::claim::Claim;
+use crate::quorum::engine::Engine;
+use crate::quorum::retry;
+
+mod permit;
+mod status;
+
+pub use permit::Permit;
+pub use status::{SemaphoreHolder, SemaphoreStatus};
+
+/// Permits of a counting semaphore to take, with their options; from
+/// [`Redlock::semaphore`](crate::Redlock::semaphore).
+///
+/// **At most `permits` are held at once**, across every client and host
+/// that uses the semaphore with the same number of permits, while each
+/// holder's validity lasts — under the lock's assumptions (see the
+/// README's guarantees). A client that names more permits than the others
+/// raises the bound to its number, never past it.
+///
+/// | option | default |
+/// |---|---|
+/// | [`take`](SemaphoreRequest::take) | 1 permit |
+/// | [`fenced`](SemaphoreRequest::fenced) | no fencing token |
+/// | [`retry`](SemaphoreRequest::retry) | the builder's [`retry`](crate::Builder::retry) |
+/// | [`auto_renew`](SemaphoreRequest::auto_renew) | no renewal for `acquire`; the default [`Renewal`] for `run` |
+///
+/// # Examples
+///
+/// ```no_run
+/// # async fn demo(redlock: quorumlock::Redlock) -> Result<(), quorumlock::Error> {
+/// use std::time::Duration;
+/// use quorumlock::Retry;
+///
+/// // At most 4 exports at once, across every host.
+/// let permit = redlock
+///     .semaphore("exports", 4, Duration::from_secs(30))
+///     .retry(Retry::Until(Duration::from_secs(60)))
+///     .acquire()
+///     .await?;
+/// println!("export slot {:?}, valid for {:?}", permit.slots(), permit.validity());
+/// permit.release().await
+/// # }
+/// ```
+#[derive(Debug, Clone)]
+#[must_use = "a semaphore request does nothing until acquire() or run() is awaited"]
+pub struct SemaphoreRequest {
+    engine: Arc<Engine>,
+    name: Vec<u8>,
+    permits: u32,
+    ttl: Duration,
+    take: u32,
+    fenced: bool,
+    retry: Option<Retry>,
+    renewal: Option<Renewal>,
+}
+
+impl SemaphoreRequest {
+    pub(crate) fn new(engine: Arc<Engine>, name: Vec<u8>, permits: u32, ttl: Duration) -> Self {
+        Self {
+            engine,
+            name,
+            permits,
+            ttl,
+            take: 1,
+            fenced: false,
+            retry: None,
+            renewal: None,
+        }
+    }
+
+    /// Takes `k` permits at once, all or nothing (default 1): the holder
+    /// counts `k` towards the bound, and nobody holds some of them.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # async fn demo(redlock: quorumlock::Redlock) -> Result<(), quorumlock::Error> {
+    /// // A big job counts as 3 of the 8 permits.
+    /// let permit = redlock
+    ///     .semaphore("gpu", 8, std::time::Duration::from_secs(60))
+    ///     .take(3)
+    ///     .acquire()
+    ///     .await?;
+    /// assert_eq!(permit.permits(), 3);
+    /// # permit.release().await
+    /// # }
+    /// ```
+    pub fn take(mut self, k: u32) -> Self {
+        self.take = k;
+        self
+    }
+
+    /// Hands out a **fencing token** ([`Lock::fence`]) with the permits:
+    /// unique across every holder of this semaphore, and larger for a
+    /// holder whose acquire began after another holder was granted. The
+    /// semaphore has one counter (`quorumlock:semaphore:{<name>}:fence`),
+    /// committed as a lock's is ([`LockRequest::fenced`](crate::LockRequest::fenced)),
+    /// so a resource that remembers the highest token it accepted refuses
+    /// a holder whose permits have since passed on. Costs one more round
+    /// trip per acquire.
+    ///
+    /// Note that `L` holders are expected to hold permits at once: a
+    /// resource that keeps one highest token refuses every holder but the
+    /// latest. Fence per resource a holder writes (a row, a file), not the
+    /// whole pool.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # async fn demo(redlock: quorumlock::Redlock) -> Result<(), quorumlock::Error> {
+    /// let permit = redlock
+    ///     .semaphore("exports", 4, std::time::Duration::from_secs(30))
+    ///     .fenced()
+    ///     .acquire()
+    ///     .await?;
+    /// let token = permit.fence().expect("fenced permits carry a token");
+    /// # permit.release().await
+    /// # }
+    /// ```
+    pub fn fenced(mut self) -> Self {
+        self.fenced = true;
+        self
+    }
+
+    /// How long to keep trying (see [`Retry`]); replaces the builder's
+    /// [`retry`](crate::Builder::retry) for this request. A waiter is woken
+    /// by a holder's release (one announcement on the semaphore's channel)
+    /// rather than polling.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # async fn demo(redlock: quorumlock::Redlock) -> Result<(), quorumlock::Error> {
+    /// use std::time::Duration;
+    /// let permit = redlock
+    ///     .semaphore("exports", 4, Duration::from_secs(30))
+    ///     .retry(quorumlock::Retry::Until(Duration::from_secs(10)))
+    ///     .acquire()
+    ///     .await?;
+    /// # permit.release().await
+    /// # }
+    /// ```
+    pub fn retry(mut self, retry: Retry) -> Self {
+        self.retry = Some(retry);
+        self
+    }
+
+    /// Renews the permits in the background on this schedule once they
+    /// are taken; for [`run`](SemaphoreRequest::run), replaces the default
+    /// schedule.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # async fn demo(redlock: quorumlock::Redlock) -> Result<(), quorumlock::Error> {
+    /// let permit = redlock
+    ///     .semaphore("exports", 4, std::time::Duration::from_secs(30))
+    ///     .auto_renew(quorumlock::Renewal::default())
+    ///     .acquire()
+    ///     .await?;
+    /// let lost = permit.lost_signal();
+    /// # permit.release().await
+    /// # }
+    /// ```
+    pub fn auto_renew(mut self, renewal: Renewal) -> Self {
+        self.renewal = Some(renewal);
+        self
+    }
+
+    /// Takes the permits: granted when `k` slots were each set to this
+    /// attempt's token by a majority of the nodes and validity (`ttl −
+    /// elapsed − drift`) is left. While permits are free this is one
+    /// round trip, as a lock's acquire; each attempt uses a fresh token,
+    /// and a failed attempt releases whatever it set on every node before
+    /// the next one.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidInput`] (nothing sent) for an empty name, no
+    /// permits or more than [`MAX_PERMITS`](crate::MAX_PERMITS), taking
+    /// none or more than there are, a TTL the lock would refuse, or
+    /// renewal settings that cannot work for the TTL (the permits are
+    /// released again). After the last attempt: [`Error::Contended`] when
+    /// the permits are held by others, [`Error::Unavailable`] /
+    /// [`Error::ValidityExhausted`] when too few nodes answered in time,
+    /// [`Error::FenceExhausted`] when no fencing token is left.
+    ///
+    /// # Cancel safety
+    ///
+    /// Dropping the future spawns the release of whatever the current
+    /// attempt had set, so no slot stays taken until its TTL.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # async fn demo(redlock: quorumlock::Redlock) -> Result<(), quorumlock::Error> {
+    /// match redlock.semaphore("exports", 4, std::time::Duration::from_secs(30)).acquire().await {
+    ///     Ok(permit) => permit.release().await?,
+    ///     Err(e) if e.is_contended() => println!("4 exports are running; try later"),
+    ///     Err(e) => return Err(e),
+    /// }
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn acquire(self) -> Result<Permit> {
+        let engine = self.engine;
+        let retry = self.retry.unwrap_or(engine.config.retry);
+        let slots = Slots::new(&self.name, self.permits, self.fenced)?;
+        if self.take == 0 || self.take > self.permits {
+            return Err(Error::invalid(format!(
+                "cannot take {} of a semaphore's {} permits",
+                self.take, self.permits
+            )));
+        }
+        let want = self.take as usize;
+        let claim = Claim::Permits {
+            slots: slots.clone(),
+            want,
+        };
+        let granted = retry::acquire(&engine, claim, self.ttl, retry).await?;
+        let lock = Lock::new(engine, granted).renewed(self.renewal).await?;
+        Ok(Permit::new(lock, &slots))
+    }
+
+    /// Takes the permits and runs `work` under them:
+    /// [`acquire`](SemaphoreRequest::acquire) then [`Lock::run`] — renewed
+    /// in the background, the work dropped if the permits are lost,
+    /// released on every way out. Returns what the work returned.
+    ///
+    /// # Errors
+    ///
+    /// As for [`acquire`](SemaphoreRequest::acquire) when the permits
+    /// cannot be taken (the work does not run); as for [`Lock::run`] after
+    /// that.
+    ///
+    /// # Panics
+    ///
+    /// A panic inside `work` is not caught (see [`Lock::run`]).
+    ///
+    /// # Cancel safety
+    ///
+    /// Dropping the returned future drops the work, stops renewal and
+    /// releases the permits in the background.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # async fn demo(redlock: quorumlock::Redlock) -> Result<(), quorumlock::Error> {
+    /// let bytes = redlock
+    ///     .semaphore("exports", 4, std::time::Duration::from_secs(30))
+    ///     .run(|_signal| async move { 1024 })
+    ///     .await?;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn run<F, Fut, T>(self, work: F) -> Result<T>
+    where
+        F: FnOnce(LostSignal) -> Fut,
+        Fut: Future<Output = T>,
+    {
+        self.acquire().await?.run(work).await
+    }
+
+    /// Takes the permits and runs fallible `work` under them:
+    /// [`acquire`](SemaphoreRequest::acquire) then [`Lock::try_run`]; the
+    /// semaphore's own errors come back as `E` through
+    /// `E: From<quorumlock::Error>`.
+    ///
+    /// # Errors
+    ///
+    /// The work's error, or an error of [`run`](SemaphoreRequest::run)
+    /// converted into `E`.
+    ///
+    /// # Cancel safety
+    ///
+    /// As for [`run`](SemaphoreRequest::run).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # async fn demo(redlock: quorumlock::Redlock) -> Result<(), quorumlock::Error> {
+    /// let n: u64 = redlock
+    ///     .semaphore("exports", 4, std::time::Duration::from_secs(30))
+    ///     .try_run(|_signal| async move { Ok::<_, quorumlock::Error>(7) })
+    ///     .await?;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn try_run<F, Fut, T, E>(self, work: F) -> std::result::Result<T, E>
+    where
+        F: FnOnce(LostSignal) -> Fut,
+        Fut: Future<Output = std::result::Result<T, E>>,
+        E: From<Error>,
+    {
+        self.acquire().await?.try_run(work).await
+    }
+}

@@ -1,0 +1,165 @@
+//! [`SemaphoreStatus`]: who holds a semaphore's permits, as every node
+//! sees its slots at one moment.
+
+use std::fmt;
+use std::time::Duration;
+
+use crate::error::ResourceName;
+use crate::status::Status;
+
+/// A semaphore's slots as every node sees them, from
+/// [`Redlock::semaphore_status`](crate::Redlock::semaphore_status).
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct SemaphoreStatus {
+    /// The semaphore, printable.
+    pub name: ResourceName,
+    /// Per slot, in order: what each node holds for its key.
+    pub slots: Vec<Status>,
+}
+
+/// One holder of a semaphore's permits: a token on a majority of the
+/// nodes for each of its slots.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct SemaphoreHolder {
+    /// The first characters of the holder's token
+    /// ([`Lock::token_prefix`](crate::Lock::token_prefix)).
+    pub token_prefix: String,
+    /// The slots it holds.
+    pub slots: Vec<usize>,
+    /// The longest time until one of its slots expires on the last node of
+    /// its majority (an upper bound of the permits' life).
+    pub expires_in: Option<Duration>,
+}
+
+impl SemaphoreStatus {
+    /// The holders: each token held by a quorum on some slot, with its
+    /// slots, in the order of their first slot.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # async fn demo(redlock: quorumlock::Redlock) -> Result<(), quorumlock::Error> {
+    /// let status = redlock.semaphore_status("exports", 4).await?;
+    /// for holder in status.holders() {
+    ///     println!("{}… holds slots {:?}", holder.token_prefix, holder.slots);
+    /// }
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn holders(&self) -> Vec<SemaphoreHolder> {
+        let mut holders: Vec<SemaphoreHolder> = Vec::new();
+        for (i, slot) in self.slots.iter().enumerate() {
+            let Some((prefix, _)) = slot.leading_holder().filter(|_| slot.held_by_quorum()) else {
+                continue;
+            };
+            let expires_in = slot.expires_in();
+            match holders.iter_mut().find(|h| h.token_prefix == prefix) {
+                Some(holder) => {
+                    holder.slots.push(i);
+                    holder.expires_in = holder.expires_in.max(expires_in);
+                }
+                None => holders.push(SemaphoreHolder {
+                    token_prefix: prefix.to_owned(),
+                    slots: vec![i],
+                    expires_in,
+                }),
+            }
+        }
+        holders
+    }
+
+    /// Permits held: the slots held by a quorum.
+    pub fn held(&self) -> usize {
+        self.slots.iter().filter(|s| s.held_by_quorum()).count()
+    }
+
+    /// Permits known to be free: the slots that a quorum of nodes answered
+    /// are absent. The rest (`slots − held − free`) cannot be told: too
+    /// few nodes answered, or a minority holds them (an attempt in flight,
+    /// or one that failed and is being cleaned up).
+    pub fn free(&self) -> usize {
+        self.slots.iter().filter(|s| s.free() >= s.quorum).count()
+    }
+}
+
+/// One line: `"exports": 2 of 4 permits held (3f9a0c1e… slots 0, 2, expires
+/// in 29.1s), 2 free`.
+impl fmt::Display for SemaphoreStatus {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{}: {} of {} permits held",
+            self.name,
+            self.held(),
+            self.slots.len()
+        )?;
+        let holders = self.holders();
+        if !holders.is_empty() {
+            write!(f, " (")?;
+            for (n, holder) in holders.iter().enumerate() {
+                if n > 0 {
+                    write!(f, "; ")?;
+                }
+                let slots: Vec<String> = holder.slots.iter().map(ToString::to_string).collect();
+                let noun = if slots.len() == 1 { "slot" } else { "slots" };
+                write!(f, "{}… {noun} {}", holder.token_prefix, slots.join(", "))?;
+                if let Some(left) = holder.expires_in {
+                    write!(f, ", expires in {:.1}s", left.as_secs_f64())?;
+                }
+            }
+            write!(f, ")")?;
+        }
+        write!(f, ", {} free", self.free())?;
+        let unknown = self.slots.len() - self.held() - self.free();
+        if unknown > 0 {
+            write!(f, ", {unknown} unknown")?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::status::NodeView;
+
+    fn held(prefix: &str, secs: u64) -> NodeView {
+        NodeView::Held {
+            token_prefix: prefix.to_owned(),
+            expires_in: Some(Duration::from_secs(secs)),
+        }
+    }
+
+    fn slot(views: Vec<NodeView>) -> Status {
+        let nodes = views
+            .into_iter()
+            .enumerate()
+            .map(|(i, v)| (format!("n{i}"), v))
+            .collect();
+        Status::new(ResourceName::new(b"slot"), nodes, 2)
+    }
+
+    #[test]
+    fn holders_are_grouped_by_token_over_their_slots() {
+        let status = SemaphoreStatus {
+            name: ResourceName::new(b"exports"),
+            slots: vec![
+                slot(vec![held("aaaa", 3), held("aaaa", 5), NodeView::Free]),
+                slot(vec![NodeView::Free, NodeView::Free, held("bbbb", 1)]),
+                slot(vec![held("aaaa", 9), held("aaaa", 2), held("aaaa", 2)]),
+                slot(vec![held("cccc", 4), held("dddd", 4), NodeView::Free]),
+            ],
+        };
+        let holders = status.holders();
+        assert_eq!(holders.len(), 1);
+        assert_eq!(holders[0].slots, [0, 2]);
+        assert_eq!(holders[0].expires_in, Some(Duration::from_secs(9)));
+        assert_eq!((status.held(), status.free()), (2, 1));
+        assert_eq!(
+            status.to_string(),
+            "\"exports\": 2 of 4 permits held (aaaa… slots 0, 2, expires in 9.0s), 1 free, 1 unknown"
+        );
+    }
+}
