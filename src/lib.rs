@@ -12,12 +12,16 @@
 //!   [`Health`] (`health.rs`);
 //!   a [`LockRequest`] (`request.rs`) is one way to ask; a [`Lock`]
 //!   (`lock.rs`) is a held lock, and `lock/run.rs` the work run under it
-//!   ([`Lock::run`]).
+//!   ([`Lock::run`]). A counting semaphore is `semaphore.rs`
+//!   ([`SemaphoreRequest`]), its held [`Permit`] and its
+//!   [`SemaphoreStatus`] in `semaphore/`.
 //! - **`quorum/`: where the nodes decide together.** `rule.rs` is the
-//!   majority and the running tally; `fanout.rs` sends one operation to
-//!   every node and decides at the needed yes or as soon as it is
-//!   impossible; `attempt.rs` is one acquisition, `retry.rs` the loop of
-//!   attempts, `engine.rs` the operations on a held lock (extend, release,
+//!   majority and the running tally, `slots.rs` the semaphore's rule (a
+//!   slot won at a majority, granted at `k` won slots); `fanout.rs` sends
+//!   one operation to every node and decides at the needed yes or as soon
+//!   as it is impossible; `attempt.rs` is one acquisition of a lock,
+//!   `permit_attempt.rs` one of a semaphore's permits, `claim.rs` what an
+//!   acquisition asks for, `retry.rs` the loop of attempts for either, `engine.rs` the operations on a held lock (extend, release,
 //!   the remote check) and the one read of a key on the nodes (a waiter's
 //!   look, [`Redlock::status`]); `repair.rs` puts a missing key back after a
 //!   confirmed extension; `handoff.rs` wakes waiters on release.
@@ -28,7 +32,8 @@
 //!   and **what each reply means** (`reply.rs`, `fence.rs`, an acquire's
 //!   grant in `mod.rs`), the restart quarantine; and **what runs on the
 //!   server**: the Lua scripts in `node/lua/` (release and extend: one
-//!   script each, for one key or several).
+//!   script each, for one key or several; `acquire_slots.lua` takes a
+//!   semaphore's slots), and a semaphore's grant read in `slots.rs`.
 //! - **`stats/`** counts and reads back ([`Stats`]), with **the one table
 //!   of metrics** (`metrics.rs`: names, kinds, labels, help, buckets) that
 //!   `describe()` and the docs come from; `status.rs` is what a
