@@ -35,7 +35,7 @@ use crate::lock::Lock;
 pub struct Permit {
     lock: Lock,
     name: Vec<u8>,
-    of: usize,
+    limit: usize,
     slots: Vec<usize>,
 }
 
@@ -47,7 +47,7 @@ impl Permit {
             .collect();
         Self {
             name: slots.name().to_vec(),
-            of: slots.count(),
+            limit: slots.count(),
             slots: held,
             lock,
         }
@@ -63,12 +63,13 @@ impl Permit {
         self.slots.len()
     }
 
-    /// The semaphore's number of permits, as this client named it.
-    pub fn of(&self) -> usize {
-        self.of
+    /// The semaphore's number of permits, as this client named it: the
+    /// bound on the permits held at once.
+    pub fn limit(&self) -> usize {
+        self.limit
     }
 
-    /// The slots held, each in `0..of()`: no other holder has one of them
+    /// The slots held, each in `0..limit()`: no other holder has one of them
     /// while these permits are valid (a worker index, a shard).
     pub fn slots(&self) -> &[usize] {
         &self.slots
@@ -138,7 +139,7 @@ impl fmt::Debug for Permit {
         f.debug_struct("Permit")
             .field("semaphore", &self.name.escape_ascii().to_string())
             .field("slots", &self.slots)
-            .field("of", &self.of)
+            .field("limit", &self.limit)
             .field("lock", &self.lock)
             .finish()
     }
