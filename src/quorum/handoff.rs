@@ -22,6 +22,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::debug;
 
 use crate::keys::{Keys, RELEASE_CHANNEL_PREFIX};
+use crate::node::Node;
 
 /// Subscriptions shared by every waiter of one [`Redlock`](crate::Redlock).
 pub(crate) struct Handoff {
@@ -78,6 +79,15 @@ pub(crate) fn channel(resource: &[u8]) -> Vec<u8> {
 }
 
 impl Handoff {
+    /// Subscriptions on the [`listened`] nodes of `nodes`, from a node
+    /// picked at random; nothing is connected before the first watch.
+    pub(crate) fn listening(nodes: &[Node], connect_timeout: Duration) -> Self {
+        let clients = listened(nodes.len(), crate::random::below(nodes.len()))
+            .map(|i| (nodes[i].label().to_owned(), nodes[i].client().clone()))
+            .collect();
+        Self::new(clients, connect_timeout)
+    }
+
     pub(crate) fn new(clients: Vec<(String, Client)>, connect_timeout: Duration) -> Self {
         let sinks = vec![None; clients.len()];
         Self {

@@ -80,6 +80,18 @@ script!(
     /// Whether every key still carries the token (read-only).
     HOLDS = "holds.lua"
 );
+script!(
+    /// A leader's record, written where the leadership is still held.
+    PROCLAIM = "proclaim.lua"
+);
+script!(
+    /// An election's leadership lock and leader record (read-only).
+    LEADER = "leader.lua"
+);
+script!(
+    /// A resigning leader's record, deleted where it is still its own.
+    RETIRE = "retire.lua"
+);
 
 script!(
     /// The server's `run_id`, sent behind a vote to name who cast it.
@@ -87,7 +99,7 @@ script!(
 );
 
 /// Every script, for preloading on connect.
-pub(crate) fn all() -> [&'static Lua; 7] {
+pub(crate) fn all() -> [&'static Lua; 10] {
     [
         &RELEASE,
         &EXTEND,
@@ -96,6 +108,9 @@ pub(crate) fn all() -> [&'static Lua; 7] {
         &FENCE_COMMIT,
         &HOLDS,
         &RUN_ID,
+        &PROCLAIM,
+        &LEADER,
+        &RETIRE,
     ]
 }
 
