@@ -137,7 +137,12 @@ async fn epochs_increase_across_a_resignation_and_a_crash() {
     let name = unique("election");
     let redlock = cluster.redlock().await;
 
-    let a = redlock.campaign(&name, TTL).value("a").lead().await.expect("a");
+    let a = redlock
+        .campaign(&name, TTL)
+        .value("a")
+        .lead()
+        .await
+        .expect("a");
     let epoch_a = a.epoch();
     a.resign().await.expect("resign");
 
@@ -196,20 +201,43 @@ async fn observers_see_each_change_within_a_ttl() {
     let limit = 3 * TTL;
     assert_eq!(next(&mut observer, limit).await, None, "nobody leads yet");
 
-    let mut a = redlock.campaign(&name, TTL).value("a:1").lead().await.expect("a");
+    let mut a = redlock
+        .campaign(&name, TTL)
+        .value("a:1")
+        .lead()
+        .await
+        .expect("a");
     let seen = next(&mut observer, limit).await;
-    assert_eq!(seen, Some(Leader { epoch: a.epoch(), value: b"a:1".to_vec() }));
+    assert_eq!(
+        seen,
+        Some(Leader {
+            epoch: a.epoch(),
+            value: b"a:1".to_vec()
+        })
+    );
 
     a.proclaim("a:2").await.expect("proclaim");
     let seen = next(&mut observer, limit).await;
-    assert_eq!(seen, Some(Leader { epoch: a.epoch(), value: b"a:2".to_vec() }));
+    assert_eq!(
+        seen,
+        Some(Leader {
+            epoch: a.epoch(),
+            value: b"a:2".to_vec()
+        })
+    );
 
     a.resign().await.expect("resign");
     assert_eq!(next(&mut observer, limit).await, None);
 
     let epoch_b = crash_after_leading(cluster.builder(), name.clone(), "b");
     let seen = next(&mut observer, limit).await;
-    assert_eq!(seen, Some(Leader { epoch: epoch_b, value: b"b".to_vec() }));
+    assert_eq!(
+        seen,
+        Some(Leader {
+            epoch: epoch_b,
+            value: b"b".to_vec()
+        })
+    );
     // The crash shows once the lock expires: within a TTL of the last
     // renewal, and the observer within a third of a TTL after that.
     let started = Instant::now();
@@ -243,7 +271,10 @@ async fn an_observer_sees_a_resignation_at_once_through_the_announcement() {
         assert_eq!(next(&mut observer, long).await, None);
         let leadership = redlock.campaign(&name, long).lead().await.expect("lead");
         let epoch = leadership.epoch();
-        assert_eq!(next(&mut observer, long).await.map(|l| l.epoch), Some(epoch));
+        assert_eq!(
+            next(&mut observer, long).await.map(|l| l.epoch),
+            Some(epoch)
+        );
         let resigned = Instant::now();
         leadership.resign().await.expect("resign");
         if announced {
@@ -254,7 +285,10 @@ async fn an_observer_sees_a_resignation_at_once_through_the_announcement() {
             ));
         } else {
             let quick = tokio::time::timeout(Duration::from_millis(1500), observer.next()).await;
-            assert!(quick.is_err(), "without announcements it waits for its next read");
+            assert!(
+                quick.is_err(),
+                "without announcements it waits for its next read"
+            );
             assert_eq!(next(&mut observer, long).await, None);
         }
     }
@@ -265,13 +299,24 @@ async fn a_proclamation_changes_the_value_in_the_same_epoch() {
     let cluster = Cluster::shared(3);
     let name = unique("election");
     let redlock = cluster.redlock().await;
-    let mut leadership = redlock.campaign(&name, TTL).value("v1").lead().await.expect("lead");
+    let mut leadership = redlock
+        .campaign(&name, TTL)
+        .value("v1")
+        .lead()
+        .await
+        .expect("lead");
     let epoch = leadership.epoch();
     leadership.proclaim("v2").await.expect("proclaim");
     assert_eq!(leadership.value(), b"v2");
     assert_eq!(leadership.epoch(), epoch);
     let read = redlock.leader(&name).await.expect("read");
-    assert_eq!(read, Some(Leader { epoch, value: b"v2".to_vec() }));
+    assert_eq!(
+        read,
+        Some(Leader {
+            epoch,
+            value: b"v2".to_vec()
+        })
+    );
 
     // An earlier proclamation arriving late (replayed by hand, numbered 1)
     // leaves the later one in place on every node.
@@ -327,8 +372,14 @@ async fn bad_input_is_refused_with_nothing_left_on_the_nodes() {
     let refused = [
         redlock.campaign("", TTL).lead().await,
         redlock.campaign(&name, Duration::ZERO).lead().await,
-        redlock.campaign(&name, Duration::from_millis(2)).lead().await,
-        redlock.campaign(&name, quorumlock::MAX_TTL * 2).lead().await,
+        redlock
+            .campaign(&name, Duration::from_millis(2))
+            .lead()
+            .await,
+        redlock
+            .campaign(&name, quorumlock::MAX_TTL * 2)
+            .lead()
+            .await,
         redlock
             .campaign(&name, TTL)
             .auto_renew(Renewal::every(TTL))
@@ -342,7 +393,10 @@ async fn bad_input_is_refused_with_nothing_left_on_the_nodes() {
     let e = redlock.leader("").await.expect_err("refused");
     assert!(e.is_invalid_input(), "{e}");
     let mut empty = redlock.observe("");
-    assert!(empty.next().await.is_none(), "an observer of no election ends");
+    assert!(
+        empty.next().await.is_none(),
+        "an observer of no election ends"
+    );
     for key in keys(&name) {
         assert_eq!(cluster.holders(&key), 0, "{}", key.escape_ascii());
     }
