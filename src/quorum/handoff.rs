@@ -24,7 +24,9 @@ use tracing::debug;
 use crate::keys::{Keys, RELEASE_CHANNEL_PREFIX};
 use crate::node::Node;
 
-/// Subscriptions shared by every waiter of one [`Redlock`](crate::Redlock).
+/// Subscriptions shared by every waiter of one [`Redlock`](crate::Redlock)
+/// (and one set of them per election observer, whose wake-ups must not be
+/// taken from a waiter's: `election/observe.rs`).
 pub(crate) struct Handoff {
     clients: Vec<(String, Client)>,
     connect_timeout: Duration,
