@@ -246,8 +246,66 @@ async fn observers_see_each_change_within_a_ttl() {
         "election: observer saw a crash after {:?} (TTL {TTL:?})",
         started.elapsed()
     ));
+    // Dropped, the observer leaves no subscription (nor task) behind.
+    let channel = [b"quorumlock:released:".as_slice(), &keys(&name)[0]].concat();
+    let subscribed = |c: &Cluster| (0..3).map(|i| subscribers(c, i, &channel)).sum::<i64>();
+    assert!(
+        subscribed(&cluster) > 0,
+        "the observer listens for releases"
+    );
     drop(observer);
     assert!(watcher.settle(Duration::from_secs(2)).await);
+    assert!(
+        support::eventually(Duration::from_secs(3), || subscribed(&cluster) == 0).await,
+        "subscriptions left after the observer was dropped"
+    );
+}
+
+/// How many subscribers `channel` has on node `i`.
+fn subscribers(cluster: &Cluster, i: usize, channel: &[u8]) -> i64 {
+    let (_, n): (Vec<u8>, i64) = cluster.exec(i, redis::cmd("PUBSUB").arg("NUMSUB").arg(channel));
+    n
+}
+
+#[tokio::test]
+async fn a_campaign_without_retries_is_refused_while_another_leads() {
+    let cluster = Cluster::shared(3);
+    let name = unique("election");
+    let redlock = cluster.redlock().await;
+    let other = cluster.redlock().await;
+    let leadership = redlock
+        .campaign(&name, TTL)
+        .value("first")
+        .lead()
+        .await
+        .expect("lead");
+    let e = other
+        .campaign(&name, TTL)
+        .value("second")
+        .retry(Retry::Times(0))
+        .lead()
+        .await
+        .expect_err("another process leads");
+    assert!(e.is_contended(), "{e}");
+    let read = other.leader(&name).await.expect("read");
+    assert_eq!(read.map(|l| l.value), Some(b"first".to_vec()));
+    // Cancelled while waiting: nothing of the waiting campaign stays.
+    let waiting = other.campaign(&name, TTL).lead();
+    assert!(tokio::time::timeout(Duration::from_millis(300), waiting)
+        .await
+        .is_err());
+    assert!(other.settle(Duration::from_secs(2)).await);
+    let epoch = leadership.epoch();
+    assert_eq!(
+        other.leader(&name).await.expect("read").map(|l| l.epoch),
+        Some(epoch)
+    );
+    leadership.resign().await.expect("resign");
+    assert!(
+        cluster
+            .released(&keys(&name)[0], Duration::from_secs(2))
+            .await
+    );
 }
 
 /// With a 10 s TTL an observer reads every 3.3 s; a resignation is seen
