@@ -15,13 +15,19 @@
 //!   ([`Lock::run`]). A counting semaphore is `semaphore.rs`
 //!   ([`SemaphoreRequest`]), its held [`Permit`] and its
 //!   [`SemaphoreStatus`] in `semaphore/`.
+//! - **`election/`: leader election on the lock.** A [`Campaign`] takes
+//!   an election's fenced leadership lock and proclaims the leader's
+//!   value; a [`Leadership`] is that lock renewed, with its epoch; an
+//!   [`Observer`] follows who leads. The fan-outs are in
+//!   `quorum/election.rs`, the record and its scripts in `node/election.rs`.
 //! - **`quorum/`: where the nodes decide together.** `rule.rs` is the
 //!   majority and the running tally, `slots.rs` the semaphore's rule (a
 //!   slot won at a majority, granted at `k` won slots); `fanout.rs` sends
 //!   one operation to every node and decides at the needed yes or as soon
 //!   as it is impossible; `attempt.rs` is one acquisition of a lock,
 //!   `permit_attempt.rs` one of a semaphore's permits, `claim.rs` what an
-//!   acquisition asks for, `retry.rs` the loop of attempts for either, `engine.rs` the operations on a held lock (extend, release,
+//!   acquisition asks for, `retry.rs` the loop of attempts for either,
+//!   `engine.rs` the operations on a held lock (extend, release,
 //!   the remote check) and the one read of a key on the nodes (a waiter's
 //!   look, [`Redlock::status`]); `repair.rs` puts a missing key back after a
 //!   confirmed extension; `handoff.rs` wakes waiters on release.
@@ -64,6 +70,7 @@
 mod address;
 mod builder;
 mod config;
+mod election;
 mod error;
 mod health;
 mod keys;
@@ -86,6 +93,7 @@ pub use config::{
     Retry, DEFAULT_CONNECT_TIMEOUT, DEFAULT_DRIFT_FACTOR, DEFAULT_NODE_TIMEOUT, DEFAULT_RETRY,
     DEFAULT_RETRY_DELAY_MAX, DEFAULT_RETRY_DELAY_MIN, MAX_NODES, MAX_PERMITS, MAX_TTL,
 };
+pub use election::{Campaign, Leader, Leadership, Observer};
 pub use error::{
     Error, LossKind, LostReason, NodeFailure, NodeFailureKind, Operation, ResourceName, Result,
 };
