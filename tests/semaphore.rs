@@ -120,9 +120,10 @@ async fn at_most_l_holders_and_a_release_lets_the_next_in() {
 async fn taking_k_permits_is_all_or_nothing() {
     // L = 4; a holder takes 3. Taking 2 more is refused and leaves nothing
     // on any node (not one slot of the two); taking 1 fits. Negative
-    // control: a script that set the free slot and then found too few
-    // would leave it behind, and a client taking slots one by one would
-    // hold one of the two.
+    // control: a client taking slots one by one and keeping those it got
+    // would hold the fourth slot here; a script that took a held slot fails
+    // the refusal (the script's own all-or-none is checked in
+    // tests/conformance.rs).
     let cluster = Cluster::shared(5);
     let redlock = cluster.redlock().await;
     let name = unique("sem-k");
