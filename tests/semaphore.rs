@@ -230,6 +230,52 @@ async fn sixteen_tasks_on_four_permits_never_exceed_four_and_all_get_one() {
     assert!(all_slots_free(&cluster, &name, 4, SOON).await);
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn holders_of_one_and_two_permits_never_hold_more_than_four() {
+    // Eight tasks on 4 permits, every other one taking 2 at once: the
+    // permits held (counted by each holder's k) never pass 4, and the
+    // holders of 2 get their turns among the holders of 1.
+    const TASKS: usize = 8;
+    const ROUNDS: usize = 3;
+    let cluster = Cluster::shared(5);
+    let redlock = cluster.redlock().await;
+    let name = unique("sem-mixed");
+    let held = Arc::new(AtomicUsize::new(0));
+    let most = Arc::new(AtomicUsize::new(0));
+    let mut tasks = Vec::new();
+    for t in 0..TASKS {
+        let (redlock, name, held, most) =
+            (redlock.clone(), name.clone(), held.clone(), most.clone());
+        let k = 1 + (t % 2) as u32;
+        tasks.push(tokio::spawn(async move {
+            for _ in 0..ROUNDS {
+                let permit = redlock
+                    .semaphore(&name, 4, TTL)
+                    .take(k)
+                    .retry(Retry::Until(Duration::from_secs(60)))
+                    .acquire()
+                    .await
+                    .expect("every task gets its turns");
+                assert_eq!(permit.permits(), k as usize);
+                let now = held.fetch_add(permit.permits(), Ordering::SeqCst) + permit.permits();
+                most.fetch_max(now, Ordering::SeqCst);
+                tokio::time::sleep(Duration::from_millis(10)).await;
+                held.fetch_sub(permit.permits(), Ordering::SeqCst);
+                permit.release().await.expect("release");
+            }
+        }));
+    }
+    for task in tasks {
+        tokio::time::timeout(Duration::from_secs(120), task)
+            .await
+            .expect("every task ends")
+            .expect("task");
+    }
+    let most = most.load(Ordering::SeqCst);
+    assert!(most <= 4, "{most} permits of 4 held at once");
+    assert!(all_slots_free(&cluster, &name, 4, SOON).await);
+}
+
 #[tokio::test]
 async fn fenced_permits_carry_unique_tokens_increasing_in_grant_order() {
     let cluster = Cluster::shared(5);
