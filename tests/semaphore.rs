@@ -567,6 +567,16 @@ async fn bad_input_is_refused_before_anything_is_sent() {
         let keys: Vec<String> = cluster.exec(i, redis::cmd("KEYS").arg(&pattern));
         assert!(keys.is_empty(), "node {i}: {keys:?}");
     }
+    // Renewal that cannot work for the TTL is found once the permits are
+    // taken: refused the same way, and the permits are released again.
+    let err = redlock
+        .semaphore(&name, 4, TTL)
+        .auto_renew(Renewal::every(TTL))
+        .acquire()
+        .await
+        .expect_err("renewal every TTL");
+    assert!(err.is_invalid_input(), "{err}");
+    assert!(all_slots_free(&cluster, &name, 4, SOON).await);
 }
 
 #[tokio::test]
