@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use quorumlock::{LossKind, Redlock, Renewal, Retry, MAX_PERMITS};
+use quorumlock::{LossKind, Redlock, Renewal, Retry, MAX_FENCE, MAX_PERMITS};
 use support::{eventually, unique, Cluster};
 
 const TTL: Duration = Duration::from_secs(10);
@@ -337,6 +337,140 @@ async fn fenced_permits_carry_unique_tokens_increasing_in_grant_order() {
     assert!(at_highest >= 3, "counter on a majority: {counters:?}");
     for p in permits {
         p.release().await.expect("release");
+    }
+}
+
+#[tokio::test]
+async fn fenced_permits_stop_at_two_to_the_53_and_refuse_a_bad_counter() {
+    // At MAX_FENCE − 1 the next permit gets exactly MAX_FENCE; at MAX_FENCE
+    // a fenced acquire fails with a typed error and leaves no slot behind.
+    // A counter out of the exact range is refused by every node
+    // (FENCERANGE) before a slot is set.
+    let cluster = Cluster::shared(3);
+    let redlock = cluster.redlock().await;
+    let name = unique("sem-fence-bound");
+    for i in 0..3 {
+        let _: () = cluster.exec(
+            i,
+            redis::cmd("SET").arg(fence_key(&name)).arg(MAX_FENCE - 1),
+        );
+    }
+    let permit = redlock
+        .semaphore(&name, 2, TTL)
+        .fenced()
+        .acquire()
+        .await
+        .expect("one token left");
+    assert_eq!(permit.fence(), Some(MAX_FENCE), "exact at the bound");
+    permit.release().await.expect("release");
+    let err = redlock
+        .semaphore(&name, 2, TTL)
+        .fenced()
+        .acquire()
+        .await
+        .expect_err("no token left");
+    assert!(err.is_fence_exhausted(), "{err}");
+    assert!(all_slots_free(&cluster, &name, 2, SOON).await);
+    for i in 0..3 {
+        let _: i64 = cluster.exec(i, redis::cmd("DEL").arg(fence_key(&name)));
+    }
+
+    let name = unique("sem-fence-range");
+    for i in 0..3 {
+        let _: () = cluster.exec(i, redis::cmd("SET").arg(fence_key(&name)).arg("007"));
+    }
+    let err = redlock
+        .semaphore(&name, 2, TTL)
+        .fenced()
+        .retry(Retry::Times(0))
+        .acquire()
+        .await
+        .expect_err("refused");
+    assert!(
+        err.node_failures()
+            .iter()
+            .all(|f| f.kind.is_redis_error("FENCERANGE")),
+        "{err}"
+    );
+    assert!(slots_set(&cluster, &name, 2).is_empty(), "nothing set");
+    for i in 0..3 {
+        let _: i64 = cluster.exec(i, redis::cmd("DEL").arg(fence_key(&name)));
+    }
+}
+
+#[tokio::test]
+async fn what_a_grant_set_besides_its_slot_is_released_and_others_stay() {
+    // Two slots on five nodes; another owner's token sits on slot 0 of
+    // nodes 0 and 1 and on slot 1 of nodes 3 and 4 (stale minorities).
+    // Whatever slot an attempt lists first, nodes 0 and 1 set slot 1, nodes
+    // 3 and 4 slot 0, node 2 one of them: one slot is won on three nodes,
+    // the other was set on two. The holder keeps the won slot; the other
+    // two keys of its token go in the background, and the other owner's
+    // keys stay, also after the holder's release.
+    let cluster = Cluster::shared(5);
+    let redlock = cluster.redlock().await;
+    let name = unique("sem-leftovers");
+    let other = |slot: u32, nodes: [usize; 2]| {
+        for i in nodes {
+            let _: () = cluster.exec(
+                i,
+                redis::cmd("SET")
+                    .arg(slot_key(&name, slot))
+                    .arg("another-owner")
+                    .arg("PX")
+                    .arg(60_000),
+            );
+        }
+    };
+    other(0, [0, 1]);
+    other(1, [3, 4]);
+    let permit = redlock
+        .semaphore(&name, 2, TTL)
+        .retry(Retry::Times(0))
+        .acquire()
+        .await
+        .expect("a slot won on three nodes");
+    let won = permit.slots()[0] as u32;
+    let ours = |v: &Option<Vec<u8>>| {
+        v.as_deref()
+            .is_some_and(|t| t.starts_with(permit.token_prefix().as_bytes()))
+    };
+    let theirs = |v: &Option<Vec<u8>>| v.as_deref() == Some(&b"another-owner"[..]);
+    let settled = eventually(SOON, || {
+        let (w, l) = (
+            cluster.values(slot_key(&name, won).as_bytes()),
+            cluster.values(slot_key(&name, 1 - won).as_bytes()),
+        );
+        w.iter().filter(|v| ours(v)).count() == 3
+            && w.iter().filter(|v| theirs(v)).count() == 2
+            && l.iter().filter(|v| theirs(v)).count() == 2
+            && l.iter().filter(|v| v.is_some()).count() == 2
+    })
+    .await;
+    assert!(
+        settled,
+        "won slot {won}: {:?}; the other: {:?}",
+        cluster.values(slot_key(&name, won).as_bytes()),
+        cluster.values(slot_key(&name, 1 - won).as_bytes())
+    );
+    permit.release().await.expect("release");
+    let left = eventually(SOON, || {
+        (0..2).all(|slot| {
+            let v = cluster.values(slot_key(&name, slot).as_bytes());
+            v.iter().filter(|v| theirs(v)).count() == 2
+                && v.iter().filter(|v| v.is_some()).count() == 2
+        })
+    })
+    .await;
+    assert!(
+        left,
+        "only the other owner's keys stay: {:?}",
+        slots_set(&cluster, &name, 2)
+    );
+    for slot in 0..2 {
+        for i in 0..5 {
+            let _: i64 = cluster.exec(i, redis::cmd("DEL").arg(slot_key(&name, slot)));
+        }
     }
 }
 
