@@ -655,6 +655,53 @@ async fn an_acquire_dropped_mid_flight_leaves_no_slot_behind() {
 }
 
 #[tokio::test]
+async fn fenced_acquires_dropped_at_any_point_leave_no_slot_behind() {
+    // Every reply 10 ms late through the proxies; fenced acquires of 2 of
+    // 3 permits dropped after 0, 2, 4, … ms: during the slots script, the
+    // commit, the release of what was not kept, or just after the grant.
+    // Whatever point the drop hits, every slot is gone on every node soon
+    // after (the TTL is 30 s).
+    let mut cluster = Cluster::local(3);
+    let redlock = cluster
+        .proxied_builder()
+        .node_timeout(Duration::from_secs(2))
+        .retry(Retry::Times(0))
+        .build()
+        .await
+        .expect("build");
+    for p in cluster.proxies() {
+        p.set(support::Fault::latency(Duration::from_millis(10)));
+    }
+    let name = unique("sem-dropped");
+    let mut granted = 0;
+    for k in 0..40u32 {
+        let limit = Duration::from_millis(2) * k;
+        let acquire = redlock
+            .semaphore(&name, 3, Duration::from_secs(30))
+            .take(2)
+            .fenced()
+            .acquire();
+        match tokio::time::timeout(limit, acquire).await {
+            Ok(Ok(permit)) => {
+                granted += 1;
+                drop(permit);
+            }
+            Ok(Err(e)) => assert!(e.is_contended(), "after {limit:?}: {e}"),
+            Err(_) => {}
+        }
+    }
+    cluster.heal_proxies();
+    support::report(&format!(
+        "semaphore: 40 fenced acquires dropped at 2 ms steps, {granted} granted first"
+    ));
+    assert!(
+        all_slots_free(&cluster, &name, 3, Duration::from_secs(10)).await,
+        "slots left: {:?}",
+        slots_set(&cluster, &name, 3)
+    );
+}
+
+#[tokio::test]
 async fn bad_input_is_refused_before_anything_is_sent() {
     let cluster = Cluster::shared(3);
     let redlock = cluster.redlock().await;
