@@ -12,6 +12,12 @@
 //! model check's negative controls show what each of them breaks. So does
 //! an extension that answers 0 for a missing key (the client could not tell
 //! where to repair).
+//!
+//! The semaphore's script, `acquire_slots.lua`, has cases of its own at the
+//! end (the reply `src/node/slots.rs` reads): the first `k` free slots in
+//! the order given or none at all, the fencing counter read and never
+//! written, a counter out of range refused before anything is set; and
+//! `release.lua` given a channel announces once there, per key without.
 
 use quorumlock_testkit as support;
 
@@ -317,4 +323,265 @@ fn every_script_answers_as_the_model_says() {
         mismatches.len(),
         mismatches.join("\n")
     );
+}
+
+// ------------------------------------------------ the semaphore's scripts
+
+/// The semaphore's script, as the library sends it.
+const ACQUIRE_SLOTS: &str = include_str!("../src/node/lua/acquire_slots.lua");
+
+/// The slots of one semaphore on one node: `count` keys and the counter.
+struct SlotsOnNode {
+    conn: Connection,
+    keys: Vec<String>,
+    counter: String,
+}
+
+impl SlotsOnNode {
+    fn new(cluster: &Cluster, count: usize) -> Self {
+        let base = format!("quorumlock:semaphore:{{{}}}", unique("conformance-slots"));
+        let conn = cluster.conn(0);
+        conn.set_read_timeout(Some(Duration::from_secs(10)))
+            .expect("timeout");
+        Self {
+            conn,
+            keys: (0..count).map(|i| format!("{base}:{i}")).collect(),
+            counter: format!("{base}:fence"),
+        }
+    }
+
+    /// Slots `held` set to another token, the rest absent; the counter
+    /// set to `counter` (absent when `None`).
+    fn set(&mut self, held: &[usize], counter: Option<&str>) {
+        let mut pipe = redis::pipe();
+        pipe.del(&self.keys).del(&self.counter);
+        for &i in held {
+            pipe.cmd("SET")
+                .arg(&self.keys[i])
+                .arg(THEIRS)
+                .arg("PX")
+                .arg(LONG);
+        }
+        if let Some(counter) = counter {
+            pipe.set(&self.counter, counter);
+        }
+        pipe.query::<()>(&mut self.conn).expect("set the slots");
+    }
+
+    /// Per slot: its token and whether its TTL is `SHORT`.
+    fn read(&mut self) -> Vec<Option<(String, bool)>> {
+        let mut out = Vec::new();
+        for key in self.keys.clone() {
+            let (token, ttl): (Option<String>, i64) = redis::pipe()
+                .get(&key)
+                .pttl(&key)
+                .query(&mut self.conn)
+                .expect("read a slot");
+            let short = u64::try_from(ttl).is_ok_and(|t| t <= SHORT && t + SLACK > SHORT);
+            out.push(token.map(|t| (t, short)));
+        }
+        out
+    }
+
+    fn counter(&mut self) -> Option<String> {
+        redis::cmd("GET")
+            .arg(&self.counter)
+            .query(&mut self.conn)
+            .expect("read the counter")
+    }
+
+    /// `acquire_slots.lua` for `want` slots, listed from slot `first` on
+    /// (wrapping around), as the library sends it.
+    fn take(&mut self, first: usize, want: usize, fenced: bool) -> redis::RedisResult<Value> {
+        let n = self.keys.len();
+        let mut keys: Vec<&str> = (0..n)
+            .map(|k| self.keys[(first + k) % n].as_str())
+            .collect();
+        if fenced {
+            keys.push(&self.counter);
+        }
+        redis::cmd("EVAL")
+            .arg(ACQUIRE_SLOTS)
+            .arg(keys.len())
+            .arg(&keys)
+            .arg(MINE)
+            .arg(SHORT)
+            .arg(want)
+            .arg(if fenced { "1" } else { "0" })
+            .query(&mut self.conn)
+    }
+}
+
+fn ints(reply: &Value) -> Vec<i64> {
+    match reply {
+        Value::Array(items) => items
+            .iter()
+            .map(|v| match v {
+                Value::Int(n) => *n,
+                other => panic!("{other:?} in a slots reply"),
+            })
+            .collect(),
+        other => panic!("{other:?} from acquire_slots.lua"),
+    }
+}
+
+#[test]
+fn acquire_slots_sets_the_first_k_free_in_the_given_order_or_nothing() {
+    let cluster = Cluster::shared(1);
+    let mut node = SlotsOnNode::new(&cluster, 4);
+    let mine = Some((MINE.to_owned(), true));
+    let theirs = Some((THEIRS.to_owned(), false));
+
+    // Slot 3 taken; 2 wanted, listed from slot 2: 2, 3, 0, 1. The first two
+    // free in that order are 2 and 0, at positions 1 and 3.
+    node.set(&[3], None);
+    let reply = ints(&node.take(2, 2, false).expect("script"));
+    assert_eq!(
+        reply,
+        [0, 1, 3],
+        "counter 0 (not fenced), positions 1 and 3"
+    );
+    assert_eq!(
+        node.read(),
+        [mine.clone(), None, mine.clone(), theirs.clone()],
+        "slots 2 and 0 set with the token and the TTL, slot 1 left free"
+    );
+
+    // All or nothing: 3 wanted with 2 free is refused with the number
+    // free, and nothing is set.
+    for first in 0..4 {
+        node.set(&[1, 3], None);
+        let reply = ints(&node.take(first, 3, false).expect("script"));
+        assert_eq!(reply, [-1, 2], "from slot {first}");
+        assert_eq!(
+            node.read(),
+            [None, theirs.clone(), None, theirs.clone()],
+            "from slot {first}: nothing set"
+        );
+    }
+
+    // The reply is what the client reads as a yes or a no: every slot,
+    // in order, when all are wanted and free; a refusal when one is held.
+    node.set(&[], None);
+    assert_eq!(
+        ints(&node.take(1, 4, false).expect("script")),
+        [0, 1, 2, 3, 4]
+    );
+    node.set(&[0], None);
+    assert_eq!(ints(&node.take(1, 4, false).expect("script")), [-1, 3]);
+    node.set(&[], None);
+}
+
+#[test]
+fn acquire_slots_reads_the_counter_and_refuses_one_out_of_range() {
+    let cluster = Cluster::shared(1);
+    let mut node = SlotsOnNode::new(&cluster, 3);
+    // The counter, read with the slots and left as it is: unset reads 0.
+    for (counter, read) in [
+        (None, 0),
+        (Some("41"), 41),
+        (Some("9007199254740991"), (1 << 53) - 1),
+    ] {
+        node.set(&[0], counter);
+        let reply = ints(&node.take(0, 1, true).expect("script"));
+        assert_eq!(reply, [read, 2], "counter {counter:?}");
+        assert_eq!(
+            node.counter().as_deref(),
+            counter,
+            "the counter is only read"
+        );
+    }
+    // Fenced, a refusal still says how many were free.
+    node.set(&[0, 1, 2], Some("7"));
+    assert_eq!(ints(&node.take(0, 1, true).expect("script")), [-1, 0]);
+    // A counter that is not a canonical integer in [0, 2^53): an error
+    // reply naming FENCERANGE, and no slot set.
+    for bad in [
+        "9007199254740992",
+        "-1",
+        "007",
+        "1e3",
+        "abc",
+        "12345678901234567",
+    ] {
+        node.set(&[], Some(bad));
+        let err = node.take(0, 2, true).expect_err(bad);
+        assert!(err.to_string().contains("FENCERANGE"), "{bad}: {err}");
+        assert_eq!(node.read(), [None, None, None], "{bad}: nothing set");
+        assert_eq!(node.counter().as_deref(), Some(bad));
+    }
+    node.set(&[], None);
+}
+
+/// How many messages `channels` (on node 0) carry while `during` runs and
+/// within 300 ms after.
+fn published(cluster: &Cluster, channels: &[String], during: impl FnOnce()) -> usize {
+    let mut conn = cluster.conn(0);
+    let mut pubsub = conn.as_pubsub();
+    for channel in channels {
+        pubsub.subscribe(channel).expect("subscribe");
+    }
+    pubsub
+        .set_read_timeout(Some(Duration::from_millis(300)))
+        .expect("timeout");
+    during();
+    let mut seen = 0;
+    while pubsub.get_message().is_ok() {
+        seen += 1;
+    }
+    seen
+}
+
+#[test]
+fn release_announces_once_on_the_channel_given_and_per_key_without_one() {
+    let cluster = Cluster::shared(1);
+    let mut node = SlotsOnNode::new(&cluster, 3);
+    let base = node.keys[0]
+        .rsplit_once(':')
+        .map(|(b, _)| b.to_owned())
+        .expect("a slot key");
+    let channel = |name: &str| format!("quorumlock:released:{name}");
+    // Listened to: the semaphore's channel and each slot's own.
+    let mut every = vec![channel(&base)];
+    every.extend(node.keys.iter().map(|k| channel(k)));
+    // (what, ARGV[2..], slots ours, keys deleted, announcements)
+    let cases: [(&str, Vec<&str>, bool, i64, usize); 5] = [
+        ("with the channel", vec!["1", &base], true, 2, 1),
+        ("without a channel", vec!["1"], true, 2, 2),
+        ("silent, with the channel", vec!["0", &base], true, 2, 0),
+        ("silent, without a channel", vec!["0"], true, 2, 0),
+        (
+            "with the channel, nothing ours",
+            vec!["1", &base],
+            false,
+            0,
+            0,
+        ),
+    ];
+    for (what, args, ours, deleted, messages) in cases {
+        // Slot 2 another holder's; slots 0 and 1 ours (set by the script),
+        // or another's too.
+        if ours {
+            node.set(&[2], None);
+            ints(&node.take(0, 2, false).expect("script"));
+        } else {
+            node.set(&[0, 1, 2], None);
+        }
+        let mut reply = 0;
+        let seen = published(&cluster, &every, || {
+            reply = redis::cmd("EVAL")
+                .arg(RELEASE)
+                .arg(node.keys.len())
+                .arg(&node.keys)
+                .arg(MINE)
+                .arg(&args)
+                .query(&mut node.conn)
+                .expect("release");
+        });
+        assert_eq!(reply, deleted, "{what}: keys deleted");
+        assert_eq!(seen, messages, "{what}: announcements");
+        let left = node.read().iter().filter(|s| s.is_some()).count();
+        assert_eq!(left, 3 - deleted as usize, "{what}: another's slot stays");
+    }
+    node.set(&[], None);
 }
