@@ -62,14 +62,14 @@ async fn semaphore(redlock: &Redlock, resource: &str, permits: u32, json: bool) 
     }
     for holder in status.holders() {
         let slots: Vec<String> = holder.slots.iter().map(ToString::to_string).collect();
-        let noun = if slots.len() == 1 { "slot " } else { "slots" };
+        let noun = if slots.len() == 1 { "slot" } else { "slots" };
         let expiry = holder.expires_in.map_or("no expiry".to_owned(), |left| {
             format!("expires in {:.3}s", left.as_secs_f64())
         });
         stdout_line(&format!(
-            "held by {}…  {noun} {:<8} {expiry}",
+            "held by {}…  {noun} {}  {expiry}",
             holder.token_prefix,
-            slots.join(",")
+            slots.join(", ")
         ));
     }
     stdout_line(&status.to_string());
