@@ -72,8 +72,8 @@ pub async fn acquire(
             loop {
                 let status = target.read(&redlock, &resource).await;
                 out.progress(&format!(
-                    "waiting for the {} ({:.0}s): {status}",
-                    target.noun(),
+                    "waiting for {} ({:.0}s): {status}",
+                    target.wanted(),
                     started.elapsed().as_secs_f64()
                 ));
                 tokio::time::sleep(Duration::from_secs(1)).await;
@@ -134,14 +134,14 @@ async fn attempts(
                 biased;
                 sig = signals.next() => {
                     if is_stop(sig) {
-                        out.say(&format!("got {sig} while waiting for the {}; giving up", args.target.noun()));
+                        out.say(&format!("got {sig} while waiting for {}; giving up", args.target.wanted()));
                         // Dropping the attempt releases what it took, in
                         // the background: wait for that before exiting.
                         drop(attempt);
                         redlock.settle(args.node_timeout.saturating_mul(4)).await;
                         return Err(status_for(sig));
                     }
-                    out.detail(&format!("got {sig} while waiting for the {}; no command to pass it to yet", args.target.noun()));
+                    out.detail(&format!("got {sig} while waiting for {}; no command to pass it to yet", args.target.wanted()));
                 }
                 r = &mut attempt => break r,
             }

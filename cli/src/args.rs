@@ -73,7 +73,7 @@ pub enum Command {
     /// With --permits L, one permit of the counting semaphore RESOURCE of L
     /// permits is taken instead of the lock: at most L commands run at once
     /// across hosts, each supervised as above; CMD also gets QUORUMLOCK_SLOT
-    /// (its slot, 0 to L-1, no other holder's while the permit lasts).
+    /// (its slot, 0 to L-1: no other holder has it while the permit lasts).
     Run(RunArgs),
     /// Show, per node, whether RESOURCE is locked, by whom and for how long;
     /// with --permits L, the holders of the semaphore RESOURCE's permits.

@@ -72,6 +72,14 @@ impl Target {
         }
     }
 
+    /// `the lock` or `a permit`: what a waiter waits for, for messages.
+    pub fn wanted(self) -> &'static str {
+        match self {
+            Target::Lock => "the lock",
+            Target::Permit { .. } => "a permit",
+        }
+    }
+
     /// One attempt to take the target, trying as `retry` says.
     pub fn attempt(
         self,

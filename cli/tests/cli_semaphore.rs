@@ -286,7 +286,8 @@ fn json(out: &Output) -> Value {
 
 /// Two holders of L = 2: `status --permits` shows both (prefix, slot,
 /// expiry), a third `run --no-wait` exits 75, and once one holder is gone
-/// another command runs and its status is passed on; then nothing is held.
+/// another command runs (with `--fenced`: a token) and its status is passed
+/// on; then nothing is held.
 #[test]
 fn status_shows_the_holders_and_a_full_semaphore_is_busy() {
     let cluster = Cluster::shared(3);
@@ -400,6 +401,7 @@ fn status_shows_the_holders_and_a_full_semaphore_is_busy() {
         "run",
         "--permits",
         "2",
+        "--fenced",
         "--wait",
         "30s",
         &name,
@@ -407,11 +409,11 @@ fn status_shows_the_holders_and_a_full_semaphore_is_busy() {
         "sh",
         "-c",
     ])
-    .arg("exit $((QUORUMLOCK_SLOT + 7))");
+    .arg("test \"$QUORUMLOCK_FENCE\" -ge 1 && exit $((QUORUMLOCK_SLOT + 7))");
     let out = output(next);
     assert!(
         matches!(out.status.code(), Some(7 | 8)),
-        "CMD's status, with its slot: {:?} {}",
+        "CMD's status, with its slot and a fencing token: {:?} {}",
         out.status,
         text(&out.stderr)
     );
