@@ -1,15 +1,17 @@
-//! Taking the lock for `run`: waits for contention as long as asked, for an
-//! outage at most `--outage-wait`, for a configuration error not at all;
-//! a stop signal ends the wait and releases whatever was partly taken.
+//! Taking the lock (or a permit of a semaphore) for `run`: waits for
+//! contention as long as asked, for an outage at most `--outage-wait`, for
+//! a configuration error not at all; a stop signal ends the wait and
+//! releases whatever was partly taken.
 
 use std::time::{Duration, Instant};
 
-use quorumlock::{Lock, NodeFailure, NodeView, Redlock, Retry};
+use quorumlock::{Redlock, Retry};
 
 use crate::args::{Common, RunArgs};
-use crate::diagnose::{classify, no_quorum, Verdict};
+use crate::diagnose::{after_refusal, classify, wrongtype, Verdict};
 use crate::output::Out;
 use crate::signals::{is_stop, status_for, Signals};
+use crate::target::{Taken, Target};
 use crate::{client, exit};
 
 /// Longest single call into the library while waiting, so that the kind of
@@ -19,6 +21,8 @@ const SLICE: Duration = Duration::from_secs(1);
 /// What taking the lock needs from the command line.
 #[derive(Debug, Clone)]
 pub struct AcquireOptions {
+    /// The lock, or a permit of a semaphore.
+    pub target: Target,
     /// The lock's TTL.
     pub ttl: Duration,
     /// Ask for a fencing token.
@@ -39,6 +43,7 @@ impl AcquireOptions {
     /// The options `run` was given.
     pub fn new(common: &Common, args: &RunArgs) -> Self {
         Self {
+            target: Target::new(args.permits),
             ttl: args.ttl,
             fenced: args.fenced,
             wait: args.wait,
@@ -50,23 +55,25 @@ impl AcquireOptions {
     }
 }
 
-/// Takes the lock, or returns the exit status.
+/// Takes the lock (or the permit), or returns the exit status.
 pub async fn acquire(
     redlock: &Redlock,
     args: &AcquireOptions,
     resource: &str,
     out: Out,
     signals: &mut Signals,
-) -> Result<Lock, u8> {
+) -> Result<Taken, u8> {
     let started = Instant::now();
     let progress = (!args.no_wait).then(|| {
         let (redlock, resource) = (redlock.clone(), resource.to_owned());
+        let target = args.target;
         tokio::spawn(async move {
             tokio::time::sleep(Duration::from_millis(300)).await;
             loop {
-                let status = redlock.status(&resource).await;
+                let status = target.read(&redlock, &resource).await;
                 out.progress(&format!(
-                    "waiting for the lock ({:.0}s): {status}",
+                    "waiting for {} ({:.0}s): {status}",
+                    target.wanted(),
                     started.elapsed().as_secs_f64()
                 ));
                 tokio::time::sleep(Duration::from_secs(1)).await;
@@ -93,7 +100,7 @@ async fn attempts(
     out: Out,
     signals: &mut Signals,
     started: Instant,
-) -> Result<Lock, u8> {
+) -> Result<Taken, u8> {
     // A wait too large to add to an instant is no limit.
     let wait_until = args.wait.and_then(|w| started.checked_add(w));
     let ran_out = || {
@@ -106,104 +113,79 @@ async fn attempts(
     let mut first = true;
     loop {
         let attempt_started = Instant::now();
-        let mut request = redlock.lock(resource, args.ttl);
-        if args.fenced {
-            request = request.fenced();
-        }
-        request = if args.no_wait {
+        let retry = if args.no_wait {
             // A couple of quick retries only settle split votes between
             // contenders that started together.
-            request.retry(Retry::Times(2))
+            Retry::Times(2)
         } else if first {
-            request.retry(Retry::Times(0))
+            Retry::Times(0)
         } else {
             let left = wait_until.map_or(SLICE, |d| d.saturating_duration_since(Instant::now()));
-            request.retry(Retry::Until(left.min(SLICE)))
+            Retry::Until(left.min(SLICE))
         };
         first = false;
         // Boxed, so that dropping it below really ends it (and spawns the
         // release of what it took) before the wait for that release.
-        let mut attempt = Box::pin(request.acquire());
+        let mut attempt = args
+            .target
+            .attempt(redlock, resource, args.ttl, args.fenced, retry);
         let result = loop {
             tokio::select! {
                 biased;
                 sig = signals.next() => {
                     if is_stop(sig) {
-                        out.say(&format!("got {sig} while waiting for the lock; giving up"));
+                        out.say(&format!("got {sig} while waiting for {}; giving up", args.target.wanted()));
                         // Dropping the attempt releases what it took, in
                         // the background: wait for that before exiting.
                         drop(attempt);
                         redlock.settle(args.node_timeout.saturating_mul(4)).await;
                         return Err(status_for(sig));
                     }
-                    out.detail(&format!("got {sig} while waiting for the lock; no command to pass it to yet"));
+                    out.detail(&format!("got {sig} while waiting for {}; no command to pass it to yet", args.target.wanted()));
                 }
                 r = &mut attempt => break r,
             }
         };
         let err = match result {
-            Ok(lock) => return Ok(lock),
+            Ok(taken) => return Ok(taken),
             Err(e) => e,
         };
         let mut verdict = classify(&err, nodes, quorum);
-        let mut status = None;
+        let mut reading = None;
         if verdict == Verdict::Contended {
             // "Busy" only when someone holds it: refusals can also come
             // from this process' own previous attempt, whose release is
             // still on its way while most nodes are down.
-            let seen = redlock.status(resource).await;
-            let failed = seen
-                .nodes
-                .iter()
-                .filter(|(_, v)| matches!(v, NodeView::Failed(_)))
-                .count();
-            if nodes.saturating_sub(failed) < quorum {
-                let failures: Vec<NodeFailure> = seen
-                    .nodes
-                    .iter()
-                    .filter_map(|(_, v)| match v {
-                        NodeView::Failed(f) => Some(f.clone()),
-                        _ => None,
-                    })
-                    .collect();
-                let config = failures
-                    .iter()
-                    .filter(|f| f.kind.is_misconfigured())
-                    .count();
-                let summary = no_quorum(&failures, nodes, quorum);
-                verdict = if config > nodes.saturating_sub(quorum)
-                    && !failures.iter().all(|f| f.kind.is_redis_error("WRONGTYPE"))
-                {
-                    Verdict::Config(summary)
-                } else if config > nodes.saturating_sub(quorum) {
-                    Verdict::Contended
-                } else {
-                    Verdict::Outage(summary)
-                };
+            let seen = args.target.read(redlock, resource).await;
+            if let Some(v) = after_refusal(&seen.views(), nodes, quorum) {
+                verdict = v;
             }
-            status = Some(seen);
+            reading = Some(seen);
         }
         match verdict {
             Verdict::Contended => {
                 outage_since = None;
-                let status = match status {
-                    Some(s) => s,
-                    None => redlock.status(resource).await,
+                let reading = match reading {
+                    Some(r) => r,
+                    None => args.target.read(redlock, resource).await,
                 };
-                let wrongtype = status
-                    .nodes
-                    .iter()
-                    .filter(|(_, v)| matches!(v, NodeView::Failed(f) if f.kind.is_redis_error("WRONGTYPE")))
-                    .count();
-                if wrongtype > nodes.saturating_sub(quorum) {
+                if let Some(wrongtype) = wrongtype(&reading.views(), nodes, quorum) {
+                    let (what, keys) = match args.target {
+                        Target::Lock => ("a lock", "its key holds"),
+                        Target::Permit { .. } => ("a semaphore", "its slots' keys hold"),
+                    };
                     out.error(&format!(
-                        "{resource:?} is not a lock: its key holds a value of another type on \
+                        "{resource:?} is not {what}: {keys} a value of another type on \
                          {wrongtype} of {nodes} nodes (WRONGTYPE); choose another resource name"
                     ));
                     return Err(exit::CONFIG);
                 }
                 if args.no_wait || ran_out() {
-                    out.say(&format!("lock busy: {status}"));
+                    let busy = match args.target {
+                        Target::Lock => "lock busy",
+                        Target::Permit { .. } => "no permit free",
+                    };
+                    out.say(&format!("{busy}: {reading}"));
                     return Err(exit::BUSY);
                 }
             }

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
 use clap_complete::Shell;
-use quorumlock::MAX_TTL;
+use quorumlock::{MAX_PERMITS, MAX_TTL};
 
 use crate::exit;
 
@@ -69,8 +69,14 @@ pub enum Command {
     /// group; if quorumlock itself dies, CMD is killed (parent-death signal).
     /// What CMD leaves running, in its group or not (setsid, set -m), gets
     /// SIGTERM and, after --grace, SIGKILL before the lock is released.
+    ///
+    /// With --permits L, one permit of the counting semaphore RESOURCE of L
+    /// permits is taken instead of the lock: at most L commands run at once
+    /// across hosts, each supervised as above; CMD also gets QUORUMLOCK_SLOT
+    /// (its slot, 0 to L-1: no other holder has it while the permit lasts).
     Run(RunArgs),
-    /// Show, per node, whether RESOURCE is locked, by whom and for how long.
+    /// Show, per node, whether RESOURCE is locked, by whom and for how long;
+    /// with --permits L, the holders of the semaphore RESOURCE's permits.
     Status(StatusArgs),
     /// Print a shell completion script (bash, zsh, fish, elvish,
     /// powershell) on stdout; needs no nodes.
@@ -99,6 +105,11 @@ pub struct RunArgs {
     /// Hand CMD a fencing token in QUORUMLOCK_FENCE.
     #[arg(long)]
     pub fenced: bool,
+    /// Take one permit of the counting semaphore RESOURCE, which has L
+    /// permits (1 to 1024), instead of the lock: at most L commands run at
+    /// once. Every user of RESOURCE must give the same L.
+    #[arg(long, value_name = "L", value_parser = permits_range())]
+    pub permits: Option<u32>,
     /// After a lost lock, or CMD's exit with processes it started still
     /// running (in its group or not): time between SIGTERM and SIGKILL to
     /// them (never past the lock's validity).
@@ -127,6 +138,12 @@ fn parse_ttl(text: &str) -> Result<Duration, String> {
     Ok(ttl)
 }
 
+/// The number of permits a semaphore may have: 1 to
+/// [`MAX_PERMITS`] (a usage error otherwise, before anything is sent).
+fn permits_range() -> clap::builder::RangedI64ValueParser<u32> {
+    clap::value_parser!(u32).range(1..=i64::from(MAX_PERMITS))
+}
+
 /// How long humantime's `1y` is (365.25 days); accepted as the maximum.
 const HUMANTIME_YEAR: Duration = Duration::from_secs(31_557_600);
 
@@ -134,6 +151,11 @@ const HUMANTIME_YEAR: Duration = Duration::from_secs(31_557_600);
 pub struct StatusArgs {
     #[command(flatten)]
     pub resource: ResourceArg,
+    /// Show the counting semaphore RESOURCE of L permits (1 to 1024): its
+    /// holders, each with its slots and expiry, and the permits held and
+    /// free.
+    #[arg(long, value_name = "L", value_parser = permits_range())]
+    pub permits: Option<u32>,
     /// Print one JSON object (stable fields, see the README) instead of
     /// the table; the exit status is the same.
     #[arg(long)]

@@ -3,7 +3,7 @@
 //! pass (retry for a bounded time), or a configuration error that will not
 //! pass by waiting (fail at once). Pure: no I/O.
 
-use quorumlock::{Error, NodeFailure, NodeFailureKind};
+use quorumlock::{Error, NodeFailure, NodeFailureKind, NodeView};
 
 /// How to go on after a failed acquisition.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -42,6 +42,63 @@ pub fn classify(err: &Error, nodes: usize, quorum: usize) -> Verdict {
     } else {
         Verdict::Outage(summary)
     }
+}
+
+/// What a read of the target's keys after a refusal says about it: `None`
+/// when enough nodes answered for the refusal to mean contention; else an
+/// outage, a configuration error, or contention after all when the nodes
+/// that failed only hold a key of another type (`WRONGTYPE`, reported by
+/// [`wrongtype`]). `keys` holds, per key read (the lock's, or each slot of
+/// a semaphore), every node's view in the order of the nodes; a node
+/// counts as failed when it failed for some key.
+pub fn after_refusal(
+    keys: &[&[(String, NodeView)]],
+    nodes: usize,
+    quorum: usize,
+) -> Option<Verdict> {
+    let failures: Vec<NodeFailure> = (0..nodes)
+        .filter_map(|i| {
+            keys.iter().find_map(|views| match views.get(i) {
+                Some((_, NodeView::Failed(f))) => Some(f.clone()),
+                _ => None,
+            })
+        })
+        .collect();
+    if nodes.saturating_sub(failures.len()) >= quorum {
+        return None;
+    }
+    let config = failures
+        .iter()
+        .filter(|f| f.kind.is_misconfigured())
+        .count();
+    let summary = no_quorum(&failures, nodes, quorum);
+    let too_many = config > nodes.saturating_sub(quorum);
+    Some(
+        if too_many && !failures.iter().all(|f| f.kind.is_redis_error("WRONGTYPE")) {
+            Verdict::Config(summary)
+        } else if too_many {
+            Verdict::Contended
+        } else {
+            Verdict::Outage(summary)
+        },
+    )
+}
+
+/// The number of nodes that hold a value of another type (`WRONGTYPE`)
+/// under every key of the target, when that is more than a quorum can
+/// spare (no key can ever be taken); `None` otherwise.
+pub fn wrongtype(keys: &[&[(String, NodeView)]], nodes: usize, quorum: usize) -> Option<usize> {
+    keys.iter()
+        .map(|views| {
+            views
+                .iter()
+                .filter(
+                    |(_, v)| matches!(v, NodeView::Failed(f) if f.kind.is_redis_error("WRONGTYPE")),
+                )
+                .count()
+        })
+        .min()
+        .filter(|&n| n > nodes.saturating_sub(quorum))
 }
 
 /// `no quorum (3 of 5 nodes needed): 3 refused the connection, 2 hung`.
@@ -108,6 +165,50 @@ mod tests {
         failure(NodeFailureKind::Connection(
             "Connection refused (os error 111)".into(),
         ))
+    }
+
+    fn views(list: &[NodeView]) -> Vec<(String, NodeView)> {
+        list.iter()
+            .enumerate()
+            .map(|(i, v)| (format!("n{i}"), v.clone()))
+            .collect()
+    }
+
+    fn wrong() -> NodeView {
+        NodeView::Failed(failure(NodeFailureKind::Redis {
+            code: "WRONGTYPE".into(),
+            message: "wrong kind".into(),
+        }))
+    }
+
+    #[test]
+    fn a_refusal_is_contention_when_a_quorum_answered_on_every_key() {
+        let held = NodeView::Held {
+            token_prefix: "aaaa".into(),
+            expires_in: None,
+        };
+        let down = NodeView::Failed(refused());
+        let one = views(&[held.clone(), held.clone(), down.clone()]);
+        assert_eq!(after_refusal(&[&one[..]], 3, 2), None);
+        // Two slots, a different node down on each: two nodes failed.
+        let other = views(&[down.clone(), held.clone(), held]);
+        let verdict = after_refusal(&[&one[..], &other[..]], 3, 2);
+        assert!(matches!(verdict, Some(Verdict::Outage(_))), "{verdict:?}");
+    }
+
+    #[test]
+    fn wrongtype_counts_only_when_every_key_is_blocked() {
+        let free = NodeView::Free;
+        let blocked = views(&[wrong(), wrong(), free.clone()]);
+        let open = views(&[free.clone(), free.clone(), free]);
+        assert_eq!(wrongtype(&[&blocked[..]], 3, 2), Some(2));
+        assert_eq!(wrongtype(&[&blocked[..], &blocked[..]], 3, 2), Some(2));
+        assert_eq!(wrongtype(&[&blocked[..], &open[..]], 3, 2), None);
+        assert_eq!(
+            after_refusal(&[&blocked[..]], 3, 2),
+            Some(Verdict::Contended),
+            "WRONGTYPE alone reads as contention, reported by wrongtype()"
+        );
     }
 
     #[test]

@@ -1,10 +1,11 @@
 //! `quorumlock status --json`: one JSON object on stdout for scripts and
-//! monitoring. The field names are stable (README, "status --json"); new
-//! fields may be added, none renamed or removed while `version` is 1.
+//! monitoring, for a lock or (`--permits`) a semaphore. The field names are
+//! stable (README, "status --json"); new fields may be added, none renamed
+//! or removed while `version` is 1.
 
 use std::time::Duration;
 
-use quorumlock::{NodeFailureKind, NodeView, Status};
+use quorumlock::{NodeFailureKind, NodeView, SemaphoreStatus, Status};
 use serde_json::{json, Value};
 
 /// The schema version printed as `version`.
@@ -95,6 +96,71 @@ pub fn status(resource: &str, status: &Status, exit_code: u8) -> String {
         "expires_in_ms": millis(status.expires_in()),
         "exit_code": exit_code,
         "nodes": status.nodes.iter().map(|(l, v)| node(l, v)).collect::<Vec<_>>(),
+    });
+    value.to_string()
+}
+
+/// The status of the semaphore `resource` of `permits` permits as one JSON
+/// object: its holders, the permits held, free and unknown, each slot's
+/// state, and per node the first error it answered (null when none).
+pub fn semaphore(resource: &str, permits: u32, status: &SemaphoreStatus, exit_code: u8) -> String {
+    let (held, free) = (status.held(), status.free());
+    let holders: Vec<Value> = status
+        .holders()
+        .iter()
+        .map(|h| {
+            json!({
+                "holder": h.token_prefix,
+                "slots": h.slots,
+                "expires_in_ms": millis(h.expires_in),
+            })
+        })
+        .collect();
+    let slots: Vec<Value> = status
+        .slots
+        .iter()
+        .enumerate()
+        .map(|(i, slot)| {
+            let leading = slot.leading_holder();
+            json!({
+                "slot": i,
+                "state": state(slot),
+                "holder": leading.map(|(p, _)| p),
+                "holder_nodes": leading.map_or(0, |(_, n)| n),
+                "expires_in_ms": millis(slot.expires_in()),
+            })
+        })
+        .collect();
+    let first = status.slots.first();
+    let nodes: Vec<Value> = first
+        .map(|s| s.nodes.as_slice())
+        .unwrap_or_default()
+        .iter()
+        .enumerate()
+        .map(|(i, (label, _))| {
+            let failed = status
+                .slots
+                .iter()
+                .find_map(|slot| match slot.nodes.get(i) {
+                    Some((_, NodeView::Failed(f))) => Some(error(&f.kind)),
+                    _ => None,
+                });
+            json!({ "node": label, "error": failed.unwrap_or(Value::Null) })
+        })
+        .collect();
+    let value = json!({
+        "version": VERSION,
+        "resource": resource,
+        "permits": permits,
+        "permits_held": held,
+        "permits_free": free,
+        "permits_unknown": status.slots.len().saturating_sub(held + free),
+        "holders": holders,
+        "quorum": first.map_or(0, |s| s.quorum),
+        "nodes_total": nodes.len(),
+        "exit_code": exit_code,
+        "slots": slots,
+        "nodes": nodes,
     });
     value.to_string()
 }

@@ -1,5 +1,6 @@
 //! `quorumlock`: run a command under a Redlock lock, like `flock(1)` for a
-//! set of Redis nodes; or show who holds a lock.
+//! set of Redis nodes, or under a permit of a counting semaphore (at most L
+//! at once); or show who holds a lock or a semaphore's permits.
 
 mod acquire;
 mod args;
@@ -15,6 +16,7 @@ mod output;
 mod run;
 mod signals;
 mod status;
+mod target;
 
 use std::process::ExitCode;
 

@@ -1,7 +1,9 @@
-//! `quorumlock run RESOURCE -- CMD [ARGS…]`: the supervisor.
+//! `quorumlock run [--permits L] RESOURCE -- CMD [ARGS…]`: the supervisor.
 //!
 //! Order of events: signal handlers first (kept until exit), checks of the
-//! TTL and the node list, the lock, a last look for a stop signal, then
+//! TTL and the node list, the lock (or a permit of the semaphore, which is
+//! the lock over its slot: the rest is the same), a last look for a stop
+//! signal, then
 //! CMD in its own process group; when CMD exits (or the lock is lost),
 //! whatever is left of everything it started is terminated while the lock
 //! is still watched, then the lock is released and the process exits as
@@ -18,6 +20,7 @@ use crate::child::{self, Left, Running, Spec};
 use crate::deadline::{self, DeadlineFile};
 use crate::output::Out;
 use crate::signals::{status_for, Signals};
+use crate::target::{Taken, Target};
 use crate::{client, exit};
 
 /// The shortest TTL `run` accepts, in node timeouts: acquisition (1), a
@@ -60,14 +63,17 @@ pub async fn run(common: &Common, args: RunArgs) -> u8 {
         }
     };
     let options = AcquireOptions::new(common, &args);
-    let lock = match acquire::acquire(&redlock, &options, &resource, out, &mut signals).await {
-        Ok(lock) => lock,
-        Err(code) => return code,
-    };
+    let Taken { lock, slot } =
+        match acquire::acquire(&redlock, &options, &resource, out, &mut signals).await {
+            Ok(taken) => taken,
+            Err(code) => return code,
+        };
+    let noun = options.target.noun();
     let releaser = Releaser {
         redlock: redlock.clone(),
         node_timeout: common.node_timeout,
         out,
+        noun,
     };
     // A stop signal that came while the lock was being granted is acted
     // on here: CMD never starts. (The yield lets the runtime read the
@@ -75,13 +81,19 @@ pub async fn run(common: &Common, args: RunArgs) -> u8 {
     tokio::task::yield_now().await;
     if let Some(sig) = signals.pending_stop() {
         out.say(&format!(
-            "got {sig} before the command started; releasing the lock"
+            "got {sig} before the command started; releasing the {noun}"
         ));
         releaser.release(lock).await;
         return status_for(sig);
     }
+    let what = match (options.target, slot) {
+        (Target::Permit { permits }, Some(slot)) => {
+            format!("permit of {resource:?} taken (slot {slot} of {permits}, ")
+        }
+        _ => format!("{noun} {resource:?} taken ("),
+    };
     out.detail(&format!(
-        "lock {resource:?} taken (token {}…, valid {:?}{})",
+        "{what}token {}…, valid {:?}{})",
         lock.token_prefix(),
         lock.validity(),
         lock.fence()
@@ -113,6 +125,9 @@ pub async fn run(common: &Common, args: RunArgs) -> u8 {
     }
     if let Some(fence) = lock.fence() {
         env.push(("QUORUMLOCK_FENCE", fence.to_string()));
+    }
+    if let Some(slot) = slot {
+        env.push(("QUORUMLOCK_SLOT", slot.to_string()));
     }
     if args.export_nodes {
         env.push(("QUORUMLOCK_NODES", common.nodes.join(",")));
@@ -169,7 +184,8 @@ async fn supervise(
         Ok(signal) => signal,
         Err(e) => {
             out.error(&format!(
-                "cannot renew the lock: {e}; terminating the command"
+                "cannot renew the {}: {e}; terminating the command",
+                releaser.noun
             ));
             running.terminate(args.grace).await;
             running.finish();
@@ -200,8 +216,9 @@ async fn supervise(
                 }
                 out.say(&format!(
                     "the command exited but left processes running; terminating them \
-                     (SIGTERM, SIGKILL after {}) before releasing the lock",
-                    humantime::format_duration(args.grace)
+                     (SIGTERM, SIGKILL after {}) before releasing the {}",
+                    humantime::format_duration(args.grace),
+                    releaser.noun
                 ));
                 running.stop(Instant::now().checked_add(args.grace));
             }
@@ -220,8 +237,9 @@ async fn supervise(
                     .grace
                     .min(kill_by.saturating_duration_since(Instant::now()));
                 out.error(&format!(
-                    "LOCK LOST on {resource:?} ({}): {why}; terminating the command and \
+                    "{} LOST on {resource:?} ({}): {why}; terminating the command and \
                      everything it started (SIGTERM, SIGKILL after {})",
+                    releaser.noun.to_ascii_uppercase(),
                     kind.as_str(),
                     humantime::format_duration(Duration::from_millis(
                         u64::try_from(grace.as_millis()).unwrap_or(u64::MAX)
@@ -251,7 +269,10 @@ async fn supervise(
         }
     };
     if left == Left::Stuck {
-        out.error("processes of the command survived SIGKILL; releasing the lock anyway");
+        out.error(&format!(
+            "processes of the command survived SIGKILL; releasing the {} anyway",
+            releaser.noun
+        ));
     } else if lost_lock && running.killed() {
         out.error("the command or a process it started ignored SIGTERM; it was sent SIGKILL");
     }
@@ -292,6 +313,8 @@ struct Releaser {
     redlock: Redlock,
     node_timeout: Duration,
     out: Out,
+    /// What is released, for messages: `lock` or `permit`.
+    noun: &'static str,
 }
 
 impl Releaser {

@@ -1,6 +1,6 @@
-//! `quorumlock status [--json] RESOURCE`.
+//! `quorumlock status [--json] [--permits L] RESOURCE`.
 
-use quorumlock::{NodeView, Status};
+use quorumlock::{NodeView, Redlock, Status};
 
 use crate::args::{Common, StatusArgs};
 use crate::output::{stderr_line, stdout_line};
@@ -15,6 +15,9 @@ pub async fn status(common: &Common, args: StatusArgs) -> u8 {
         }
     };
     let resource = args.resource.name();
+    if let Some(permits) = args.permits {
+        return semaphore(&redlock, &resource, permits, args.json).await;
+    }
     let status = redlock.status(&resource).await;
     let code = exit_code(&status);
     if args.json {
@@ -42,6 +45,48 @@ pub async fn status(common: &Common, args: StatusArgs) -> u8 {
     code
 }
 
+/// The holders of the semaphore `resource` of `permits` permits: one line
+/// per holder (token prefix, slots, expiry), then the summary.
+async fn semaphore(redlock: &Redlock, resource: &str, permits: u32, json: bool) -> u8 {
+    let status = match redlock.semaphore_status(resource, permits).await {
+        Ok(s) => s,
+        Err(e) => {
+            stderr_line(&e.to_string());
+            return client::status_of(&e);
+        }
+    };
+    let code = semaphore_exit_code(status.slots.iter().map(exit_code));
+    if json {
+        stdout_line(&crate::json::semaphore(resource, permits, &status, code));
+        return code;
+    }
+    for holder in status.holders() {
+        let slots: Vec<String> = holder.slots.iter().map(ToString::to_string).collect();
+        let noun = if slots.len() == 1 { "slot" } else { "slots" };
+        let expiry = holder.expires_in.map_or("no expiry".to_owned(), |left| {
+            format!("expires in {:.3}s", left.as_secs_f64())
+        });
+        stdout_line(&format!(
+            "held by {}…  {noun} {}  {expiry}",
+            holder.token_prefix,
+            slots.join(", ")
+        ));
+    }
+    stdout_line(&status.to_string());
+    code
+}
+
+/// A semaphore's status from its slots' (as [`exit_code`] gives them): 0
+/// when some permit is held, else the worst of the slots' (78, then 69),
+/// else 1.
+fn semaphore_exit_code(slots: impl Iterator<Item = u8>) -> u8 {
+    let codes: Vec<u8> = slots.collect();
+    [exit::OK, exit::CONFIG, exit::UNAVAILABLE]
+        .into_iter()
+        .find(|c| codes.contains(c))
+        .unwrap_or(exit::NOT_HELD)
+}
+
 /// 0 held by a quorum, 78 a configuration error on too many nodes, 69 too
 /// few answers, else 1.
 fn exit_code(status: &Status) -> u8 {
@@ -61,5 +106,19 @@ fn exit_code(status: &Status) -> u8 {
         exit::UNAVAILABLE
     } else {
         exit::NOT_HELD
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_semaphore_is_held_when_one_slot_is_else_its_worst_slot_tells() {
+        let code = |slots: &[u8]| semaphore_exit_code(slots.iter().copied());
+        assert_eq!(code(&[1, 0, 69]), exit::OK);
+        assert_eq!(code(&[1, 69, 78]), exit::CONFIG);
+        assert_eq!(code(&[1, 69]), exit::UNAVAILABLE);
+        assert_eq!(code(&[1, 1]), exit::NOT_HELD);
     }
 }

@@ -3,7 +3,8 @@
 //! connecting, while acquiring, between acquisition and the command's
 //! start, or while the command runs. Afterwards no process of any command
 //! may be left (the commands start background children) and no key may be
-//! left on any node.
+//! left on any node. Every other run takes a permit of a semaphore
+//! (`--permits 3`) instead of the lock: the same promises.
 //!
 //! Replay with `QUORUMLOCK_SEED=<seed>`; `QUORUMLOCK_TEST_BIN` runs it
 //! against another build of the binary.
@@ -57,9 +58,15 @@ fn sigterm_at_a_random_moment_leaves_no_process_and_no_key() {
     for run in 0..RUNS {
         let name = unique("cli-stress");
         let delay = LATEST.mul_f64(rng.random::<f64>());
+        let permits: &[&str] = if run % 2 == 1 {
+            &["--permits", "3"]
+        } else {
+            &[]
+        };
         let mut child = Command::new(bin())
             .env("QUORUMLOCK_NODES", cluster.urls().join(","))
             .args(["--node-timeout", "100ms", "--quiet", "run", "--ttl", "30s"])
+            .args(permits)
             .args(["--grace", "1s", &name, "--", "sh", "-c", &script])
             .stdin(Stdio::null())
             .stdout(Stdio::null())
@@ -106,12 +113,27 @@ fn sigterm_at_a_random_moment_leaves_no_process_and_no_key() {
             .args(["-KILL", &pid.to_string()])
             .status();
     }
-    let keys_gone = support::block_on_eventually(Duration::from_secs(5), || {
-        names.iter().all(|n| cluster.holders(n.as_bytes()) == 0)
-    });
-    let left: Vec<&String> = names
+    // The lock's key for even runs, the semaphore's three slots for odd.
+    let keys: Vec<Vec<u8>> = names
         .iter()
-        .filter(|n| cluster.holders(n.as_bytes()) > 0)
+        .enumerate()
+        .flat_map(|(run, n)| {
+            if run % 2 == 1 {
+                (0..3)
+                    .map(|i| format!("quorumlock:semaphore:{{{n}}}:{i}").into_bytes())
+                    .collect()
+            } else {
+                vec![n.clone().into_bytes()]
+            }
+        })
+        .collect();
+    let keys_gone = support::block_on_eventually(Duration::from_secs(5), || {
+        keys.iter().all(|k| cluster.holders(k) == 0)
+    });
+    let left: Vec<String> = keys
+        .iter()
+        .filter(|k| cluster.holders(k) > 0)
+        .map(|k| String::from_utf8_lossy(k).into_owned())
         .collect();
     support::report(&format!(
         "cli stress: {RUNS} runs in {:.1}s, seed {seed}, exits {outcomes:?}, \

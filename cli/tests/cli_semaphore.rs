@@ -1,0 +1,487 @@
+//! `quorumlock run --permits L` and `quorumlock status --permits L` against
+//! real nodes: at most L commands at once (and L really at once), a lost
+//! permit ending the command and everything it started as a lost lock
+//! does, the holders shown by `status`, bad `--permits` refused before
+//! anything is sent.
+
+use quorumlock_testkit as support;
+
+use std::process::{Child, Command, ExitStatus, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+use support::{unique, Cluster};
+
+const BIN: &str = env!("CARGO_BIN_EXE_quorumlock");
+
+fn quorumlock(cluster: &Cluster) -> Command {
+    let mut cmd = Command::new(BIN);
+    cmd.env("QUORUMLOCK_NODES", cluster.urls().join(","))
+        .args(["--node-timeout", "100ms"])
+        .stdin(Stdio::null());
+    cmd
+}
+
+fn output(mut cmd: Command) -> Output {
+    cmd.output().expect("run quorumlock")
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// The key of slot `i` of the semaphore `name`.
+fn slot_key(name: &str, i: usize) -> Vec<u8> {
+    format!("quorumlock:semaphore:{{{name}}}:{i}").into_bytes()
+}
+
+/// Nodes holding any of the semaphore's `permits` slots, summed.
+fn slots_held(cluster: &Cluster, name: &str, permits: usize) -> usize {
+    (0..permits)
+        .map(|i| cluster.holders(&slot_key(name, i)))
+        .sum()
+}
+
+fn released(cluster: &Cluster, name: &str, permits: usize) -> bool {
+    support::block_on_eventually(Duration::from_secs(3), || {
+        slots_held(cluster, name, permits) == 0
+    })
+}
+
+fn wait_within(child: &mut Child, limit: Duration) -> Option<ExitStatus> {
+    let deadline = Instant::now() + limit;
+    loop {
+        if let Ok(Some(status)) = child.try_wait() {
+            return Some(status);
+        }
+        if Instant::now() >= deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+fn signal(pid: u32, sig: &str) {
+    let _ = Command::new("kill")
+        .args([sig, "--", &pid.to_string()])
+        .status();
+}
+
+/// Processes whose command line contains `marker` (zombies have none).
+fn with_marker(marker: &str) -> Vec<u32> {
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    dir.flatten()
+        .filter_map(|entry| {
+            let pid = entry.file_name().to_str()?.parse::<u32>().ok()?;
+            let cmdline = std::fs::read(entry.path().join("cmdline")).ok()?;
+            String::from_utf8_lossy(&cmdline)
+                .contains(marker)
+                .then_some(pid)
+        })
+        .collect()
+}
+
+/// Waits (bounded) until no process carries `marker`; kills any left so
+/// that a failing test leaves nothing behind.
+fn none_left(marker: &str, limit: Duration) -> bool {
+    let gone = support::block_on_eventually(limit, || with_marker(marker).is_empty());
+    for pid in with_marker(marker) {
+        signal(pid, "-KILL");
+    }
+    gone
+}
+
+/// A unique `sleep` duration: the marker of one test's processes.
+fn sleep_marker() -> String {
+    format!("300.{:09}", rand::random::<u32>())
+}
+
+/// One command's time under its permit, from its log lines.
+#[derive(Debug, Clone, Copy)]
+struct Held {
+    start: u128,
+    end: u128,
+    slot: u32,
+}
+
+/// The most intervals that overlap at one moment (an end at the same
+/// nanosecond as a start counts first: no overlap).
+fn max_overlap(held: &[Held]) -> usize {
+    let mut events: Vec<(u128, i32)> = held
+        .iter()
+        .flat_map(|h| [(h.start, 1), (h.end, -1)])
+        .collect();
+    events.sort();
+    let (mut now, mut most) = (0i32, 0i32);
+    for (_, step) in events {
+        now += step;
+        most = most.max(now);
+    }
+    usize::try_from(most).unwrap_or(0)
+}
+
+/// L = 2, four commands started together, each waiting: every one runs,
+/// never more than two at once, and two do run at once (each command waits
+/// up to 10 s for a peer's marker, so the first two overlap for sure: a
+/// semaphore that admitted one at a time, a mutex, fails here), the two
+/// overlapping ones on different slots.
+#[test]
+fn at_most_l_commands_run_at_once_and_all_of_them_run() {
+    let cluster = Cluster::shared(3);
+    let dir = tempfile::tempdir().expect("dir");
+    let log = dir.path().join("log");
+    let marks = dir.path().join("marks");
+    std::fs::create_dir(&marks).expect("marks dir");
+    let name = unique("cli-sem-bound");
+    let script = format!(
+        "echo \"start $$ $(date +%s%N) $QUORUMLOCK_SLOT\" >> {log}; mkdir {marks}/$$; \
+         i=0; while [ $(ls {marks} | wc -l) -lt 2 ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i+1)); done; \
+         sleep 0.3; rmdir {marks}/$$; echo \"end $$ $(date +%s%N)\" >> {log}",
+        log = log.display(),
+        marks = marks.display()
+    );
+    let runs: Vec<Child> = (0..4)
+        .map(|_| {
+            let mut cmd = quorumlock(&cluster);
+            cmd.args([
+                "run",
+                "--permits",
+                "2",
+                "--wait",
+                "120s",
+                "--quiet",
+                &name,
+                "--",
+                "sh",
+                "-c",
+                &script,
+            ]);
+            cmd.spawn().expect("spawn")
+        })
+        .collect();
+    for mut run in runs {
+        let status = wait_within(&mut run, Duration::from_secs(180));
+        assert_eq!(status.and_then(|s| s.code()), Some(0), "{status:?}");
+    }
+    let lines = std::fs::read_to_string(&log).expect("log");
+    let mut held: Vec<Held> = Vec::new();
+    for line in lines.lines().filter(|l| l.starts_with("start ")) {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        let end = lines
+            .lines()
+            .find_map(|l| {
+                let e: Vec<&str> = l.split_whitespace().collect();
+                (e[0] == "end" && e[1] == f[1]).then(|| e[2].parse::<u128>().expect("end ns"))
+            })
+            .unwrap_or_else(|| panic!("no end for {line}:\n{lines}"));
+        held.push(Held {
+            start: f[2].parse().expect("start ns"),
+            end,
+            slot: f[3].parse().expect("QUORUMLOCK_SLOT is a number"),
+        });
+    }
+    assert_eq!(held.len(), 4, "every command ran:\n{lines}");
+    assert!(held.iter().all(|h| h.slot < 2), "{held:?}");
+    assert_eq!(
+        max_overlap(&held),
+        2,
+        "at most 2 at once, and 2 did run at once:\n{lines}"
+    );
+    for (i, a) in held.iter().enumerate() {
+        for b in &held[i + 1..] {
+            if a.start < b.end && b.start < a.end {
+                assert_ne!(a.slot, b.slot, "two holders of one slot: {a:?} {b:?}");
+            }
+        }
+    }
+    assert!(released(&cluster, &name, 2), "every permit released");
+}
+
+#[test]
+fn the_overlap_count_sees_three_at_once() {
+    // The checker itself: three intervals with a common moment count 3,
+    // touching ones do not overlap.
+    let h = |start, end| Held {
+        start,
+        end,
+        slot: 0,
+    };
+    assert_eq!(max_overlap(&[h(0, 10), h(5, 15), h(9, 20)]), 3);
+    assert_eq!(max_overlap(&[h(0, 10), h(10, 20), h(20, 30)]), 1);
+}
+
+/// A permit lost (its slot's key gone on a majority, as after a clock
+/// jump) ends CMD and its background children and `run` exits 79, as a
+/// lost lock does. Negative control: the same keys gone on a minority only
+/// leave the permit held — CMD keeps running through several renewals.
+#[test]
+fn a_lost_permit_stops_the_command_and_everything_it_started() {
+    let cluster = Cluster::local(5);
+    let name = unique("cli-sem-lost");
+    let marker = sleep_marker();
+    let mut cmd = quorumlock(&cluster);
+    cmd.args([
+        "run",
+        "--permits",
+        "2",
+        "--ttl",
+        "1s",
+        "--grace",
+        "1s",
+        &name,
+        "--",
+        "sh",
+        "-c",
+    ])
+    .arg(format!("sleep {marker} & sleep {marker} & wait"));
+    let mut child = cmd.stderr(Stdio::piped()).spawn().expect("spawn");
+    assert!(
+        support::block_on_eventually(Duration::from_secs(20), || slots_held(&cluster, &name, 2)
+            == 5),
+        "the permit was taken on every node"
+    );
+    assert!(support::block_on_eventually(Duration::from_secs(5), || {
+        with_marker(&marker).len() >= 2
+    }));
+    let delete = |nodes: std::ops::Range<usize>| {
+        for i in nodes {
+            for slot in 0..2 {
+                let _: () = cluster.exec(i, redis::cmd("DEL").arg(slot_key(&name, slot)));
+            }
+        }
+    };
+    // Control: a minority's keys gone. Renewals (every third of the TTL)
+    // still reach a majority; three TTLs later everything runs on.
+    delete(3..5);
+    std::thread::sleep(Duration::from_secs(3));
+    assert!(
+        child.try_wait().expect("try_wait").is_none(),
+        "a permit still held on a majority is not lost"
+    );
+    assert!(with_marker(&marker).len() >= 2, "the command runs on");
+    // A renewal that lands between two of these deletions sees a majority
+    // and repairs the deleted keys (the library's repair on renewal): the
+    // deletions are repeated until one renewal meets them all.
+    let until = Instant::now() + Duration::from_secs(15);
+    while Instant::now() < until && child.try_wait().expect("try_wait").is_none() {
+        delete(0..3);
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let status = wait_within(&mut child, Duration::from_secs(5));
+    let mut stderr = String::new();
+    if let Some(mut pipe) = child.stderr.take() {
+        let _ = std::io::Read::read_to_string(&mut pipe, &mut stderr);
+    }
+    assert_eq!(status.and_then(|s| s.code()), Some(79), "{stderr}");
+    assert!(stderr.contains("PERMIT LOST"), "{stderr}");
+    assert!(
+        none_left(&marker, Duration::from_secs(3)),
+        "the background sleeps died too"
+    );
+    assert!(released(&cluster, &name, 2));
+}
+
+fn json(out: &Output) -> Value {
+    let stdout = text(&out.stdout);
+    assert_eq!(stdout.lines().count(), 1, "one JSON line: {stdout:?}");
+    serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("{stdout:?}: {e}"))
+}
+
+/// Two holders of L = 2: `status --permits` shows both (prefix, slot,
+/// expiry), a third `run --no-wait` exits 75, and once one holder is gone
+/// another command runs (with `--fenced`: a token) and its status is passed
+/// on; then nothing is held.
+#[test]
+fn status_shows_the_holders_and_a_full_semaphore_is_busy() {
+    let cluster = Cluster::shared(3);
+    let name = unique("cli-sem-status");
+    let marker = sleep_marker();
+    let mut holders: Vec<Child> = (0..2)
+        .map(|_| {
+            let mut cmd = quorumlock(&cluster);
+            cmd.args([
+                "run",
+                "--permits",
+                "2",
+                "--ttl",
+                "10s",
+                "--wait",
+                "60s",
+                &name,
+                "--",
+                "sleep",
+                &marker,
+            ]);
+            cmd.stderr(Stdio::null()).spawn().expect("holder")
+        })
+        .collect();
+    assert!(
+        support::block_on_eventually(Duration::from_secs(20), || slots_held(&cluster, &name, 2)
+            == 6),
+        "both permits taken on every node"
+    );
+    let prefixes: Vec<String> = (0..2)
+        .map(|i| {
+            let value = cluster.values(&slot_key(&name, i))[0]
+                .clone()
+                .expect("slot held");
+            text(&value).chars().take(8).collect()
+        })
+        .collect();
+
+    let mut cmd = quorumlock(&cluster);
+    cmd.args(["status", "--permits", "2", &name]);
+    let out = output(cmd);
+    let shown = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "held → 0: {shown}");
+    for (slot, prefix) in prefixes.iter().enumerate() {
+        let line = shown
+            .lines()
+            .find(|l| l.contains(&format!("held by {prefix}…")))
+            .unwrap_or_else(|| panic!("no line for {prefix}: {shown}"));
+        assert!(line.contains(&format!("slot {slot}  expires in")), "{line}");
+    }
+    assert!(shown.contains("2 of 2 permits held"), "{shown}");
+    assert!(shown.contains(", 0 free"), "{shown}");
+
+    let mut cmd = quorumlock(&cluster);
+    cmd.args(["status", "--json", "--permits", "2", &name]);
+    let out = output(cmd);
+    let v = json(&out);
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(
+        (
+            v["version"].as_u64(),
+            v["permits"].as_u64(),
+            v["permits_held"].as_u64(),
+            v["permits_free"].as_u64(),
+            v["permits_unknown"].as_u64(),
+        ),
+        (Some(1), Some(2), Some(2), Some(0), Some(0)),
+        "{v}"
+    );
+    assert_eq!(v["resource"], name.as_str());
+    assert_eq!(
+        (v["quorum"].as_u64(), v["nodes_total"].as_u64()),
+        (Some(2), Some(3))
+    );
+    assert_eq!(v["exit_code"], 0);
+    let listed = v["holders"].as_array().expect("holders");
+    assert_eq!(listed.len(), 2, "{v}");
+    for (slot, prefix) in prefixes.iter().enumerate() {
+        let h = &listed[slot];
+        assert_eq!(h["holder"], prefix.as_str(), "{v}");
+        assert_eq!(h["slots"], serde_json::json!([slot]), "{v}");
+        let left = h["expires_in_ms"].as_u64().expect("a TTL");
+        assert!(left > 0 && left <= 10_000, "{left}");
+        assert_eq!(v["slots"][slot]["state"], "held", "{v}");
+        assert_eq!(v["slots"][slot]["holder_nodes"], 3, "{v}");
+    }
+    assert!(
+        v["nodes"]
+            .as_array()
+            .expect("nodes")
+            .iter()
+            .all(|n| n["node"].is_string() && n["error"].is_null()),
+        "{v}"
+    );
+
+    let mut busy = quorumlock(&cluster);
+    busy.args(["run", "--permits", "2", "--no-wait", &name, "--", "true"]);
+    let out = output(busy);
+    assert_eq!(out.status.code(), Some(75), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("no permit free"),
+        "{}",
+        text(&out.stderr)
+    );
+
+    signal(holders[0].id(), "-TERM");
+    let status = wait_within(&mut holders[0], Duration::from_secs(10));
+    assert_eq!(status.and_then(|s| s.code()), Some(128 + 15));
+    let mut next = quorumlock(&cluster);
+    next.args([
+        "run",
+        "--permits",
+        "2",
+        "--fenced",
+        "--wait",
+        "30s",
+        &name,
+        "--",
+        "sh",
+        "-c",
+    ])
+    .arg("test \"$QUORUMLOCK_FENCE\" -ge 1 && exit $((QUORUMLOCK_SLOT + 7))");
+    let out = output(next);
+    assert!(
+        matches!(out.status.code(), Some(7 | 8)),
+        "CMD's status, with its slot and a fencing token: {:?} {}",
+        out.status,
+        text(&out.stderr)
+    );
+
+    signal(holders[1].id(), "-TERM");
+    let _ = wait_within(&mut holders[1], Duration::from_secs(10));
+    assert!(none_left(&marker, Duration::from_secs(3)));
+    assert!(released(&cluster, &name, 2));
+    let mut cmd = quorumlock(&cluster);
+    cmd.args(["status", "--permits", "2", &name]);
+    let out = output(cmd);
+    assert_eq!(out.status.code(), Some(1), "nothing held → 1");
+    assert!(
+        text(&out.stdout).contains("0 of 2 permits held"),
+        "{}",
+        text(&out.stdout)
+    );
+}
+
+/// `--permits` of 0, above `MAX_PERMITS` or not a number: a usage error
+/// (2) naming the flag, for `run` and `status`, before any node is asked —
+/// also when no node could be reached, which would otherwise be 69.
+/// `--permits 1024` (the maximum) is accepted.
+#[test]
+fn bad_permits_are_a_usage_error_and_nothing_is_sent() {
+    let cluster = Cluster::shared(3);
+    let name = unique("cli-sem-usage");
+    let max = quorumlock::MAX_PERMITS.to_string();
+    let above = (quorumlock::MAX_PERMITS + 1).to_string();
+    for permits in ["0", above.as_str(), "-1", "two", ""] {
+        let flag = format!("--permits={permits}");
+        for args in [
+            vec!["run", &flag, &name, "--", "true"],
+            vec!["status", &flag, &name],
+        ] {
+            for nodes in [cluster.urls().join(","), "redis://127.0.0.1:1".to_owned()] {
+                let mut cmd = quorumlock(&cluster);
+                cmd.env("QUORUMLOCK_NODES", nodes).args(&args);
+                let out = output(cmd);
+                let stderr = text(&out.stderr);
+                assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+                assert!(stderr.contains("--permits"), "{args:?}: {stderr}");
+            }
+        }
+    }
+    assert_eq!(slots_held(&cluster, &name, 2), 0, "nothing taken");
+
+    let dir = tempfile::tempdir().expect("dir");
+    let file = dir.path().join("slot");
+    let mut cmd = quorumlock(&cluster);
+    cmd.args(["run", "--permits", &max, &name, "--", "sh", "-c"])
+        .arg(format!("echo $QUORUMLOCK_SLOT > {}", file.display()));
+    let out = output(cmd);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let slot: usize = std::fs::read_to_string(&file)
+        .expect("the command ran")
+        .trim()
+        .parse()
+        .expect("QUORUMLOCK_SLOT");
+    assert!(slot < 1024, "{slot}");
+    assert!(support::block_on_eventually(Duration::from_secs(3), || {
+        cluster.holders(&slot_key(&name, slot)) == 0
+    }));
+}
