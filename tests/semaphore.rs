@@ -133,7 +133,7 @@ async fn taking_k_permits_is_all_or_nothing() {
         .acquire()
         .await
         .expect("3 of 4");
-    assert_eq!((big.permits(), big.of()), (3, 4));
+    assert_eq!((big.permits(), big.limit()), (3, 4));
     exactly_held_by(&cluster, &name, 4, &[&big]).await;
 
     let err = redlock
