@@ -1,0 +1,165 @@
+//! A free permit against the mutex: one client, nothing contended, cycles
+//! of one acquire attempt and a release, the two kinds alternating one by
+//! one on the same nodes so that both see the same load.
+
+use std::fmt::Write as _;
+use std::time::{Duration, Instant};
+
+use quorumlock::{Redlock, Retry};
+
+use crate::measure::{micros, Spread, Summary};
+use crate::{PERMITS, TTL};
+
+/// Sizes of the free part.
+#[derive(Debug, Clone, Copy)]
+pub struct Plan {
+    pub rounds: usize,
+    /// Cycles of each kind per round.
+    pub per_round: usize,
+    /// Untimed cycles of each kind before a round.
+    pub warmup: usize,
+}
+
+/// One round's latencies of each kind.
+#[derive(Debug, Clone, Copy)]
+pub struct Round {
+    pub round: usize,
+    pub lock: Summary,
+    pub permit: Summary,
+    pub fenced_lock: Summary,
+    pub fenced_permit: Summary,
+}
+
+impl Round {
+    pub fn rows(&self) -> [(&'static str, Summary); 4] {
+        [
+            ("lock", self.lock),
+            ("permit", self.permit),
+            ("fenced-lock", self.fenced_lock),
+            ("fenced-permit", self.fenced_permit),
+        ]
+    }
+}
+
+/// What one cycle takes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Cycle {
+    Lock,
+    Permit,
+}
+
+/// One cycle: one acquire attempt, then release; its duration.
+async fn cycle(rl: &Redlock, what: Cycle, fenced: bool, name: &str) -> Duration {
+    let began = Instant::now();
+    match what {
+        Cycle::Lock => {
+            let mut req = rl.lock(name, TTL).retry(Retry::Times(0));
+            if fenced {
+                req = req.fenced();
+            }
+            let lock = req.acquire().await.expect("a free lock");
+            lock.release().await.expect("release");
+        }
+        Cycle::Permit => {
+            let mut req = rl.semaphore(name, PERMITS, TTL).retry(Retry::Times(0));
+            if fenced {
+                req = req.fenced();
+            }
+            let permit = req.acquire().await.expect("a free permit");
+            permit.release().await.expect("release");
+        }
+    }
+    began.elapsed()
+}
+
+/// `n` cycles of the lock and `n` of the permit, alternating (the order
+/// of each pair flips every time).
+async fn pairs(rl: &Redlock, n: usize, fenced: bool, tag: &str) -> (Vec<Duration>, Vec<Duration>) {
+    let lock_name = format!("bench:sem:lock:{tag}");
+    let sem_name = format!("bench:sem:permit:{tag}");
+    let (mut locks, mut permits) = (Vec::with_capacity(n), Vec::with_capacity(n));
+    for i in 0..n {
+        let order = if i % 2 == 0 {
+            [Cycle::Lock, Cycle::Permit]
+        } else {
+            [Cycle::Permit, Cycle::Lock]
+        };
+        for what in order {
+            match what {
+                Cycle::Lock => locks.push(cycle(rl, what, fenced, &lock_name).await),
+                Cycle::Permit => permits.push(cycle(rl, what, fenced, &sem_name).await),
+            }
+        }
+    }
+    (locks, permits)
+}
+
+/// Every round on one client connected to `urls`.
+pub async fn run(urls: &[String], plan: Plan) -> Vec<Round> {
+    let rl = quorumlock::Builder::new(urls.to_vec())
+        .build()
+        .await
+        .expect("build quorumlock");
+    let tag = format!("{:08x}", rand::random::<u32>());
+    let mut rounds = Vec::new();
+    for round in 1..=plan.rounds {
+        let _ = pairs(&rl, plan.warmup, false, &tag).await;
+        let _ = pairs(&rl, plan.warmup, true, &tag).await;
+        let (lock, permit) = pairs(&rl, plan.per_round, false, &tag).await;
+        let (fenced_lock, fenced_permit) = pairs(&rl, plan.per_round, true, &tag).await;
+        let r = Round {
+            round,
+            lock: Summary::of(&lock),
+            permit: Summary::of(&permit),
+            fenced_lock: Summary::of(&fenced_lock),
+            fenced_permit: Summary::of(&fenced_permit),
+        };
+        eprintln!(
+            "free round {round}: p50 lock {:.0} µs, permit {:.0} µs; fenced {:.0} / {:.0} µs",
+            micros(r.lock.p50),
+            micros(r.permit.p50),
+            micros(r.fenced_lock.p50),
+            micros(r.fenced_permit.p50)
+        );
+        rounds.push(r);
+    }
+    rounds
+}
+
+/// The markdown table: per kind the median over rounds of p50, p99 and
+/// mean, and the permit's ratio to the lock (median of the per-round
+/// ratios, with their range).
+pub fn table(rounds: &[Round]) -> String {
+    let mut out = String::from(
+        "| cycle (attempt + release) | p50 µs | p99 µs | mean µs | permit / lock, p50 (range) | permit / lock, mean (range) |\n|---|---|---|---|---|---|\n",
+    );
+    let med = |f: &dyn Fn(&Round) -> f64| Spread::of(&rounds.iter().map(f).collect::<Vec<_>>());
+    type Pick = fn(&Round) -> Summary;
+    let kinds: [(&str, Pick, Pick); 2] = [
+        ("plain", |r| r.lock, |r| r.permit),
+        ("fenced", |r| r.fenced_lock, |r| r.fenced_permit),
+    ];
+    for (label, lock, permit) in kinds {
+        for (what, pick) in [("lock", lock), ("permit", permit)] {
+            let p50 = med(&|r| micros(pick(r).p50));
+            let p99 = med(&|r| micros(pick(r).p99));
+            let mean = med(&|r| micros(pick(r).mean));
+            let (r50, rmean) = if what == "permit" {
+                let r50 = med(&|r| micros(permit(r).p50) / micros(lock(r).p50));
+                let rmean = med(&|r| micros(permit(r).mean) / micros(lock(r).mean));
+                (
+                    format!("{:.2}× ({:.2}–{:.2})", r50.median, r50.min, r50.max),
+                    format!("{:.2}× ({:.2}–{:.2})", rmean.median, rmean.min, rmean.max),
+                )
+            } else {
+                (String::new(), String::new())
+            };
+            let _ = writeln!(
+                out,
+                "| {label} {what} | {:.0} | {:.0} | {:.0} | {r50} | {rmean} |",
+                p50.median, p99.median, mean.median
+            );
+        }
+    }
+    out
+}
