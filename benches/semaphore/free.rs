@@ -28,15 +28,21 @@ pub struct Round {
     pub permit: Summary,
     pub fenced_lock: Summary,
     pub fenced_permit: Summary,
+    /// A diagnostic pair: the lock against a permit of a semaphore of one
+    /// permit (no other slots to release after the grant).
+    pub single_lock: Summary,
+    pub single_permit: Summary,
 }
 
 impl Round {
-    pub fn rows(&self) -> [(&'static str, Summary); 4] {
+    pub fn rows(&self) -> [(&'static str, Summary); 6] {
         [
             ("lock", self.lock),
             ("permit", self.permit),
             ("fenced-lock", self.fenced_lock),
             ("fenced-permit", self.fenced_permit),
+            ("single-lock", self.single_lock),
+            ("single-permit", self.single_permit),
         ]
     }
 }
@@ -45,7 +51,8 @@ impl Round {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Cycle {
     Lock,
-    Permit,
+    /// One permit of a semaphore of this many.
+    Permit(u32),
 }
 
 /// One cycle: one acquire attempt, then release; its duration.
@@ -60,8 +67,8 @@ async fn cycle(rl: &Redlock, what: Cycle, fenced: bool, name: &str) -> Duration 
             let lock = req.acquire().await.expect("a free lock");
             lock.release().await.expect("release");
         }
-        Cycle::Permit => {
-            let mut req = rl.semaphore(name, PERMITS, TTL).retry(Retry::Times(0));
+        Cycle::Permit(permits) => {
+            let mut req = rl.semaphore(name, permits, TTL).retry(Retry::Times(0));
             if fenced {
                 req = req.fenced();
             }
@@ -72,22 +79,28 @@ async fn cycle(rl: &Redlock, what: Cycle, fenced: bool, name: &str) -> Duration 
     began.elapsed()
 }
 
-/// `n` cycles of the lock and `n` of the permit, alternating (the order
-/// of each pair flips every time).
-async fn pairs(rl: &Redlock, n: usize, fenced: bool, tag: &str) -> (Vec<Duration>, Vec<Duration>) {
+/// `n` cycles of the lock and `n` of one permit of a semaphore of
+/// `of`, alternating (the order of each pair flips every time).
+async fn pairs(
+    rl: &Redlock,
+    n: usize,
+    of: u32,
+    fenced: bool,
+    tag: &str,
+) -> (Vec<Duration>, Vec<Duration>) {
     let lock_name = format!("bench:sem:lock:{tag}");
-    let sem_name = format!("bench:sem:permit:{tag}");
+    let sem_name = format!("bench:sem:permit:{of}:{tag}");
     let (mut locks, mut permits) = (Vec::with_capacity(n), Vec::with_capacity(n));
     for i in 0..n {
         let order = if i % 2 == 0 {
-            [Cycle::Lock, Cycle::Permit]
+            [Cycle::Lock, Cycle::Permit(of)]
         } else {
-            [Cycle::Permit, Cycle::Lock]
+            [Cycle::Permit(of), Cycle::Lock]
         };
         for what in order {
             match what {
                 Cycle::Lock => locks.push(cycle(rl, what, fenced, &lock_name).await),
-                Cycle::Permit => permits.push(cycle(rl, what, fenced, &sem_name).await),
+                Cycle::Permit(_) => permits.push(cycle(rl, what, fenced, &sem_name).await),
             }
         }
     }
@@ -103,16 +116,20 @@ pub async fn run(urls: &[String], plan: Plan) -> Vec<Round> {
     let tag = format!("{:08x}", rand::random::<u32>());
     let mut rounds = Vec::new();
     for round in 1..=plan.rounds {
-        let _ = pairs(&rl, plan.warmup, false, &tag).await;
-        let _ = pairs(&rl, plan.warmup, true, &tag).await;
-        let (lock, permit) = pairs(&rl, plan.per_round, false, &tag).await;
-        let (fenced_lock, fenced_permit) = pairs(&rl, plan.per_round, true, &tag).await;
+        let _ = pairs(&rl, plan.warmup, PERMITS, false, &tag).await;
+        let _ = pairs(&rl, plan.warmup, PERMITS, true, &tag).await;
+        let _ = pairs(&rl, plan.warmup, 1, false, &tag).await;
+        let (lock, permit) = pairs(&rl, plan.per_round, PERMITS, false, &tag).await;
+        let (fenced_lock, fenced_permit) = pairs(&rl, plan.per_round, PERMITS, true, &tag).await;
+        let (single_lock, single_permit) = pairs(&rl, plan.per_round, 1, false, &tag).await;
         let r = Round {
             round,
             lock: Summary::of(&lock),
             permit: Summary::of(&permit),
             fenced_lock: Summary::of(&fenced_lock),
             fenced_permit: Summary::of(&fenced_permit),
+            single_lock: Summary::of(&single_lock),
+            single_permit: Summary::of(&single_permit),
         };
         eprintln!(
             "free round {round}: p50 lock {:.0} µs, permit {:.0} µs; fenced {:.0} / {:.0} µs",
@@ -135,16 +152,17 @@ pub fn table(rounds: &[Round]) -> String {
     );
     let med = |f: &dyn Fn(&Round) -> f64| Spread::of(&rounds.iter().map(f).collect::<Vec<_>>());
     type Pick = fn(&Round) -> Summary;
-    let kinds: [(&str, Pick, Pick); 2] = [
-        ("plain", |r| r.lock, |r| r.permit),
-        ("fenced", |r| r.fenced_lock, |r| r.fenced_permit),
+    let kinds: [(&str, &str, Pick, Pick); 3] = [
+        ("plain", "permit, L = 4", |r| r.lock, |r| r.permit),
+        ("fenced", "permit, L = 4", |r| r.fenced_lock, |r| r.fenced_permit),
+        ("plain", "permit, L = 1", |r| r.single_lock, |r| r.single_permit),
     ];
-    for (label, lock, permit) in kinds {
-        for (what, pick) in [("lock", lock), ("permit", permit)] {
+    for (label, permits, lock, permit) in kinds {
+        for (what, pick) in [("lock", lock), (permits, permit)] {
             let p50 = med(&|r| micros(pick(r).p50));
             let p99 = med(&|r| micros(pick(r).p99));
             let mean = med(&|r| micros(pick(r).mean));
-            let (r50, rmean) = if what == "permit" {
+            let (r50, rmean) = if what != "lock" {
                 let r50 = med(&|r| micros(permit(r).p50) / micros(lock(r).p50));
                 let rmean = med(&|r| micros(permit(r).mean) / micros(lock(r).mean));
                 (
