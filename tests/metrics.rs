@@ -235,11 +235,7 @@ async fn prometheus_text_follows_stats_node_by_node() {
     family_match(&held, &PERMITS, &stats.permits);
     locks_match(&held, &stats.locks);
     for name in [m::ACQUIRES, m::LOCKS_HELD] {
-        assert_eq!(
-            held.all_of(name),
-            down.all_of(name),
-            "{name} moved"
-        );
+        assert_eq!(held.all_of(name), down.all_of(name), "{name} moved");
     }
     for h in [m::ATTEMPT_SECONDS, m::WAIT_SECONDS, m::HOLD_SECONDS] {
         let count = format!("{h}_count");
@@ -250,7 +246,10 @@ async fn prometheus_text_follows_stats_node_by_node() {
     two.release().await.expect("release");
     let stats = redlock.stats();
     let freed = Scrape::parse(&handle.render());
-    assert_eq!((stats.permits.held, freed.get(m::PERMITS_HELD, &[])), (0, 0));
+    assert_eq!(
+        (stats.permits.held, freed.get(m::PERMITS_HELD, &[])),
+        (0, 0)
+    );
     assert_eq!(stats.permits.hold.count, 1, "one hold per holder");
     family_match(&freed, &PERMITS, &stats.permits);
 

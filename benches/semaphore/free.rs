@@ -154,8 +154,18 @@ pub fn table(rounds: &[Round]) -> String {
     type Pick = fn(&Round) -> Summary;
     let kinds: [(&str, &str, Pick, Pick); 3] = [
         ("plain", "permit, L = 4", |r| r.lock, |r| r.permit),
-        ("fenced", "permit, L = 4", |r| r.fenced_lock, |r| r.fenced_permit),
-        ("plain", "permit, L = 1", |r| r.single_lock, |r| r.single_permit),
+        (
+            "fenced",
+            "permit, L = 4",
+            |r| r.fenced_lock,
+            |r| r.fenced_permit,
+        ),
+        (
+            "plain",
+            "permit, L = 1",
+            |r| r.single_lock,
+            |r| r.single_permit,
+        ),
     ];
     for (label, permits, lock, permit) in kinds {
         for (what, pick) in [("lock", lock), (permits, permit)] {

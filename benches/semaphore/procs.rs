@@ -214,7 +214,8 @@ pub fn table(runs: &[Run], plan: Plan) -> String {
         ("mutex", "mutex (one lock)".to_owned()),
     ] {
         let mine: Vec<&Run> = runs.iter().filter(|r| r.what == what).collect();
-        let spread = |f: &dyn Fn(&Run) -> f64| Spread::of(&mine.iter().map(|r| f(r)).collect::<Vec<_>>());
+        let spread =
+            |f: &dyn Fn(&Run) -> f64| Spread::of(&mine.iter().map(|r| f(r)).collect::<Vec<_>>());
         let g = spread(&|r| r.grants_per_s);
         let p50 = spread(&|r| micros(r.gap.p50));
         let p99 = spread(&|r| micros(r.gap.p99));
@@ -271,7 +272,11 @@ pub fn child() {
             let since = mono_ns();
             let wait = Retry::Until(until.saturating_duration_since(Instant::now()));
             let held = if mode == "lock" {
-                rl.lock(&name, TTL).retry(wait).acquire().await.map(Held::Lock)
+                rl.lock(&name, TTL)
+                    .retry(wait)
+                    .acquire()
+                    .await
+                    .map(Held::Lock)
             } else {
                 rl.semaphore(&name, permits, TTL)
                     .retry(wait)
