@@ -55,10 +55,15 @@ enum Cycle {
     Permit(u32),
 }
 
-/// One cycle: one acquire attempt, then release; its duration, or `None`
-/// when it failed (a node stalled past the timeout on a loaded machine:
-/// left out of the samples and counted).
-async fn cycle(rl: &Redlock, what: Cycle, fenced: bool, name: &str) -> Option<Duration> {
+/// One cycle: one acquire attempt, then release; its duration, or the
+/// error when it failed (e.g. a node stalled past the timeout on a loaded
+/// machine: left out of the samples and reported).
+async fn cycle(
+    rl: &Redlock,
+    what: Cycle,
+    fenced: bool,
+    name: &str,
+) -> Result<Duration, quorumlock::Error> {
     let began = Instant::now();
     match what {
         Cycle::Lock => {
@@ -66,19 +71,19 @@ async fn cycle(rl: &Redlock, what: Cycle, fenced: bool, name: &str) -> Option<Du
             if fenced {
                 req = req.fenced();
             }
-            let lock = req.acquire().await.ok()?;
-            lock.release().await.ok()?;
+            let lock = req.acquire().await?;
+            lock.release().await?;
         }
         Cycle::Permit(permits) => {
             let mut req = rl.semaphore(name, permits, TTL).retry(Retry::Times(0));
             if fenced {
                 req = req.fenced();
             }
-            let permit = req.acquire().await.ok()?;
-            permit.release().await.ok()?;
+            let permit = req.acquire().await?;
+            permit.release().await?;
         }
     }
-    Some(began.elapsed())
+    Ok(began.elapsed())
 }
 
 /// `n` cycles of the lock and `n` of one permit of a semaphore of
@@ -105,9 +110,9 @@ async fn pairs(
                 Cycle::Permit(_) => (&mut permits, &sem_name),
             };
             match cycle(rl, what, fenced, name).await {
-                Some(took) => samples.push(took),
-                None => {
-                    eprintln!("a {what:?} cycle failed (fenced: {fenced}); left out");
+                Ok(took) => samples.push(took),
+                Err(e) => {
+                    eprintln!("a {what:?} cycle failed (fenced: {fenced}), left out: {e}");
                     // Whatever it left expires or is released: a fresh
                     // name is not needed, the next attempt waits for none.
                     tokio::time::sleep(Duration::from_millis(100)).await;
