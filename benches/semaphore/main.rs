@@ -3,7 +3,7 @@
 //! and the figures.
 //!
 //! ```text
-//! cargo bench --bench semaphore            # both parts (about 2 minutes)
+//! cargo bench --bench semaphore            # both parts (about 3 minutes)
 //! cargo bench --bench semaphore -- free    # a free permit against the mutex
 //! cargo bench --bench semaphore -- procs   # L = 4, 16 contending processes
 //! ```
