@@ -10,8 +10,10 @@
 //! Installs the recorder (before `build()`, so every node registers its
 //! series), serves `/metrics` on `QUORUMLOCK_METRICS_ADDR` (default
 //! `127.0.0.1:9464`), runs a short workload — locks taken, refused,
-//! renewed, released — then scrapes its own endpoint over HTTP and prints
-//! the quorumlock lines. It keeps serving for `QUORUMLOCK_METRICS_SERVE_SECS`
+//! renewed, released; permits of a semaphore taken, refused, released —
+//! then scrapes its own endpoint over HTTP and prints the quorumlock lines
+//! (the permits under their own series, `quorumlock_permit_*` and
+//! `quorumlock_permits_held`). It keeps serving for `QUORUMLOCK_METRICS_SERVE_SECS`
 //! (default 0) and then ends.
 //!
 //! Nodes: `QUORUMLOCK_NODES` if set, else five local `redis-server`s.
@@ -78,13 +80,34 @@ async fn run() -> Result<(), Box<dyn std::error::Error>> {
         );
     }
 
+    // Permits: counted under the permit series, not the lock series.
+    let permits = redlock
+        .semaphore("metrics-demo:pool", 3, TTL)
+        .take(2)
+        .acquire()
+        .await?;
+    let refused = redlock
+        .semaphore("metrics-demo:pool", 3, TTL)
+        .take(2)
+        .acquire()
+        .await;
+    assert!(refused.is_err_and(|e| e.is_contended()));
+    println!(
+        "semaphore: {} of {} permits taken, 2 more refused",
+        permits.permits(),
+        permits.of()
+    );
+    permits.release().await?;
+
     // 4. A scrape, over HTTP like Prometheus does it.
     let text = scrape(addr).await?;
     println!("--- GET /metrics (quorumlock_ lines, first node) ---");
     let first = redlock.node_labels()[0].clone();
     for line in text.lines() {
         let node_line = line.contains(&format!("node=\"{first}\""));
-        let client_line = line.starts_with("quorumlock_lock_");
+        let client_line = ["quorumlock_lock", "quorumlock_permit"]
+            .iter()
+            .any(|p| line.starts_with(p));
         if (node_line && !line.contains("_bucket")) || client_line {
             println!("{line}");
         }

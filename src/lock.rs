@@ -76,13 +76,14 @@ impl Lock {
             ttl,
             sets,
             fence,
+            holding,
         } = granted;
         let term = Term {
             deadline,
             ttl,
             drift: validity::drift(ttl, engine.config.drift_factor),
         };
-        let lease = Lease::new(keys.clone(), term, engine.leases.clone());
+        let lease = Lease::new(keys.clone(), term, engine.leases.clone(), holding);
         Self {
             held: Arc::new(Held {
                 engine,

@@ -4,7 +4,8 @@
 //!
 //! The lock-level series (acquires by outcome, attempt, wait and hold
 //! times, locks held, node up) follow `stats().locks` and `NodeStats::up`
-//! through a scripted sequence.
+//! through a scripted sequence; the permit series follow `stats().permits`,
+//! and a permit acquire moves none of the lock series.
 //!
 //! One test per binary: the recorder is process-global.
 
@@ -210,6 +211,48 @@ async fn prometheus_text_follows_stats_node_by_node() {
     assert_eq!(stats.locks.hold.count, 4, "every lock taken, counted once");
     locks_match(&down, &stats.locks);
 
+    // Permits: their own series, the lock series left alone. Catches
+    // permits counted as locks (the lock series move) and a held gauge
+    // that counts holders instead of permits (1, not 2).
+    let sem = unique("metrics-sem");
+    let two = redlock
+        .semaphore(&sem, 3, TTL)
+        .take(2)
+        .acquire()
+        .await
+        .expect("2 of 3 permits");
+    let err = redlock
+        .semaphore(&sem, 3, TTL)
+        .take(2)
+        .acquire()
+        .await
+        .expect_err("1 left");
+    assert!(err.is_contended(), "{err}");
+    let stats = redlock.stats();
+    let held = Scrape::parse(&handle.render());
+    assert_eq!((stats.permits.held, held.get(m::PERMITS_HELD, &[])), (2, 2));
+    assert_eq!(held.get(m::LOCKS_HELD, &[]), 0);
+    family_match(&held, &PERMITS, &stats.permits);
+    locks_match(&held, &stats.locks);
+    for name in [m::ACQUIRES, m::LOCKS_HELD] {
+        assert_eq!(held.all_of(name), down.all_of(name), "{name} moved");
+    }
+    for h in [m::ATTEMPT_SECONDS, m::WAIT_SECONDS, m::HOLD_SECONDS] {
+        let count = format!("{h}_count");
+        assert_eq!(held.get(&count, &[]), down.get(&count, &[]), "{h} moved");
+    }
+    let a = stats.permits.acquires;
+    assert_eq!((a.granted, a.contended), (1, 1), "{a:?}");
+    two.release().await.expect("release");
+    let stats = redlock.stats();
+    let freed = Scrape::parse(&handle.render());
+    assert_eq!(
+        (stats.permits.held, freed.get(m::PERMITS_HELD, &[])),
+        (0, 0)
+    );
+    assert_eq!(stats.permits.hold.count, 1, "one hold per holder");
+    family_match(&freed, &PERMITS, &stats.permits);
+
     // A stopped node's gauge drops to 0; the others stay at 1. Catches a
     // gauge set once at build, or not lowered by a connection failure.
     let all = redlock
@@ -264,8 +307,52 @@ fn histogram_matches(
     }
 }
 
-/// The lock-level series against `stats().locks`.
+/// The names of one primitive's lock-level series.
+struct Family {
+    acquires: &'static str,
+    held: &'static str,
+    attempt: &'static str,
+    wait: &'static str,
+    hold: &'static str,
+}
+
+const LOCKS: Family = Family {
+    acquires: m::ACQUIRES,
+    held: m::LOCKS_HELD,
+    attempt: m::ATTEMPT_SECONDS,
+    wait: m::WAIT_SECONDS,
+    hold: m::HOLD_SECONDS,
+};
+
+const PERMITS: Family = Family {
+    acquires: m::PERMIT_ACQUIRES,
+    held: m::PERMITS_HELD,
+    attempt: m::PERMIT_ATTEMPT_SECONDS,
+    wait: m::PERMIT_WAIT_SECONDS,
+    hold: m::PERMIT_HOLD_SECONDS,
+};
+
+impl Scrape {
+    /// Every series named `name`, whatever its labels, sorted.
+    fn all_of(&self, name: &str) -> Vec<(BTreeMap<String, String>, u64)> {
+        let mut v: Vec<_> = self
+            .0
+            .iter()
+            .filter(|((n, _), _)| n == name)
+            .map(|((_, labels), &value)| (labels.clone(), value as u64))
+            .collect();
+        v.sort();
+        v
+    }
+}
+
+/// The lock series against `stats().locks`.
 fn locks_match(scrape: &Scrape, locks: &quorumlock::LockStats) {
+    family_match(scrape, &LOCKS, locks);
+}
+
+/// One primitive's series against its `stats()` figures.
+fn family_match(scrape: &Scrape, f: &Family, locks: &quorumlock::LockStats) {
     let a = locks.acquires;
     for (outcome, n) in [
         ("granted", a.granted),
@@ -276,13 +363,14 @@ fn locks_match(scrape: &Scrape, locks: &quorumlock::LockStats) {
         ("lost", a.lost),
     ] {
         assert_eq!(
-            scrape.get(m::ACQUIRES, &[("outcome", outcome)]),
+            scrape.get(f.acquires, &[("outcome", outcome)]),
             n,
-            "{outcome}"
+            "{} {outcome}",
+            f.acquires
         );
     }
-    assert_eq!(scrape.get(m::LOCKS_HELD, &[]), locks.held, "held");
-    histogram_matches(scrape, m::ATTEMPT_SECONDS, &[], &locks.attempt_latency);
-    histogram_matches(scrape, m::WAIT_SECONDS, &[], &locks.wait);
-    histogram_matches(scrape, m::HOLD_SECONDS, &[], &locks.hold);
+    assert_eq!(scrape.get(f.held, &[]), locks.held, "{}", f.held);
+    histogram_matches(scrape, f.attempt, &[], &locks.attempt_latency);
+    histogram_matches(scrape, f.wait, &[], &locks.wait);
+    histogram_matches(scrape, f.hold, &[], &locks.hold);
 }

@@ -293,7 +293,11 @@ mod tests {
             drift: crate::validity::drift(valid, 0.01),
         };
         let keys = Keys::one(b"res", false).expect("a valid resource");
-        (Arc::new(Lease::new(keys, term, counters.clone())), counters)
+        let holding = crate::stats::locks::Holding::LOCK;
+        (
+            Arc::new(Lease::new(keys, term, counters.clone(), holding)),
+            counters,
+        )
     }
 
     #[test]

@@ -24,6 +24,7 @@ use super::term::Term;
 use crate::error::lost::{LossKind, LostReason};
 use crate::keys::Keys;
 use crate::stats::counters::LeaseCounters;
+use crate::stats::locks::Holding;
 use crate::validity;
 
 /// The shared state of one held lock.
@@ -31,6 +32,8 @@ pub(crate) struct Lease {
     keys: Keys,
     granted: Instant,
     counters: Arc<LeaseCounters>,
+    /// What the grant counts as (a lock, `k` permits).
+    holding: Holding,
     /// The term: the one source of truth, watched by every sleeper.
     /// Changed only with `state` locked (so never after the end).
     term: watch::Sender<Term>,
@@ -58,13 +61,19 @@ struct State {
 }
 
 impl Lease {
-    /// A lease on `term`, granted just now.
-    pub(crate) fn new(keys: Keys, term: Term, counters: Arc<LeaseCounters>) -> Self {
-        counters.locks.held();
+    /// A lease on `term`, granted just now, counted as `holding`.
+    pub(crate) fn new(
+        keys: Keys,
+        term: Term,
+        counters: Arc<LeaseCounters>,
+        holding: Holding,
+    ) -> Self {
+        counters.of(holding.primitive).held(holding.count);
         Self {
             keys,
             granted: Instant::now(),
             counters,
+            holding,
             term: watch::Sender::new(term),
             state: Mutex::new(State {
                 ended: None,
@@ -178,7 +187,11 @@ impl Lease {
                 .ended
                 .as_ref()
                 .is_some_and(|r| r.kind() != LossKind::Released);
-            self.counters.locks.ended(self.granted.elapsed(), lost);
+            self.counters.of(self.holding.primitive).ended(
+                self.holding.count,
+                self.granted.elapsed(),
+                lost,
+            );
         }
         s.ended.get_or_insert(LostReason::Released);
         s.renewal = None;
@@ -298,7 +311,12 @@ mod tests {
             drift: crate::validity::drift(valid, 0.01),
         };
         let keys = Keys::one(b"res", false).expect("a valid resource");
-        Lease::new(keys, term, Arc::new(LeaseCounters::default()))
+        Lease::new(
+            keys,
+            term,
+            Arc::new(LeaseCounters::default()),
+            Holding::LOCK,
+        )
     }
 
     fn ttl_of(lease: &Lease) -> Duration {

@@ -10,6 +10,7 @@ use crate::keys::{Keys, Slots};
 use crate::quorum::attempt::{self, Attempt};
 use crate::quorum::engine::Engine;
 use crate::quorum::permit_attempt;
+use crate::stats::locks::{Holding, Primitive};
 use crate::status::NodeView;
 use crate::token::Token;
 
@@ -34,6 +35,17 @@ impl From<Keys> for Claim {
 }
 
 impl Claim {
+    /// What a grant counts as: a lock, or `want` permits.
+    pub(crate) fn holding(&self) -> Holding {
+        match self {
+            Claim::Lock(_) => Holding::LOCK,
+            Claim::Permits { want, .. } => Holding {
+                primitive: Primitive::Permit,
+                count: *want as u64,
+            },
+        }
+    }
+
     /// One attempt with a fresh `token`.
     pub(crate) async fn attempt(
         &self,

@@ -28,6 +28,7 @@ use crate::quorum::rule::{self};
 use crate::quorum::set_order::SetFuture;
 use crate::random;
 use crate::stats::counters::LeaseCounters;
+use crate::stats::locks::Primitive;
 use crate::stats::Stats;
 use crate::status::{NodeView, Status};
 use crate::token::Token;
@@ -420,7 +421,8 @@ impl Engine {
                 .map(|n| n.counters().snapshot(n.label()))
                 .collect(),
             self.leases.snapshot(),
-            self.leases.locks(),
+            self.leases.held(Primitive::Lock),
+            self.leases.held(Primitive::Permit),
         )
     }
 

@@ -17,7 +17,7 @@ use crate::quorum::handoff::Watch;
 use crate::quorum::rule;
 use crate::quorum::set_order::SetFuture;
 use crate::random;
-use crate::stats::locks::Outcome;
+use crate::stats::locks::{Holding, Outcome};
 use crate::status::NodeView;
 use crate::token::Token;
 
@@ -35,6 +35,8 @@ pub(crate) struct Granted {
     pub(crate) sets: Vec<SetFuture>,
     /// The fencing token, when one was asked for.
     pub(crate) fence: Option<u64>,
+    /// What the grant counts as: the counters its hold goes to.
+    pub(crate) holding: Holding,
 }
 
 /// Takes the lock on `keys`, retrying as `retry` allows: at most its count
@@ -52,12 +54,14 @@ pub(crate) async fn acquire(
     retry: Retry,
 ) -> Result<Granted> {
     let start = Instant::now();
-    let result = attempts(engine, claim.into(), ttl, retry).await;
+    let claim = claim.into();
+    let counters = engine.leases.of(claim.holding().primitive);
+    let result = attempts(engine, claim, ttl, retry).await;
     let outcome = match &result {
         Ok(_) => Outcome::Granted,
         Err(e) => Outcome::of(e),
     };
-    engine.leases.locks.acquired(outcome, start.elapsed());
+    counters.acquired(outcome, start.elapsed());
     result
 }
 
@@ -80,7 +84,10 @@ async fn attempts(
         let token = Token::generate();
         let began = Instant::now();
         let attempt = claim.attempt(engine, &token, ttl, drift).await;
-        engine.leases.locks.attempted(began.elapsed());
+        engine
+            .leases
+            .of(claim.holding().primitive)
+            .attempted(began.elapsed());
         let failure = match attempt {
             Attempt::Granted {
                 keys,
@@ -95,6 +102,7 @@ async fn attempts(
                     ttl,
                     sets,
                     fence,
+                    holding: claim.holding(),
                 });
             }
             Attempt::Failed(failure) => failure,

@@ -16,7 +16,7 @@ use std::time::Duration;
 use crate::error::lost::LossKind;
 use crate::error::{NodeFailureKind, Operation};
 use crate::stats::latency::LatencyCounters;
-use crate::stats::locks::LockCounters;
+use crate::stats::locks::{LockCounters, Primitive};
 use crate::stats::series::{self, NodeMetrics};
 use crate::stats::{LeaseStats, LockStats, NodeStats, Votes};
 
@@ -204,10 +204,11 @@ impl NodeCounters {
 
 /// Renewal and lost-signal counters of every lock of one client, and its
 /// lock-level counters.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct LeaseCounters {
-    /// Acquire outcomes, waits, holds, locks held now.
-    pub(crate) locks: LockCounters,
+    /// Acquire outcomes, waits, holds, held now: one set per primitive,
+    /// indexed by [`Primitive`].
+    held: [LockCounters; Primitive::ALL.len()],
     renewals: AtomicU64,
     renewal_failures: AtomicU64,
     uncertain: AtomicU64,
@@ -216,7 +217,26 @@ pub(crate) struct LeaseCounters {
     limit_reached: AtomicU64,
 }
 
+impl Default for LeaseCounters {
+    fn default() -> Self {
+        Self {
+            held: Primitive::ALL.map(LockCounters::new),
+            renewals: AtomicU64::new(0),
+            renewal_failures: AtomicU64::new(0),
+            uncertain: AtomicU64::new(0),
+            lost: AtomicU64::new(0),
+            expired: AtomicU64::new(0),
+            limit_reached: AtomicU64::new(0),
+        }
+    }
+}
+
 impl LeaseCounters {
+    /// The lock-level counters of `primitive`.
+    pub(crate) fn of(&self, primitive: Primitive) -> &LockCounters {
+        &self.held[primitive as usize]
+    }
+
     /// An automatic renewal reached a quorum in time.
     pub(crate) fn renewed(&self) {
         self.renewals.fetch_add(1, Relaxed);
@@ -242,9 +262,9 @@ impl LeaseCounters {
         series::signal(name);
     }
 
-    /// The lock-level counters' copy.
-    pub(crate) fn locks(&self) -> LockStats {
-        self.locks.snapshot()
+    /// The lock-level counters' copy for `primitive`.
+    pub(crate) fn held(&self, primitive: Primitive) -> LockStats {
+        self.of(primitive).snapshot()
     }
 
     pub(crate) fn snapshot(&self) -> LeaseStats {

@@ -1,14 +1,60 @@
-//! The lock-level counters of one client: acquire calls by outcome, the
-//! time attempts, waits and holds took, and the locks held now. Each also
-//! reported to the `metrics` facade when that feature is on.
+//! The lock-level counters of one client, one set per [`Primitive`] (locks,
+//! semaphore permits): acquire calls by outcome, the time attempts, waits
+//! and holds took, and what is held now. Each also reported to the
+//! `metrics` facade, under the primitive's own series, when that feature
+//! is on.
 
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::time::Duration;
 
 use crate::error::Error;
 use crate::stats::latency::{LatencyCounters, DURATION_MICROS, LATENCY_MICROS};
+use crate::stats::names::{Family, LOCK_FAMILY, PERMIT_FAMILY};
 use crate::stats::series::{self, LockMetrics};
 use crate::stats::{Acquires, LockStats};
+
+/// What an acquisition takes and a lease holds, for counting: each has its
+/// own counters ([`Stats`](crate::Stats)' field) and its own series. A new
+/// primitive is one variant here, its [`Family`] of series and its field
+/// of `Stats`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Primitive {
+    /// A lock ([`Stats::locks`](crate::Stats::locks)).
+    Lock,
+    /// Permits of a semaphore ([`Stats::permits`](crate::Stats::permits)).
+    Permit,
+}
+
+impl Primitive {
+    /// Every primitive, in declaration order (the index of its counters).
+    pub(crate) const ALL: [Primitive; 2] = [Primitive::Lock, Primitive::Permit];
+
+    /// The names of its series.
+    pub(crate) fn family(self) -> &'static Family {
+        match self {
+            Primitive::Lock => &LOCK_FAMILY,
+            Primitive::Permit => &PERMIT_FAMILY,
+        }
+    }
+}
+
+/// What one grant holds, for counting: the primitive, and how much of the
+/// held-now gauge it is (a lock 1, a holder of `k` permits `k`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Holding {
+    /// Whose counters.
+    pub(crate) primitive: Primitive,
+    /// Its weight in `held`.
+    pub(crate) count: u64,
+}
+
+impl Holding {
+    /// One lock.
+    pub(crate) const LOCK: Holding = Holding {
+        primitive: Primitive::Lock,
+        count: 1,
+    };
+}
 
 /// How an acquire call ended; in the order of the series' labels
 /// ([`series::OUTCOMES`]).
@@ -48,8 +94,9 @@ pub(crate) struct LockCounters {
     metrics: LockMetrics,
 }
 
-impl Default for LockCounters {
-    fn default() -> Self {
+impl LockCounters {
+    /// The counters of `primitive`, reported under its series.
+    pub(crate) fn new(primitive: Primitive) -> Self {
         Self {
             outcomes: Default::default(),
             lost: AtomicU64::new(0),
@@ -57,12 +104,10 @@ impl Default for LockCounters {
             attempts: LatencyCounters::new(&LATENCY_MICROS),
             waits: LatencyCounters::new(&DURATION_MICROS),
             holds: LatencyCounters::new(&DURATION_MICROS),
-            metrics: LockMetrics::new(),
+            metrics: LockMetrics::new(primitive.family()),
         }
     }
-}
 
-impl LockCounters {
     /// One acquire attempt took `elapsed`.
     pub(crate) fn attempted(&self, elapsed: Duration) {
         self.attempts.record(elapsed);
@@ -76,21 +121,22 @@ impl LockCounters {
         self.metrics.acquired(outcome as usize, Some(waited));
     }
 
-    /// A lock was handed to its holder.
-    pub(crate) fn held(&self) {
-        self.held.fetch_add(1, Relaxed);
-        self.metrics.held();
+    /// `count` of what is counted (a lock, permits) was handed to its
+    /// holder.
+    pub(crate) fn held(&self, count: u64) {
+        self.held.fetch_add(count, Relaxed);
+        self.metrics.held(count);
     }
 
-    /// A lock was released or dropped after being held for `held`; `lost`
-    /// when it had already ended lost by then.
-    pub(crate) fn ended(&self, held: Duration, lost: bool) {
+    /// `count` held for `held` was released or dropped; `lost` when it had
+    /// already ended lost by then.
+    pub(crate) fn ended(&self, count: u64, held: Duration, lost: bool) {
         // Never below zero, whatever the order of a snapshot's reads.
         let _ = self
             .held
-            .fetch_update(Relaxed, Relaxed, |n| Some(n.saturating_sub(1)));
+            .fetch_update(Relaxed, Relaxed, |n| Some(n.saturating_sub(count)));
         self.holds.record(held);
-        self.metrics.let_go(held);
+        self.metrics.let_go(count, held);
         if lost {
             self.lost.fetch_add(1, Relaxed);
             self.metrics.acquired(series::LOST, None);
@@ -139,17 +185,17 @@ mod tests {
 
     #[test]
     fn outcomes_waits_holds_and_the_held_gauge() {
-        let c = LockCounters::default();
+        let c = LockCounters::new(Primitive::Lock);
         c.attempted(MS);
         c.acquired(Outcome::Granted, 2 * MS);
-        c.held();
-        c.held();
+        c.held(1);
+        c.held(1);
         c.acquired(Outcome::Contended, 300 * MS);
         c.acquired(Outcome::Misconfigured, MS);
         assert_eq!(c.snapshot().held, 2);
-        c.ended(Duration::from_secs(20), false);
-        c.ended(Duration::from_secs(1), true);
-        c.ended(MS, false); // one end too many never wraps
+        c.ended(1, Duration::from_secs(20), false);
+        c.ended(1, Duration::from_secs(1), true);
+        c.ended(1, MS, false); // one end too many never wraps
         let s = c.snapshot();
         assert_eq!(
             (
@@ -170,5 +216,34 @@ mod tests {
         );
         assert_eq!(s.hold.max, Duration::from_secs(20));
         assert_eq!(s.wait.buckets.len(), DURATION_MICROS.len() + 1);
+    }
+
+    #[test]
+    fn a_holder_of_k_permits_counts_k_held_and_one_hold() {
+        let c = LockCounters::new(Primitive::Permit);
+        c.held(3);
+        c.held(1);
+        assert_eq!(c.snapshot().held, 4);
+        c.ended(3, MS, false);
+        let s = c.snapshot();
+        assert_eq!((s.held, s.hold.count), (1, 1));
+        c.ended(3, MS, false); // more than held never wraps
+        assert_eq!(c.snapshot().held, 0);
+    }
+
+    #[test]
+    fn each_primitive_has_its_own_series() {
+        let lock = Primitive::Lock.family();
+        let permit = Primitive::Permit.family();
+        for (a, b) in [
+            (lock.acquires, permit.acquires),
+            (lock.attempt, permit.attempt),
+            (lock.wait, permit.wait),
+            (lock.hold, permit.hold),
+            (lock.held, permit.held),
+        ] {
+            assert_ne!(a, b);
+        }
+        assert_eq!(Primitive::ALL.map(|p| p as usize), [0, 1]);
     }
 }

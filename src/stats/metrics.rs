@@ -25,13 +25,21 @@
 //! | `quorumlock_lock_wait_duration_seconds` | histogram | | Time one acquire call took, every attempt and the pauses between them included. |
 //! | `quorumlock_lock_hold_duration_seconds` | histogram | | Time a lock was held, from the grant to its release or drop. |
 //! | `quorumlock_locks_held` | gauge | | Locks granted and not yet released or dropped. |
+//! | `quorumlock_permit_acquires_total` | counter | `outcome` | Semaphore acquire calls by outcome (granted, contended, unavailable, misconfigured, other), and granted permits that later ended lost (lost). |
+//! | `quorumlock_permit_attempt_duration_seconds` | histogram | | Time one semaphore acquire attempt took, the release of a refused attempt's slots included. |
+//! | `quorumlock_permit_wait_duration_seconds` | histogram | | Time one semaphore acquire call took, every attempt and the pauses between them included. |
+//! | `quorumlock_permit_hold_duration_seconds` | histogram | | Time permits were held, from the grant to their release or drop (one observation per holder). |
+//! | `quorumlock_permits_held` | gauge | | Permits granted and not yet released or dropped (a holder of k permits counts k). |
 //! | `quorumlock_lock_renewals_total` | counter | | Automatic renewals that reached a quorum in time. |
 //! | `quorumlock_lock_renewal_failures_total` | counter | | Automatic renewal attempts that did not reach a quorum in time. |
 //! | `quorumlock_lock_signals_total` | counter | `kind` | Lost-lock signals by kind (uncertain, lost, expired, limit_reached). |
 //!
 //! `node` is `host:port/db`, as in [`NodeStats::node`](crate::NodeStats::node).
 //! The lock series have no client label: every [`Redlock`](crate::Redlock)
-//! of the process adds to the same series. The numbers match `stats()`,
+//! of the process adds to the same series. The permit series are the lock
+//! series' counterparts for semaphores (no semaphore name as a label
+//! either); a permit acquire moves only them, a lock acquire only the lock
+//! series. Renewals and signals count both. The numbers match `stats()`,
 //! which keeps counting whether or not a recorder is installed.
 //!
 //! # Examples
@@ -135,112 +143,7 @@ const fn histogram(
     }
 }
 
-/// Commands sent to a node; label `node`.
-///
-/// # Examples
-///
-/// ```
-/// # #[cfg(feature = "metrics")]
-/// assert_eq!(quorumlock::metrics::COMMANDS, "quorumlock_node_commands_total");
-/// ```
-pub const COMMANDS: &str = "quorumlock_node_commands_total";
-/// A node's replies to lock commands; labels `node`, `op`
-/// (`acquire`, `extend`, `release`) and `vote` (`yes`, `no`).
-///
-/// # Examples
-///
-/// ```
-/// # #[cfg(feature = "metrics")]
-/// assert_eq!(quorumlock::metrics::VOTES, "quorumlock_node_votes_total");
-/// ```
-pub const VOTES: &str = "quorumlock_node_votes_total";
-/// Commands with no reply within the per-node timeout; label `node`.
-///
-/// # Examples
-///
-/// ```
-/// # #[cfg(feature = "metrics")]
-/// assert_eq!(quorumlock::metrics::TIMEOUTS, "quorumlock_node_timeouts_total");
-/// ```
-pub const TIMEOUTS: &str = "quorumlock_node_timeouts_total";
-/// Refused, dropped or failed connections; label `node`.
-///
-/// # Examples
-///
-/// ```
-/// # #[cfg(feature = "metrics")]
-/// assert!(quorumlock::metrics::CONNECTION_ERRORS.ends_with("_total"));
-/// ```
-pub const CONNECTION_ERRORS: &str = "quorumlock_node_connection_errors_total";
-/// Replies this client could not interpret; label `node`.
-///
-/// # Examples
-///
-/// ```
-/// # #[cfg(feature = "metrics")]
-/// assert!(quorumlock::metrics::PROTOCOL_ERRORS.ends_with("_total"));
-/// ```
-pub const PROTOCOL_ERRORS: &str = "quorumlock_node_protocol_errors_total";
-/// Acquire votes withheld because the node restarted too recently;
-/// label `node`.
-///
-/// # Examples
-///
-/// ```
-/// # #[cfg(feature = "metrics")]
-/// assert!(quorumlock::metrics::QUARANTINED.ends_with("_total"));
-/// ```
-pub const QUARANTINED: &str = "quorumlock_node_quarantined_total";
-/// Error replies; labels `node` and `code` (`WRONGTYPE`, `OOM`,
-/// `NOSCRIPT`, `BUSY`, `NOAUTH`, `READONLY`, …, `OTHER` for a code not
-/// counted one by one).
-///
-/// # Examples
-///
-/// ```
-/// # #[cfg(feature = "metrics")]
-/// assert!(quorumlock::metrics::ERROR_REPLIES.ends_with("_total"));
-/// ```
-pub const ERROR_REPLIES: &str = "quorumlock_node_error_replies_total";
-/// Histogram of reply latency in seconds (error replies included,
-/// timeouts not); label `node`.
-///
-/// # Examples
-///
-/// ```
-/// # #[cfg(feature = "metrics")]
-/// assert!(quorumlock::metrics::REPLY_SECONDS.ends_with("_seconds"));
-/// ```
-pub const REPLY_SECONDS: &str = "quorumlock_node_reply_duration_seconds";
-/// Automatic renewals that reached a quorum in time.
-///
-/// # Examples
-///
-/// ```
-/// # #[cfg(feature = "metrics")]
-/// assert!(quorumlock::metrics::RENEWALS.ends_with("_total"));
-/// ```
-pub const RENEWALS: &str = "quorumlock_lock_renewals_total";
-/// Automatic renewals that did not.
-///
-/// # Examples
-///
-/// ```
-/// # #[cfg(feature = "metrics")]
-/// assert!(quorumlock::metrics::RENEWAL_FAILURES.ends_with("_total"));
-/// ```
-pub const RENEWAL_FAILURES: &str = "quorumlock_lock_renewal_failures_total";
-/// Lost-lock signals; label `kind` (`uncertain`, `lost`, `expired`,
-/// `limit_reached`). One signal that went from uncertain to expired
-/// counts once in each.
-///
-/// # Examples
-///
-/// ```
-/// # #[cfg(feature = "metrics")]
-/// assert!(quorumlock::metrics::SIGNALS.ends_with("_total"));
-/// ```
-pub const SIGNALS: &str = "quorumlock_lock_signals_total";
+pub use crate::stats::names::*;
 
 /// The upper bounds, in seconds, of the reply and attempt histograms'
 /// buckets (100 µs … 5 s), those [`Latency`](crate::Latency) uses, for an
@@ -268,61 +171,6 @@ pub const LATENCY_BUCKETS: [f64; LATENCY_MICROS.len()] = seconds(LATENCY_MICROS)
 /// # }
 /// ```
 pub const DURATION_BUCKETS: [f64; DURATION_MICROS.len()] = seconds(DURATION_MICROS);
-
-/// Whether a node answers; label `node`.
-///
-/// # Examples
-///
-/// ```
-/// # #[cfg(feature = "metrics")]
-/// assert_eq!(quorumlock::metrics::NODE_UP, "quorumlock_node_up");
-/// ```
-pub const NODE_UP: &str = "quorumlock_node_up";
-/// Acquire calls by outcome; label `outcome`.
-///
-/// # Examples
-///
-/// ```
-/// # #[cfg(feature = "metrics")]
-/// assert!(quorumlock::metrics::ACQUIRES.ends_with("_total"));
-/// ```
-pub const ACQUIRES: &str = "quorumlock_lock_acquires_total";
-/// Histogram of the time one acquire attempt took.
-///
-/// # Examples
-///
-/// ```
-/// # #[cfg(feature = "metrics")]
-/// assert!(quorumlock::metrics::ATTEMPT_SECONDS.ends_with("_seconds"));
-/// ```
-pub const ATTEMPT_SECONDS: &str = "quorumlock_lock_attempt_duration_seconds";
-/// Histogram of the time one acquire call took.
-///
-/// # Examples
-///
-/// ```
-/// # #[cfg(feature = "metrics")]
-/// assert!(quorumlock::metrics::WAIT_SECONDS.ends_with("_seconds"));
-/// ```
-pub const WAIT_SECONDS: &str = "quorumlock_lock_wait_duration_seconds";
-/// Histogram of the time locks were held.
-///
-/// # Examples
-///
-/// ```
-/// # #[cfg(feature = "metrics")]
-/// assert!(quorumlock::metrics::HOLD_SECONDS.ends_with("_seconds"));
-/// ```
-pub const HOLD_SECONDS: &str = "quorumlock_lock_hold_duration_seconds";
-/// Locks held now.
-///
-/// # Examples
-///
-/// ```
-/// # #[cfg(feature = "metrics")]
-/// assert_eq!(quorumlock::metrics::LOCKS_HELD, "quorumlock_locks_held");
-/// ```
-pub const LOCKS_HELD: &str = "quorumlock_locks_held";
 
 /// Every series, with its kind, labels and help text: what [`describe`]
 /// registers and what the table above shows.
@@ -424,6 +272,40 @@ pub const METRICS: &[Metric] = &[
         Kind::Gauge,
         &[],
         "Locks granted and not yet released or dropped.",
+    ),
+    metric(
+        PERMIT_ACQUIRES,
+        Kind::Counter,
+        &["outcome"],
+        "Semaphore acquire calls by outcome (granted, contended, unavailable, misconfigured, \
+         other), and granted permits that later ended lost (lost).",
+    ),
+    histogram(
+        PERMIT_ATTEMPT_SECONDS,
+        &[],
+        "Time one semaphore acquire attempt took, the release of a refused attempt's slots \
+         included.",
+        &LATENCY_BUCKETS,
+    ),
+    histogram(
+        PERMIT_WAIT_SECONDS,
+        &[],
+        "Time one semaphore acquire call took, every attempt and the pauses between them \
+         included.",
+        &DURATION_BUCKETS,
+    ),
+    histogram(
+        PERMIT_HOLD_SECONDS,
+        &[],
+        "Time permits were held, from the grant to their release or drop (one observation per \
+         holder).",
+        &DURATION_BUCKETS,
+    ),
+    metric(
+        PERMITS_HELD,
+        Kind::Gauge,
+        &[],
+        "Permits granted and not yet released or dropped (a holder of k permits counts k).",
     ),
     metric(
         RENEWALS,

@@ -9,6 +9,7 @@ pub(crate) mod locks;
 pub mod metrics;
 #[cfg(not(feature = "metrics"))]
 pub(crate) mod metrics;
+pub(crate) mod names;
 pub(crate) mod series;
 
 use std::time::Duration;
@@ -32,22 +33,37 @@ pub struct Stats {
     pub nodes: Vec<NodeStats>,
     /// Renewals and lost-lock signals of the locks taken through this client.
     pub leases: LeaseStats,
-    /// Acquire calls, waits, holds and the locks held now, of this client.
+    /// Acquire calls, waits, holds and the locks held now, of this client
+    /// (semaphore permits not included).
     pub locks: LockStats,
+    /// The same for the permits of semaphores taken through this client
+    /// ([`Redlock::semaphore`](crate::Redlock::semaphore)), counted apart
+    /// from the locks: `acquires` counts calls, `hold` one observation per
+    /// holder, and `held` the permits held now (a holder of `k` permits
+    /// counts `k`).
+    pub permits: LockStats,
 }
 
 impl Stats {
-    pub(crate) fn new(nodes: Vec<NodeStats>, leases: LeaseStats, locks: LockStats) -> Self {
+    pub(crate) fn new(
+        nodes: Vec<NodeStats>,
+        leases: LeaseStats,
+        locks: LockStats,
+        permits: LockStats,
+    ) -> Self {
         Self {
             nodes,
             leases,
             locks,
+            permits,
         }
     }
 }
 
 /// The lock-level view of one client: how its acquire calls ended, how
-/// long they took, how long locks were held, and how many are held now.
+/// long they took, how long locks were held, and how many are held now;
+/// for locks ([`Stats::locks`]) and, apart, for semaphore permits
+/// ([`Stats::permits`]).
 ///
 /// # Examples
 ///
@@ -68,7 +84,8 @@ impl Stats {
 pub struct LockStats {
     /// Acquire calls by outcome.
     pub acquires: Acquires,
-    /// Locks granted and not yet released or dropped.
+    /// Locks granted and not yet released or dropped (for
+    /// [`Stats::permits`]: permits, a holder of `k` counting `k`).
     pub held: u64,
     /// Each acquire attempt, the release of a refused attempt's keys
     /// included (buckets of 100 µs … 5 s, as [`NodeStats::latency`]).

@@ -32,6 +32,7 @@ mod enabled {
 
     use crate::error::Operation;
     use crate::stats::metrics::*;
+    use crate::stats::names::Family;
 
     /// One node's handles, registered once (the hot path only adds).
     #[derive(Debug)]
@@ -149,8 +150,8 @@ mod enabled {
         counter!(SIGNALS, "kind" => kind).increment(1);
     }
 
-    /// The lock-level handles of one client, registered once (an acquire
-    /// and a release only add).
+    /// The lock-level handles of one client for one primitive, registered
+    /// once (an acquire and a release only add).
     #[derive(Debug)]
     pub(crate) struct LockMetrics {
         /// By outcome, in the order of [`OUTCOMES`].
@@ -162,14 +163,16 @@ mod enabled {
     }
 
     impl LockMetrics {
-        /// The handles, registered with the recorder installed now.
-        pub(crate) fn new() -> Self {
+        /// The handles of `family`'s series, registered with the recorder
+        /// installed now.
+        pub(crate) fn new(family: &'static Family) -> Self {
             Self {
-                acquires: super::OUTCOMES.map(|outcome| counter!(ACQUIRES, "outcome" => outcome)),
-                attempt: histogram!(ATTEMPT_SECONDS),
-                wait: histogram!(WAIT_SECONDS),
-                held: gauge!(LOCKS_HELD),
-                hold: histogram!(HOLD_SECONDS),
+                acquires: super::OUTCOMES
+                    .map(|outcome| counter!(family.acquires, "outcome" => outcome)),
+                attempt: histogram!(family.attempt),
+                wait: histogram!(family.wait),
+                held: gauge!(family.held),
+                hold: histogram!(family.hold),
             }
         }
     }
@@ -191,14 +194,14 @@ mod enabled {
             self.attempt.record(elapsed.as_secs_f64());
         }
 
-        /// A lock was granted.
-        pub(crate) fn held(&self) {
-            self.held.increment(1.0);
+        /// `count` was granted (a lock: 1; permits: how many).
+        pub(crate) fn held(&self, count: u64) {
+            self.held.increment(count as f64);
         }
 
-        /// A lock was released or dropped after `held`.
-        pub(crate) fn let_go(&self, held: Duration) {
-            self.held.decrement(1.0);
+        /// `count` was released or dropped after `held`.
+        pub(crate) fn let_go(&self, count: u64, held: Duration) {
+            self.held.decrement(count as f64);
             self.hold.record(held.as_secs_f64());
         }
     }
@@ -210,6 +213,7 @@ mod disabled {
     use std::time::Duration;
 
     use crate::error::Operation;
+    use crate::stats::names::Family;
 
     #[derive(Debug, Default)]
     pub(crate) struct NodeMetrics;
@@ -235,12 +239,12 @@ mod disabled {
     pub(crate) struct LockMetrics;
 
     impl LockMetrics {
-        pub(crate) fn new() -> Self {
+        pub(crate) fn new(_family: &'static Family) -> Self {
             Self
         }
         pub(crate) fn acquired(&self, _outcome: usize, _waited: Option<Duration>) {}
         pub(crate) fn attempt(&self, _elapsed: Duration) {}
-        pub(crate) fn held(&self) {}
-        pub(crate) fn let_go(&self, _held: Duration) {}
+        pub(crate) fn held(&self, _count: u64) {}
+        pub(crate) fn let_go(&self, _count: u64, _held: Duration) {}
     }
 }
