@@ -122,6 +122,21 @@ impl Engine {
         needed: usize,
         announce: Announce,
     ) -> Outcome<bool> {
+        self.release_among(&self.nodes, keys, token, sets, needed, announce)
+            .await
+    }
+
+    /// [`release_after`](Self::release_after) on `nodes`, some of this
+    /// engine's, with one of `sets` per node of `nodes`.
+    async fn release_among(
+        &self,
+        nodes: &Arc<[Node]>,
+        keys: &Keys,
+        token: &Token,
+        sets: Vec<SetFuture>,
+        needed: usize,
+        announce: Announce,
+    ) -> Outcome<bool> {
         let command = Command::release(keys, token, announce);
         let mut sets = sets.into_iter();
         let plan = Plan {
@@ -129,9 +144,9 @@ impl Engine {
             timeout: self.config.node_timeout,
             until: None,
         };
-        let everyone = needed >= self.nodes.len();
+        let everyone = needed >= nodes.len();
         fanout::ask(
-            &self.nodes,
+            nodes,
             &self.background,
             plan,
             |_, node, window| {
@@ -184,6 +199,34 @@ impl Engine {
             let all = engine.nodes.len();
             engine
                 .release_after(&keys, &token, sets, all, Announce::Waiters)
+                .await;
+        });
+    }
+
+    /// Releases `keys` in the background on the nodes at the indices `on`
+    /// only, each queued behind its `SET` of `sets` (one per node of this
+    /// engine), announced: the part of a semaphore's grant that it did not
+    /// keep, on the nodes that may hold some.
+    pub(crate) fn spawn_release_on(
+        self: &Arc<Self>,
+        keys: Keys,
+        token: Token,
+        sets: &[SetFuture],
+        on: &[usize],
+    ) {
+        let nodes: Arc<[Node]> = on
+            .iter()
+            .filter_map(|&i| self.nodes.get(i).cloned())
+            .collect();
+        let sets: Vec<SetFuture> = on.iter().filter_map(|&i| sets.get(i).cloned()).collect();
+        if nodes.is_empty() || nodes.len() != sets.len() {
+            return;
+        }
+        let engine = self.clone();
+        self.background.spawn(async move {
+            let all = nodes.len();
+            engine
+                .release_among(&nodes, &keys, &token, sets, all, Announce::Waiters)
                 .await;
         });
     }

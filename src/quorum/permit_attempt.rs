@@ -134,11 +134,18 @@ pub(crate) async fn take_once(
         guard.sets = None;
         if granted && valid {
             debug!(?elapsed, ?kept, ?fence, "permits granted");
-            if kept.len() < count {
-                // Slots this token may hold besides the kept ones: on the
-                // nodes that set others, and on those that answered late.
+            // Slots this token may hold besides the kept ones: on the
+            // nodes that set others, and on those that did not answer in
+            // time. While permits are free, every node set the same slots,
+            // and nothing is sent.
+            let answers = set
+                .replies
+                .iter()
+                .map(|(i, g)| (*i, g.positions.as_slice()));
+            let beyond = votes.beyond(engine.nodes.len(), &kept, answers);
+            if kept.len() < count && !beyond.is_empty() {
                 let others = slots.except(&kept);
-                engine.spawn_release(others, token.clone(), sets.clone());
+                engine.spawn_release_on(others, token.clone(), &sets, &beyond);
             }
             return Attempt::Granted {
                 keys: held,
