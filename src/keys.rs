@@ -36,6 +36,10 @@ struct Inner {
     /// The one channel (after [`RELEASE_CHANNEL_PREFIX`]) a release
     /// announces on, when not each key's own: a semaphore's.
     announce: Option<Vec<u8>>,
+    /// Keys a release clears as well, if they carry the token: a permit
+    /// holder's other slots, which a node that answered its grant late may
+    /// have set. Never extended or counted as held.
+    strays: Vec<Vec<u8>>,
 }
 
 impl Keys {
@@ -48,6 +52,7 @@ impl Keys {
             resources: vec![resource],
             fence_key,
             announce: None,
+            strays: Vec::new(),
         })))
     }
 
@@ -76,6 +81,7 @@ impl Keys {
             resources: list,
             fence_key: None,
             announce: None,
+            strays: Vec::new(),
         })))
     }
 
@@ -94,6 +100,7 @@ impl Keys {
             resources: vec![lock],
             fence_key: Some(epoch),
             announce: None,
+            strays: Vec::new(),
         })))
     }
 
@@ -135,6 +142,16 @@ impl Keys {
     /// The resource for messages.
     pub(crate) fn name(&self) -> ResourceName {
         ResourceName::new(self.first())
+    }
+
+    /// The keys a release clears: the resources, then the strays (a
+    /// permit holder's other slots).
+    pub(crate) fn released(&self) -> impl ExactSizeIterator<Item = &[u8]> + '_ {
+        let strays = self.0.strays.iter();
+        self.slices()
+            .chain(strays.map(Vec::as_slice))
+            .collect::<Vec<_>>()
+            .into_iter()
     }
 
     /// The one channel name (after [`RELEASE_CHANNEL_PREFIX`]) a release
@@ -221,23 +238,29 @@ impl Slots {
 
     /// The keys of a holder of `slots` (indices, each below
     /// [`count`](Self::count)): released, extended and checked together,
-    /// with the semaphore's fencing counter, announced on its channel.
+    /// with the semaphore's fencing counter, announced on its channel; its
+    /// release also clears the other slots where they carry its token.
     pub(crate) fn held(&self, slots: &[usize]) -> Keys {
-        self.keys_of(slots.iter().map(|&i| self.key(i).to_vec()).collect())
+        let strays = self.except(slots).0.resources.clone();
+        self.keys_of(
+            slots.iter().map(|&i| self.key(i).to_vec()).collect(),
+            strays,
+        )
     }
 
     /// The keys of every slot but `kept`: what an attempt that keeps
     /// `kept` may also have set on some node.
     pub(crate) fn except(&self, kept: &[usize]) -> Keys {
         let rest = (0..self.count()).filter(|i| !kept.contains(i));
-        self.keys_of(rest.map(|i| self.key(i).to_vec()).collect())
+        self.keys_of(rest.map(|i| self.key(i).to_vec()).collect(), Vec::new())
     }
 
-    fn keys_of(&self, resources: Vec<Vec<u8>>) -> Keys {
+    fn keys_of(&self, resources: Vec<Vec<u8>>, strays: Vec<Vec<u8>>) -> Keys {
         Keys(Arc::new(Inner {
             resources,
             fence_key: self.0.fence_key.clone(),
             announce: Some(self.0.base.clone()),
+            strays,
         }))
     }
 }
@@ -330,6 +353,12 @@ mod tests {
             ]
         );
         assert_eq!(held.channels(), [&b"quorumlock:semaphore:{pool}"[..]]);
+        // Its release clears the third slot too, where it carries the token.
+        assert_eq!(held.released().len(), 3);
+        assert_eq!(
+            held.released().last(),
+            Some(&b"quorumlock:semaphore:{pool}:1"[..])
+        );
         assert_eq!(held.fence_key(), slots.fence_key());
         let rest = slots.except(&[2, 0]);
         assert_eq!(

@@ -1000,3 +1000,78 @@ async fn permits_and_locks_are_counted_apart() {
     assert_eq!((s.locks.held, s.locks.hold.count), (0, 1), "{s:?}");
     assert_eq!(s.locks.acquires.granted, 1);
 }
+
+/// A node that answers a grant late may have set another slot than the
+/// one kept: the holder's release clears it. Two slots on five nodes;
+/// another owner holds slot 1 on nodes 0–3 and slot 0 on node 4, so the
+/// fast nodes 0–3 set slot 0 (kept) and node 4, 300 ms late, sets slot 1 —
+/// after the grant was decided, so nothing but the release can clear it.
+/// Negative control: a release of the kept slot alone leaves node 4's
+/// slot 1 carrying the token until its TTL (30 s).
+#[tokio::test]
+async fn a_slot_set_by_a_late_node_goes_with_the_holders_release() {
+    let mut cluster = Cluster::local(5);
+    let redlock = cluster
+        .proxied_builder()
+        .node_timeout(Duration::from_secs(2))
+        .retry(Retry::Times(0))
+        .build()
+        .await
+        .expect("build");
+    let name = unique("sem-late");
+    let other = |slot: u32, node: usize| {
+        let _: () = cluster.exec(
+            node,
+            redis::cmd("SET")
+                .arg(slot_key(&name, slot))
+                .arg("another-owner")
+                .arg("PX")
+                .arg(60_000),
+        );
+    };
+    for node in 0..4 {
+        other(1, node);
+    }
+    other(0, 4);
+    cluster.proxies()[4].set(support::Fault::latency(Duration::from_millis(300)));
+    let permit = redlock
+        .semaphore(&name, 2, Duration::from_secs(30))
+        .acquire()
+        .await
+        .expect("slot 0 won on nodes 0-3");
+    assert_eq!(permit.slots(), [0]);
+    let prefix = permit.token_prefix().to_owned();
+    let late_stray = || {
+        cluster.values(slot_key(&name, 1).as_bytes())[4]
+            .as_deref()
+            .is_some_and(|v| v.starts_with(prefix.as_bytes()))
+    };
+    assert!(
+        eventually(SOON, late_stray).await,
+        "node 4 sets slot 1 for the token once its reply arrives"
+    );
+    permit.release().await.expect("release");
+    cluster.heal_proxies();
+    let cleared = eventually(SOON, || {
+        !late_stray()
+            && cluster.values(slot_key(&name, 0).as_bytes())[..4]
+                .iter()
+                .all(Option::is_none)
+    })
+    .await;
+    assert!(
+        cleared,
+        "the release clears the late node's slot: {:?} {:?}",
+        cluster.values(slot_key(&name, 0).as_bytes()),
+        cluster.values(slot_key(&name, 1).as_bytes())
+    );
+    // The other owner's keys stay.
+    assert_eq!(
+        cluster.values(slot_key(&name, 1).as_bytes())[..4]
+            .iter()
+            .flatten()
+            .count(),
+        4
+    );
+    assert!(cluster.values(slot_key(&name, 0).as_bytes())[4].is_some());
+}

@@ -69,7 +69,7 @@ impl Command {
     /// announced to waiters on the resource's channel when `announce` says
     /// so.
     pub(crate) fn release(keys: &Keys, token: &Token, announce: Announce) -> Arc<Self> {
-        Self::call(&lua::RELEASE, keys.slices(), |cmd| {
+        Self::call(&lua::RELEASE, keys.released(), |cmd| {
             cmd.arg(token.as_str()).arg(match announce {
                 Announce::Waiters => "1",
                 Announce::Silently => "0",

@@ -48,8 +48,9 @@ impl Count<SlotGrant> for SlotCount {
 /// The nodes look at the slots from one drawn at random: concurrent
 /// acquires mostly ask for different free slots instead of splitting one
 /// slot's votes between them. Granted, the holder keeps `want` won slots;
-/// whatever else the token got (a slot set on a minority, a node that
-/// answered late) is released in the background. On failure every slot is
+/// whatever else the token got is released: in the background where a
+/// node said it set more, with the holder's release where a node answered
+/// late. On failure every slot is
 /// released on every node before this returns, as for a lock; if this
 /// future is dropped mid-flight, the same cleanup is spawned.
 pub(crate) async fn take_once(
@@ -134,16 +135,17 @@ pub(crate) async fn take_once(
         guard.sets = None;
         if granted && valid {
             debug!(?elapsed, ?kept, ?fence, "permits granted");
-            // Slots this token may hold besides the kept ones: on the
-            // nodes that set others, and on those that did not answer in
-            // time. While permits are free, every node set the same slots,
-            // and nothing is sent.
+            // Slots this token holds besides the kept ones, on the nodes
+            // that answered having set others: freed now. (Those of nodes
+            // that answered late go with the holder's release, which
+            // clears every slot carrying the token.) While permits are
+            // free every node sets the same slots, and nothing is sent.
             let answers = set
                 .replies
                 .iter()
                 .map(|(i, g)| (*i, g.positions.as_slice()));
-            let beyond = votes.beyond(engine.nodes.len(), &kept, answers);
-            if kept.len() < count && !beyond.is_empty() {
+            let beyond = votes.beyond(&kept, answers);
+            if !beyond.is_empty() {
                 let others = slots.except(&kept);
                 engine.spawn_release_on(others, token.clone(), &sets, &beyond);
             }

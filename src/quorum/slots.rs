@@ -80,28 +80,26 @@ impl SlotVotes {
             .collect()
     }
 
-    /// The nodes (of `nodes`) whose slots for this acquire are not known
-    /// to be within `kept`: those that did not answer (`replies` are the
-    /// answers counted, as node index and the positions each node set) and
-    /// those that set a slot besides the kept ones. Only they may hold a
-    /// slot of the token that the holder does not keep.
+    /// The nodes that answered having set a slot besides `kept`
+    /// (`replies`: the answers counted, as node index and the positions
+    /// each node set): they hold a slot of the token that the holder does
+    /// not keep. (A node that answered late may hold one too; the holder's
+    /// release clears those, see [`crate::keys::Slots::held`].)
     pub(crate) fn beyond<'r>(
         &self,
-        nodes: usize,
         kept: &[usize],
         replies: impl IntoIterator<Item = (usize, &'r [usize])>,
     ) -> Vec<usize> {
         let slots = self.yes.len();
-        let mut within = vec![false; nodes];
-        for (node, positions) in replies {
-            let inside = positions
-                .iter()
-                .all(|p| kept.contains(&((self.first + p) % slots)));
-            if let Some(w) = within.get_mut(node) {
-                *w = inside;
-            }
-        }
-        (0..nodes).filter(|&i| !within[i]).collect()
+        replies
+            .into_iter()
+            .filter(|(_, positions)| {
+                positions
+                    .iter()
+                    .any(|p| !kept.contains(&((self.first + p) % slots)))
+            })
+            .map(|(node, _)| node)
+            .collect()
     }
 
     /// The tally an error reports for this acquire: the most nodes any
@@ -182,18 +180,17 @@ mod tests {
     }
 
     #[test]
-    fn only_nodes_that_may_hold_more_than_the_kept_slots_are_cleaned() {
-        // 5 nodes, 4 slots listed from slot 3, 1 wanted: position 0 is slot 3.
+    fn only_nodes_that_set_more_than_the_kept_slots_are_cleaned() {
+        // 4 slots listed from slot 3, 1 wanted: position 0 is slot 3.
         let v = SlotVotes::new(4, 3, 1, 3);
         let kept = [3];
         let (same, other, refused): (&[usize], &[usize], &[usize]) = (&[0], &[1], &[]);
-        // Nodes 0 and 1 set the kept slot, node 2 set slot 0, node 3
-        // refused, node 4 did not answer.
+        // Nodes 0 and 1 set the kept slot, node 2 slot 0, node 3 refused.
         let replies = [(0, same), (1, same), (2, other), (3, refused)];
-        assert_eq!(v.beyond(5, &kept, replies), [2, 4]);
+        assert_eq!(v.beyond(&kept, replies), [2]);
         // Every node answered with the kept slot: nothing to clean.
         let all = (0..5).map(|i| (i, same));
-        assert!(v.beyond(5, &kept, all).is_empty());
+        assert!(v.beyond(&kept, all).is_empty());
     }
 
     #[test]
