@@ -93,7 +93,8 @@ pub struct LockStats {
     /// Acquire calls by outcome.
     pub acquires: Acquires,
     /// Locks granted and not yet released or dropped (for
-    /// [`Stats::permits`]: permits, a holder of `k` counting `k`).
+    /// [`Stats::permits`]: permits, a holder of `k` counting `k`; for
+    /// [`Stats::elections`]: the elections this client leads).
     pub held: u64,
     /// Each acquire attempt, the release of a refused attempt's keys
     /// included (buckets of 100 µs … 5 s, as [`NodeStats::latency`]).
