@@ -10,11 +10,13 @@
 //! Installs the recorder (before `build()`, so every node registers its
 //! series), serves `/metrics` on `QUORUMLOCK_METRICS_ADDR` (default
 //! `127.0.0.1:9464`), runs a short workload — locks taken, refused,
-//! renewed, released; permits of a semaphore taken, refused, released —
+//! renewed, released; permits of a semaphore taken, refused, released; an
+//! election won, a second campaign refused, the leadership resigned —
 //! then scrapes its own endpoint over HTTP and prints the quorumlock lines
 //! (the permits under their own series, `quorumlock_permit_*` and
-//! `quorumlock_permits_held`). It keeps serving for `QUORUMLOCK_METRICS_SERVE_SECS`
-//! (default 0) and then ends.
+//! `quorumlock_permits_held`, the elections under theirs,
+//! `quorumlock_election_*` and `quorumlock_elections_held`). It keeps
+//! serving for `QUORUMLOCK_METRICS_SERVE_SECS` (default 0) and then ends.
 //!
 //! Nodes: `QUORUMLOCK_NODES` if set, else five local `redis-server`s.
 
@@ -95,9 +97,23 @@ async fn run() -> Result<(), Box<dyn std::error::Error>> {
     println!(
         "semaphore: {} of {} permits taken, 2 more refused",
         permits.permits(),
-        permits.of()
+        permits.limit()
     );
     permits.release().await?;
+
+    // Elections: counted under the election series.
+    let leadership = redlock.campaign("metrics-demo:leader", TTL).lead().await?;
+    let refused = redlock
+        .campaign("metrics-demo:leader", TTL)
+        .retry(quorumlock::Retry::Times(0))
+        .lead()
+        .await;
+    assert!(refused.is_err_and(|e| e.is_contended()));
+    println!(
+        "election: led in epoch {}, a second campaign refused",
+        leadership.epoch()
+    );
+    leadership.resign().await?;
 
     // 4. A scrape, over HTTP like Prometheus does it.
     let text = scrape(addr).await?;
@@ -105,9 +121,13 @@ async fn run() -> Result<(), Box<dyn std::error::Error>> {
     let first = redlock.node_labels()[0].clone();
     for line in text.lines() {
         let node_line = line.contains(&format!("node=\"{first}\""));
-        let client_line = ["quorumlock_lock", "quorumlock_permit"]
-            .iter()
-            .any(|p| line.starts_with(p));
+        let client_line = [
+            "quorumlock_lock",
+            "quorumlock_permit",
+            "quorumlock_election",
+        ]
+        .iter()
+        .any(|p| line.starts_with(p));
         if (node_line && !line.contains("_bucket")) || client_line {
             println!("{line}");
         }

@@ -6,7 +6,8 @@
 //! resignation at once through the release announcement; a proclamation
 //! changes the value in the same epoch; a leadership deleted on a majority
 //! fires its lost signal; bad input leaves nothing on the nodes
-//! (docs/election.md).
+//! (docs/election.md); `stats()` counts campaigns as elections, apart from
+//! locks and permits.
 
 use quorumlock_testkit as support;
 
@@ -306,6 +307,69 @@ async fn a_campaign_without_retries_is_refused_while_another_leads() {
             .released(&keys(&name)[0], Duration::from_secs(2))
             .await
     );
+}
+
+/// `stats()` counts campaigns as elections, apart from locks and permits:
+/// a campaign won is a granted election acquire with its wait (the time to
+/// be elected) and one election held; the resignation brings `held` back
+/// to 0 and counts one hold (the leadership's length); a campaign refused
+/// with `Retry::Times(0)` is a contended election acquire. Neither moves
+/// `stats().locks` or `stats().permits`. Negative control: the campaign's
+/// acquire counted as a lock's (the election keys passed to the retry loop
+/// as a plain lock claim, as before elections were counted) fails the
+/// first assertion on `locks`.
+#[tokio::test]
+async fn campaigns_are_counted_as_elections_not_locks_or_permits() {
+    let cluster = Cluster::shared(3);
+    let name = unique("election-stats");
+    let redlock = cluster.redlock().await;
+    let other = cluster.redlock().await;
+    let untouched = |s: &quorumlock::LockStats| {
+        (
+            s.acquires,
+            s.held,
+            s.attempt_latency.count,
+            s.wait.count,
+            s.hold.count,
+        )
+    };
+    let nothing = (quorumlock::Acquires::default(), 0, 0, 0, 0);
+
+    let leadership = redlock.campaign(&name, TTL).lead().await.expect("lead");
+    let s = redlock.stats();
+    assert_eq!(
+        untouched(&s.locks),
+        nothing,
+        "a campaign leaves the lock counters alone: {:?}",
+        s.locks
+    );
+    assert_eq!(untouched(&s.permits), nothing, "{:?}", s.permits);
+    let e = &s.elections;
+    assert_eq!((e.acquires.granted, e.acquires.contended), (1, 0), "{e:?}");
+    assert_eq!((e.held, e.wait.count, e.hold.count), (1, 1, 0), "{e:?}");
+    assert!(e.attempt_latency.count >= 1, "{e:?}");
+
+    let refused = other
+        .campaign(&name, TTL)
+        .retry(Retry::Times(0))
+        .lead()
+        .await
+        .expect_err("another process leads");
+    assert!(refused.is_contended(), "{refused}");
+    let o = other.stats();
+    assert_eq!(untouched(&o.locks), nothing, "{:?}", o.locks);
+    assert_eq!(untouched(&o.permits), nothing, "{:?}", o.permits);
+    let e = &o.elections;
+    assert_eq!((e.acquires.granted, e.acquires.contended), (0, 1), "{e:?}");
+    assert_eq!((e.held, e.wait.count, e.hold.count), (0, 1, 0), "{e:?}");
+
+    leadership.resign().await.expect("resign");
+    let s = redlock.stats();
+    let e = &s.elections;
+    assert_eq!((e.held, e.hold.count), (0, 1), "{e:?}");
+    assert_eq!((e.acquires.granted, e.acquires.lost), (1, 0), "{e:?}");
+    assert_eq!(untouched(&s.locks), nothing, "{:?}", s.locks);
+    assert_eq!(untouched(&s.permits), nothing, "{:?}", s.permits);
 }
 
 /// With a 10 s TTL an observer reads every 3.3 s; a resignation is seen

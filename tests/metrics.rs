@@ -5,7 +5,9 @@
 //! The lock-level series (acquires by outcome, attempt, wait and hold
 //! times, locks held, node up) follow `stats().locks` and `NodeStats::up`
 //! through a scripted sequence; the permit series follow `stats().permits`,
-//! and a permit acquire moves none of the lock series.
+//! and a permit acquire moves none of the lock series; the election series
+//! follow `stats().elections`, and a campaign moves none of the lock or
+//! permit series.
 //!
 //! One test per binary: the recorder is process-global.
 
@@ -253,6 +255,52 @@ async fn prometheus_text_follows_stats_node_by_node() {
     assert_eq!(stats.permits.hold.count, 1, "one hold per holder");
     family_match(&freed, &PERMITS, &stats.permits);
 
+    // Elections: their own series, the lock and permit series left alone.
+    // Catches campaigns counted as locks (the lock series move) and a held
+    // gauge that a resignation never brings down.
+    let election = unique("metrics-election");
+    let leadership = redlock.campaign(&election, TTL).lead().await.expect("lead");
+    let err = redlock
+        .campaign(&election, TTL)
+        .retry(quorumlock::Retry::Times(0))
+        .lead()
+        .await
+        .expect_err("led already");
+    assert!(err.is_contended(), "{err}");
+    let stats = redlock.stats();
+    let leading = Scrape::parse(&handle.render());
+    assert_eq!(
+        (stats.elections.held, leading.get(m::ELECTIONS_HELD, &[])),
+        (1, 1)
+    );
+    family_match(&leading, &ELECTIONS, &stats.elections);
+    locks_match(&leading, &stats.locks);
+    family_match(&leading, &PERMITS, &stats.permits);
+    for f in [&LOCKS, &PERMITS] {
+        for name in [f.acquires, f.held] {
+            assert_eq!(leading.all_of(name), freed.all_of(name), "{name} moved");
+        }
+        for h in [f.attempt, f.wait, f.hold] {
+            let count = format!("{h}_count");
+            assert_eq!(
+                leading.get(&count, &[]),
+                freed.get(&count, &[]),
+                "{h} moved"
+            );
+        }
+    }
+    let a = stats.elections.acquires;
+    assert_eq!((a.granted, a.contended), (1, 1), "{a:?}");
+    leadership.resign().await.expect("resign");
+    let stats = redlock.stats();
+    let resigned = Scrape::parse(&handle.render());
+    assert_eq!(
+        (stats.elections.held, resigned.get(m::ELECTIONS_HELD, &[])),
+        (0, 0)
+    );
+    assert_eq!(stats.elections.hold.count, 1, "one leadership");
+    family_match(&resigned, &ELECTIONS, &stats.elections);
+
     // A stopped node's gauge drops to 0; the others stay at 1. Catches a
     // gauge set once at build, or not lowered by a connection failure.
     let all = redlock
@@ -330,6 +378,14 @@ const PERMITS: Family = Family {
     attempt: m::PERMIT_ATTEMPT_SECONDS,
     wait: m::PERMIT_WAIT_SECONDS,
     hold: m::PERMIT_HOLD_SECONDS,
+};
+
+const ELECTIONS: Family = Family {
+    acquires: m::ELECTION_ACQUIRES,
+    held: m::ELECTIONS_HELD,
+    attempt: m::ELECTION_ATTEMPT_SECONDS,
+    wait: m::ELECTION_WAIT_SECONDS,
+    hold: m::ELECTION_HOLD_SECONDS,
 };
 
 impl Scrape {

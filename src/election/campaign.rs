@@ -12,6 +12,7 @@ use crate::lease::renewal::Renewal;
 use crate::lease::term::Term;
 use crate::lock::Lock;
 use crate::node::election::Record;
+use crate::quorum::claim::Claim;
 use crate::quorum::election;
 use crate::quorum::engine::Engine;
 use crate::quorum::retry;
@@ -205,7 +206,8 @@ impl Campaign {
         let start = Instant::now();
         let mut retry = self.retry;
         loop {
-            let granted = retry::acquire(&engine, keys.clone(), ttl, retry).await?;
+            let claim = Claim::Election(keys.clone());
+            let granted = retry::acquire(&engine, claim, ttl, retry).await?;
             let token = granted.token.as_str().to_owned();
             // Always set: the election's keys are fenced.
             let epoch = granted.fence.unwrap_or_default();

@@ -1,5 +1,5 @@
-//! What an acquisition asks the nodes for: a lock's keys, or permits of a
-//! semaphore. The retry loop ([`crate::quorum::retry`]) is the same for
+//! What an acquisition asks the nodes for: a lock's keys, permits of a
+//! semaphore, or an election's leadership lock. The retry loop ([`crate::quorum::retry`]) is the same for
 //! both; this is where they differ — the attempt, the channels a waiter
 //! listens on, and the look a woken waiter takes before trying again.
 
@@ -26,6 +26,9 @@ pub(crate) enum Claim {
         /// Permits wanted, all or nothing (at least 1, at most the slots).
         want: usize,
     },
+    /// The leadership lock of an election ([`Keys::election`]): taken as a
+    /// lock, counted as an election.
+    Election(Keys),
 }
 
 impl From<Keys> for Claim {
@@ -35,10 +38,11 @@ impl From<Keys> for Claim {
 }
 
 impl Claim {
-    /// What a grant counts as: a lock, or `want` permits.
+    /// What a grant counts as: a lock, `want` permits, or a leadership.
     pub(crate) fn holding(&self) -> Holding {
         match self {
             Claim::Lock(_) => Holding::LOCK,
+            Claim::Election(_) => Holding::ELECTION,
             Claim::Permits { want, .. } => Holding {
                 primitive: Primitive::Permit,
                 count: *want as u64,
@@ -55,7 +59,9 @@ impl Claim {
         drift: Duration,
     ) -> Attempt {
         match self {
-            Claim::Lock(keys) => attempt::acquire_once(engine, keys, token, ttl, drift).await,
+            Claim::Lock(keys) | Claim::Election(keys) => {
+                attempt::acquire_once(engine, keys, token, ttl, drift).await
+            }
             Claim::Permits { slots, want } => {
                 permit_attempt::take_once(engine, slots, *want, token, ttl, drift).await
             }
@@ -66,7 +72,7 @@ impl Claim {
     /// every slot (announced on the semaphore's one channel).
     pub(crate) fn watched(&self) -> Keys {
         match self {
-            Claim::Lock(keys) => keys.clone(),
+            Claim::Lock(keys) | Claim::Election(keys) => keys.clone(),
             Claim::Permits { slots, .. } => slots.except(&[]),
         }
     }
@@ -74,7 +80,7 @@ impl Claim {
     /// The name errors give.
     pub(crate) fn name(&self) -> ResourceName {
         match self {
-            Claim::Lock(keys) => keys.name(),
+            Claim::Lock(keys) | Claim::Election(keys) => keys.name(),
             Claim::Permits { slots, .. } => ResourceName::new(slots.name()),
         }
     }
@@ -83,7 +89,7 @@ impl Claim {
     /// one found held.
     pub(crate) async fn held_resource(&self, engine: &Engine) -> ResourceName {
         match self {
-            Claim::Lock(keys) => engine.held_resource(keys).await,
+            Claim::Lock(keys) | Claim::Election(keys) => engine.held_resource(keys).await,
             Claim::Permits { .. } => self.name(),
         }
     }
@@ -93,7 +99,7 @@ impl Claim {
     /// enough of it to expire.
     pub(crate) async fn look(&self, engine: &Engine) -> NodeView {
         match self {
-            Claim::Lock(keys) => engine.look(keys).await,
+            Claim::Lock(keys) | Claim::Election(keys) => engine.look(keys).await,
             Claim::Permits { slots, want } => {
                 let views = engine.look_at_each(&slots.except(&[])).await;
                 NodeView::enough_free(views, *want)

@@ -466,6 +466,7 @@ impl Engine {
             self.leases.snapshot(),
             self.leases.held(Primitive::Lock),
             self.leases.held(Primitive::Permit),
+            self.leases.held(Primitive::Election),
         )
     }
 

@@ -1,5 +1,5 @@
 //! The lock-level counters of one client, one set per [`Primitive`] (locks,
-//! semaphore permits): acquire calls by outcome, the time attempts, waits
+//! semaphore permits, elections): acquire calls by outcome, the time attempts, waits
 //! and holds took, and what is held now. Each also reported to the
 //! `metrics` facade, under the primitive's own series, when that feature
 //! is on.
@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use crate::error::Error;
 use crate::stats::latency::{LatencyCounters, DURATION_MICROS, LATENCY_MICROS};
-use crate::stats::names::{Family, LOCK_FAMILY, PERMIT_FAMILY};
+use crate::stats::names::{Family, ELECTION_FAMILY, LOCK_FAMILY, PERMIT_FAMILY};
 use crate::stats::series::{self, LockMetrics};
 use crate::stats::{Acquires, LockStats};
 
@@ -23,23 +23,29 @@ pub(crate) enum Primitive {
     Lock,
     /// Permits of a semaphore ([`Stats::permits`](crate::Stats::permits)).
     Permit,
+    /// The leadership of an election, won by a campaign
+    /// ([`Stats::elections`](crate::Stats::elections)).
+    Election,
 }
 
 impl Primitive {
     /// Every primitive, in declaration order (the index of its counters).
-    pub(crate) const ALL: [Primitive; 2] = [Primitive::Lock, Primitive::Permit];
+    pub(crate) const ALL: [Primitive; 3] =
+        [Primitive::Lock, Primitive::Permit, Primitive::Election];
 
     /// The names of its series.
     pub(crate) fn family(self) -> &'static Family {
         match self {
             Primitive::Lock => &LOCK_FAMILY,
             Primitive::Permit => &PERMIT_FAMILY,
+            Primitive::Election => &ELECTION_FAMILY,
         }
     }
 }
 
 /// What one grant holds, for counting: the primitive, and how much of the
-/// held-now gauge it is (a lock 1, a holder of `k` permits `k`).
+/// held-now gauge it is (a lock 1, a holder of `k` permits `k`, a
+/// leadership 1).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Holding {
     /// Whose counters.
@@ -52,6 +58,12 @@ impl Holding {
     /// One lock.
     pub(crate) const LOCK: Holding = Holding {
         primitive: Primitive::Lock,
+        count: 1,
+    };
+
+    /// One leadership.
+    pub(crate) const ELECTION: Holding = Holding {
+        primitive: Primitive::Election,
         count: 1,
     };
 }
@@ -233,17 +245,15 @@ mod tests {
 
     #[test]
     fn each_primitive_has_its_own_series() {
-        let lock = Primitive::Lock.family();
-        let permit = Primitive::Permit.family();
-        for (a, b) in [
-            (lock.acquires, permit.acquires),
-            (lock.attempt, permit.attempt),
-            (lock.wait, permit.wait),
-            (lock.hold, permit.hold),
-            (lock.held, permit.held),
-        ] {
-            assert_ne!(a, b);
-        }
-        assert_eq!(Primitive::ALL.map(|p| p as usize), [0, 1]);
+        let names = |p: Primitive| {
+            let f = p.family();
+            [f.acquires, f.attempt, f.wait, f.hold, f.held]
+        };
+        let mut all: Vec<&str> = Primitive::ALL.iter().flat_map(|&p| names(p)).collect();
+        let count = all.len();
+        all.sort_unstable();
+        all.dedup();
+        assert_eq!(all.len(), count, "a series shared by two primitives");
+        assert_eq!(Primitive::ALL.map(|p| p as usize), [0, 1, 2]);
     }
 }

@@ -30,6 +30,11 @@
 //! | `quorumlock_permit_wait_duration_seconds` | histogram | | Time one semaphore acquire call took, every attempt and the pauses between them included. |
 //! | `quorumlock_permit_hold_duration_seconds` | histogram | | Time permits were held, from the grant to their release or drop (one observation per holder). |
 //! | `quorumlock_permits_held` | gauge | | Permits granted and not yet released or dropped (a holder of k permits counts k). |
+//! | `quorumlock_election_acquires_total` | counter | `outcome` | Campaign acquire calls by outcome (granted: elected; contended, unavailable, misconfigured, other), and leaderships that later ended lost (lost). |
+//! | `quorumlock_election_attempt_duration_seconds` | histogram | | Time one campaign acquire attempt took, the release of a refused attempt's keys included. |
+//! | `quorumlock_election_wait_duration_seconds` | histogram | | Time one campaign acquire call took (the time to be elected), every attempt and the pauses between them included. |
+//! | `quorumlock_election_hold_duration_seconds` | histogram | | Time a leadership lasted, from the election to its resignation, drop or end. |
+//! | `quorumlock_elections_held` | gauge | | Elections this client leads now (leaderships granted and not yet resigned or dropped). |
 //! | `quorumlock_lock_renewals_total` | counter | | Automatic renewals that reached a quorum in time. |
 //! | `quorumlock_lock_renewal_failures_total` | counter | | Automatic renewal attempts that did not reach a quorum in time. |
 //! | `quorumlock_lock_signals_total` | counter | `kind` | Lost-lock signals by kind (uncertain, lost, expired, limit_reached). |
@@ -38,8 +43,10 @@
 //! The lock series have no client label: every [`Redlock`](crate::Redlock)
 //! of the process adds to the same series. The permit series are the lock
 //! series' counterparts for semaphores (no semaphore name as a label
-//! either); a permit acquire moves only them, a lock acquire only the lock
-//! series. Renewals and signals count both. The numbers match `stats()`,
+//! either), and the election series their counterparts for campaigns (no
+//! election name as a label); a permit acquire moves only the permit
+//! series, a campaign only the election series, a lock acquire only the
+//! lock series. Renewals and signals count all three. The numbers match `stats()`,
 //! which keeps counting whether or not a recorder is installed.
 //!
 //! # Examples
@@ -306,6 +313,39 @@ pub const METRICS: &[Metric] = &[
         Kind::Gauge,
         &[],
         "Permits granted and not yet released or dropped (a holder of k permits counts k).",
+    ),
+    metric(
+        ELECTION_ACQUIRES,
+        Kind::Counter,
+        &["outcome"],
+        "Campaign acquire calls by outcome (granted: elected; contended, unavailable, \
+         misconfigured, other), and leaderships that later ended lost (lost).",
+    ),
+    histogram(
+        ELECTION_ATTEMPT_SECONDS,
+        &[],
+        "Time one campaign acquire attempt took, the release of a refused attempt's keys \
+         included.",
+        &LATENCY_BUCKETS,
+    ),
+    histogram(
+        ELECTION_WAIT_SECONDS,
+        &[],
+        "Time one campaign acquire call took (the time to be elected), every attempt and the \
+         pauses between them included.",
+        &DURATION_BUCKETS,
+    ),
+    histogram(
+        ELECTION_HOLD_SECONDS,
+        &[],
+        "Time a leadership lasted, from the election to its resignation, drop or end.",
+        &DURATION_BUCKETS,
+    ),
+    metric(
+        ELECTIONS_HELD,
+        Kind::Gauge,
+        &[],
+        "Elections this client leads now (leaderships granted and not yet resigned or dropped).",
     ),
     metric(
         RENEWALS,

@@ -34,7 +34,7 @@ pub struct Stats {
     /// Renewals and lost-lock signals of the locks taken through this client.
     pub leases: LeaseStats,
     /// Acquire calls, waits, holds and the locks held now, of this client
-    /// (semaphore permits not included).
+    /// (semaphore permits and elections not included).
     pub locks: LockStats,
     /// The same for the permits of semaphores taken through this client
     /// ([`Redlock::semaphore`](crate::Redlock::semaphore)), counted apart
@@ -42,6 +42,12 @@ pub struct Stats {
     /// holder, and `held` the permits held now (a holder of `k` permits
     /// counts `k`).
     pub permits: LockStats,
+    /// The same for the campaigns of elections run through this client
+    /// ([`Redlock::campaign`](crate::Redlock::campaign)), counted apart
+    /// from the locks and permits: `acquires.granted` counts campaigns won,
+    /// `wait` the time to be elected, `hold` the leaderships' length, and
+    /// `held` the elections this client leads now (0 or 1 per election).
+    pub elections: LockStats,
 }
 
 impl Stats {
@@ -50,12 +56,14 @@ impl Stats {
         leases: LeaseStats,
         locks: LockStats,
         permits: LockStats,
+        elections: LockStats,
     ) -> Self {
         Self {
             nodes,
             leases,
             locks,
             permits,
+            elections,
         }
     }
 }
@@ -63,7 +71,7 @@ impl Stats {
 /// The lock-level view of one client: how its acquire calls ended, how
 /// long they took, how long locks were held, and how many are held now;
 /// for locks ([`Stats::locks`]) and, apart, for semaphore permits
-/// ([`Stats::permits`]).
+/// ([`Stats::permits`]) and for elections ([`Stats::elections`]).
 ///
 /// # Examples
 ///
@@ -85,7 +93,8 @@ pub struct LockStats {
     /// Acquire calls by outcome.
     pub acquires: Acquires,
     /// Locks granted and not yet released or dropped (for
-    /// [`Stats::permits`]: permits, a holder of `k` counting `k`).
+    /// [`Stats::permits`]: permits, a holder of `k` counting `k`; for
+    /// [`Stats::elections`]: the elections this client leads).
     pub held: u64,
     /// Each acquire attempt, the release of a refused attempt's keys
     /// included (buckets of 100 µs … 5 s, as [`NodeStats::latency`]).

@@ -210,6 +210,53 @@ pub const PERMIT_HOLD_SECONDS: &str = "quorumlock_permit_hold_duration_seconds";
 /// assert_eq!(quorumlock::metrics::PERMITS_HELD, "quorumlock_permits_held");
 /// ```
 pub const PERMITS_HELD: &str = "quorumlock_permits_held";
+/// Election acquire calls by outcome (as [`ACQUIRES`], for the campaigns
+/// of [`Redlock::campaign`](crate::Redlock::campaign)); label `outcome`.
+///
+/// # Examples
+///
+/// ```
+/// # #[cfg(feature = "metrics")]
+/// assert_eq!(quorumlock::metrics::ELECTION_ACQUIRES, "quorumlock_election_acquires_total");
+/// ```
+pub const ELECTION_ACQUIRES: &str = "quorumlock_election_acquires_total";
+/// Histogram of the time one campaign's acquire attempt took.
+///
+/// # Examples
+///
+/// ```
+/// # #[cfg(feature = "metrics")]
+/// assert!(quorumlock::metrics::ELECTION_ATTEMPT_SECONDS.ends_with("_seconds"));
+/// ```
+pub const ELECTION_ATTEMPT_SECONDS: &str = "quorumlock_election_attempt_duration_seconds";
+/// Histogram of the time a campaign's acquire call took: the time to be
+/// elected.
+///
+/// # Examples
+///
+/// ```
+/// # #[cfg(feature = "metrics")]
+/// assert!(quorumlock::metrics::ELECTION_WAIT_SECONDS.ends_with("_seconds"));
+/// ```
+pub const ELECTION_WAIT_SECONDS: &str = "quorumlock_election_wait_duration_seconds";
+/// Histogram of the time leaderships lasted.
+///
+/// # Examples
+///
+/// ```
+/// # #[cfg(feature = "metrics")]
+/// assert!(quorumlock::metrics::ELECTION_HOLD_SECONDS.ends_with("_seconds"));
+/// ```
+pub const ELECTION_HOLD_SECONDS: &str = "quorumlock_election_hold_duration_seconds";
+/// Elections this client leads now.
+///
+/// # Examples
+///
+/// ```
+/// # #[cfg(feature = "metrics")]
+/// assert_eq!(quorumlock::metrics::ELECTIONS_HELD, "quorumlock_elections_held");
+/// ```
+pub const ELECTIONS_HELD: &str = "quorumlock_elections_held";
 
 /// The lock-level series of one primitive: acquire calls by outcome,
 /// attempt, wait and hold times, held now. Same kinds, labels and buckets
@@ -245,4 +292,13 @@ pub(crate) const PERMIT_FAMILY: Family = Family {
     wait: PERMIT_WAIT_SECONDS,
     hold: PERMIT_HOLD_SECONDS,
     held: PERMITS_HELD,
+};
+
+/// The series of elections.
+pub(crate) const ELECTION_FAMILY: Family = Family {
+    acquires: ELECTION_ACQUIRES,
+    attempt: ELECTION_ATTEMPT_SECONDS,
+    wait: ELECTION_WAIT_SECONDS,
+    hold: ELECTION_HOLD_SECONDS,
+    held: ELECTIONS_HELD,
 };
