@@ -45,7 +45,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use support::checker::{Checker, Figures, Outcome};
-use support::workload::{SafetyOutcome, SafetyRun, Strategy, Workload};
+use support::safety::{SafetyOutcome, SafetyRun};
+use support::workload::{Strategy, Workload};
 use support::{report, unique, Cluster, Fault, NodeOptions, OneAttempt};
 
 fn env_u64(name: &str, default: u64) -> u64 {

@@ -172,6 +172,16 @@ pub struct Grant {
     /// What became of an extension, for reports: `"cancelled 120ms (was
     /// 400ms) at +35ms, deadline +300ms -> +390ms"`.
     pub extend: Option<String>,
+    /// The semaphore slots held, for permits (empty for a lock).
+    pub slots: Vec<usize>,
+}
+
+impl Grant {
+    /// What the grant counts towards its resource's bound: its slots, or 1
+    /// for a lock.
+    pub fn weight(&self) -> usize {
+        self.slots.len().max(1)
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -309,6 +319,11 @@ impl Session<'_> {
             c.tallies.writes_refused.fetch_add(1, Ordering::Relaxed);
             Outcome::Refused
         }
+    }
+
+    /// The grant is permits of a semaphore, on these slots.
+    pub fn slots(&mut self, slots: &[usize]) {
+        self.grant.slots = slots.to_vec();
     }
 
     /// When the acquire call that led to this grant began.
@@ -609,6 +624,7 @@ impl Checker {
                 granted_at,
                 end: deadline,
                 extend: None,
+                slots: Vec::new(),
             },
             deadline,
             observed_at: granted_at,
