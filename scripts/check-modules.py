@@ -20,8 +20,9 @@ SRC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "src")
 
 # Top to bottom. A unit may name units on its floor and below.
 FLOORS = [
-    # The public handle, its nodes and readiness, the request, the held lock.
-    ["lib", "builder", "nodes", "health", "redlock", "request", "lock", "semaphore"],
+    # The public handle, its nodes and readiness, the request, the held
+    # lock, the semaphore and leader election on it.
+    ["lib", "builder", "nodes", "health", "redlock", "request", "lock", "semaphore", "election"],
     # How the nodes decide together: the rule, the fan-out, acquisition
     # and retries, extension and release, hand-off.
     ["quorum"],

@@ -14,7 +14,7 @@ use crate::node::Node;
 use crate::nodes::{IntoNode, Source};
 use crate::quorum::background::Background;
 use crate::quorum::engine::Engine;
-use crate::quorum::handoff::{self, Handoff};
+use crate::quorum::handoff::Handoff;
 use crate::redlock::Redlock;
 
 /// Configures a [`Redlock`]. Every setting has a documented default.
@@ -405,13 +405,10 @@ impl Builder {
                 Ok(Node::new(label, client, timeout, gate, quarantine))
             })
             .collect::<Result<Arc<[_]>>>()?;
-        let handoff = self.config.fast_handoff.then(|| {
-            let listened = handoff::listened(nodes.len(), crate::random::below(nodes.len()));
-            let clients = listened
-                .map(|i| (nodes[i].label().to_owned(), nodes[i].client().clone()))
-                .collect();
-            Arc::new(Handoff::new(clients, self.config.connect_timeout))
-        });
+        let handoff = self
+            .config
+            .fast_handoff
+            .then(|| Arc::new(Handoff::listening(&nodes, self.config.connect_timeout)));
         let engine = Arc::new(Engine {
             nodes,
             config: self.config,

@@ -79,6 +79,30 @@ impl Keys {
         })))
     }
 
+    /// The leadership lock of the leader election `name`:
+    /// `quorumlock:election:{<name>}`, fenced by its epoch counter
+    /// `quorumlock:election:{<name>}:epoch`. The braces are a hash tag: a
+    /// Redis Cluster member would keep an election's keys in one slot. The
+    /// reserved prefix is the point here, so only an empty name is refused.
+    pub(crate) fn election(name: &[u8]) -> Result<Self> {
+        if name.is_empty() {
+            return Err(Error::invalid("election name must not be empty"));
+        }
+        let lock = [ELECTION_KEY_PREFIX, b"{", name, b"}"].concat();
+        let epoch = [&lock[..], b":epoch"].concat();
+        Ok(Self(Arc::new(Inner {
+            resources: vec![lock],
+            fence_key: Some(epoch),
+            announce: None,
+        })))
+    }
+
+    /// The leader's record beside an election's leadership lock
+    /// ([`Keys::election`]): `quorumlock:election:{<name>}:leader`.
+    pub(crate) fn leader_record(&self) -> Vec<u8> {
+        [self.first(), b":leader"].concat()
+    }
+
     /// The resources, in the order given.
     pub(crate) fn resources(&self) -> &[Vec<u8>] {
         &self.0.resources
@@ -325,6 +349,23 @@ mod tests {
             Keys::many(["a", "b"]).unwrap().channels(),
             [&b"a"[..], b"b"]
         );
+    }
+
+    #[test]
+    fn an_election_keeps_its_keys_under_one_hash_tag() {
+        let k = Keys::election(b"db-primary").unwrap();
+        assert_eq!(k.first(), b"quorumlock:election:{db-primary}");
+        assert_eq!(
+            k.fence_key(),
+            Some(&b"quorumlock:election:{db-primary}:epoch"[..])
+        );
+        assert_eq!(
+            k.leader_record(),
+            b"quorumlock:election:{db-primary}:leader"
+        );
+        assert!(Keys::election(b"").unwrap_err().is_invalid_input());
+        // Any other name is the election's own: nothing is reserved inside it.
+        assert!(Keys::election(b"quorumlock:fence:x").is_ok());
     }
 
     #[test]

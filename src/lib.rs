@@ -13,6 +13,11 @@
 //!   a [`LockRequest`] (`request.rs`) is one way to ask; a [`Lock`]
 //!   (`lock.rs`) is a held lock, and `lock/run.rs` the work run under it
 //!   ([`Lock::run`]).
+//! - **`election/`: leader election on the lock.** A [`Campaign`] takes
+//!   an election's fenced leadership lock and proclaims the leader's
+//!   value; a [`Leadership`] is that lock renewed, with its epoch; an
+//!   [`Observer`] follows who leads. The fan-outs are in
+//!   `quorum/election.rs`, the record and its scripts in `node/election.rs`.
 //! - **`quorum/`: where the nodes decide together.** `rule.rs` is the
 //!   majority and the running tally; `fanout.rs` sends one operation to
 //!   every node and decides at the needed yes or as soon as it is
@@ -59,6 +64,7 @@
 mod address;
 mod builder;
 mod config;
+mod election;
 mod error;
 mod health;
 mod keys;
@@ -81,6 +87,7 @@ pub use config::{
     Retry, DEFAULT_CONNECT_TIMEOUT, DEFAULT_DRIFT_FACTOR, DEFAULT_NODE_TIMEOUT, DEFAULT_RETRY,
     DEFAULT_RETRY_DELAY_MAX, DEFAULT_RETRY_DELAY_MIN, MAX_NODES, MAX_PERMITS, MAX_TTL,
 };
+pub use election::{Campaign, Leader, Leadership, Observer};
 pub use error::{
     Error, LossKind, LostReason, NodeFailure, NodeFailureKind, Operation, ResourceName, Result,
 };

@@ -6,10 +6,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::config::Retry;
+use crate::election::{self, Campaign, Leader, Observer};
 use crate::error::ResourceName;
 use crate::error::Result;
 use crate::health::{self, Health};
-use crate::keys::Slots;
+use crate::keys::{Keys, Slots};
 use crate::lock::Lock;
 use crate::quorum::engine::Engine;
 use crate::request::LockRequest;
@@ -258,6 +259,91 @@ impl Redlock {
             name: ResourceName::new(name.as_ref()),
             slots: self.engine.statuses(keys.into()).await,
         })
+    }
+
+    /// Describes a campaign for the leadership of the election `name`,
+    /// held for `ttl` at a time and renewed: [`lead`](Campaign::lead)
+    /// resolves once this process leads, with a
+    /// [`Leadership`](crate::Leadership) that carries its **epoch** (a
+    /// fencing token: unique, and larger for each later leader) and the
+    /// value observers read. See `docs/election.md` for what an epoch
+    /// protects.
+    ///
+    /// An election's keys are `quorumlock:election:{<name>}` (the
+    /// leadership lock), `…:epoch` (its fencing counter, never expires) and
+    /// `…:leader` (the leader's record).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # async fn demo(redlock: quorumlock::Redlock) -> Result<(), quorumlock::Error> {
+    /// use std::time::Duration;
+    ///
+    /// let leadership = redlock
+    ///     .campaign("scheduler", Duration::from_secs(10))
+    ///     .value("worker-3:8080")
+    ///     .lead()
+    ///     .await?;
+    /// let epoch = leadership.epoch();
+    /// leadership
+    ///     .run(|_signal| async move { /* lead, tagging writes with `epoch` */ })
+    ///     .await?;
+    /// # let _ = epoch;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn campaign(&self, name: impl AsRef<[u8]>, ttl: Duration) -> Campaign {
+        Campaign::new(self.engine.clone(), name.as_ref().to_vec(), ttl)
+    }
+
+    /// Who leads the election `name` now: one read on every node,
+    /// decided at quorum. `Some` when a majority of nodes carry a leader's
+    /// record and still hold its leadership lock (the value of its latest
+    /// proclamation among them); `None` when no leader can have a majority.
+    /// A record whose lock expired (a leader that crashed) counts nowhere.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidInput`](crate::Error::InvalidInput) for an empty
+    /// name; [`Error::Unavailable`](crate::Error::Unavailable) (operation
+    /// `check`) when the nodes that did not answer could have tipped it.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # async fn demo(redlock: quorumlock::Redlock) -> Result<(), quorumlock::Error> {
+    /// match redlock.leader("db-primary").await? {
+    ///     Some(leader) => println!("epoch {}: {:?}", leader.epoch, leader.value),
+    ///     None => println!("no leader now"),
+    /// }
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn leader(&self, name: impl AsRef<[u8]>) -> Result<Option<Leader>> {
+        let keys = Keys::election(name.as_ref())?;
+        Ok(election::read(&self.engine, &keys).await?.0)
+    }
+
+    /// Follows who leads the election `name`: an [`Observer`], a stream
+    /// of the current state first, then of each change (a new leader, a
+    /// new value, `None` when nobody leads); reported within a third of the
+    /// leader's TTL after the nodes show it, and at once after a
+    /// resignation when fast hand-off is on. See [`Observer`].
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # async fn demo(redlock: quorumlock::Redlock) {
+    /// use futures::StreamExt;
+    ///
+    /// let mut leaders = redlock.observe("db-primary");
+    /// while let Some(leader) = leaders.next().await {
+    ///     println!("{leader:?}");
+    /// }
+    /// # }
+    /// ```
+    pub fn observe(&self, name: impl AsRef<[u8]>) -> Observer {
+        Observer::new(self.engine.clone(), name.as_ref())
     }
 
     /// Waits until the work this client left running in the background has

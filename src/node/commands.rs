@@ -144,7 +144,7 @@ impl Command {
     }
 
     /// `EVALSHA hash numkeys keys… args…`.
-    fn call<'k>(
+    pub(super) fn call<'k>(
         script: &'static Lua,
         keys: impl IntoIterator<Item = &'k [u8], IntoIter: ExactSizeIterator>,
         args: impl FnOnce(&mut Cmd),

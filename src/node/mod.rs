@@ -9,6 +9,7 @@
 
 pub(crate) mod admission;
 pub(crate) mod commands;
+pub(crate) mod election;
 pub(crate) mod fence;
 pub(crate) mod link;
 pub(crate) mod lua;

@@ -22,8 +22,11 @@ use tokio_util::sync::CancellationToken;
 use tracing::debug;
 
 use crate::keys::{Keys, RELEASE_CHANNEL_PREFIX};
+use crate::node::Node;
 
-/// Subscriptions shared by every waiter of one [`Redlock`](crate::Redlock).
+/// Subscriptions shared by every waiter of one [`Redlock`](crate::Redlock)
+/// (and one set of them per election observer, whose wake-ups must not be
+/// taken from a waiter's: `election/observe.rs`).
 pub(crate) struct Handoff {
     clients: Vec<(String, Client)>,
     connect_timeout: Duration,
@@ -78,6 +81,15 @@ pub(crate) fn channel(resource: &[u8]) -> Vec<u8> {
 }
 
 impl Handoff {
+    /// Subscriptions on the [`listened`] nodes of `nodes`, from a node
+    /// picked at random; nothing is connected before the first watch.
+    pub(crate) fn listening(nodes: &[Node], connect_timeout: Duration) -> Self {
+        let clients = listened(nodes.len(), crate::random::below(nodes.len()))
+            .map(|i| (nodes[i].label().to_owned(), nodes[i].client().clone()))
+            .collect();
+        Self::new(clients, connect_timeout)
+    }
+
     pub(crate) fn new(clients: Vec<(String, Client)>, connect_timeout: Duration) -> Self {
         let sinks = vec![None; clients.len()];
         Self {

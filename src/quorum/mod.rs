@@ -3,6 +3,7 @@
 pub(crate) mod attempt;
 pub(crate) mod background;
 pub(crate) mod claim;
+pub(crate) mod election;
 pub(crate) mod engine;
 pub(crate) mod fanout;
 pub(crate) mod handoff;

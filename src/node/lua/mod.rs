@@ -85,6 +85,18 @@ script!(
     /// Whether every key still carries the token (read-only).
     HOLDS = "holds.lua"
 );
+script!(
+    /// A leader's record, written where the leadership is still held.
+    PROCLAIM = "proclaim.lua"
+);
+script!(
+    /// An election's leadership lock and leader record (read-only).
+    LEADER = "leader.lua"
+);
+script!(
+    /// A resigning leader's record, deleted where it is still its own.
+    RETIRE = "retire.lua"
+);
 
 script!(
     /// The server's `run_id`, sent behind a vote to name who cast it.
@@ -92,7 +104,7 @@ script!(
 );
 
 /// Every script, for preloading on connect.
-pub(crate) fn all() -> [&'static Lua; 8] {
+pub(crate) fn all() -> [&'static Lua; 11] {
     [
         &RELEASE,
         &EXTEND,
@@ -102,6 +114,9 @@ pub(crate) fn all() -> [&'static Lua; 8] {
         &FENCE_COMMIT,
         &HOLDS,
         &RUN_ID,
+        &PROCLAIM,
+        &LEADER,
+        &RETIRE,
     ]
 }
 

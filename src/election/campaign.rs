@@ -1,0 +1,288 @@
+//! [`Campaign`]: how a process runs for an election's leadership — the
+//! fenced acquire of the leadership lock, then the first proclamation.
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crate::config::Retry;
+use crate::error::{Error, Result};
+use crate::keys::Keys;
+use crate::lease::renewal::Renewal;
+use crate::lease::term::Term;
+use crate::lock::Lock;
+use crate::node::election::Record;
+use crate::quorum::election;
+use crate::quorum::engine::Engine;
+use crate::quorum::retry;
+
+use super::Leadership;
+
+/// Wait without limit until elected: the default of [`Campaign::retry`].
+const UNTIL_ELECTED: Retry = Retry::Until(Duration::MAX);
+
+/// A campaign for the leadership of an election, with its options; from
+/// [`Redlock::campaign`](crate::Redlock::campaign). Nothing is sent until
+/// [`lead`](Campaign::lead) is awaited.
+///
+/// | option | default |
+/// |---|---|
+/// | [`value`](Campaign::value) | empty |
+/// | [`retry`](Campaign::retry) | wait without limit until elected |
+/// | [`auto_renew`](Campaign::auto_renew) | [`Renewal::default()`] (every third of the TTL) |
+///
+/// # Examples
+///
+/// ```no_run
+/// # async fn demo(redlock: quorumlock::Redlock) -> Result<(), quorumlock::Error> {
+/// use std::time::Duration;
+///
+/// let leadership = redlock
+///     .campaign("db-primary", Duration::from_secs(10))
+///     .value("10.0.0.5:5432")
+///     .lead()
+///     .await?;
+/// println!("leading in epoch {}", leadership.epoch());
+/// leadership.resign().await
+/// # }
+/// ```
+#[derive(Clone)]
+#[must_use = "a campaign does nothing until lead() is awaited"]
+pub struct Campaign {
+    engine: Arc<Engine>,
+    name: Vec<u8>,
+    ttl: Duration,
+    value: Vec<u8>,
+    retry: Retry,
+    renewal: Renewal,
+}
+
+impl Campaign {
+    pub(crate) fn new(engine: Arc<Engine>, name: Vec<u8>, ttl: Duration) -> Self {
+        Self {
+            engine,
+            name,
+            ttl,
+            value: Vec::new(),
+            retry: UNTIL_ELECTED,
+            renewal: Renewal::default(),
+        }
+    }
+
+    /// What observers read while this process leads (for instance its
+    /// address); empty by default. A leader changes it with
+    /// [`Leadership::proclaim`].
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # async fn demo(redlock: quorumlock::Redlock) -> Result<(), quorumlock::Error> {
+    /// let leadership = redlock
+    ///     .campaign("scheduler", std::time::Duration::from_secs(10))
+    ///     .value("worker-3")
+    ///     .lead()
+    ///     .await?;
+    /// assert_eq!(leadership.value(), b"worker-3");
+    /// # leadership.resign().await
+    /// # }
+    /// ```
+    pub fn value(mut self, value: impl Into<Vec<u8>>) -> Self {
+        self.value = value.into();
+        self
+    }
+
+    /// How long to run for the leadership (see [`Retry`]). By default
+    /// without limit: [`lead`](Campaign::lead) resolves once this process
+    /// leads. A waiting campaign tries again when the leader's release is
+    /// announced (fast hand-off), when its keys expire, or after a second
+    /// without either, as any lock with a time limit does.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # async fn demo(redlock: quorumlock::Redlock) -> Result<(), quorumlock::Error> {
+    /// use std::time::Duration;
+    /// use quorumlock::Retry;
+    ///
+    /// match redlock
+    ///     .campaign("scheduler", Duration::from_secs(10))
+    ///     .retry(Retry::Times(0))
+    ///     .lead()
+    ///     .await
+    /// {
+    ///     Ok(leadership) => leadership.resign().await?,
+    ///     Err(e) if e.is_contended() => { /* another process leads */ }
+    ///     Err(e) => return Err(e),
+    /// }
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn retry(mut self, retry: Retry) -> Self {
+        self.retry = retry;
+        self
+    }
+
+    /// The renewal schedule of the leadership: it is always renewed, by
+    /// default every third of the TTL ([`Renewal::default`]); caps such as
+    /// [`max_hold`](Renewal::max_hold) end a leadership on time.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # async fn demo(redlock: quorumlock::Redlock) -> Result<(), quorumlock::Error> {
+    /// use std::time::Duration;
+    /// use quorumlock::Renewal;
+    ///
+    /// let leadership = redlock
+    ///     .campaign("scheduler", Duration::from_secs(10))
+    ///     .auto_renew(Renewal::default().max_hold(Duration::from_secs(3600)))
+    ///     .lead()
+    ///     .await?;
+    /// # leadership.resign().await
+    /// # }
+    /// ```
+    pub fn auto_renew(mut self, renewal: Renewal) -> Self {
+        self.renewal = renewal;
+        self
+    }
+
+    /// Runs for the leadership and resolves once this process leads.
+    ///
+    /// The leadership lock (`quorumlock:election:{<name>}`) is taken as a
+    /// [fenced](crate::LockRequest::fenced) lock: its fencing token,
+    /// committed at quorum, is the leader's [epoch](Leadership::epoch).
+    /// Renewal starts at once; then the leader's record (epoch and value)
+    /// is written on a majority, where the lock still holds this leader's
+    /// token. Only then does this resolve: a leader is visible to every
+    /// [`Redlock::leader`](crate::Redlock::leader) read from the moment it
+    /// knows it leads.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidInput`] (nothing sent) for an empty name, a TTL that
+    /// is zero, not above the drift or above [`MAX_TTL`](crate::MAX_TTL),
+    /// or renewal settings that cannot work for the TTL. With a retry
+    /// limit, the errors of [`LockRequest::acquire`](crate::LockRequest::acquire)
+    /// once it is spent ([`Error::Contended`] while another process leads).
+    /// When the first proclamation reaches no majority, the leadership is
+    /// released and the campaign goes on while a time limit allows
+    /// ([`Retry::Until`]); otherwise [`Error::Lost`] says why.
+    ///
+    /// # Cancel safety
+    ///
+    /// Dropping the future releases whatever it had taken, in the
+    /// background: an attempt's keys, or a leadership not yet handed out.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # async fn demo(redlock: quorumlock::Redlock) -> Result<(), quorumlock::Error> {
+    /// let leadership = redlock
+    ///     .campaign("scheduler", std::time::Duration::from_secs(10))
+    ///     .lead()
+    ///     .await?;
+    /// leadership
+    ///     .run(|signal| async move {
+    ///         // schedule jobs until the leadership is lost
+    ///         assert!(!signal.is_fired());
+    ///     })
+    ///     .await
+    /// # }
+    /// ```
+    pub async fn lead(self) -> Result<Leadership> {
+        let engine = self.engine;
+        let keys = Keys::election(&self.name)?;
+        let cfg = &engine.config;
+        let (ttl, drift) = cfg.check_ttl(self.ttl)?;
+        let term = Term {
+            deadline: Instant::now(),
+            ttl,
+            drift,
+        };
+        self.renewal
+            .timing(&term, cfg.node_timeout)
+            .map_err(Error::invalid)?;
+        let start = Instant::now();
+        let mut retry = self.retry;
+        loop {
+            let granted = retry::acquire(&engine, keys.clone(), ttl, retry).await?;
+            let token = granted.token.as_str().to_owned();
+            // Always set: the election's keys are fenced.
+            let epoch = granted.fence.unwrap_or_default();
+            let lock = Lock::new(engine.clone(), granted);
+            if let Err(e) = lock.auto_renew(self.renewal.clone()) {
+                let _ = lock.release().await;
+                return Err(e);
+            }
+            let record = Record {
+                epoch,
+                seq: 1,
+                ttl,
+                token,
+                value: self.value.clone(),
+            };
+            match election::proclaim(&engine, &keys, &record, lock.deadline()).await {
+                Ok(()) => return Ok(Leadership::new(lock, self.name, record)),
+                Err(reason) => {
+                    let error = lock.held.lost(reason);
+                    let _ = lock.release().await;
+                    match rest(self.retry, start, Instant::now()) {
+                        Some(left) => retry = left,
+                        None => return Err(error),
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// What is left of `retry` at `now` for a campaign that began at `start`
+/// and was elected without being able to proclaim: the time left of a
+/// time limit; `None` for a count of retries (it was spent on the
+/// acquire) or no time left.
+fn rest(retry: Retry, start: Instant, now: Instant) -> Option<Retry> {
+    match retry {
+        Retry::Until(limit) => {
+            let spent = now.saturating_duration_since(start);
+            let left = limit.checked_sub(spent).filter(|l| !l.is_zero())?;
+            Some(Retry::Until(left))
+        }
+        Retry::Times(_) | Retry::TimesWithin(..) => None,
+    }
+}
+
+impl fmt::Debug for Campaign {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Campaign")
+            .field("name", &self.name.escape_ascii().to_string())
+            .field("ttl", &self.ttl)
+            .field("value", &self.value.len())
+            .field("retry", &self.retry)
+            .field("renewal", &self.renewal)
+            .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_time_limit_goes_on_and_a_count_ends_the_campaign() {
+        let start = Instant::now();
+        let s = Duration::from_secs(1);
+        let later = start + 3 * s;
+        assert_eq!(
+            rest(UNTIL_ELECTED, start, later),
+            Some(Retry::Until(Duration::MAX - 3 * s))
+        );
+        assert_eq!(
+            rest(Retry::Until(5 * s), start, later),
+            Some(Retry::Until(2 * s))
+        );
+        assert_eq!(rest(Retry::Until(3 * s), start, later), None);
+        assert_eq!(rest(Retry::Until(s), start, later), None);
+        assert_eq!(rest(Retry::Times(5), start, later), None);
+        assert_eq!(rest(Retry::TimesWithin(5, 9 * s), start, later), None);
+    }
+}

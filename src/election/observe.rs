@@ -1,0 +1,202 @@
+//! [`Observer`]: who leads an election, followed — a read at quorum every
+//! third of the leader's TTL, and at once when the leadership's release is
+//! announced.
+
+use std::fmt;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use futures::stream::{BoxStream, Stream, StreamExt};
+
+use crate::keys::Keys;
+use crate::quorum::engine::Engine;
+use crate::quorum::handoff::{Handoff, Watch};
+
+use super::Leader;
+
+/// How often an observer reads while it knows of no record to take the
+/// TTL from (an election nobody ran yet).
+const PACE_UNKNOWN: Duration = Duration::from_secs(1);
+
+/// The shortest pace, whatever the TTL.
+const PACE_MIN: Duration = Duration::from_millis(10);
+
+/// Reads after an announcement that found nothing changed yet (the
+/// release may still be on its way to a majority), the first after
+/// [`FOLLOW_UP`], each after twice the wait of the one before.
+const FOLLOW_UPS: u32 = 5;
+
+/// The wait before the first follow-up read.
+const FOLLOW_UP: Duration = Duration::from_millis(5);
+
+/// The leadership of an election, followed: a stream that yields who leads
+/// (`Some(Leader)`) or that nobody does (`None`) — first the current state,
+/// then each change; from [`Redlock::observe`](crate::Redlock::observe).
+///
+/// Each item comes from a read at quorum ([`Redlock::leader`](crate::Redlock::leader)):
+/// a leader is reported once a majority of nodes carry its record *and*
+/// still hold its leadership lock, never from a record its lock no longer
+/// backs. The observer reads every third of the leader's TTL (every second
+/// while it has seen no record at all), so it reports a change within a
+/// third of the TTL after the nodes show it — a new leader, a new value, or
+/// a leader gone, which the nodes show at once on a resignation and when
+/// the lock expires after a crash: within one TTL after the last renewal.
+/// With fast hand-off on ([`Builder::fast_handoff`](crate::Builder::fast_handoff),
+/// the default) the observer also subscribes to the leadership's release
+/// announcements and reads at once on each: a resignation is seen in a
+/// round trip or two. A read that fails (too few nodes answer) is skipped:
+/// the stream keeps its last item until a read succeeds.
+///
+/// Reads happen only while the stream is polled. It never ends (but at
+/// once for an empty name, which names no election). Dropping it ends
+/// everything it started: its subscriptions close with it, and no task is
+/// left behind.
+///
+/// # Examples
+///
+/// ```no_run
+/// # async fn demo(redlock: quorumlock::Redlock) {
+/// use futures::StreamExt;
+///
+/// let mut leaders = redlock.observe("db-primary");
+/// while let Some(leader) = leaders.next().await {
+///     match leader {
+///         Some(l) => println!("epoch {}: {}", l.epoch, String::from_utf8_lossy(&l.value)),
+///         None => println!("no leader"),
+///     }
+/// }
+/// # }
+/// ```
+#[must_use = "an observer reads nothing until it is polled"]
+pub struct Observer {
+    stream: BoxStream<'static, Option<Leader>>,
+}
+
+impl Observer {
+    pub(crate) fn new(engine: Arc<Engine>, name: &[u8]) -> Self {
+        let stream = match Keys::election(name) {
+            Ok(keys) => futures::stream::unfold(Follow::new(engine, keys), Follow::next).boxed(),
+            Err(_) => futures::stream::empty().boxed(),
+        };
+        Self { stream }
+    }
+}
+
+impl Stream for Observer {
+    type Item = Option<Leader>;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        self.stream.as_mut().poll_next(cx)
+    }
+}
+
+impl fmt::Debug for Observer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Observer").finish_non_exhaustive()
+    }
+}
+
+/// An observer's state between items.
+struct Follow {
+    engine: Arc<Engine>,
+    keys: Keys,
+    /// The last item yielded; `None` before the first.
+    last: Option<Option<Leader>>,
+    /// The subscription to the leadership's release announcements (its own
+    /// connections: a release wakes one waiter per subscription, and an
+    /// observer must not take that wake-up from a waiting campaign).
+    watch: Option<Watch>,
+    /// Whether the first read has been made.
+    started: bool,
+    /// The wait between reads.
+    pace: Duration,
+    /// Follow-up reads left after an announcement.
+    follow_ups: u32,
+}
+
+impl Follow {
+    fn new(engine: Arc<Engine>, keys: Keys) -> Self {
+        Self {
+            engine,
+            keys,
+            last: None,
+            watch: None,
+            started: false,
+            pace: PACE_UNKNOWN,
+            follow_ups: 0,
+        }
+    }
+
+    /// Reads until the state differs from the last item, and yields it.
+    async fn next(mut self) -> Option<(Option<Leader>, Self)> {
+        loop {
+            if self.started {
+                self.wait().await;
+            } else {
+                self.started = true;
+                self.subscribe().await;
+            }
+            let Ok((leader, hint)) = super::read(&self.engine, &self.keys).await else {
+                continue;
+            };
+            self.pace = pace(hint);
+            if self.last.as_ref() != Some(&leader) {
+                self.follow_ups = 0;
+                self.last = Some(leader.clone());
+                return Some((leader, self));
+            }
+        }
+    }
+
+    /// Subscribes to the leadership's release announcements, when fast
+    /// hand-off is on.
+    async fn subscribe(&mut self) {
+        if self.engine.handoff.is_none() {
+            return;
+        }
+        let cfg = &self.engine.config;
+        let handoff = Arc::new(Handoff::listening(&self.engine.nodes, cfg.connect_timeout));
+        self.watch = Some(handoff.watch(&self.keys, cfg.node_timeout).await);
+    }
+
+    /// Until the next read: a follow-up after an announcement, or the pace,
+    /// cut short by an announcement.
+    async fn wait(&mut self) {
+        if self.follow_ups > 0 {
+            let done = FOLLOW_UPS - self.follow_ups;
+            self.follow_ups -= 1;
+            tokio::time::sleep(FOLLOW_UP.saturating_mul(1 << done)).await;
+            return;
+        }
+        let sleep = tokio::time::sleep(self.pace);
+        let Some(watch) = &self.watch else {
+            return sleep.await;
+        };
+        tokio::select! {
+            () = sleep => {}
+            () = watch.released() => self.follow_ups = FOLLOW_UPS,
+        }
+    }
+}
+
+/// The wait between reads for a leadership of TTL `hint`: a third of it.
+fn pace(hint: Option<Duration>) -> Duration {
+    hint.map_or(PACE_UNKNOWN, |ttl| (ttl / 3).max(PACE_MIN))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_pace_is_a_third_of_the_ttl() {
+        assert_eq!(pace(Some(Duration::from_secs(9))), Duration::from_secs(3));
+        assert_eq!(pace(Some(Duration::from_millis(6))), PACE_MIN);
+        assert_eq!(pace(None), PACE_UNKNOWN);
+        // The follow-ups after an announcement stay well inside a second.
+        let total: Duration = (0..FOLLOW_UPS).map(|k| FOLLOW_UP * (1 << k)).sum();
+        assert!(total < Duration::from_millis(200), "{total:?}");
+    }
+}

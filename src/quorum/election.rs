@@ -1,0 +1,348 @@
+//! Leader election at quorum: a leader's proclamation (its record written
+//! on a majority, where its leadership lock still holds its token), the
+//! read of who leads (the record a majority supports), and a resigning
+//! leader's record removed — each one use of [`fanout`].
+//!
+//! The read's rule ([`Support::verdict`]) is pure: a node supports a
+//! record when its lock key holds the record's token; a leader is one whose
+//! token a majority supports, with the value of the latest proclamation
+//! among them. A proclamation that reached a majority meets every later
+//! read's majority on a node, so a read after it returns that value or a
+//! later one.
+
+use std::sync::{Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use crate::error::lost::LostReason;
+use crate::error::{Error, Operation};
+use crate::keys::Keys;
+use crate::node::commands::Command;
+use crate::node::election::{Reading, Record};
+use crate::node::reply::Vote;
+use crate::quorum::engine::Engine;
+use crate::quorum::fanout::{self, Plan};
+use crate::quorum::rule::{Decision, Tally};
+use crate::token::Token;
+use crate::validity;
+
+/// Writes `record` on every node where `keys`' lock holds its token,
+/// decided at a majority before `deadline` (the leadership's validity).
+/// The reason otherwise: [`LostReason::Refused`] when so many nodes no
+/// longer hold the leadership that it is certainly gone,
+/// [`LostReason::Unconfirmed`] when failures left it open,
+/// [`LostReason::Expired`] when the validity ran out first.
+pub(crate) async fn proclaim(
+    engine: &Engine,
+    keys: &Keys,
+    record: &Record,
+    deadline: Instant,
+) -> Result<(), LostReason> {
+    let left = validity::left(deadline, Instant::now());
+    if left.is_zero() {
+        return Err(LostReason::Expired);
+    }
+    let command = Command::proclaim(keys, record);
+    let plan = Plan {
+        timeout: engine.config.node_timeout.min(left),
+        ..engine.majority(Some(deadline))
+    };
+    let outcome = fanout::ask(
+        &engine.nodes,
+        &engine.background,
+        plan,
+        |_, node, window| {
+            let (node, command) = (node.clone(), command.clone());
+            async move { node.proclaim(&command, window).await }
+        },
+        |_, &carried| if carried { Vote::Yes } else { Vote::No },
+    )
+    .await;
+    match outcome.decision {
+        _ if outcome.reached() => Ok(()),
+        None => Err(LostReason::Expired),
+        Some(_) => {
+            let t = &outcome.tally;
+            Err(LostReason::no_quorum(
+                t.yes(),
+                t.no(),
+                t.failed() + t.pending(),
+                t.needed(),
+                outcome.failures,
+            ))
+        }
+    }
+}
+
+/// Who leads the election of `keys`, read on every node (read-only) and
+/// decided by [`Support::verdict`] as soon as it is known.
+///
+/// # Errors
+///
+/// [`Error::Unavailable`] (operation [`Operation::Check`]) when the nodes
+/// that failed or did not answer could have made a leader or unmade one.
+pub(crate) async fn read(engine: &Engine, keys: &Keys) -> Result<Found, Error> {
+    let command = Command::read_leader(keys);
+    // A mutex, not a cell: the future stays `Send`.
+    let support = Mutex::new(Support::default());
+    let outcome = fanout::decided_by(
+        &engine.nodes,
+        &engine.background,
+        engine.majority(None),
+        |_, node, window| {
+            let (node, command) = (node.clone(), command.clone());
+            async move { node.read_leader(&command, window).await }
+        },
+        |_, reading: &Reading| {
+            support
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .add(reading);
+            if reading.current().is_some() {
+                Vote::Yes
+            } else {
+                Vote::No
+            }
+        },
+        |tally| {
+            let support = support.lock().unwrap_or_else(PoisonError::into_inner);
+            support.verdict(tally).map(|_| Decision::Reached)
+        },
+    )
+    .await;
+    let support = support.into_inner().unwrap_or_else(PoisonError::into_inner);
+    let hint = support.hint();
+    match support.verdict(&outcome.tally) {
+        Some(Verdict::Leader(record)) => Ok(Found {
+            leader: Some(record),
+            hint,
+        }),
+        Some(Verdict::None) => Ok(Found { leader: None, hint }),
+        Some(Verdict::Unknown) | None => {
+            Err(engine.unavailable(Operation::Check, keys.name(), outcome))
+        }
+    }
+}
+
+/// Deletes a resigning leader's record where it is still `token`'s, on
+/// every node, within the node timeout; nothing depends on it (a record
+/// left behind counts nowhere once its lock is released), so its outcome
+/// is not reported.
+pub(crate) async fn retire(engine: &Engine, keys: &Keys, token: &Token) {
+    let command = Command::retire(keys, token);
+    let plan = Plan {
+        needed: engine.nodes.len(),
+        timeout: engine.config.node_timeout,
+        until: None,
+    };
+    fanout::ask(
+        &engine.nodes,
+        &engine.background,
+        plan,
+        |_, node, window| {
+            let (node, command) = (node.clone(), command.clone());
+            async move { node.retire(&command, window).await }
+        },
+        |_, _| Vote::Yes,
+    )
+    .await;
+}
+
+/// What a read found: the leader's record, if a majority supports one, and
+/// the TTL of the newest record any node answered with (an observer's
+/// pace, even while no leader is in office).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Found {
+    pub(crate) leader: Option<Record>,
+    pub(crate) hint: Option<Duration>,
+}
+
+/// What a read's answers add up to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Verdict {
+    /// A majority supports this leader (the latest proclamation among them).
+    Leader(Record),
+    /// No leader can have a majority, whatever the silent nodes hold.
+    None,
+    /// The nodes that failed could have tipped it either way.
+    Unknown,
+}
+
+/// The records the nodes answered with so far, counted per leader.
+#[derive(Debug, Default)]
+pub(crate) struct Support {
+    /// Per leader token: its supporters, and the latest record among them.
+    leaders: Vec<(Record, usize)>,
+    /// The newest record any node answered with (current or not).
+    newest: Option<(u64, Duration)>,
+}
+
+impl Support {
+    /// One node's reading.
+    pub(crate) fn add(&mut self, reading: &Reading) {
+        if let Some(r) = &reading.record {
+            if self.newest.is_none_or(|(epoch, _)| r.epoch >= epoch) {
+                self.newest = Some((r.epoch, r.ttl));
+            }
+        }
+        let Some(record) = reading.current() else {
+            return;
+        };
+        match self
+            .leaders
+            .iter_mut()
+            .find(|(seen, _)| seen.token == record.token)
+        {
+            Some((seen, count)) => {
+                *count += 1;
+                if record.seq > seen.seq {
+                    *seen = record.clone();
+                }
+            }
+            None => self.leaders.push((record.clone(), 1)),
+        }
+    }
+
+    /// The TTL of the newest record seen.
+    pub(crate) fn hint(&self) -> Option<Duration> {
+        self.newest.map(|(_, ttl)| ttl)
+    }
+
+    /// The verdict once `tally` (every node's vote so far: yes for a node
+    /// that supports a leader, failed for one that did not answer) decides
+    /// it; `None` while the nodes yet to answer could still change it.
+    ///
+    /// A leader needs `tally.needed()` supporters. No leader is possible
+    /// once no token, nor a token none has shown yet, can reach that with
+    /// the nodes still pending; the failed nodes then decide between
+    /// [`Verdict::None`] (they could not have made one either) and
+    /// [`Verdict::Unknown`].
+    pub(crate) fn verdict(&self, tally: &Tally) -> Option<Verdict> {
+        let needed = tally.needed();
+        let best = self.leaders.iter().max_by_key(|(_, count)| *count);
+        let most = best.map_or(0, |(_, count)| *count);
+        if most >= needed {
+            return best.map(|(record, _)| Verdict::Leader(record.clone()));
+        }
+        let pending = tally.pending();
+        if most + pending >= needed {
+            return None;
+        }
+        if most + pending + tally.failed() >= needed {
+            Some(Verdict::Unknown)
+        } else {
+            Some(Verdict::None)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record(token: &str, epoch: u64, seq: u64, value: &str) -> Record {
+        Record {
+            epoch,
+            seq,
+            ttl: Duration::from_secs(epoch),
+            token: token.to_owned(),
+            value: value.as_bytes().to_vec(),
+        }
+    }
+
+    /// A node whose record is `r`, current or not.
+    fn node(r: Option<Record>, current: bool) -> Reading {
+        Reading { record: r, current }
+    }
+
+    /// `Support` and its tally after these readings (`None`: failed).
+    fn read(nodes: usize, readings: &[Option<Reading>]) -> Option<Verdict> {
+        let mut support = Support::default();
+        let mut tally = Tally::new(nodes, crate::quorum::rule::majority(nodes));
+        for reading in readings {
+            match reading {
+                Some(r) => {
+                    support.add(r);
+                    let vote = if r.current().is_some() {
+                        Vote::Yes
+                    } else {
+                        Vote::No
+                    };
+                    tally.record(vote);
+                }
+                None => {
+                    tally.record(Vote::Failed);
+                }
+            }
+        }
+        support.verdict(&tally)
+    }
+
+    #[test]
+    fn a_leader_needs_a_majority_of_current_records() {
+        let a = || Some(record("aa", 1, 1, "x"));
+        let yes = || Some(node(a(), true));
+        let stale = || Some(node(a(), false));
+        assert_eq!(
+            read(3, &[yes(), yes()]),
+            Some(Verdict::Leader(a().unwrap()))
+        );
+        assert_eq!(read(3, &[yes()]), None);
+        // A crashed leader's records, left with their locks expired.
+        assert_eq!(read(3, &[stale(), stale()]), Some(Verdict::None));
+        assert_eq!(read(3, &[yes(), stale(), stale()]), Some(Verdict::None));
+        // One node down: one supporter and the silent node could be two.
+        assert_eq!(read(3, &[yes(), None, stale()]), Some(Verdict::Unknown));
+        assert_eq!(read(3, &[None, stale(), stale()]), Some(Verdict::None));
+        assert_eq!(
+            read(3, &[yes(), None, yes()]),
+            Some(Verdict::Leader(a().unwrap()))
+        );
+        assert_eq!(read(5, &[None, None, None]), Some(Verdict::Unknown));
+    }
+
+    #[test]
+    fn the_value_is_the_latest_proclamation_among_the_supporters() {
+        let first = record("aa", 4, 1, "old");
+        let second = record("aa", 4, 2, "new");
+        let readings = [
+            Some(node(Some(first.clone()), true)),
+            Some(node(Some(second.clone()), true)),
+        ];
+        assert_eq!(read(3, &readings), Some(Verdict::Leader(second)));
+    }
+
+    #[test]
+    fn two_leaders_split_evenly_make_none() {
+        let a = Some(node(Some(record("aa", 1, 1, "a")), true));
+        let b = Some(node(Some(record("bb", 2, 1, "b")), true));
+        let free = Some(node(None, false));
+        assert_eq!(read(4, &[a.clone(), a.clone(), b.clone()]), None);
+        assert_eq!(read(4, &[a.clone(), a, b.clone(), b]), Some(Verdict::None));
+        assert_eq!(read(3, &[free.clone(), free]), Some(Verdict::None));
+    }
+
+    /// The negative control of the read: a reader that takes the newest
+    /// record without asking whether its lock still holds its token names
+    /// a crashed leader long after its lock expired; this rule does not.
+    #[test]
+    fn a_record_without_its_lock_names_no_one() {
+        let crashed = record("aa", 9, 1, "gone");
+        let readings = [
+            Some(node(Some(crashed.clone()), false)),
+            Some(node(Some(crashed.clone()), false)),
+            Some(node(Some(crashed.clone()), false)),
+        ];
+        let mut support = Support::default();
+        for r in readings.iter().flatten() {
+            support.add(r);
+        }
+        let trusting = readings
+            .iter()
+            .flatten()
+            .filter_map(|r| r.record.clone())
+            .max_by_key(|r| r.epoch);
+        assert_eq!(trusting, Some(crashed), "the trusting reader's answer");
+        assert_eq!(read(3, &readings), Some(Verdict::None));
+        assert_eq!(support.hint(), Some(Duration::from_secs(9)));
+    }
+}
