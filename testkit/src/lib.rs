@@ -18,7 +18,8 @@
 //! [`nemesis`] (seeded fault schedules), [`cancel`] (futures dropped
 //! mid-flight), [`checker`] (the safety history) and [`admission`] (holders
 //! counted against a semaphore's bound); [`safety`] runs a randomized
-//! fault run of a load: locks ([`workload`]) or permits ([`permits`]).
+//! fault run of a load: locks ([`workload`]), permits ([`permits`]) or
+//! leaderships ([`leaders`]).
 //!
 //! Inside: `cluster.rs` (the [`Cluster`]), `node.rs` (one server process),
 //! `env.rs` (the binaries and variables the harness reads), `client.rs`
@@ -37,6 +38,7 @@ mod client;
 mod cluster;
 mod env;
 pub mod inject;
+pub mod leaders;
 pub mod logs;
 pub mod nemesis;
 mod node;

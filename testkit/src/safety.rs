@@ -3,12 +3,13 @@
 //! [`Checker`], then recovery and leftovers checked.
 //!
 //! The load is what the clients do: take locks ([`Strategy`]), permits of
-//! a semaphore ([`Permits`]). The run, the
+//! a semaphore ([`Permits`]) or leaderships ([`Leaders`]). The run, the
 //! faults, the checker's history and the summary line's head are the same
 //! for all.
 //!
 //! [`Strategy`]: super::workload::Strategy
 //! [`Permits`]: super::permits::Permits
+//! [`Leaders`]: super::leaders::Leaders
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};

@@ -742,3 +742,26 @@ fn the_proxy_holds_no_socket_of_a_finished_connection() {
     // Every connection that carried a command reached the node.
     assert!(link.accepted() >= 700, "{}", link.accepted());
 }
+
+#[test]
+fn epochs_must_rise_in_the_order_leaders_were_granted() {
+    use support::leaders::epoch_inversions;
+    let t0 = Instant::now();
+    let leader = |id, election, from, to, epoch| Grant {
+        fence: Some(epoch),
+        ..grant(id, election, from, to, t0)
+    };
+    let rising = [
+        leader(0, 0, 0, 10, 1),
+        leader(1, 0, 10, 20, 4),
+        leader(2, 1, 5, 15, 2),
+        leader(3, 0, 20, 30, 5),
+    ];
+    assert_eq!(epoch_inversions(&rising), 0);
+    // A later leader with an equal or smaller epoch, whether or not its
+    // acquire overlapped the other's: each counts once.
+    let mut wrong = rising.to_vec();
+    wrong.push(leader(4, 0, 31, 40, 5));
+    wrong.push(leader(5, 0, 41, 50, 3));
+    assert_eq!(epoch_inversions(&wrong), 2);
+}
