@@ -117,6 +117,9 @@ async fn randomized(
     assert_eq!(f.lost_updates, 0, "{line}");
     assert_eq!(f.stale_writes_accepted, 0, "{line}");
     assert_eq!(outcome.leaked_keys, 0, "{line}");
+    // A campaign may end lost (its first proclamation reached no majority
+    // in time); nothing else.
+    assert_eq!(f.other_errors, 0, "{line}");
     assert!(outcome.recovery.is_some(), "not recovered: {line}");
     assert!(outcome.faults > 0, "{line}");
     assert!(f.grants >= 20, "too few leadership changes: {line}");

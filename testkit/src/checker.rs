@@ -223,6 +223,7 @@ struct Tallies {
     release_cancelled: AtomicU64,
     contended: AtomicU64,
     unavailable: AtomicU64,
+    acquire_lost: AtomicU64,
     other_errors: AtomicU64,
     release_errors: AtomicU64,
     coverage_checked: AtomicU64,
@@ -504,6 +505,10 @@ pub struct Figures {
     pub contended: u64,
     /// Acquires that failed because too few nodes answered.
     pub unavailable: u64,
+    /// Acquires that failed with [`quorumlock::Error::Lost`]: taken, then
+    /// lost before they were handed out (a campaign whose first
+    /// proclamation reached no majority in time).
+    pub acquire_lost: u64,
     /// Acquires that failed otherwise.
     pub other_errors: u64,
     /// Releases that returned an error.
@@ -645,6 +650,8 @@ impl Checker {
             &t.contended
         } else if e.is_unavailable() {
             &t.unavailable
+        } else if e.is_lost() {
+            &t.acquire_lost
         } else {
             &t.other_errors
         };
@@ -742,6 +749,7 @@ impl Checker {
             fence_inversions: fences.inversions,
             contended: get(&t.contended),
             unavailable: get(&t.unavailable),
+            acquire_lost: get(&t.acquire_lost),
             other_errors: get(&t.other_errors),
             release_errors: get(&t.release_errors),
             acquire_p50: quantile(&lat, 0.5),

@@ -75,7 +75,7 @@ impl Leaders {
              overlaps_by_clock_jump={} duplicate_epochs={} epoch_inversions={} \
              lost_updates={} stale_writes_accepted={} writes={} refused_writes={} \
              expired_before_write={} cancelled=campaign:{}/resign:{} contended={} \
-             unavailable={} other_errors={} lead_p50={:.1}ms lead_p99={:.1}ms",
+             unavailable={} lost_before_proclaimed={} other_errors={} lead_p50={:.1}ms lead_p99={:.1}ms",
             run.head(outcome),
             self.name,
             self.hold.as_millis(),
@@ -93,6 +93,7 @@ impl Leaders {
             f.release_cancelled,
             f.contended,
             f.unavailable,
+            f.acquire_lost,
             f.other_errors,
             super::checker::ms(f.acquire_p50),
             super::checker::ms(f.acquire_p99),
