@@ -172,6 +172,16 @@ pub struct Grant {
     /// What became of an extension, for reports: `"cancelled 120ms (was
     /// 400ms) at +35ms, deadline +300ms -> +390ms"`.
     pub extend: Option<String>,
+    /// The semaphore slots held, for permits (empty for a lock).
+    pub slots: Vec<usize>,
+}
+
+impl Grant {
+    /// What the grant counts towards its resource's bound: its slots, or 1
+    /// for a lock.
+    pub fn weight(&self) -> usize {
+        self.slots.len().max(1)
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -213,6 +223,7 @@ struct Tallies {
     release_cancelled: AtomicU64,
     contended: AtomicU64,
     unavailable: AtomicU64,
+    acquire_lost: AtomicU64,
     other_errors: AtomicU64,
     release_errors: AtomicU64,
     coverage_checked: AtomicU64,
@@ -309,6 +320,11 @@ impl Session<'_> {
             c.tallies.writes_refused.fetch_add(1, Ordering::Relaxed);
             Outcome::Refused
         }
+    }
+
+    /// The grant is permits of a semaphore, on these slots.
+    pub fn slots(&mut self, slots: &[usize]) {
+        self.grant.slots = slots.to_vec();
     }
 
     /// When the acquire call that led to this grant began.
@@ -489,6 +505,10 @@ pub struct Figures {
     pub contended: u64,
     /// Acquires that failed because too few nodes answered.
     pub unavailable: u64,
+    /// Acquires that failed with [`quorumlock::Error::Lost`]: taken, then
+    /// lost before they were handed out (a campaign whose first
+    /// proclamation reached no majority in time).
+    pub acquire_lost: u64,
     /// Acquires that failed otherwise.
     pub other_errors: u64,
     /// Releases that returned an error.
@@ -609,6 +629,7 @@ impl Checker {
                 granted_at,
                 end: deadline,
                 extend: None,
+                slots: Vec::new(),
             },
             deadline,
             observed_at: granted_at,
@@ -629,6 +650,8 @@ impl Checker {
             &t.contended
         } else if e.is_unavailable() {
             &t.unavailable
+        } else if e.is_lost() {
+            &t.acquire_lost
         } else {
             &t.other_errors
         };
@@ -726,6 +749,7 @@ impl Checker {
             fence_inversions: fences.inversions,
             contended: get(&t.contended),
             unavailable: get(&t.unavailable),
+            acquire_lost: get(&t.acquire_lost),
             other_errors: get(&t.other_errors),
             release_errors: get(&t.release_errors),
             acquire_p50: quantile(&lat, 0.5),

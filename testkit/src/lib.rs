@@ -16,7 +16,10 @@
 //! and delays per direction and per link, see [`Cluster::links`]),
 //! [`inject`] (early expiry and per-node error replies on real servers),
 //! [`nemesis`] (seeded fault schedules), [`cancel`] (futures dropped
-//! mid-flight) and [`checker`] (the safety history).
+//! mid-flight), [`checker`] (the safety history) and [`admission`] (holders
+//! counted against a semaphore's bound); [`safety`] runs a randomized
+//! fault run of a load: locks ([`workload`]), permits ([`permits`]) or
+//! leaderships ([`leaders`]).
 //!
 //! Inside: `cluster.rs` (the [`Cluster`]), `node.rs` (one server process),
 //! `env.rs` (the binaries and variables the harness reads), `client.rs`
@@ -28,16 +31,20 @@
 //! Suites import it as `use quorumlock_testkit as support;`.
 #![warn(missing_docs)]
 
+pub mod admission;
 pub mod cancel;
 pub mod checker;
 mod client;
 mod cluster;
 mod env;
 pub mod inject;
+pub mod leaders;
 pub mod logs;
 pub mod nemesis;
 mod node;
+pub mod permits;
 pub mod proxy;
+pub mod safety;
 pub mod sticky;
 pub mod workload;
 

@@ -29,6 +29,7 @@ use rand::{Rng, SeedableRng};
 
 use super::cancel::{self, Cancel};
 use super::checker::{Checker, Outcome, PlainStore, Store};
+use super::safety::{Client, Load};
 
 /// Takes a lock: `(redlock, resource, ttl)` → the lock and its fencing
 /// token, if the strategy has one.
@@ -191,70 +192,87 @@ pub fn resource_name(prefix: &str, r: usize) -> String {
     format!("{prefix}:{r}")
 }
 
-/// Runs every client until `until`, then waits for them to release.
-/// Client `i` reaches the nodes at `client_urls[i % len]` (its own links,
-/// or the same for all).
-///
-/// # Panics
-///
-/// When a client cannot be built or an operation reports invalid input
-/// (the workload only sends valid requests).
-pub async fn run(
-    client_urls: &[Vec<String>],
-    workload: &Workload,
-    strategy: &Strategy,
-    checker: &Arc<Checker>,
-    prefix: &str,
-    seed: u64,
-    until: Instant,
-) {
-    let mut tasks = Vec::new();
-    for id in 0..workload.clients {
-        let urls = &client_urls[id % client_urls.len()];
-        let redlock = strategy
-            .builder(workload.builder(urls))
-            .build()
-            .await
-            .expect("build a client");
-        let (w, acquire, checker, prefix) = (
-            workload.clone(),
-            strategy.acquire.clone(),
-            checker.clone(),
-            prefix.to_owned(),
-        );
-        let seed = seed ^ (id as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-        tasks.push(tokio::spawn(async move {
-            client(id, redlock, &w, &acquire, &checker, &prefix, seed, until).await;
-        }));
+impl Load for Strategy {
+    fn name(&self) -> &'static str {
+        self.name
     }
-    for t in tasks {
-        if let Err(e) = t.await {
-            if e.is_panic() {
-                std::panic::resume_unwind(e.into_panic());
+
+    fn warmup(&self) -> Duration {
+        self.warmup
+    }
+
+    fn builder(&self, builder: Builder) -> Builder {
+        Strategy::builder(self, builder)
+    }
+
+    fn store(&self, resources: usize) -> Arc<dyn Store> {
+        (self.store)(resources)
+    }
+
+    fn client(&self, c: Client) -> BoxFuture<'static, ()> {
+        let acquire = self.acquire.clone();
+        async move { client(c, &acquire).await }.boxed()
+    }
+
+    fn take_once<'a>(
+        &'a self,
+        redlock: &'a Redlock,
+        name: &'a str,
+        w: &'a Workload,
+        wait: Duration,
+    ) -> BoxFuture<'a, bool> {
+        async move {
+            match redlock
+                .lock(name, w.max_ttl())
+                .retry(quorumlock::Retry::Until(wait))
+                .acquire()
+                .await
+            {
+                Ok(lock) => {
+                    let _ = lock.release().await;
+                    true
+                }
+                Err(_) => false,
             }
         }
+        .boxed()
+    }
+
+    fn keys(&self, prefix: &str) -> String {
+        format!("{prefix}:*")
     }
 }
 
-#[allow(clippy::too_many_arguments)]
-async fn client(
-    id: usize,
-    redlock: Redlock,
-    w: &Workload,
-    acquire: &AcquireFn,
-    checker: &Arc<Checker>,
-    prefix: &str,
-    seed: u64,
-    until: Instant,
-) {
-    let mut rng = StdRng::seed_from_u64(seed);
-    while Instant::now() < until {
-        let r = rng.random_range(0..w.resources);
+/// One turn of a client, drawn from its seed: what it takes, for how
+/// long, whether it extends and which calls it drops.
+#[derive(Debug, Clone, Copy)]
+pub struct Turn {
+    /// The resource, `0..resources`.
+    pub resource: usize,
+    /// The TTL asked for.
+    pub ttl: Duration,
+    /// Time holding: `U(0, work)`.
+    pub work: Duration,
+    /// An extension mid-way: the TTL asked for, and how much of the
+    /// validity reported afterwards the holder then works on (up to 1.2:
+    /// its last access lands near, or past, its deadline).
+    pub extend: Option<(Duration, f64)>,
+    /// The pause after the turn.
+    pub think: Duration,
+    /// How the acquire call is dropped, if it is.
+    pub cancel_acquire: Cancel,
+    /// How the release call is dropped, if it is.
+    pub cancel_release: Cancel,
+    /// How the extend call is dropped, if it is.
+    pub cancel_extend: Cancel,
+}
+
+impl Turn {
+    /// Draws the next turn of a client of `w`.
+    pub fn draw(rng: &mut StdRng, w: &Workload) -> Self {
+        let resource = rng.random_range(0..w.resources);
         let ttl = w.ttls[rng.random_range(0..w.ttls.len())];
         let work = w.work.mul_f64(rng.random::<f64>());
-        // An extending holder then works on for up to 1.2 times the
-        // validity the lock reports afterwards: its last write lands near,
-        // or past, its deadline.
         let extend =
             (w.extend_one_in > 0 && rng.random_range(0..w.extend_one_in) == 0).then(|| {
                 let (lo, hi) = w.extend_ttls;
@@ -262,9 +280,44 @@ async fn client(
                 (new_ttl, 1.2 * rng.random::<f64>())
             });
         let think = w.think.mul_f64(rng.random::<f64>());
-        let mut cancel = || Cancel::draw(&mut rng, w.cancel_one_in, w.cancel_within);
+        let mut cancel = || Cancel::draw(rng, w.cancel_one_in, w.cancel_within);
         let (cancel_acquire, cancel_release) = (cancel(), cancel());
-        let cancel_extend = Cancel::draw(&mut rng, w.cancel_extend_one_in, w.cancel_within);
+        let cancel_extend = Cancel::draw(rng, w.cancel_extend_one_in, w.cancel_within);
+        Self {
+            resource,
+            ttl,
+            work,
+            extend,
+            think,
+            cancel_acquire,
+            cancel_release,
+            cancel_extend,
+        }
+    }
+}
+
+async fn client(c: Client, acquire: &AcquireFn) {
+    let Client {
+        id,
+        redlock,
+        workload: ref w,
+        ref checker,
+        ref prefix,
+        seed,
+        until,
+    } = c;
+    let mut rng = StdRng::seed_from_u64(seed);
+    while Instant::now() < until {
+        let Turn {
+            resource: r,
+            ttl,
+            work,
+            extend,
+            think,
+            cancel_acquire,
+            cancel_release,
+            cancel_extend,
+        } = Turn::draw(&mut rng, w);
         let name = resource_name(prefix, r).into_bytes();
         let t0 = Instant::now();
         match cancel::run(cancel_acquire, acquire(redlock.clone(), name, ttl)).await {
@@ -317,8 +370,9 @@ async fn client(
 }
 
 /// Extends `lock` to `ttl` under `cancel`, reporting the lock's deadline to
-/// the session after every poll (the only time it can change).
-async fn hold_extend(
+/// the session after every poll (the only time it can change); true when
+/// it was extended.
+pub(crate) async fn hold_extend(
     lock: &Lock,
     session: &mut super::checker::Session<'_>,
     ttl: Duration,
@@ -391,173 +445,5 @@ async fn coverage(checker: Arc<Checker>, nodes: Vec<String>, key: String) {
         // cleaned up) is not the repair's to fill: only an empty one counts
         // against coverage.
         checker.coverage(answered.iter().all(Option::is_some));
-    }
-}
-
-/// A whole randomized safety run: its settings.
-#[derive(Debug, Clone)]
-pub struct SafetyRun {
-    /// Seeds the workload and the nemesis.
-    pub seed: u64,
-    /// How long clients run; every fault is healed a second before the end.
-    pub duration: Duration,
-    /// Nodes started for the run.
-    pub nodes: usize,
-    /// Nodes faulted at once (keep it a minority).
-    pub max_faulty: usize,
-    /// How the nodes run; with `faketime` set the nemesis also steps their
-    /// clocks forward.
-    pub node_options: super::NodeOptions,
-    /// The clients' load.
-    pub workload: Workload,
-}
-
-/// What a safety run found. Holds the cluster, so a failing assertion on
-/// it prints the node logs.
-pub struct SafetyOutcome {
-    /// The nodes the run used.
-    pub cluster: super::Cluster,
-    /// The checker's figures.
-    pub figures: super::checker::Figures,
-    /// Every overlap found.
-    pub overlaps: Vec<super::checker::Overlap>,
-    /// Overlaps a clock jump explains (out of the model for mutual
-    /// exclusion); the rest are violations.
-    pub overlaps_by_jump: usize,
-    /// The nemesis' clock jumps (before and after each step).
-    pub jumps: Vec<(Instant, Instant)>,
-    /// Episodes the nemesis applied, and their kinds.
-    pub faults: usize,
-    /// The episodes by kind, for the report line.
-    pub fault_kinds: String,
-    /// Keys of the run's resources left on any node once every TTL passed.
-    pub leaked_keys: usize,
-    /// How long a fresh client took, after the run, to take each resource
-    /// (the slowest), or `None` when one could not be taken in time.
-    pub recovery: Option<Duration>,
-}
-
-impl SafetyRun {
-    /// The one summary line.
-    pub fn line(&self, outcome: &SafetyOutcome) -> String {
-        let w = &self.workload;
-        let ttls: Vec<String> = w.ttls.iter().map(|t| t.as_millis().to_string()).collect();
-        format!(
-            "safety: seed={} secs={} clients={} nodes={}{} resources={} ttls_ms={} faults={} \
-             fault_kinds={} {} overlaps_by_clock_jump={} leaked_keys={} recovery={}",
-            self.seed,
-            self.duration.as_secs(),
-            w.clients,
-            self.nodes,
-            if self.node_options.faketime.is_some() {
-                "(valkey+faketime)"
-            } else {
-                ""
-            },
-            w.resources,
-            ttls.join("/"),
-            outcome.faults,
-            outcome.fault_kinds,
-            outcome.figures.line(),
-            outcome.overlaps_by_jump,
-            outcome.leaked_keys,
-            outcome.recovery.map_or("none".to_owned(), |d| format!(
-                "{:.0}ms",
-                d.as_secs_f64() * 1e3
-            )),
-        )
-    }
-
-    /// Starts `nodes` local nodes behind proxies, plays a seeded fault
-    /// schedule on a minority of them while the workload runs, then checks
-    /// recovery and leftovers.
-    pub async fn run(&self, strategy: &Strategy) -> SafetyOutcome {
-        use super::nemesis::{Limits, Nemesis, Schedule};
-
-        let w = &self.workload;
-        let mut cluster = super::Cluster::local_custom(self.nodes, &self.node_options);
-        let urls = cluster.proxied();
-        tokio::time::sleep(strategy.warmup).await;
-        let limits = Limits {
-            nodes: self.nodes,
-            span: self.duration.saturating_sub(Duration::from_secs(1)),
-            max_faulty: self.max_faulty,
-            max_ttl: w.max_ttl(),
-            process_faults: true,
-            clock_jumps: self.node_options.faketime.is_some(),
-            clients: w.clients,
-        };
-        let schedule = Schedule::generate(self.seed, &limits);
-        let fault_kinds = schedule.counts();
-        let prefix = super::unique("safety");
-        let checker = Arc::new(Checker::new(w.resources, (strategy.store)(w.resources)));
-        checker.watch_nodes((0..self.nodes).map(|i| cluster.side_url(i)).collect());
-        let until = Instant::now() + self.duration;
-        // Each client gets its own link to each node, so the nemesis can
-        // fault one client's traffic apart from the others'.
-        let links: Vec<super::Links> = (0..w.clients).map(|_| cluster.links()).collect();
-        let client_urls: Vec<Vec<String>> = links.iter().map(super::Links::urls).collect();
-        let handles = links
-            .iter()
-            .map(|l| (0..self.nodes).map(|i| l.link(i)).collect())
-            .collect();
-        let nemesis = Nemesis::start_with_links(cluster, handles, schedule);
-        run(
-            &client_urls,
-            w,
-            strategy,
-            &checker,
-            &prefix,
-            self.seed,
-            until,
-        )
-        .await;
-        let (cluster, report) = nemesis.finish();
-
-        // Every fault is healed: a fresh client takes each resource within
-        // a TTL (orphans expire) plus retries.
-        let probe = strategy
-            .builder(w.builder(&urls))
-            .build()
-            .await
-            .expect("probe client");
-        let start = Instant::now();
-        let mut recovery = Some(Duration::ZERO);
-        for r in 0..w.resources {
-            let name = resource_name(&prefix, r);
-            let wait = w.max_ttl() + Duration::from_secs(3);
-            match probe
-                .lock(&name, w.max_ttl())
-                .retry(quorumlock::Retry::Until(wait))
-                .acquire()
-                .await
-            {
-                Ok(lock) => {
-                    recovery = recovery.map(|d| d.max(start.elapsed()));
-                    let _ = lock.release().await;
-                }
-                Err(_) => recovery = None,
-            }
-        }
-
-        // Nothing outlives its TTL.
-        tokio::time::sleep(w.max_ttl() + Duration::from_millis(500)).await;
-        let leaked_keys = cluster.count_keys(&format!("{prefix}:*"));
-        let overlaps = checker.overlaps();
-        let overlaps_by_jump = overlaps
-            .iter()
-            .filter(|o| super::checker::explained_by_jump(o, &report.jumps))
-            .count();
-        SafetyOutcome {
-            cluster,
-            figures: checker.figures(),
-            overlaps,
-            overlaps_by_jump,
-            jumps: report.jumps,
-            faults: report.faults,
-            fault_kinds,
-            leaked_keys,
-            recovery,
-        }
     }
 }

@@ -8,6 +8,7 @@ use quorumlock_testkit as support;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use support::admission::{over_admissions, slot_overlaps};
 use support::checker::{find_overlaps, Checker, FencedStore, Grant, Outcome, PlainStore};
 use support::nemesis::{Action, Limits, Schedule};
 use support::{unique, Cluster, Direction, Fault, NodeOptions};
@@ -384,7 +385,56 @@ fn grant(id: u64, resource: usize, from_ms: u64, to_ms: u64, t0: Instant) -> Gra
         granted_at: t0 + Duration::from_millis(from_ms),
         end: t0 + Duration::from_millis(to_ms),
         extend: None,
+        slots: Vec::new(),
     }
+}
+
+/// A holder of `slots` of semaphore `resource` from `from_ms` to `to_ms`.
+fn permit(
+    id: u64,
+    resource: usize,
+    slots: &[usize],
+    from_ms: u64,
+    to_ms: u64,
+    t0: Instant,
+) -> Grant {
+    Grant {
+        slots: slots.to_vec(),
+        ..grant(id, resource, from_ms, to_ms, t0)
+    }
+}
+
+#[test]
+fn the_admission_sweep_counts_permits_against_the_bound() {
+    let t0 = Instant::now();
+    // L = 3: a holder of two and one of one, then a third that starts as
+    // the first ends (half-open windows), another semaphore beside.
+    let within = [
+        permit(0, 0, &[0, 1], 0, 10, t0),
+        permit(1, 0, &[2], 5, 20, t0),
+        permit(2, 0, &[0], 10, 30, t0),
+        permit(3, 0, &[1], 12, 30, t0),
+        permit(4, 1, &[0, 1, 2], 0, 30, t0),
+    ];
+    let a = over_admissions(&within, 3);
+    assert_eq!((a.max_concurrent, a.violations), (3, 0));
+    assert!(slot_overlaps(&within).is_empty());
+    // One more permit while three are held: flagged once, at its start,
+    // with every holder of that instant.
+    let mut over = within.to_vec();
+    over.push(permit(5, 0, &[1], 6, 8, t0));
+    let a = over_admissions(&over, 3);
+    assert_eq!((a.max_concurrent, a.violations), (4, 1));
+    assert_eq!(a.first[0].held, 4);
+    assert_eq!(a.first[0].holders.len(), 3);
+    assert_eq!(a.first[0].at, t0 + Duration::from_millis(6));
+    let slots = slot_overlaps(&over);
+    assert_eq!(slots.len(), 1, "slot 1 of semaphore 0, held by 0 and 5");
+    assert_eq!((slots[0].first.id, slots[0].second.id), (0, 5));
+    // A lock's grants (no slots) weigh one each.
+    let locks = [grant(0, 0, 0, 10, t0), grant(1, 0, 5, 15, t0)];
+    let a = over_admissions(&locks, 1);
+    assert_eq!((a.max_concurrent, a.violations), (2, 1));
 }
 
 #[test]
@@ -691,4 +741,27 @@ fn the_proxy_holds_no_socket_of_a_finished_connection() {
     assert_eq!(connections, 1000);
     // Every connection that carried a command reached the node.
     assert!(link.accepted() >= 700, "{}", link.accepted());
+}
+
+#[test]
+fn epochs_must_rise_in_the_order_leaders_were_granted() {
+    use support::leaders::epoch_inversions;
+    let t0 = Instant::now();
+    let leader = |id, election, from, to, epoch| Grant {
+        fence: Some(epoch),
+        ..grant(id, election, from, to, t0)
+    };
+    let rising = [
+        leader(0, 0, 0, 10, 1),
+        leader(1, 0, 10, 20, 4),
+        leader(2, 1, 5, 15, 2),
+        leader(3, 0, 20, 30, 5),
+    ];
+    assert_eq!(epoch_inversions(&rising), 0);
+    // A later leader with an equal or smaller epoch, whether or not its
+    // acquire overlapped the other's: each counts once.
+    let mut wrong = rising.to_vec();
+    wrong.push(leader(4, 0, 31, 40, 5));
+    wrong.push(leader(5, 0, 41, 50, 3));
+    assert_eq!(epoch_inversions(&wrong), 2);
 }

@@ -1,0 +1,258 @@
+//! The election's load: clients campaign for a few elections with short
+//! TTLs; a leader holds for a random time — renewed in the background,
+//! reading and writing the election's counter in the store with its epoch,
+//! sometimes proclaiming a new value — then resigns, or "crashes" (drops its
+//! leadership without resigning). Clients drop their campaign, proclaim and
+//! resign calls at seeded random points ([`Turn`]).
+//!
+//! A leader records its window and epoch ([`Checker::granted`]) before it
+//! acts as leader, reports its deadline before every access and acts only
+//! until the deadline it reported: the lock's write-ahead records, so the
+//! lock's overlap check applies unchanged — no two leaders' windows
+//! overlap in one election — and its fence check sees the epochs.
+//! [`epoch_inversions`] adds the election's own order: epochs strictly
+//! increasing in the order leaders were granted.
+//!
+//! [`Checker::granted`]: super::checker::Checker::granted
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use futures::future::{BoxFuture, FutureExt};
+use quorumlock::Redlock;
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+
+use super::cancel;
+use super::checker::{FencedStore, Grant, Outcome, PlainStore, Store};
+use super::safety::{Client, Load, SafetyOutcome, SafetyRun};
+use super::workload::{resource_name, Turn, Workload};
+
+/// How clients campaign and lead.
+#[derive(Debug, Clone, Copy)]
+pub struct Leaders {
+    /// Name for reports.
+    pub name: &'static str,
+    /// A leader holds for `U(0, hold)` (past its TTL: renewal keeps it).
+    pub hold: Duration,
+    /// One leadership in `crash_one_in` ends by a drop without resign
+    /// (0: never).
+    pub crash_one_in: u32,
+    /// One leadership in `proclaim_one_in` proclaims a new value mid-way
+    /// (0: never).
+    pub proclaim_one_in: u32,
+    /// Whether the store checks the epoch as a fencing token.
+    pub fenced_store: bool,
+}
+
+impl Leaders {
+    /// Leaders holding up to `hold`, one in four crashing, one in four
+    /// proclaiming, on a store that accepts every write.
+    pub fn plain(hold: Duration) -> Self {
+        Self {
+            name: "plain",
+            hold,
+            crash_one_in: 4,
+            proclaim_one_in: 4,
+            fenced_store: false,
+        }
+    }
+
+    /// As [`Leaders::plain`], on a store that refuses an older epoch.
+    pub fn fenced(hold: Duration) -> Self {
+        Self {
+            name: "fenced",
+            fenced_store: true,
+            ..Self::plain(hold)
+        }
+    }
+
+    /// The one summary line of an election run.
+    pub fn line(&self, run: &SafetyRun, outcome: &SafetyOutcome) -> String {
+        let f = &outcome.figures;
+        format!(
+            "election-safety: {} strategy={} hold_ms={} changes={} overlaps={} \
+             overlaps_by_clock_jump={} duplicate_epochs={} epoch_inversions={} \
+             lost_updates={} stale_writes_accepted={} writes={} refused_writes={} \
+             expired_before_write={} cancelled=campaign:{}/resign:{} contended={} \
+             unavailable={} lost_before_proclaimed={} other_errors={} lead_p50={:.1}ms lead_p99={:.1}ms",
+            run.head(outcome),
+            self.name,
+            self.hold.as_millis(),
+            f.grants,
+            f.overlaps,
+            outcome.overlaps_by_jump,
+            f.duplicate_fences,
+            epoch_inversions(&outcome.checker.grants()),
+            f.lost_updates,
+            f.stale_writes_accepted,
+            f.writes_accepted,
+            f.writes_refused,
+            f.expired_before_write,
+            f.acquire_cancelled,
+            f.release_cancelled,
+            f.contended,
+            f.unavailable,
+            f.acquire_lost,
+            f.other_errors,
+            super::checker::ms(f.acquire_p50),
+            super::checker::ms(f.acquire_p99),
+        )
+    }
+}
+
+/// Per election (resource), the leaders whose epoch ([`Grant::fence`]) is
+/// not above that of every leader granted before them.
+pub fn epoch_inversions(grants: &[Grant]) -> u64 {
+    let mut sorted: Vec<(&Grant, u64)> = grants
+        .iter()
+        .filter_map(|g| g.fence.map(|f| (g, f)))
+        .collect();
+    sorted.sort_by_key(|(g, _)| (g.resource, g.granted_at, g.id));
+    let mut found = 0;
+    let mut highest: Option<(usize, u64)> = None;
+    for (g, epoch) in sorted {
+        match highest {
+            Some((r, h)) if r == g.resource => {
+                if epoch <= h {
+                    found += 1;
+                }
+                highest = Some((r, h.max(epoch)));
+            }
+            _ => highest = Some((g.resource, epoch)),
+        }
+    }
+    found
+}
+
+impl Load for Leaders {
+    fn name(&self) -> &'static str {
+        self.name
+    }
+
+    fn store(&self, resources: usize) -> Arc<dyn Store> {
+        if self.fenced_store {
+            FencedStore::shared(resources)
+        } else {
+            PlainStore::shared(resources)
+        }
+    }
+
+    fn client(&self, c: Client) -> BoxFuture<'static, ()> {
+        let leaders = *self;
+        async move { client(c, leaders).await }.boxed()
+    }
+
+    fn take_once<'a>(
+        &'a self,
+        redlock: &'a Redlock,
+        name: &'a str,
+        w: &'a Workload,
+        wait: Duration,
+    ) -> BoxFuture<'a, bool> {
+        async move {
+            match redlock
+                .campaign(name, w.max_ttl())
+                .retry(quorumlock::Retry::Until(wait))
+                .lead()
+                .await
+            {
+                Ok(leadership) => {
+                    let _ = leadership.resign().await;
+                    true
+                }
+                Err(_) => false,
+            }
+        }
+        .boxed()
+    }
+
+    fn keys(&self, prefix: &str) -> String {
+        // The leadership locks (which expire); the epoch counter and the
+        // leader's record stay by design.
+        format!("quorumlock:election:{{{prefix}:*}}")
+    }
+}
+
+async fn client(c: Client, l: Leaders) {
+    let Client {
+        id,
+        redlock,
+        workload: ref w,
+        ref checker,
+        ref prefix,
+        seed,
+        until,
+    } = c;
+    let mut rng = StdRng::seed_from_u64(seed);
+    while Instant::now() < until {
+        let turn = Turn::draw(&mut rng, w);
+        let hold = l.hold.mul_f64(rng.random::<f64>());
+        let crash = l.crash_one_in > 0 && rng.random_range(0..l.crash_one_in) == 0;
+        let proclaim = l.proclaim_one_in > 0 && rng.random_range(0..l.proclaim_one_in) == 0;
+        // A campaign waits for the leader's release (or its expiry) up to
+        // twice its TTL, then the client thinks and tries again.
+        let campaign = redlock
+            .campaign(resource_name(prefix, turn.resource), turn.ttl)
+            .value(format!("client-{id}"))
+            .retry(quorumlock::Retry::Until(turn.ttl * 2))
+            .lead();
+        let t0 = Instant::now();
+        match cancel::run(turn.cancel_acquire, campaign).await {
+            None => checker.acquire_cancelled(),
+            Some(Ok(mut leadership)) => {
+                let granted_at = Instant::now();
+                checker.acquire_latency(granted_at - t0);
+                let mut session = checker.granted(
+                    id,
+                    turn.resource,
+                    Some(leadership.epoch()),
+                    granted_at,
+                    leadership.deadline(),
+                );
+                session.requested_at(t0);
+                let end = granted_at + hold;
+                let mut proclaimed = !proclaim;
+                while Instant::now() < end && !leadership.is_lost() {
+                    // Act only until the deadline just recorded.
+                    let d = leadership.deadline();
+                    session.observe(d);
+                    let valid = || !leadership.validity().is_zero() && Instant::now() < d;
+                    let (read, value) = session.read(valid);
+                    if read != Outcome::Accepted {
+                        break;
+                    }
+                    tokio::time::sleep(turn.work / 2).await;
+                    let d = leadership.deadline();
+                    session.observe(d);
+                    let valid = || !leadership.validity().is_zero() && Instant::now() < d;
+                    if session.write(value + 1, valid) != Outcome::Accepted {
+                        break;
+                    }
+                    if !proclaimed {
+                        proclaimed = true;
+                        let v = format!("client-{id}-again");
+                        let _ = cancel::run(turn.cancel_extend, leadership.proclaim(v)).await;
+                    }
+                    tokio::time::sleep(turn.work / 2).await;
+                }
+                session.observe(leadership.deadline());
+                session.stop();
+                if crash {
+                    drop(leadership);
+                } else {
+                    match cancel::run(turn.cancel_release, leadership.resign()).await {
+                        None => checker.release_cancelled(),
+                        Some(Err(_)) => checker.release_failed(),
+                        Some(Ok(())) => {}
+                    }
+                }
+            }
+            Some(Err(e)) => {
+                assert!(!e.is_invalid_input(), "campaign: {e}");
+                checker.acquire_failed(&e);
+            }
+        }
+        tokio::time::sleep(turn.think).await;
+    }
+}
