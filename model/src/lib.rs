@@ -36,6 +36,21 @@ mod node {
     pub(crate) use super::reply;
 }
 
+pub mod election;
+pub mod fences;
 pub mod fencing;
 pub mod lease;
 pub mod search;
+pub mod semaphore;
+pub mod slots;
+pub mod symmetry;
+
+/// A client's name in a trace: `A`, `B`, …
+fn client_name(i: u8) -> char {
+    char::from(b'A' + i)
+}
+
+/// A node's name in a trace: `x`, `y`, `z`, …
+fn node_name(i: u8) -> char {
+    char::from(b'x' + i)
+}
