@@ -287,11 +287,15 @@ impl Msg {
         }
     }
 
-    fn is_request(self) -> bool {
-        matches!(
-            self,
-            Msg::Acquire { .. } | Msg::Release { .. } | Msg::Commit { .. }
-        )
+    /// The slots whose keys a request's outcome depends on: a fault on
+    /// its node matters only before an acquire or a commit (a release
+    /// deletes only its own token's keys, which commutes with faults).
+    fn reads(self) -> Slots {
+        match self {
+            Msg::Acquire { .. } => Slots::MAX,
+            Msg::Commit { slot, .. } => 1 << slot,
+            _ => 0,
+        }
     }
 
     fn token(self) -> Token {
@@ -416,12 +420,16 @@ impl State {
             }
             last = Some(m);
             out.push(Action::Deliver(m, Fault::Nothing));
-            if !m.is_request() {
+            let reads = m.reads();
+            if reads == 0 {
                 continue;
             }
             let node = self.nodes[usize::from(m.node())];
             let (mut lapsed, mut held) = (0, 0);
             for (i, slot) in node.slots.iter().enumerate() {
+                if reads & (1 << i) == 0 {
+                    continue;
+                }
                 match slot {
                     Some(t) if self.current(*t) => held |= 1 << i,
                     Some(_) => lapsed |= 1 << i,
@@ -664,7 +672,7 @@ impl State {
 
     /// Drops what can no longer make a difference: replies nobody waits
     /// for, releases of attempts that are over (their keys may expire at
-    /// any moment), and, for an attempt over with no commit of it in
+    /// any moment) and releases that can find nothing to delete, and, for an attempt over with no commit of it in
     /// flight, the name on its keys and its acquires still in flight.
     fn prune(&mut self) {
         let committing: Vec<Token> = self
@@ -685,11 +693,28 @@ impl State {
                     _ => false,
                 }
         };
+        // A release finds something to delete only where the token holds
+        // one of its slots, or an acquire of it is still on its way there.
+        let acquiring: Vec<(Token, u8)> = self
+            .msgs
+            .iter()
+            .filter_map(|m| match *m {
+                Msg::Acquire { token, node, .. } => Some((token, node)),
+                _ => None,
+            })
+            .collect();
+        let finds = |s: &Self, token: Token, node: u8, which: Slots| {
+            acquiring.contains(&(token, node))
+                || bits(which)
+                    .any(|i| s.nodes[usize::from(node)].slots[usize::from(i)] == Some(token))
+        };
         let mut msgs = std::mem::take(&mut self.msgs);
         msgs.retain(|m| match *m {
             Msg::AcquireReply { token, .. } => waiting(self, token, true),
             Msg::CommitReply { token, .. } => waiting(self, token, false),
-            Msg::Release { token, .. } => self.current(token),
+            Msg::Release { token, node, which } => {
+                self.current(token) && finds(self, token, node, which)
+            }
             Msg::Acquire { .. } | Msg::Commit { .. } => true,
         });
         for m in &mut msgs {
