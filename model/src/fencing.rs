@@ -30,7 +30,9 @@
 //! reply with `reply::counts` (`src/node/reply.rs`, the rule
 //! `tests/conformance.rs` checks the scripts against); the token proposal
 //! is `fence::propose`, the client's own. The negative controls run the old
-//! rule ("counter >= T counts") and a restart that loses the counter.
+//! rule ("counter >= T counts"), a restart that loses the counter, and
+//! fences taken from `INCR` replies without a commit ([`Rule::IncrMax`],
+//! the leader-election control of [`crate::election`]).
 
 use std::fmt;
 
