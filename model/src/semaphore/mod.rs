@@ -5,13 +5,16 @@
 //!   on every node; one request per node per attempt (`acquire_slots`:
 //!   the first `k` free slots in the client's order, all or nothing, with
 //!   the fencing counter read atomically); the client has won slot `i`
-//!   when a majority set `i` to its token, is granted once it has won `k`,
-//!   keeps the first `k` won in its order and releases the others (the
-//!   rules are [`crate::slots`]). Fenced, it then commits a fence as the
-//!   mutex does — `fence::propose` over the counters of the nodes that set
-//!   slots, one counter per semaphore on each node, counted where the
-//!   first kept slot still carries the token and the counter rises from
-//!   strictly below (`reply::answer`, `reply::counts`).
+//!   when a majority set `i` to its token, is granted once it has won `k`
+//!   (and fails once every node answered and it has not), keeps the first
+//!   `k` won in its order and releases the others, one message per node
+//!   (the rules are [`crate::slots`]). Fenced, it then commits a fence as
+//!   the mutex does — `fence::propose` over the counters of the nodes that
+//!   set slots among the replies before the grant, one counter per
+//!   semaphore on each node, counted where the first kept slot still
+//!   carries the token and the counter rises from strictly below
+//!   (`reply::answer`, `reply::counts`); the permits are handed out once a
+//!   majority counted.
 //! - [`Design::Counter`], the obvious one and wrong (negative control):
 //!   each node admits while it has room for `k` more (the same node rule,
 //!   read as a count), and the client holds once a majority admitted it.
@@ -29,14 +32,17 @@
 //!
 //! Properties checked in every reachable state:
 //! (a) with no early expiry and no restart, the permits held by clients
-//!     inside validity (granted, validity not ended) total at most `L`;
+//!     inside validity (granted, validity not ended; fenced, from the
+//!     grant on, while the commit runs) total at most `L`;
 //! (b) fenced: fences are unique across the semaphore's holders and
 //!     ordered by commit ([`crate::fences`]), with faults too.
 //!
 //! The search treats states that differ only by the names of nodes, or of
 //! clients taking the same `k`, as one; it places faults on a node just
-//! before the next request reaches it, and forgets replies nobody waits
-//! for and the names on keys and requests of attempts that are over.
+//! before the next acquire or commit reaches it (a release only deletes
+//! its own token's keys, which commutes with a fault), and forgets replies
+//! nobody waits for, releases that can find nothing to delete, and the
+//! names on keys and requests of attempts that are over.
 
 use crate::fences::{Broken, Fences};
 use crate::fencing::Rule;
