@@ -4,7 +4,7 @@
 
 use std::fmt;
 
-use super::{bits, Action, Config, Fault, Msg, Phase, Slots, State, Token, NODES, ORPHAN};
+use super::{bits, Action, Config, Design, Fault, Msg, Phase, Slots, State, Token, NODES, ORPHAN};
 use crate::symmetry::{client_orders, push_nodes};
 use crate::{client_name, node_name};
 
@@ -118,10 +118,82 @@ impl Phase {
     }
 }
 
+/// Renames slot `i` to `i + by` (mod `l`): every order is a rotation, so
+/// the slot design treats the slots alike up to such a renaming.
+#[derive(Clone, Copy)]
+struct Rotate {
+    by: u8,
+    l: u8,
+}
+
+impl Rotate {
+    fn slot(self, i: u8) -> u8 {
+        (i + self.by) % self.l
+    }
+
+    fn set(self, set: Slots) -> Slots {
+        bits(set).fold(0, |out, i| out | 1 << self.slot(i))
+    }
+
+    fn msg(self, mut m: Msg) -> Msg {
+        match &mut m {
+            Msg::Acquire { start: i, .. } | Msg::Commit { slot: i, .. } => *i = self.slot(*i),
+            Msg::Release { which: set, .. } | Msg::AcquireReply { taken: set, .. } => {
+                *set = self.set(*set);
+            }
+            Msg::CommitReply { .. } => {}
+        }
+        m
+    }
+
+    fn state(self, s: &State) -> State {
+        let mut out = s.clone();
+        for (node, old) in out.nodes.iter_mut().zip(&s.nodes) {
+            for i in 0..self.l {
+                node.slots[usize::from(self.slot(i))] = old.slots[usize::from(i)];
+            }
+        }
+        for c in &mut out.clients {
+            if let Phase::Acquiring { start, yes, .. } = &mut c.phase {
+                let old = *yes;
+                for i in 0..self.l {
+                    yes[usize::from(self.slot(i))] = old[usize::from(i)];
+                }
+                *start = self.slot(*start);
+            }
+        }
+        for m in &mut out.msgs {
+            *m = self.msg(*m);
+        }
+        out
+    }
+}
+
 impl State {
     /// The state as bytes, the same for states that differ only by the
-    /// names of the nodes, or of clients taking the same number of permits.
+    /// names of the nodes, of clients taking the same number of permits,
+    /// and (in the slot design, where every order is offered) of the slots
+    /// up to a rotation.
     pub(super) fn canonical(&self, cfg: &Config) -> Vec<u8> {
+        let rotations = match cfg.design {
+            Design::Slots => cfg.permits,
+            Design::Counter => 1,
+        };
+        let mut best = self.canonical_clients(cfg);
+        for by in 1..rotations {
+            let out = Rotate { by, l: cfg.permits }
+                .state(self)
+                .canonical_clients(cfg);
+            if out < best {
+                best = out;
+            }
+        }
+        best
+    }
+
+    /// The state as bytes, the same for states that differ only by the
+    /// names of the nodes, or of clients taking the same number of permits.
+    fn canonical_clients(&self, cfg: &Config) -> Vec<u8> {
         let takes = cfg.takes;
         let mut best: Vec<u8> = Vec::new();
         for order in client_orders(self.clients.len(), |o| {
