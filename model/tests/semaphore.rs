@@ -134,7 +134,7 @@ fn semaphore_fences_unique_and_ordered_across_a_restart() {
 
 /// An early expiry and a restart in one run.
 #[test]
-#[ignore = "3.2 million states (about 60 s): run with --ignored"]
+#[ignore = "1.6 million states (about 70 s): run with --ignored"]
 fn semaphore_fences_unique_and_ordered_with_early_expiry_and_a_restart() {
     assert_safe(
         "semaphore: fenced, 2 clients x 1 permit, early expiry, restart (counter kept)",

@@ -37,8 +37,9 @@
 //! (b) fenced: fences are unique across the semaphore's holders and
 //!     ordered by commit ([`crate::fences`]), with faults too.
 //!
-//! The search treats states that differ only by the names of nodes, or of
-//! clients taking the same `k`, as one; it places faults on a node just
+//! The search treats states that differ only by the names of nodes, of
+//! clients taking the same `k`, or (in the slot design) of the slots up to
+//! a rotation, as one; it places faults on a node just
 //! before the next acquire or commit reaches it (a release only deletes
 //! its own token's keys, which commutes with a fault), and forgets replies
 //! nobody waits for, releases that can find nothing to delete, and the
