@@ -51,7 +51,7 @@ fn semaphore_slots_never_admit_more_than_l_with_a_two_permit_client() {
 /// A second attempt per client (after a failure or a release): one client
 /// taking one permit, one taking both.
 #[test]
-#[ignore = "6.5 million states (about 100 s): run with --ignored"]
+#[ignore = "3.3 million states (about 90 s): run with --ignored"]
 fn semaphore_slots_never_admit_more_than_l_across_attempts() {
     assert_safe(
         "semaphore: slots, L=2, clients taking 1 and 2 permits x 2 attempts",
