@@ -30,12 +30,16 @@
 //! reply with `reply::counts` (`src/node/reply.rs`, the rule
 //! `tests/conformance.rs` checks the scripts against); the token proposal
 //! is `fence::propose`, the client's own. The negative controls run the old
-//! rule ("counter >= T counts") and a restart that loses the counter.
+//! rule ("counter >= T counts"), a restart that loses the counter, and
+//! fences taken from `INCR` replies without a commit ([`Rule::IncrMax`],
+//! the leader-election control of [`crate::election`]).
 
 use std::fmt;
 
+use crate::fences::{Broken, Fences};
 use crate::search::Model;
-use crate::{fence, reply};
+use crate::symmetry::{client_orders, push_nodes};
+use crate::{client_name, fence, node_name, reply};
 
 const NODES: usize = 3;
 const QUORUM: u8 = 2;
@@ -47,6 +51,11 @@ pub enum Rule {
     RaiseFromBelow,
     /// Counts whenever the counter ends up `>= T` (the old script).
     AtLeast,
+    /// No commit at all: the `SET NX` also `INCR`s the counter where it
+    /// sets the key, and the client takes the largest reply of the
+    /// majority that granted it as its fence (an epoch scheme without a
+    /// commit phase; negative control).
+    IncrMax,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -85,10 +94,13 @@ struct Node {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 enum Phase {
     Idle,
+    /// `floor`: under [`Rule::IncrMax`] only, the largest fence granted
+    /// before the attempt began (0 otherwise).
     Acquiring {
         yes: u8,
         no: u8,
         max: u8,
+        floor: u8,
     },
     /// `floor`: the largest fence granted before this commit began.
     Committing {
@@ -157,9 +169,7 @@ pub struct State {
     clients: Vec<Client>,
     /// In flight, sorted (a multiset).
     msgs: Vec<Msg>,
-    /// Bit `f` set when fence `f` was granted.
-    granted: u64,
-    max_granted: u8,
+    fences: Fences,
     early_left: u8,
     restarts_left: u8,
 }
@@ -193,8 +203,7 @@ pub enum Action {
 
 impl fmt::Display for Action {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let c = |i: u8| char::from(b'A' + i);
-        let n = |i: u8| char::from(b'x' + i);
+        let (c, n) = (client_name, node_name);
         match *self {
             Action::Start(i) => write!(f, "{} starts an attempt: SET NX to x, y, z", c(i)),
             Action::Deliver(m, before) => {
@@ -253,8 +262,7 @@ fn yn(ok: bool) -> &'static str {
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Violation {
-    DuplicateFence(u8),
-    OutOfOrder { fence: u8, earlier: u8 },
+    Fence(Broken),
     TwoHolders,
 }
 
@@ -283,8 +291,7 @@ impl State {
                 usize::from(cfg.clients)
             ],
             msgs: Vec::new(),
-            granted: 0,
-            max_granted: 0,
+            fences: Fences::default(),
             early_left: cfg.early_expiries,
             restarts_left: cfg.restarts,
         }
@@ -391,6 +398,10 @@ impl State {
                     yes: 0,
                     no: 0,
                     max: 0,
+                    floor: match cfg.rule {
+                        Rule::IncrMax => s.fences.floor(),
+                        Rule::RaiseFromBelow | Rule::AtLeast => 0,
+                    },
                 };
             }
             Action::GiveUp(c) | Action::Release(c) => s.end_attempt(c, cfg),
@@ -452,6 +463,9 @@ impl State {
                 let n = &mut self.nodes[usize::from(node)];
                 let counter = if n.key.is_none() {
                     n.key = Some(Key { token, gen: 0 });
+                    if cfg.rule == Rule::IncrMax {
+                        n.counter += 1;
+                    }
                     Some(n.counter)
                 } else {
                     None
@@ -484,6 +498,7 @@ impl State {
                             n.counter = n.counter.max(fence);
                             true
                         }
+                        Rule::IncrMax => unreachable!("no commit under IncrMax"),
                     };
                 self.msgs.push(Msg::CommitReply { token, node, ok });
             }
@@ -505,17 +520,27 @@ impl State {
             }
             Msg::SetReply { token, counter, .. } => {
                 let c = token.0;
-                let Phase::Acquiring { yes, no, max } = self.clients[usize::from(c)].phase else {
+                let Phase::Acquiring {
+                    yes,
+                    no,
+                    max,
+                    floor,
+                } = self.clients[usize::from(c)].phase
+                else {
                     return Ok(());
                 };
                 let (yes, no, max) = match counter {
                     Some(k) => (yes + 1, no, max.max(k)),
                     None => (yes, no + 1, max),
                 };
-                if yes >= QUORUM {
+                if yes >= QUORUM && cfg.rule == Rule::IncrMax {
+                    // The largest INCR reply is the fence: no commit.
+                    self.fences.grant(max, floor).map_err(Violation::Fence)?;
+                    self.clients[usize::from(c)].phase = Phase::Holding { fence: max, gen: 0 };
+                } else if yes >= QUORUM {
                     let fence = u8::try_from(fence::propose([u64::from(max)]).expect("small"))
                         .expect("small");
-                    let floor = self.max_granted;
+                    let floor = self.fences.floor();
                     self.send_all(|node| Msg::Commit { token, node, fence });
                     self.clients[usize::from(c)].phase = Phase::Committing {
                         fence,
@@ -526,7 +551,12 @@ impl State {
                 } else if no > NODES as u8 - QUORUM {
                     self.end_attempt(c, cfg);
                 } else {
-                    self.clients[usize::from(c)].phase = Phase::Acquiring { yes, no, max };
+                    self.clients[usize::from(c)].phase = Phase::Acquiring {
+                        yes,
+                        no,
+                        max,
+                        floor,
+                    };
                 }
             }
             Msg::CommitReply { token, ok, .. } => {
@@ -542,17 +572,7 @@ impl State {
                 };
                 let (yes, no) = if ok { (yes + 1, no) } else { (yes, no + 1) };
                 if yes >= QUORUM {
-                    if self.granted & (1 << fence) != 0 {
-                        return Err(Violation::DuplicateFence(fence));
-                    }
-                    if fence <= floor {
-                        return Err(Violation::OutOfOrder {
-                            fence,
-                            earlier: floor,
-                        });
-                    }
-                    self.granted |= 1 << fence;
-                    self.max_granted = self.max_granted.max(fence);
+                    self.fences.grant(fence, floor).map_err(Violation::Fence)?;
                     self.clients[usize::from(c)].phase = Phase::Holding { fence, gen: 0 };
                 } else if no > NODES as u8 - QUORUM {
                     self.end_attempt(c, cfg);
@@ -688,7 +708,12 @@ impl Phase {
     fn encode(self) -> [u8; 5] {
         match self {
             Phase::Idle => [0; 5],
-            Phase::Acquiring { yes, no, max } => [1, yes, no, max, 0],
+            Phase::Acquiring {
+                yes,
+                no,
+                max,
+                floor,
+            } => [1, yes, no, max, floor],
             Phase::Committing {
                 fence,
                 floor,
@@ -707,17 +732,6 @@ impl Phase {
     }
 }
 
-/// Orders of up to three clients: clients with the same budget are
-/// interchangeable, like nodes.
-const CLIENT_ORDERS: [[u8; 3]; 6] = [
-    [0, 1, 2],
-    [0, 2, 1],
-    [1, 0, 2],
-    [1, 2, 0],
-    [2, 0, 1],
-    [2, 1, 0],
-];
-
 /// The token of a key nobody can commit on any more: which attempt left
 /// it does not matter.
 const ORPHAN: Token = (0xff, 0);
@@ -731,10 +745,8 @@ impl State {
     fn canonical(&self) -> Vec<u8> {
         let clients = self.clients.len();
         let mut best: Vec<u8> = Vec::new();
-        for order in CLIENT_ORDERS
-            .iter()
-            .filter(|o| o[..clients].iter().all(|&c| usize::from(c) < clients))
-        {
+        // Clients have the same budget: they are interchangeable, like nodes.
+        for order in client_orders(clients, |_| true) {
             let rename = |t: Token| {
                 if t == ORPHAN {
                     t
@@ -750,8 +762,8 @@ impl State {
                     [c.attempt, c.extends_left, p[0], p[1], p[2], p[3], p[4]];
             }
             out.extend(renamed[..clients].iter().flatten());
-            out.extend(self.granted.to_le_bytes());
-            out.extend([self.max_granted, self.early_left, self.restarts_left]);
+            out.extend(self.fences.encode());
+            out.extend([self.early_left, self.restarts_left]);
             let mut signatures: [Vec<[u8; 4]>; NODES] = Default::default();
             for (i, n) in self.nodes.iter().enumerate() {
                 signatures[i].push(match n.key {
@@ -767,15 +779,7 @@ impl State {
                 e[1] = rename((e[1], e[2])).0;
                 signatures[usize::from(m.node())].push(e);
             }
-            for sig in &mut signatures {
-                sig[1..].sort_unstable();
-            }
-            signatures.sort_unstable();
-            for sig in &signatures {
-                // Lengths differ: a separator keeps the concatenation unique.
-                out.push(u8::try_from(sig.len()).expect("short"));
-                out.extend(sig.iter().flatten());
-            }
+            push_nodes(&mut out, &mut signatures);
             if best.is_empty() || out < best {
                 best = out;
             }

@@ -1,8 +1,8 @@
 //! An exhaustive model check of quorumlock's protocol, explored
 //! breadth-first over every interleaving of its messages and faults
-//! (`tests/model.rs` runs the configurations and prints their state counts).
+//! (`tests/*.rs` run the configurations and print their state counts).
 //!
-//! Two models, each as small as its properties allow:
+//! The models, each as small as its properties allow:
 //!
 //! - [`fencing`]: acquire with the counter read, fence commit, extend and
 //!   release; fences unique and ordered by commit, mutual exclusion.
@@ -13,8 +13,20 @@
 //!   the restart quarantine, one server under two names; mutual exclusion,
 //!   no release deleting another lock, no key left behind, and "a holder
 //!   has a majority of keys that last until its deadline".
+//! - [`semaphore`]: `L` permits as `L` quorum-mutex slots taken with one
+//!   request per node ([`slots`]), fenced or not; at most `L` permits held
+//!   inside validity, fences unique and ordered by commit; and the counter
+//!   design, which over-admits (a negative control).
+//! - [`election`]: leader election as configurations of [`fencing`] — a
+//!   leader holds a fenced mutex and its epoch is the committed fence;
+//!   epochs unique and increasing across leaders, one leader at a time
+//!   without faults; epochs from `INCR` replies repeat (a negative
+//!   control).
 //!
-//! Both run the library's own rules, included by path: how a node answers
+//! Shared by the models: the breadth-first [`search`], the [`symmetry`]
+//! reduction and the record of [`fences`] handed out.
+//!
+//! They run the library's own rules, included by path: how a node answers
 //! each command and how the answer votes (`src/node/reply.rs`, which
 //! `tests/conformance.rs` in the library checks every Lua script against on
 //! a real server) and the fencing-token proposal (`src/node/fence.rs`).
@@ -36,6 +48,21 @@ mod node {
     pub(crate) use super::reply;
 }
 
+pub mod election;
+pub mod fences;
 pub mod fencing;
 pub mod lease;
 pub mod search;
+pub mod semaphore;
+pub mod slots;
+pub mod symmetry;
+
+/// A client's name in a trace: `A`, `B`, …
+fn client_name(i: u8) -> char {
+    char::from(b'A' + i)
+}
+
+/// A node's name in a trace: `x`, `y`, `z`, …
+fn node_name(i: u8) -> char {
+    char::from(b'x' + i)
+}

@@ -1,0 +1,132 @@
+//! The semaphore's rules, pure: how a node answers a request for `k` of
+//! its `L` slots ([`acquire`], [`release`]) and how a client reads the
+//! answers ([`won`], [`keep`], [`first`]). The semaphore model
+//! ([`crate::semaphore`]) runs these; they are the algorithm the library's
+//! semaphore implements.
+//!
+//! Slot `i` is an ordinary quorum-mutex key, `slot i`, on every node. An
+//! attempt sends one request to every node with its token, `k` and the
+//! order in which it prefers the slots: a rotation of `0..L` whose start
+//! the client chooses (spreading clients over the slots). A node sets the
+//! first `k` free slots in that order to the token, all or nothing. A
+//! client has won slot `i` when a majority of nodes set `i` to its token,
+//! and is granted `k` permits once it has won `k` slots: it keeps the
+//! first `k` won in its order and releases the others.
+
+/// A set of slot indices: bit `i` for slot `i`.
+pub type Slots = u8;
+
+/// The slots `0..l` in the order starting at `start`, wrapping around.
+pub fn order(l: u8, start: u8) -> impl Iterator<Item = u8> {
+    (0..l).map(move |i| (start + i) % l)
+}
+
+/// A node's `acquire_slots(token, k, order)`, atomically: where at least
+/// `k` slots are free, sets the first `k` free ones in `order(l, start)`
+/// to `token` and returns them; otherwise sets nothing and returns `None`
+/// (refused). `slots.len()` is `l`.
+pub fn acquire<T: Copy>(slots: &mut [Option<T>], token: T, k: u8, start: u8) -> Option<Slots> {
+    let l = u8::try_from(slots.len()).ok()?;
+    let free: Vec<u8> = order(l, start)
+        .filter(|&i| slots[usize::from(i)].is_none())
+        .take(usize::from(k))
+        .collect();
+    if k == 0 || free.len() < usize::from(k) {
+        return None;
+    }
+    let mut taken = 0;
+    for i in free {
+        slots[usize::from(i)] = Some(token);
+        taken |= 1 << i;
+    }
+    Some(taken)
+}
+
+/// A node's compare-and-delete of `token` on each slot of `which`; returns
+/// the slots it deleted (those that carried the token).
+pub fn release<T: Copy + PartialEq>(slots: &mut [Option<T>], token: T, which: Slots) -> Slots {
+    let mut deleted = 0;
+    for (i, slot) in slots.iter_mut().enumerate() {
+        if which & (1 << i) != 0 && *slot == Some(token) {
+            *slot = None;
+            deleted |= 1 << i;
+        }
+    }
+    deleted
+}
+
+/// The slots a client has won: those that at least `quorum` nodes said
+/// they set to its token (`yes[i]` nodes for slot `i`).
+pub fn won(yes: &[u8], quorum: u8) -> Slots {
+    yes.iter()
+        .enumerate()
+        .filter(|&(_, &n)| n >= quorum)
+        .fold(0, |set, (i, _)| set | 1 << i)
+}
+
+/// The slots a client keeps once granted: the first `k` it won, in its
+/// order; `None` while it has won fewer than `k` (not granted).
+pub fn keep(won: Slots, k: u8, l: u8, start: u8) -> Option<Slots> {
+    let kept: Vec<u8> = order(l, start)
+        .filter(|&i| won & (1 << i) != 0)
+        .take(usize::from(k))
+        .collect();
+    (k > 0 && kept.len() == usize::from(k)).then(|| kept.iter().fold(0, |set, i| set | 1 << i))
+}
+
+/// The first slot of `kept` in the client's order: the one a fence commit
+/// checks the token on.
+pub fn first(kept: Slots, l: u8, start: u8) -> Option<u8> {
+    order(l, start).find(|&i| kept & (1 << i) != 0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn order_is_a_rotation() {
+        assert_eq!(order(3, 0).collect::<Vec<_>>(), [0, 1, 2]);
+        assert_eq!(order(3, 2).collect::<Vec<_>>(), [2, 0, 1]);
+        assert_eq!(order(2, 1).collect::<Vec<_>>(), [1, 0]);
+    }
+
+    #[test]
+    fn acquire_takes_the_first_free_slots_in_order_all_or_nothing() {
+        let mut slots = [None, Some('b'), None];
+        assert_eq!(acquire(&mut slots, 'a', 1, 1), Some(0b100));
+        assert_eq!(slots, [None, Some('b'), Some('a')]);
+        // One slot free, two asked: nothing set.
+        assert_eq!(acquire(&mut slots, 'c', 2, 0), None);
+        assert_eq!(slots, [None, Some('b'), Some('a')]);
+        assert_eq!(acquire(&mut slots, 'c', 1, 2), Some(0b001));
+        assert_eq!(acquire(&mut slots, 'd', 1, 0), None);
+        let mut slots = [None, None, None];
+        assert_eq!(acquire(&mut slots, 'a', 2, 2), Some(0b101));
+        assert_eq!(acquire(&mut slots, 'b', 0, 0), None);
+    }
+
+    #[test]
+    fn release_deletes_only_its_own_token_on_the_slots_named() {
+        let mut slots = [Some('a'), Some('b'), Some('a')];
+        assert_eq!(release(&mut slots, 'a', 0b011), 0b001);
+        assert_eq!(slots, [None, Some('b'), Some('a')]);
+        assert_eq!(release(&mut slots, 'a', 0b111), 0b100);
+        assert_eq!(release(&mut slots, 'a', 0b111), 0);
+        assert_eq!(slots, [None, Some('b'), None]);
+    }
+
+    #[test]
+    fn a_client_keeps_the_first_k_slots_won_in_its_order() {
+        assert_eq!(won(&[2, 1, 3], 2), 0b101);
+        assert_eq!(won(&[1, 1], 2), 0);
+        assert_eq!(keep(0b101, 1, 3, 0), Some(0b001));
+        assert_eq!(keep(0b101, 1, 3, 1), Some(0b100));
+        assert_eq!(keep(0b101, 2, 3, 1), Some(0b101));
+        assert_eq!(keep(0b101, 3, 3, 0), None);
+        assert_eq!(keep(0, 0, 3, 0), None);
+        assert_eq!(first(0b101, 3, 1), Some(2));
+        assert_eq!(first(0b101, 3, 0), Some(0));
+        assert_eq!(first(0, 3, 0), None);
+    }
+}
