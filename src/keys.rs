@@ -146,12 +146,9 @@ impl Keys {
 
     /// The keys a release clears: the resources, then the strays (a
     /// permit holder's other slots).
-    pub(crate) fn released(&self) -> impl ExactSizeIterator<Item = &[u8]> + '_ {
-        let strays = self.0.strays.iter();
-        self.slices()
-            .chain(strays.map(Vec::as_slice))
-            .collect::<Vec<_>>()
-            .into_iter()
+    pub(crate) fn released(&self) -> Vec<&[u8]> {
+        let strays = self.0.strays.iter().map(Vec::as_slice);
+        self.slices().chain(strays).collect()
     }
 
     /// The one channel name (after [`RELEASE_CHANNEL_PREFIX`]) a release
@@ -184,6 +181,9 @@ struct SlotsInner {
     fence_key: Option<Vec<u8>>,
     /// `quorumlock:semaphore:{<name>}`: the channel name of its releases.
     base: Vec<u8>,
+    /// Every slot, built once: what a failed attempt releases and a
+    /// waiter watches and looks at.
+    every: Keys,
 }
 
 impl Slots {
@@ -199,15 +199,17 @@ impl Slots {
             )));
         }
         let base = [SEMAPHORE_KEY_PREFIX, b"{", name, b"}"].concat();
-        let keys = (0..permits)
+        let keys: Vec<Vec<u8>> = (0..permits)
             .map(|i| [&base[..], b":", i.to_string().as_bytes()].concat())
             .collect();
         let fence_key = fenced.then(|| [&base[..], b":fence"].concat());
+        let every = slot_keys(&fence_key, &base, keys.clone(), Vec::new());
         Ok(Self(Arc::new(SlotsInner {
             name: name.to_vec(),
             keys,
             fence_key,
             base,
+            every,
         })))
     }
 
@@ -241,27 +243,53 @@ impl Slots {
     /// with the semaphore's fencing counter, announced on its channel; its
     /// release also clears the other slots where they carry its token.
     pub(crate) fn held(&self, slots: &[usize]) -> Keys {
-        let strays = self.except(slots).0.resources.clone();
-        self.keys_of(
-            slots.iter().map(|&i| self.key(i).to_vec()).collect(),
-            strays,
-        )
+        let held = slots.iter().map(|&i| self.key(i).to_vec()).collect();
+        self.keys_of(held, self.rest(slots))
     }
 
     /// The keys of every slot but `kept`: what an attempt that keeps
     /// `kept` may also have set on some node.
     pub(crate) fn except(&self, kept: &[usize]) -> Keys {
+        self.keys_of(self.rest(kept), Vec::new())
+    }
+
+    /// Every slot (built once).
+    pub(crate) fn every(&self) -> &Keys {
+        &self.0.every
+    }
+
+    /// The keys of the slots not in `kept`.
+    fn rest(&self, kept: &[usize]) -> Vec<Vec<u8>> {
         let rest = (0..self.count()).filter(|i| !kept.contains(i));
-        self.keys_of(rest.map(|i| self.key(i).to_vec()).collect(), Vec::new())
+        rest.map(|i| self.key(i).to_vec()).collect()
     }
 
     fn keys_of(&self, resources: Vec<Vec<u8>>, strays: Vec<Vec<u8>>) -> Keys {
-        Keys(Arc::new(Inner {
-            resources,
-            fence_key: self.0.fence_key.clone(),
-            announce: Some(self.0.base.clone()),
-            strays,
-        }))
+        let inner = &self.0;
+        slot_keys(&inner.fence_key, &inner.base, resources, strays)
+    }
+}
+
+/// The [`Keys`] of some of a semaphore's slots (`resources`, and `strays`
+/// a release clears as well), with its fencing counter and channel.
+fn slot_keys(
+    fence_key: &Option<Vec<u8>>,
+    base: &[u8],
+    resources: Vec<Vec<u8>>,
+    strays: Vec<Vec<u8>>,
+) -> Keys {
+    Keys(Arc::new(Inner {
+        resources,
+        fence_key: fence_key.clone(),
+        announce: Some(base.to_vec()),
+        strays,
+    }))
+}
+
+/// The semaphore's name, escaped, for logs.
+impl fmt::Display for Slots {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.0.name.escape_ascii())
     }
 }
 
@@ -356,7 +384,7 @@ mod tests {
         // Its release clears the third slot too, where it carries the token.
         assert_eq!(held.released().len(), 3);
         assert_eq!(
-            held.released().last(),
+            held.released().last().copied(),
             Some(&b"quorumlock:semaphore:{pool}:1"[..])
         );
         assert_eq!(held.fence_key(), slots.fence_key());

@@ -73,7 +73,7 @@ impl Claim {
     pub(crate) fn watched(&self) -> Keys {
         match self {
             Claim::Lock(keys) | Claim::Election(keys) => keys.clone(),
-            Claim::Permits { slots, .. } => slots.except(&[]),
+            Claim::Permits { slots, .. } => slots.every().clone(),
         }
     }
 
@@ -101,7 +101,7 @@ impl Claim {
         match self {
             Claim::Lock(keys) | Claim::Election(keys) => engine.look(keys).await,
             Claim::Permits { slots, want } => {
-                let views = engine.look_at_each(&slots.except(&[])).await;
+                let views = engine.look_at_each(slots.every()).await;
                 NodeView::enough_free(views, *want)
             }
         }
