@@ -103,33 +103,26 @@ pub(crate) async fn acquire_once(
         )
         .await;
 
-        let mut granted = set.reached();
-        let mut fence = None;
-        let mut fence_exhausted = None;
+        let granted = set.reached();
         let Outcome {
-            mut tally,
-            mut failures,
+            tally,
+            failures,
             replies,
             ..
         } = set;
-        if granted && keys.fence_key().is_some() {
-            let counters = replies
-                .iter()
-                .filter(|(_, g)| g.vote == Vote::Yes)
-                .map(|(_, g)| g.counter);
-            match fence_token(engine, keys, token, counters, valid_until).await {
-                Fenced::Token(proposed) => fence = Some(proposed),
-                Fenced::NotCommitted(commit) => {
-                    granted = false;
-                    failures.extend(commit.failures);
-                    tally = commit.tally;
-                }
-                Fenced::Exhausted(highest) => {
-                    granted = false;
-                    fence_exhausted = Some(highest);
-                }
-            }
-        }
+        let counters = replies
+            .iter()
+            .filter(|(_, g)| g.vote == Vote::Yes)
+            .map(|(_, g)| g.counter);
+        let Verdict {
+            granted,
+            tally,
+            failures,
+            fence,
+            fence_exhausted,
+        } = Verdict::new(granted, tally, failures)
+            .fenced(engine, keys, token, counters, valid_until)
+            .await;
         // One clock read: the validity left is the deadline's, at `now`.
         let now = Instant::now();
         let elapsed = now.saturating_duration_since(start);
@@ -189,44 +182,70 @@ pub(crate) async fn clean_up(
     let _ = tokio::time::timeout(timeout, cleanup).await;
 }
 
-/// How the fencing token of a granted attempt ended.
-pub(crate) enum Fenced {
-    /// Committed by a majority: the token.
-    Token(u64),
-    /// The commit reached no majority in time (the attempt fails).
-    NotCommitted(Outcome<Commit>),
-    /// No token above the highest counter read is left.
-    Exhausted(u64),
+/// Where an attempt stands after its votes and, for a fenced lock or
+/// semaphore, its fencing token: granted or not, the tally and failures an
+/// error would report, the token.
+pub(crate) struct Verdict {
+    pub(crate) granted: bool,
+    pub(crate) tally: Tally,
+    pub(crate) failures: Vec<NodeFailure>,
+    pub(crate) fence: Option<u64>,
+    /// Set, to the highest counter read, when no token above it is left.
+    pub(crate) fence_exhausted: Option<u64>,
 }
 
-/// The fencing token of an attempt granted on `keys`: proposed above the
-/// `counters` the granting nodes read (see [`fence::propose`]), then
-/// committed ([`commit_fence`]).
-pub(crate) async fn fence_token(
-    engine: &Engine,
-    keys: &Keys,
-    token: &Token,
-    counters: impl Iterator<Item = u64>,
-    valid_until: Instant,
-) -> Fenced {
-    match fence::propose(counters) {
-        Ok(proposed) => {
-            let commit = commit_fence(engine, keys, token, proposed, valid_until).await;
-            if commit.reached() {
-                Fenced::Token(proposed)
-            } else {
-                debug!(
-                    yes = commit.tally.yes(),
-                    no = commit.tally.no(),
-                    "fence commit failed"
-                );
-                Fenced::NotCommitted(commit)
+impl Verdict {
+    /// The verdict of the votes alone.
+    pub(crate) fn new(granted: bool, tally: Tally, failures: Vec<NodeFailure>) -> Self {
+        Self {
+            granted,
+            tally,
+            failures,
+            fence: None,
+            fence_exhausted: None,
+        }
+    }
+
+    /// For a granted attempt on fenced `keys`, the fencing token: proposed
+    /// above the `counters` the granting nodes read (see
+    /// [`fence::propose`]), then committed ([`commit_fence`]). A commit
+    /// that reaches no majority in time fails the attempt with the
+    /// commit's tally; no token left fails it as exhausted. Otherwise
+    /// unchanged.
+    pub(crate) async fn fenced(
+        mut self,
+        engine: &Engine,
+        keys: &Keys,
+        token: &Token,
+        counters: impl Iterator<Item = u64>,
+        valid_until: Instant,
+    ) -> Self {
+        if !self.granted || keys.fence_key().is_none() {
+            return self;
+        }
+        match fence::propose(counters) {
+            Ok(proposed) => {
+                let commit = commit_fence(engine, keys, token, proposed, valid_until).await;
+                if commit.reached() {
+                    self.fence = Some(proposed);
+                } else {
+                    debug!(
+                        yes = commit.tally.yes(),
+                        no = commit.tally.no(),
+                        "fence commit failed"
+                    );
+                    self.granted = false;
+                    self.failures.extend(commit.failures);
+                    self.tally = commit.tally;
+                }
+            }
+            Err(highest) => {
+                debug!(highest, "fencing tokens exhausted");
+                self.granted = false;
+                self.fence_exhausted = Some(highest);
             }
         }
-        Err(highest) => {
-            debug!(highest, "fencing tokens exhausted");
-            Fenced::Exhausted(highest)
-        }
+        self
     }
 }
 

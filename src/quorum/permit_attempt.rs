@@ -13,9 +13,9 @@ use tracing::debug;
 use crate::keys::Slots;
 use crate::node::reply::Vote;
 use crate::node::slots::SlotGrant;
-use crate::quorum::attempt::{self, Attempt, AttemptFailure, CleanupOnDrop, Fenced};
+use crate::quorum::attempt::{self, Attempt, AttemptFailure, CleanupOnDrop, Verdict};
 use crate::quorum::engine::Engine;
-use crate::quorum::fanout::{self, Count, Plan};
+use crate::quorum::fanout::{self, Count, Outcome, Plan};
 use crate::quorum::rule::{Decision, Tally};
 use crate::quorum::set_order::SetFuture;
 use crate::quorum::slots::SlotVotes;
@@ -61,8 +61,7 @@ pub(crate) async fn take_once(
     ttl: Duration,
     drift: Duration,
 ) -> Attempt {
-    let name = slots.name().escape_ascii().to_string();
-    let span = tracing::debug_span!("permit_attempt", semaphore = %name, want, token = %token);
+    let span = tracing::debug_span!("permit_attempt", semaphore = %slots, want, token = %token);
     in_span(span, async move {
         let start = Instant::now();
         let valid_until = validity::deadline(start, ttl, drift).unwrap_or(start);
@@ -71,7 +70,7 @@ pub(crate) async fn take_once(
         let first = random::below(count);
         let command = crate::node::commands::Command::take_slots(slots, first, want, token, ttl);
         let sets = SetFuture::for_attempt(engine.nodes.len());
-        let every_slot = slots.except(&[]);
+        let every_slot = slots.every();
         let mut guard = CleanupOnDrop {
             engine: engine.clone(),
             keys: every_slot.clone(),
@@ -105,30 +104,27 @@ pub(crate) async fn take_once(
         .await;
         let votes = votes.0;
         let kept = votes.kept();
-        let mut granted = set.reached();
         let held = slots.held(&kept);
-        let mut tally = votes.summary(&set.tally);
-        let mut failures = set.failures;
-        let (mut fence, mut fence_exhausted) = (None, None);
-        if granted && slots.fence_key().is_some() {
-            let counters = set
-                .replies
-                .iter()
-                .filter(|(_, g)| g.granted())
-                .map(|(_, g)| g.counter);
-            match attempt::fence_token(engine, &held, token, counters, valid_until).await {
-                Fenced::Token(committed) => fence = Some(committed),
-                Fenced::NotCommitted(commit) => {
-                    granted = false;
-                    failures.extend(commit.failures);
-                    tally = commit.tally;
-                }
-                Fenced::Exhausted(highest) => {
-                    granted = false;
-                    fence_exhausted = Some(highest);
-                }
-            }
-        }
+        let reached = set.reached();
+        let Outcome {
+            tally: votes_tally,
+            failures,
+            replies,
+            ..
+        } = set;
+        let counters = replies
+            .iter()
+            .filter(|(_, g)| g.granted())
+            .map(|(_, g)| g.counter);
+        let Verdict {
+            granted,
+            tally,
+            failures,
+            fence,
+            fence_exhausted,
+        } = Verdict::new(reached, votes.summary(&votes_tally), failures)
+            .fenced(engine, &held, token, counters, valid_until)
+            .await;
         let now = Instant::now();
         let elapsed = now.saturating_duration_since(start);
         let valid = !validity::left(valid_until, now).is_zero();
@@ -140,10 +136,7 @@ pub(crate) async fn take_once(
             // that answered late go with the holder's release, which
             // clears every slot carrying the token.) While permits are
             // free every node sets the same slots, and nothing is sent.
-            let answers = set
-                .replies
-                .iter()
-                .map(|(i, g)| (*i, g.positions.as_slice()));
+            let answers = replies.iter().map(|(i, g)| (*i, g.positions.as_slice()));
             let beyond = votes.beyond(&kept, answers);
             if !beyond.is_empty() {
                 let others = slots.except(&kept);
@@ -157,7 +150,7 @@ pub(crate) async fn take_once(
             };
         }
         debug!(?elapsed, best = tally.yes(), "permit attempt failed");
-        attempt::clean_up(engine, &every_slot, token, sets, &tally, timeout).await;
+        attempt::clean_up(engine, every_slot, token, sets, &tally, timeout).await;
         Attempt::Failed(AttemptFailure {
             tally,
             failures,
