@@ -45,51 +45,22 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use support::checker::{Checker, Figures, Outcome};
-use support::safety::{SafetyOutcome, SafetyRun};
-use support::workload::{Strategy, Workload};
-use support::{report, unique, Cluster, Fault, NodeOptions, OneAttempt};
-
-fn env_u64(name: &str, default: u64) -> u64 {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
+use support::safety::{SafetyOutcome, SafetyRun, Sizes};
+use support::workload::Strategy;
+use support::{report, unique, Cluster, Fault, OneAttempt};
 
 /// The randomized run as CI sizes it, grown by the environment; with
-/// `QUORUMLOCK_SAFETY_LONG=1`, the long run's shape (many resources, short
-/// TTLs and holds: many grants per second).
+/// `QUORUMLOCK_SAFETY_LONG=1`, the long run's shape.
 fn ci_run(seed: u64) -> SafetyRun {
-    let long = std::env::var("QUORUMLOCK_SAFETY_LONG").as_deref() == Ok("1");
-    let secs = env_u64("QUORUMLOCK_SAFETY_SECS", 12).max(3);
-    let clients = env_u64("QUORUMLOCK_SAFETY_CLIENTS", if long { 96 } else { 12 }).max(1);
-    let ms = Duration::from_millis;
-    SafetyRun {
+    SafetyRun::ci(
         seed,
-        duration: Duration::from_secs(secs),
-        nodes: 5,
-        max_faulty: 2,
-        node_options: NodeOptions::default(),
-        workload: Workload {
-            clients: clients as usize,
-            resources: if long { 48 } else { 3 },
-            ttls: if long {
-                vec![ms(150), ms(250), ms(400)]
-            } else {
-                vec![ms(250), ms(400), ms(600)]
-            },
-            work: ms(if long { 20 } else { 40 }),
-            extend_one_in: 4,
-            extend_ttls: (ms(80), ms(if long { 500 } else { 800 })),
-            cancel_one_in: 8,
-            cancel_extend_one_in: 3,
-            cancel_within: ms(60),
-            think: ms(if long { 10 } else { 20 }),
-            node_timeout: ms(if long { 100 } else { 50 }),
-            retry_count: 2,
-            retry_delay_max: ms(50),
+        Sizes {
+            secs: 12,
+            resources: 3,
+            long_resources: 48,
+            long_clients: 96,
         },
-    }
+    )
 }
 
 /// `QUORUMLOCK_SAFETY_STRATEGY`: `plain` (default), `fenced` or

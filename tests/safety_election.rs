@@ -37,44 +37,24 @@ use quorumlock_testkit as support;
 use std::time::Duration;
 
 use support::leaders::{epoch_inversions, Leaders};
-use support::safety::{env_u64, long_shape, SafetyOutcome, SafetyRun};
-use support::workload::Workload;
+use support::safety::{long_shape, SafetyOutcome, SafetyRun, Sizes};
 use support::{report, NodeOptions};
 
 /// The randomized run as CI sizes it, grown by the environment.
 fn ci_run(seed: u64) -> SafetyRun {
-    let long = long_shape();
-    let secs = env_u64("QUORUMLOCK_SAFETY_SECS", 10).max(3);
-    let clients = env_u64("QUORUMLOCK_SAFETY_CLIENTS", if long { 48 } else { 12 }).max(1);
-    let ms = Duration::from_millis;
-    SafetyRun {
+    let mut run = SafetyRun::ci(
         seed,
-        duration: Duration::from_secs(secs),
-        nodes: 5,
-        max_faulty: 2,
-        node_options: NodeOptions::default(),
-        workload: Workload {
-            clients: clients as usize,
-            resources: if long { 16 } else { 3 },
-            ttls: if long {
-                vec![ms(150), ms(250), ms(400)]
-            } else {
-                vec![ms(250), ms(400), ms(600)]
-            },
-            work: ms(if long { 20 } else { 40 }),
-            // Leaderships renew themselves; they are not extended by hand.
-            extend_one_in: 0,
-            extend_ttls: (ms(80), ms(800)),
-            cancel_one_in: 8,
-            // Here: how often a proclamation is dropped.
-            cancel_extend_one_in: 3,
-            cancel_within: ms(60),
-            think: ms(if long { 10 } else { 20 }),
-            node_timeout: ms(if long { 100 } else { 50 }),
-            retry_count: 2,
-            retry_delay_max: ms(50),
+        Sizes {
+            secs: 10,
+            resources: 3,
+            long_resources: 16,
+            long_clients: 48,
         },
-    }
+    );
+    // Leaderships renew themselves; they are not extended by hand. Here
+    // `cancel_extend_one_in` is how often a proclamation is dropped.
+    run.workload.extend_one_in = 0;
+    run
 }
 
 /// How long leaders hold at most: past the largest TTL, so renewals run.

@@ -38,42 +38,20 @@ use std::time::{Duration, Instant};
 use support::admission::{over_admissions, slot_overlaps};
 use support::checker::{Checker, PlainStore};
 use support::permits::Permits;
-use support::safety::{env_u64, long_shape, SafetyRun};
-use support::workload::Workload;
+use support::safety::{SafetyRun, Sizes};
 use support::{report, unique, Cluster, NodeOptions};
 
 /// The randomized run as CI sizes it, grown by the environment.
 fn ci_run(seed: u64) -> SafetyRun {
-    let long = long_shape();
-    let secs = env_u64("QUORUMLOCK_SAFETY_SECS", 10).max(3);
-    let clients = env_u64("QUORUMLOCK_SAFETY_CLIENTS", if long { 96 } else { 12 }).max(1);
-    let ms = Duration::from_millis;
-    SafetyRun {
+    SafetyRun::ci(
         seed,
-        duration: Duration::from_secs(secs),
-        nodes: 5,
-        max_faulty: 2,
-        node_options: NodeOptions::default(),
-        workload: Workload {
-            clients: clients as usize,
-            resources: if long { 24 } else { 2 },
-            ttls: if long {
-                vec![ms(150), ms(250), ms(400)]
-            } else {
-                vec![ms(250), ms(400), ms(600)]
-            },
-            work: ms(if long { 20 } else { 40 }),
-            extend_one_in: 4,
-            extend_ttls: (ms(80), ms(if long { 500 } else { 800 })),
-            cancel_one_in: 8,
-            cancel_extend_one_in: 3,
-            cancel_within: ms(60),
-            think: ms(if long { 10 } else { 20 }),
-            node_timeout: ms(if long { 100 } else { 50 }),
-            retry_count: 2,
-            retry_delay_max: ms(50),
+        Sizes {
+            secs: 10,
+            resources: 2,
+            long_resources: 24,
+            long_clients: 96,
         },
-    }
+    )
 }
 
 /// Runs `permits` under the nemesis and asserts the semaphore's promises.

@@ -266,6 +266,65 @@ impl SafetyRun {
     }
 }
 
+/// The size of a randomized run: as CI runs it, and its long shape
+/// (`QUORUMLOCK_SAFETY_LONG=1`: many resources, short TTLs and holds, many
+/// grants per second).
+#[derive(Debug, Clone, Copy)]
+pub struct Sizes {
+    /// Seconds, unless `QUORUMLOCK_SAFETY_SECS` says otherwise.
+    pub secs: u64,
+    /// Resources in CI.
+    pub resources: usize,
+    /// Resources in the long shape.
+    pub long_resources: usize,
+    /// Clients in the long shape (12 in CI), unless
+    /// `QUORUMLOCK_SAFETY_CLIENTS` says otherwise.
+    pub long_clients: u64,
+}
+
+impl SafetyRun {
+    /// The randomized run of `sizes` on five nodes (two of them faulty at
+    /// most), grown by the environment: the one shape every safety suite
+    /// shares.
+    pub fn ci(seed: u64, sizes: Sizes) -> SafetyRun {
+        let long = long_shape();
+        let secs = env_u64("QUORUMLOCK_SAFETY_SECS", sizes.secs).max(3);
+        let clients = if long { sizes.long_clients } else { 12 };
+        let clients = env_u64("QUORUMLOCK_SAFETY_CLIENTS", clients).max(1);
+        let ms = Duration::from_millis;
+        SafetyRun {
+            seed,
+            duration: Duration::from_secs(secs),
+            nodes: 5,
+            max_faulty: 2,
+            node_options: super::NodeOptions::default(),
+            workload: Workload {
+                clients: usize::try_from(clients).unwrap_or(usize::MAX),
+                resources: if long {
+                    sizes.long_resources
+                } else {
+                    sizes.resources
+                },
+                ttls: if long {
+                    vec![ms(150), ms(250), ms(400)]
+                } else {
+                    vec![ms(250), ms(400), ms(600)]
+                },
+                work: ms(if long { 20 } else { 40 }),
+                extend_one_in: 4,
+                extend_ttls: (ms(80), ms(if long { 500 } else { 800 })),
+                cancel_one_in: 8,
+                cancel_extend_one_in: 3,
+                cancel_within: ms(60),
+                think: ms(if long { 10 } else { 20 }),
+                node_timeout: ms(if long { 100 } else { 50 }),
+                retry_count: 2,
+                retry_delay_max: ms(50),
+            },
+        }
+    }
+}
+
 /// A number from the environment variable `name`, or `default`.
 pub fn env_u64(name: &str, default: u64) -> u64 {
     std::env::var(name)
