@@ -49,6 +49,51 @@ pub(crate) struct AttemptFailure {
     pub(crate) fence_exhausted: Option<u64>,
 }
 
+/// What every kind of attempt sets up before its first send: the clock
+/// read its validity counts from, the validity's end, how long each node
+/// may take, the majority it needs, the `SET`s a release on each node
+/// waits behind, and the release of `keys` spawned if the attempt is
+/// dropped (until the attempt takes `guard.sets`).
+pub(crate) struct Begun {
+    pub(crate) start: Instant,
+    pub(crate) valid_until: Instant,
+    pub(crate) timeout: Duration,
+    pub(crate) plan: Plan,
+    pub(crate) sets: Vec<SetFuture>,
+    pub(crate) guard: CleanupOnDrop,
+}
+
+impl Begun {
+    /// An attempt of `token` on `keys` for `ttl`, starting now.
+    pub(crate) fn now(
+        engine: &Arc<Engine>,
+        keys: &Keys,
+        token: &Token,
+        ttl: Duration,
+        drift: Duration,
+    ) -> Self {
+        let start = Instant::now();
+        let timeout = engine.config.node_timeout.min(validity::budget(ttl, drift));
+        let sets = SetFuture::for_attempt(engine.nodes.len());
+        Self {
+            start,
+            valid_until: validity::deadline(start, ttl, drift).unwrap_or(start),
+            timeout,
+            plan: Plan {
+                timeout,
+                ..engine.majority(None)
+            },
+            guard: CleanupOnDrop {
+                engine: engine.clone(),
+                keys: keys.clone(),
+                token: token.clone(),
+                sets: Some(sets.clone()),
+            },
+            sets,
+        }
+    }
+}
+
 /// One Redlock attempt with a fresh `token`.
 ///
 /// On failure every node is told to release before this returns (each
@@ -64,23 +109,16 @@ pub(crate) async fn acquire_once(
 ) -> Attempt {
     let span = tracing::debug_span!("acquire_attempt", resource = %keys, token = %token);
     in_span(span, async move {
-        let start = Instant::now();
-        let valid_until = validity::deadline(start, ttl, drift).unwrap_or(start);
-        let timeout = engine.config.node_timeout.min(validity::budget(ttl, drift));
-        let command = Command::acquire(keys, token, ttl);
-        let sets = SetFuture::for_attempt(engine.nodes.len());
-        let mut guard = CleanupOnDrop {
-            engine: engine.clone(),
-            keys: keys.clone(),
-            token: token.clone(),
-            sets: Some(sets.clone()),
-        };
-
-        let quarantine = engine.config.restart_quarantine;
-        let plan = Plan {
+        let Begun {
+            start,
+            valid_until,
             timeout,
-            ..engine.majority(None)
-        };
+            plan,
+            sets,
+            mut guard,
+        } = Begun::now(engine, keys, token, ttl, drift);
+        let command = Command::acquire(keys, token, ttl);
+        let quarantine = engine.config.restart_quarantine;
         let set = fanout::ask(
             &engine.nodes,
             &engine.background,

@@ -13,11 +13,10 @@ use tracing::debug;
 use crate::keys::Slots;
 use crate::node::reply::Vote;
 use crate::node::slots::SlotGrant;
-use crate::quorum::attempt::{self, Attempt, AttemptFailure, CleanupOnDrop, Verdict};
+use crate::quorum::attempt::{self, Attempt, AttemptFailure, Begun, Verdict};
 use crate::quorum::engine::Engine;
-use crate::quorum::fanout::{self, Count, Outcome, Plan};
+use crate::quorum::fanout::{self, Count, Outcome};
 use crate::quorum::rule::{Decision, Tally};
-use crate::quorum::set_order::SetFuture;
 use crate::quorum::slots::SlotVotes;
 use crate::quorum::traced::in_span;
 use crate::random;
@@ -63,26 +62,19 @@ pub(crate) async fn take_once(
 ) -> Attempt {
     let span = tracing::debug_span!("permit_attempt", semaphore = %slots, want, token = %token);
     in_span(span, async move {
-        let start = Instant::now();
-        let valid_until = validity::deadline(start, ttl, drift).unwrap_or(start);
-        let timeout = engine.config.node_timeout.min(validity::budget(ttl, drift));
         let count = slots.count();
         let first = random::below(count);
-        let command = crate::node::commands::Command::take_slots(slots, first, want, token, ttl);
-        let sets = SetFuture::for_attempt(engine.nodes.len());
         let every_slot = slots.every();
-        let mut guard = CleanupOnDrop {
-            engine: engine.clone(),
-            keys: every_slot.clone(),
-            token: token.clone(),
-            sets: Some(sets.clone()),
-        };
-
-        let quarantine = engine.config.restart_quarantine;
-        let plan = Plan {
+        let Begun {
+            start,
+            valid_until,
             timeout,
-            ..engine.majority(None)
-        };
+            plan,
+            sets,
+            mut guard,
+        } = Begun::now(engine, every_slot, token, ttl, drift);
+        let command = crate::node::commands::Command::take_slots(slots, first, want, token, ttl);
+        let quarantine = engine.config.restart_quarantine;
         let mut votes = SlotCount(SlotVotes::new(count, first, want, engine.needed()));
         let set = fanout::counted(
             &engine.nodes,
