@@ -144,11 +144,15 @@ impl Keys {
         ResourceName::new(self.first())
     }
 
-    /// The keys a release clears: the resources, then the strays (a
-    /// permit holder's other slots).
-    pub(crate) fn released(&self) -> Vec<&[u8]> {
+    /// The keys a release clears when there is more to clear than the
+    /// resources: the resources, then the strays (a permit holder's other
+    /// slots); `None` when the resources are all.
+    pub(crate) fn released(&self) -> Option<Vec<&[u8]>> {
+        if self.0.strays.is_empty() {
+            return None;
+        }
         let strays = self.0.strays.iter().map(Vec::as_slice);
-        self.slices().chain(strays).collect()
+        Some(self.slices().chain(strays).collect())
     }
 
     /// The one channel name (after [`RELEASE_CHANNEL_PREFIX`]) a release
@@ -382,11 +386,14 @@ mod tests {
         );
         assert_eq!(held.channels(), [&b"quorumlock:semaphore:{pool}"[..]]);
         // Its release clears the third slot too, where it carries the token.
-        assert_eq!(held.released().len(), 3);
+        let released = held.released().unwrap_or_default();
+        assert_eq!(released.len(), 3);
         assert_eq!(
-            held.released().last().copied(),
+            released.last().copied(),
             Some(&b"quorumlock:semaphore:{pool}:1"[..])
         );
+        // A lock's release clears its resources only.
+        assert!(Keys::one(b"job", false).unwrap().released().is_none());
         assert_eq!(held.fence_key(), slots.fence_key());
         let rest = slots.except(&[2, 0]);
         assert_eq!(

@@ -69,7 +69,7 @@ impl Command {
     /// announced to waiters on the resource's channel when `announce` says
     /// so.
     pub(crate) fn release(keys: &Keys, token: &Token, announce: Announce) -> Arc<Self> {
-        Self::call(&lua::RELEASE, keys.released(), |cmd| {
+        let args = |cmd: &mut Cmd| {
             cmd.arg(token.as_str()).arg(match announce {
                 Announce::Waiters => "1",
                 Announce::Silently => "0",
@@ -77,7 +77,12 @@ impl Command {
             if let Some(channel) = keys.announce() {
                 cmd.arg(channel);
             }
-        })
+        };
+        // A lock's keys are its resources: no list to build per release.
+        match keys.released() {
+            Some(with_strays) => Self::call(&lua::RELEASE, with_strays, args),
+            None => Self::call(&lua::RELEASE, keys.slices(), args),
+        }
     }
 
     /// Takes `want` of the semaphore's slots, all or none, looking at them
