@@ -405,8 +405,10 @@ async fn what_a_grant_set_besides_its_slot_is_released_and_others_stay() {
     // Whatever slot an attempt lists first, nodes 0 and 1 set slot 1, nodes
     // 3 and 4 slot 0, node 2 one of them: one slot is won on three nodes,
     // the other was set on two. The holder keeps the won slot; the other
-    // two keys of its token go in the background, and the other owner's
-    // keys stay, also after the holder's release.
+    // two keys of its token go in the background (from the nodes that
+    // answered before the grant) or with the holder's release (from a node
+    // that answered after it), and the other owner's keys stay, also after
+    // the holder's release.
     let cluster = Cluster::shared(5);
     let redlock = cluster.redlock().await;
     let name = unique("sem-leftovers");
@@ -444,7 +446,6 @@ async fn what_a_grant_set_besides_its_slot_is_released_and_others_stay() {
         w.iter().filter(|v| ours(v)).count() == 3
             && w.iter().filter(|v| theirs(v)).count() == 2
             && l.iter().filter(|v| theirs(v)).count() == 2
-            && l.iter().filter(|v| v.is_some()).count() == 2
     })
     .await;
     assert!(
