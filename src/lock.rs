@@ -15,6 +15,7 @@ use crate::lease::state::Lease;
 use crate::lease::task;
 use crate::lease::term::Term;
 use crate::quorum::engine::Engine;
+use crate::quorum::repair::Repairs;
 use crate::quorum::retry::Granted;
 use crate::quorum::set_order::SetFuture;
 use crate::token::Token;
@@ -65,6 +66,9 @@ pub(crate) struct Held {
     /// Serialises extensions, so the term recorded is the one of the
     /// extension confirmed last.
     pub(crate) extending: tokio::sync::Mutex<()>,
+    /// The repairs of the lock's keys, each ordered before the release on
+    /// its node.
+    pub(crate) repairs: Arc<Repairs>,
 }
 
 impl Lock {
@@ -84,8 +88,10 @@ impl Lock {
             drift: validity::drift(ttl, engine.config.drift_factor),
         };
         let lease = Lease::new(keys.clone(), term, engine.leases.clone(), holding);
+        let repairs = Arc::new(Repairs::new(engine.nodes.len()));
         Self {
             held: Arc::new(Held {
+                repairs,
                 engine,
                 keys,
                 token,
@@ -404,7 +410,7 @@ impl Lock {
         let held = &self.held;
         held.lease.end();
         held.engine
-            .release(&held.keys, &held.token, held.sets.clone())
+            .release(&held.keys, &held.token, held.sets.clone(), &held.repairs)
             .await
     }
 }
@@ -430,7 +436,15 @@ impl Held {
         let start = Instant::now();
         let next = self
             .engine
-            .extend(&self.keys, &self.token, ttl, drift, start, current.deadline)
+            .extend(
+                &self.keys,
+                &self.token,
+                &self.repairs,
+                ttl,
+                drift,
+                start,
+                current.deadline,
+            )
             .await?;
         self.lease.extended(next)?;
         Ok(next.deadline)
@@ -451,8 +465,12 @@ impl Drop for Lock {
         }
         let held = &self.held;
         held.lease.end();
-        held.engine
-            .spawn_release(held.keys.clone(), held.token.clone(), held.sets.clone());
+        held.engine.spawn_release(
+            held.keys.clone(),
+            held.token.clone(),
+            held.sets.clone(),
+            Some(held.repairs.clone()),
+        );
     }
 }
 

@@ -298,3 +298,138 @@ async fn restarts_under_renewal_regain_full_coverage() {
         lock.release().await.expect("release");
     }
 }
+
+/// The lock's key on node 2 is deleted and node 2's replies are held, so
+/// that its "missing" answer to the next extension arrives after the
+/// holder's release was sent there. Returns once that answer is queued.
+async fn lose_the_key_on_node_2_then_hold_its_replies(
+    cluster: &Cluster,
+    key: &str,
+) -> support::FaultHandle {
+    let _: () = cluster.exec(2, redis::cmd("DEL").arg(key));
+    let link = cluster.proxy(2);
+    link.hold(Direction::Replies);
+    link
+}
+
+/// After the release returned and the client settled, `key` is on no
+/// node: a repair answering a late "missing" never lands behind the
+/// release.
+async fn nothing_left_behind(cluster: &Cluster, redlock: &quorumlock::Redlock, key: &str) {
+    assert!(redlock.settle(LIMIT).await, "background work never ended");
+    assert_eq!(
+        tokens(cluster, key),
+        vec![None; 3],
+        "a repair landed after the release\n{}",
+        cluster.logs()
+    );
+}
+
+/// A client whose node 2 may answer late and still count (its held
+/// replies are released within the node timeout).
+async fn three_proxied_nodes(cluster: &mut Cluster) -> quorumlock::Redlock {
+    cluster
+        .proxied_builder()
+        .node_timeout(Duration::from_secs(3))
+        .build()
+        .await
+        .expect("build")
+}
+
+/// Waits until node 2's answer to an extension is held at its proxy, then
+/// lets every held reply through.
+async fn late_missing_reply(link: &support::FaultHandle) {
+    assert!(
+        eventually(LIMIT, || link.queued(Direction::Replies) > 0).await,
+        "node 2's reply never reached the proxy"
+    );
+}
+
+/// Issue: a lock extended (confirmed by nodes 0 and 1) and released at
+/// once, while node 2's "missing" is still on its way: the repair that
+/// answer starts must not put the key back after the release. Negative
+/// control: without the ordering (a repair that ignores the release), the
+/// key is back on node 2 with the released token in every run.
+#[tokio::test]
+async fn a_repair_never_lands_after_the_lock_is_released() {
+    let mut cluster = Cluster::local(3);
+    let redlock = three_proxied_nodes(&mut cluster).await;
+    let name = unique("repair-release");
+    let lock = redlock.acquire(&name, TTL * 3).await.expect("acquire");
+    token_everywhere(&cluster, &name).await;
+    let link = lose_the_key_on_node_2_then_hold_its_replies(&cluster, &name).await;
+    lock.extend(TTL * 3).await.expect("extend on two nodes");
+    late_missing_reply(&link).await;
+    lock.release().await.expect("release");
+    link.release(Direction::Replies);
+    nothing_left_behind(&cluster, &redlock, &name).await;
+}
+
+/// The same for a dropped lock (its release runs in the background).
+#[tokio::test]
+async fn a_repair_never_lands_after_a_dropped_lock() {
+    let mut cluster = Cluster::local(3);
+    let redlock = three_proxied_nodes(&mut cluster).await;
+    let name = unique("repair-drop");
+    let lock = redlock.acquire(&name, TTL * 3).await.expect("acquire");
+    token_everywhere(&cluster, &name).await;
+    let link = lose_the_key_on_node_2_then_hold_its_replies(&cluster, &name).await;
+    lock.extend(TTL * 3).await.expect("extend on two nodes");
+    late_missing_reply(&link).await;
+    drop(lock);
+    link.release(Direction::Replies);
+    nothing_left_behind(&cluster, &redlock, &name).await;
+}
+
+/// The same for a semaphore's permit: its slot key.
+#[tokio::test]
+async fn a_repair_never_lands_after_a_permit_is_released() {
+    let mut cluster = Cluster::local(3);
+    let redlock = three_proxied_nodes(&mut cluster).await;
+    let name = unique("repair-permit");
+    let slot = format!("quorumlock:semaphore:{{{name}}}:0");
+    let permit = redlock
+        .semaphore(&name, 1, TTL * 3)
+        .acquire()
+        .await
+        .expect("permit");
+    token_everywhere(&cluster, &slot).await;
+    let link = lose_the_key_on_node_2_then_hold_its_replies(&cluster, &slot).await;
+    permit.extend(TTL * 3).await.expect("extend on two nodes");
+    late_missing_reply(&link).await;
+    permit.release().await.expect("release");
+    link.release(Direction::Replies);
+    nothing_left_behind(&cluster, &redlock, &slot).await;
+}
+
+/// The same for a leadership: a resignation right after a renewal that
+/// node 2 answered "missing" (late) leaves no lock key and no record.
+#[tokio::test]
+async fn a_repair_never_lands_after_a_resignation() {
+    let mut cluster = Cluster::local(3);
+    let redlock = three_proxied_nodes(&mut cluster).await;
+    let name = unique("repair-resign");
+    let key = format!("quorumlock:election:{{{name}}}");
+    let leadership = redlock
+        .campaign(&name, TTL * 3)
+        .auto_renew(Renewal::every(Duration::from_millis(200)))
+        .lead()
+        .await
+        .expect("lead");
+    token_everywhere(&cluster, &key).await;
+    let renewed = redlock.stats().leases.renewals;
+    let link = lose_the_key_on_node_2_then_hold_its_replies(&cluster, &key).await;
+    late_missing_reply(&link).await;
+    assert!(
+        eventually(LIMIT, || redlock.stats().leases.renewals > renewed).await,
+        "no renewal confirmed by nodes 0 and 1"
+    );
+    leadership.resign().await.expect("resign");
+    link.release(Direction::Replies);
+    nothing_left_behind(&cluster, &redlock, &key).await;
+    assert_eq!(
+        tokens(&cluster, &format!("{key}:leader")),
+        vec![None; 3],
+        "the record was restored after the resignation"
+    );
+}

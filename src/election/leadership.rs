@@ -51,7 +51,10 @@ pub struct Leadership {
 }
 
 impl Leadership {
+    /// The leadership of `lock`, whose `record` was proclaimed at quorum:
+    /// from now on a repair of the lock restores that record too.
     pub(crate) fn new(lock: Lock, name: Vec<u8>, record: Record) -> Self {
+        lock.held.repairs.restore(record.clone());
         Self { lock, name, record }
     }
 
@@ -170,6 +173,7 @@ impl Leadership {
         self.record.seq = next.seq;
         match election::proclaim(&held.engine, &held.keys, &next, self.deadline()).await {
             Ok(()) => {
+                held.repairs.restore(next.clone());
                 self.record = next;
                 Ok(())
             }

@@ -337,7 +337,7 @@ impl Drop for CleanupOnDrop {
     fn drop(&mut self) {
         if let Some(sets) = self.sets.take() {
             self.engine
-                .spawn_release(self.keys.clone(), self.token.clone(), sets);
+                .spawn_release(self.keys.clone(), self.token.clone(), sets, None);
         }
     }
 }

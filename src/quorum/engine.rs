@@ -23,7 +23,7 @@ use crate::quorum::background::Background;
 use crate::quorum::fanout::{self, Outcome, Plan};
 use crate::quorum::handoff::Handoff;
 use crate::quorum::remote_check::{self, Remote};
-use crate::quorum::repair::Gate;
+use crate::quorum::repair::{Gate, Repairs};
 use crate::quorum::rule::{self};
 use crate::quorum::set_order::SetFuture;
 use crate::random;
@@ -122,18 +122,22 @@ impl Engine {
         needed: usize,
         announce: Announce,
     ) -> Outcome<bool> {
-        self.release_among(&self.nodes, keys, token, sets, needed, announce)
+        self.release_among(&self.nodes, keys, token, sets, None, needed, announce)
             .await
     }
 
     /// [`release_after`](Self::release_after) on `nodes`, some of this
-    /// engine's, with one of `sets` per node of `nodes`.
+    /// engine's, with one of `sets` per node of `nodes`; with a held lock's
+    /// `repairs` (`nodes` being all of the engine's), each node's release
+    /// also waits for a repair running there and stops any later one.
+    #[allow(clippy::too_many_arguments)]
     async fn release_among(
         &self,
         nodes: &Arc<[Node]>,
         keys: &Keys,
         token: &Token,
         sets: Vec<SetFuture>,
+        repairs: Option<&Arc<Repairs>>,
         needed: usize,
         announce: Announce,
     ) -> Outcome<bool> {
@@ -149,12 +153,16 @@ impl Engine {
             nodes,
             &self.background,
             plan,
-            |_, node, window| {
+            |i, node, window| {
                 let (node, command, keys) = (node.clone(), command.clone(), keys.clone());
                 let set = sets.next();
+                let repairs = repairs.cloned();
                 async move {
                     if let Some(set) = set {
                         set.over().await;
+                    }
+                    if let Some(repairs) = repairs {
+                        repairs.close(i).await;
                     }
                     match node.release(&keys, &command, window).await {
                         Err(failure) if everyone && !failure.kind.is_timeout() => Ok(false),
@@ -176,11 +184,20 @@ impl Engine {
         keys: &Keys,
         token: &Token,
         sets: Vec<SetFuture>,
+        repairs: &Arc<Repairs>,
     ) -> Result<(), Error> {
         let span = tracing::debug_span!("release", resource = %keys, token = %token);
         in_span(span, async move {
             let outcome = self
-                .release_after(keys, token, sets, self.needed(), Announce::Waiters)
+                .release_among(
+                    &self.nodes,
+                    keys,
+                    token,
+                    sets,
+                    Some(repairs),
+                    self.needed(),
+                    Announce::Waiters,
+                )
                 .await;
             if outcome.reached() {
                 return Ok(());
@@ -193,12 +210,26 @@ impl Engine {
     /// Releases in the background (a dropped lock, a cancelled attempt),
     /// when a tokio runtime is present; announced, since nothing tells
     /// whether a waiter needs it.
-    pub(crate) fn spawn_release(self: &Arc<Self>, keys: Keys, token: Token, sets: Vec<SetFuture>) {
+    pub(crate) fn spawn_release(
+        self: &Arc<Self>,
+        keys: Keys,
+        token: Token,
+        sets: Vec<SetFuture>,
+        repairs: Option<Arc<Repairs>>,
+    ) {
         let engine = self.clone();
         self.background.spawn(async move {
             let all = engine.nodes.len();
             engine
-                .release_after(&keys, &token, sets, all, Announce::Waiters)
+                .release_among(
+                    &engine.nodes,
+                    &keys,
+                    &token,
+                    sets,
+                    repairs.as_ref(),
+                    all,
+                    Announce::Waiters,
+                )
                 .await;
         });
     }
@@ -226,7 +257,7 @@ impl Engine {
         self.background.spawn(async move {
             let all = nodes.len();
             engine
-                .release_among(&nodes, &keys, &token, sets, all, Announce::Waiters)
+                .release_among(&nodes, &keys, &token, sets, None, all, Announce::Waiters)
                 .await;
         });
     }
@@ -242,6 +273,7 @@ impl Engine {
         &self,
         keys: &Keys,
         token: &Token,
+        repairs: &Arc<Repairs>,
         ttl: Duration,
         drift: Duration,
         start: Instant,
@@ -257,6 +289,7 @@ impl Engine {
             let (gate, pending) = Gate::new(
                 keys,
                 token,
+                repairs,
                 &self.background,
                 self.config.node_timeout,
                 self.config.restart_quarantine,
@@ -269,13 +302,13 @@ impl Engine {
                 &self.nodes,
                 &self.background,
                 plan,
-                |_, node, window| {
+                |i, node, window| {
                     let (node, command) = (node.clone(), command.clone());
                     let pending = pending.clone();
                     async move {
                         let extended = node.extend(&command, window).await?;
                         if extended == Extended::Missing {
-                            pending.repair(node);
+                            pending.repair(i, node);
                         }
                         Ok(extended)
                     }

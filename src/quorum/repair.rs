@@ -19,14 +19,23 @@
 //! node's repair waits in the background for the decision ([`Gate`]) and
 //! is sent only if the extension was confirmed, and only while its
 //! validity lasts.
+//!
+//! Every repair is ordered before the lock's release on its node
+//! ([`Repairs`]): the release of a node waits for a repair running there
+//! to finish, and no repair starts on a node once its release is on its
+//! way — so a release never leaves a repaired key behind it. An
+//! election's repair restores the leader's record with the lock's key, so
+//! that a leader stays visible to every read while it holds a majority.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use tokio::sync::watch;
+use tokio::sync::{watch, RwLock};
 use tracing::debug;
 
 use crate::keys::Keys;
+use crate::node::commands::Command;
+use crate::node::election::Record;
 use crate::node::{Node, Window};
 use crate::quorum::background::Background;
 use crate::token::Token;
@@ -38,6 +47,52 @@ use crate::validity;
 /// is left (a `PX` of 0 is an error, and the lock is about over).
 pub(crate) fn ttl_left(deadline: Instant, now: Instant) -> Option<Duration> {
     Some(validity::left(deadline, now)).filter(|left| *left >= Duration::from_millis(1))
+}
+
+/// One held lock's repairs, per node, and what they restore beside the
+/// lock's keys. A repair holds its node's entry (shared) while it runs;
+/// the release of that node takes it (exclusive) and closes it, so it
+/// waits for a running repair and no repair starts after it.
+#[derive(Debug)]
+pub(crate) struct Repairs {
+    /// Per node (the engine's order): `true` once the release is on its way.
+    closed: Box<[RwLock<bool>]>,
+    /// An election's leader record, written with the lock's key by a
+    /// repair (`None` for every other lock, and before the first
+    /// proclamation).
+    record: Mutex<Option<Record>>,
+}
+
+impl Repairs {
+    /// Open repairs for a lock held on `nodes` nodes.
+    pub(crate) fn new(nodes: usize) -> Self {
+        Self {
+            closed: (0..nodes).map(|_| RwLock::new(false)).collect(),
+            record: Mutex::new(None),
+        }
+    }
+
+    /// The record a repair restores from now on: the leader's latest
+    /// proclamation (a record never overwrites a later one of the same
+    /// leader on a node, so an older one arriving late does no harm).
+    pub(crate) fn restore(&self, record: Record) {
+        *self.record.lock().unwrap_or_else(PoisonError::into_inner) = Some(record);
+    }
+
+    fn record(&self) -> Option<Record> {
+        self.record
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Closes node `i` to repairs before its release is sent: waits for a
+    /// repair running there (each is bounded by the node timeout).
+    pub(crate) async fn close(&self, i: usize) {
+        if let Some(closed) = self.closed.get(i) {
+            *closed.write().await = true;
+        }
+    }
 }
 
 /// The decision an extension's repairs wait for: the validity it
@@ -53,6 +108,7 @@ impl Gate {
     pub(crate) fn new(
         keys: &Keys,
         token: &Token,
+        repairs: &Arc<Repairs>,
         background: &Background,
         node_timeout: Duration,
         quarantine: Option<Duration>,
@@ -61,6 +117,7 @@ impl Gate {
         let pending = Pending {
             keys: keys.clone(),
             token: token.clone(),
+            repairs: repairs.clone(),
             background: background.clone(),
             node_timeout,
             quarantine,
@@ -80,6 +137,7 @@ impl Gate {
 pub(crate) struct Pending {
     keys: Keys,
     token: Token,
+    repairs: Arc<Repairs>,
     background: Background,
     node_timeout: Duration,
     quarantine: Option<Duration>,
@@ -87,18 +145,29 @@ pub(crate) struct Pending {
 }
 
 impl Pending {
-    /// `node` answered "missing": in the background, once the extension is
-    /// confirmed (at once if it already is), `SET NX PX` the keys there
-    /// for what is left of the validity; nothing if it is not confirmed.
-    pub(crate) fn repair(self: Arc<Self>, node: Node) {
+    /// `node` (the `i`th) answered "missing": in the background, once the
+    /// extension is confirmed (at once if it already is), `SET NX PX` the
+    /// keys there for what is left of the validity, then an election's
+    /// record; nothing if it is not confirmed, or once the lock's release
+    /// is on its way to that node.
+    pub(crate) fn repair(self: Arc<Self>, i: usize, node: Node) {
         let background = self.background.clone();
         background.spawn(async move {
             let mut wait = self.wait.clone();
             // Not confirmed: the gate was dropped closed, and `wait_for` fails.
-            let Ok(opened) = wait.wait_for(Option::is_some).await.map(|d| *d) else {
+            let Ok(Some(deadline)) = wait.wait_for(Option::is_some).await.map(|d| *d) else {
                 return;
             };
-            let Some(ttl) = opened.and_then(|deadline| ttl_left(deadline, Instant::now())) else {
+            let Some(closed) = self.repairs.closed.get(i) else {
+                return;
+            };
+            // Held until the repair is done: this node's release waits.
+            let closed = closed.read().await;
+            if *closed {
+                debug!(node = %node.label(), "released: not repaired");
+                return;
+            }
+            let Some(ttl) = ttl_left(deadline, Instant::now()) else {
                 return;
             };
             let window = Window::from_now(self.node_timeout.min(ttl));
@@ -106,7 +175,12 @@ impl Pending {
                 if let Some(required) = self.quarantine {
                     node.check_standing(required, window).await?;
                 }
-                node.repair(&self.keys, &self.token, ttl, window).await
+                let set = node.repair(&self.keys, &self.token, ttl, window).await?;
+                if let Some(record) = self.repairs.record() {
+                    node.proclaim(&Command::proclaim(&self.keys, &record), window)
+                        .await?;
+                }
+                Ok(set)
             };
             match node.within(window, admitted).await {
                 Ok(set) => debug!(node = %node.label(), set, ?ttl, "repaired"),
