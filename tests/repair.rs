@@ -433,3 +433,72 @@ async fn a_repair_never_lands_after_a_resignation() {
         "the record was restored after the resignation"
     );
 }
+
+/// Rolling restarts under a leader (three nodes, restart quarantine): node
+/// 0 restarts empty and, once its quarantine passed, renewal repairs the
+/// leadership there; then node 1 restarts empty. The leadership is valid
+/// all along, so every `leader()` read and a new observer's first item
+/// must name it — for two TTLs after the second restart. Negative
+/// control: a repair that restores the lock's key but not the leader's
+/// record (as before) leaves the record on node 2 alone, and every read
+/// says nobody leads.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_leader_stays_visible_through_rolling_restarts() {
+    use futures::StreamExt;
+
+    let mut cluster = Cluster::local(3);
+    let quarantine = Duration::from_secs(3);
+    for node in 0..3 {
+        cluster.wait_uptime(node, quarantine).await;
+    }
+    let redlock = cluster
+        .builder()
+        .restart_quarantine(Some(quarantine))
+        .build()
+        .await
+        .expect("build");
+    let name = unique("repair-rolling");
+    let key = format!("quorumlock:election:{{{name}}}");
+    let leadership = redlock
+        .campaign(&name, TTL)
+        .value("10.0.0.5:80")
+        .lead()
+        .await
+        .expect("lead");
+    let token = token_everywhere(&cluster, &key).await;
+    let expected = Some(quorumlock::Leader {
+        epoch: leadership.epoch(),
+        value: b"10.0.0.5:80".to_vec(),
+    });
+
+    cluster.restart(0);
+    assert!(
+        eventually(LIMIT * 2, || tokens(&cluster, &key)[0].as_deref()
+            == Some(token.as_str()))
+        .await,
+        "the leadership never came back on node 0: {:?}",
+        tokens(&cluster, &key)
+    );
+    cluster.restart(1);
+    let until = tokio::time::Instant::now() + TTL * 2;
+    let mut reads = 0;
+    while tokio::time::Instant::now() < until {
+        let read = redlock.leader(&name).await.expect("a majority answers");
+        assert_eq!(
+            read,
+            expected,
+            "read {reads} after the second restart: lock {:?}, record {:?}",
+            tokens(&cluster, &key),
+            tokens(&cluster, &format!("{key}:leader"))
+        );
+        reads += 1;
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let mut observer = redlock.observe(&name);
+    let first = tokio::time::timeout(LIMIT, observer.next())
+        .await
+        .expect("the observer reported nothing in time");
+    assert_eq!(first, Some(expected), "a new observer's first item");
+    assert!(!leadership.is_lost());
+    leadership.resign().await.expect("resign");
+}
