@@ -98,6 +98,11 @@ pub enum Repair {
     /// Wrong: a plain `SET` (no `NX`): it overwrites whatever is there by
     /// the time it arrives.
     PlainSet,
+    /// Wrong: `SET NX`, but a "missing" that arrives after the holder
+    /// released still repairs — nothing orders the repair before the
+    /// release on its node (the library waits, per node, for a running
+    /// repair before it sends the release there, and starts none after).
+    Unordered,
 }
 
 /// One configuration.
@@ -602,6 +607,16 @@ impl Lease {
         let quorum = cfg.quorum();
         let impossible = u8::try_from(cfg.names.len()).expect("few names") - quorum;
         let c = usize::from(r.client);
+        if let Some(of) = r.extend.filter(|_| self.repairs_after_release(s, &r)) {
+            let request = Request {
+                owner: r.owner,
+                token: cfg.token(r.client, r.owner % cfg.attempts),
+                op: Op::Repair { seq: of, ttl: cfg.ttls[0] },
+            };
+            let q = self.queue(r.client, r.name);
+            s.queues[q].push_back(request);
+            return;
+        }
         match (s.clients[c].phase, r.extend) {
             (Phase::Acquiring { yes, no }, None) => {
                 let (yes, no) = if r.yes { (yes + 1, no) } else { (yes, no + 1) };
@@ -653,6 +668,15 @@ impl Lease {
         }
     }
 
+    /// With [`Repair::Unordered`], `r` is a "missing" for a lock its holder
+    /// already released, which repairs all the same.
+    fn repairs_after_release(&self, s: &State, r: &Reply) -> bool {
+        self.0.repair == Repair::Unordered
+            && r.missing
+            && r.extend.is_some()
+            && s.released & (1 << r.owner) != 0
+    }
+
     /// Ends the locks whose deadline passed (their holders drop them: a
     /// release), forgets replies nobody waits for, ends quarantines nobody
     /// needs.
@@ -671,15 +695,18 @@ impl Lease {
         }
         let clients = s.clients.clone();
         let attempts = self.0.attempts;
+        let unordered = |r: &Reply| self.repairs_after_release(s, r);
+        let late: Vec<Reply> = s.replies.iter().copied().filter(unordered).collect();
         s.replies.retain(|r| {
             let client = clients[usize::from(r.client)];
-            client.attempt == r.owner % attempts
+            late.contains(r)
+                || (client.attempt == r.owner % attempts
                 && match (client.phase, r.extend) {
                     (Phase::Acquiring { .. }, None) => true,
                     (Phase::Extending { seq, .. }, Some(of)) => seq == of,
                     (Phase::Holding, Some(of)) => r.missing && of == client.confirmed,
                     _ => false,
-                }
+                })
         });
         s.replies.sort_unstable();
     }

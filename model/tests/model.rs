@@ -365,6 +365,38 @@ fn repair_meeting_a_later_lock_holds_every_property() {
     );
 }
 
+/// Release against pending repairs: with `SET NX` as the library orders
+/// it (no repair starts on a node once the release is on its way there,
+/// and the release waits for a running one), a "missing" that arrives
+/// after the release repairs nothing, and no key is ever left behind. The
+/// negative control below is the same configuration without that order.
+#[test]
+fn a_release_is_never_overtaken_by_a_pending_repair() {
+    assert_safe(
+        "lease: repair (SET NX) ordered before the release, 2 clients, 1 long extension",
+        &Lease(lease::Config {
+            ttls: &[lease::Ttl::Long],
+            repair: Repair::SetNx,
+            ..lease::base()
+        }),
+    );
+}
+
+/// Negative control: a "missing" that reaches the holder after it released
+/// still repairs — the key comes back behind the release, with nothing
+/// left in flight to remove it.
+#[test]
+fn a_repair_after_the_release_leaves_a_key_behind() {
+    let config = lease::Config {
+        ttls: &[lease::Ttl::Long],
+        repair: Repair::Unordered,
+        ..lease::base()
+    };
+    assert_found("lease: repair after the release", &Lease(config), 30, |v| {
+        matches!(v, lease::Violation::KeyLeftBehind { .. })
+    });
+}
+
 /// Negative control: a repair sent as a plain `SET` (no `NX`) overwrites
 /// a key that a later lock set there once the repairing lock ended, and
 /// leaves that lock short of a majority.
