@@ -611,7 +611,10 @@ impl Lease {
             let request = Request {
                 owner: r.owner,
                 token: cfg.token(r.client, r.owner % cfg.attempts),
-                op: Op::Repair { seq: of, ttl: cfg.ttls[0] },
+                op: Op::Repair {
+                    seq: of,
+                    ttl: cfg.ttls[0],
+                },
             };
             let q = self.queue(r.client, r.name);
             s.queues[q].push_back(request);
@@ -701,12 +704,12 @@ impl Lease {
             let client = clients[usize::from(r.client)];
             late.contains(r)
                 || (client.attempt == r.owner % attempts
-                && match (client.phase, r.extend) {
-                    (Phase::Acquiring { .. }, None) => true,
-                    (Phase::Extending { seq, .. }, Some(of)) => seq == of,
-                    (Phase::Holding, Some(of)) => r.missing && of == client.confirmed,
-                    _ => false,
-                })
+                    && match (client.phase, r.extend) {
+                        (Phase::Acquiring { .. }, None) => true,
+                        (Phase::Extending { seq, .. }, Some(of)) => seq == of,
+                        (Phase::Holding, Some(of)) => r.missing && of == client.confirmed,
+                        _ => false,
+                    })
         });
         s.replies.sort_unstable();
     }

@@ -22,6 +22,11 @@
 //!   epochs unique and increasing across leaders, one leader at a time
 //!   without faults; epochs from `INCR` replies repeat (a negative
 //!   control).
+//! - [`visibility`]: what an election's readers see through restarts, the
+//!   quarantine and renewals that repair the leadership lock: a valid
+//!   leader is read at quorum while a majority of nodes vote and were
+//!   renewed since they restarted; a repair that restores the lock but not
+//!   the leader's record hides the leader (a negative control).
 //!
 //! Shared by the models: the breadth-first [`search`], the [`symmetry`]
 //! reduction and the record of [`fences`] handed out.
@@ -56,6 +61,7 @@ pub mod search;
 pub mod semaphore;
 pub mod slots;
 pub mod symmetry;
+pub mod visibility;
 
 /// A client's name in a trace: `A`, `B`, …
 fn client_name(i: u8) -> char {

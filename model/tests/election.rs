@@ -54,3 +54,79 @@ fn election_restart_losing_the_counter_repeats_an_epoch() {
         repeats_an_epoch,
     );
 }
+
+mod visibility {
+    use quorumlock_model::search::{assert_found, assert_safe};
+    use quorumlock_model::visibility::{Config, Repair, Visibility};
+
+    const ROLLING: Config = Config {
+        nodes: 3,
+        restarts: 3,
+        proclaimed_on: 3,
+        repair: Repair::Full,
+    };
+
+    /// Rolling restarts under a leader whose proclamation reached every
+    /// node: the repair restores the record with the lock, and a quorum
+    /// read sees the leader whenever a majority votes and was renewed.
+    #[test]
+    fn a_valid_leader_is_read_through_rolling_restarts() {
+        assert_safe(
+            "election visibility: 3 nodes, 3 restarts",
+            &Visibility(ROLLING),
+        );
+        assert_safe(
+            "election visibility: 5 nodes, 3 restarts",
+            &Visibility(Config {
+                nodes: 5,
+                proclaimed_on: 5,
+                ..ROLLING
+            }),
+        );
+    }
+
+    /// Negative control: the repair as it was (the lock's key, not the
+    /// record) hides a valid leader after two restarts.
+    #[test]
+    fn a_repair_without_the_record_hides_the_leader() {
+        assert_found(
+            "election visibility: lock-only repair",
+            &Visibility(Config {
+                repair: Repair::LockOnly,
+                ..ROLLING
+            }),
+            8,
+            |_| true,
+        );
+    }
+
+    /// A proclamation that reached two nodes of three: the renewal writes
+    /// the record on the third, where the lock holds without it.
+    #[test]
+    fn a_node_that_missed_the_proclamation_gets_the_record() {
+        assert_safe(
+            "election visibility: proclamation on 2 of 3",
+            &Visibility(Config {
+                proclaimed_on: 2,
+                ..ROLLING
+            }),
+        );
+    }
+
+    /// Negative control: the record restored only with a missing lock; a
+    /// node that missed the proclamation keeps the lock without it, and
+    /// one restart hides the leader.
+    #[test]
+    fn a_record_restored_only_with_the_lock_misses_a_node() {
+        assert_found(
+            "election visibility: record only with a missing lock",
+            &Visibility(Config {
+                proclaimed_on: 2,
+                repair: Repair::WithMissingLock,
+                ..ROLLING
+            }),
+            8,
+            |_| true,
+        );
+    }
+}

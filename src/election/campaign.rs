@@ -223,7 +223,9 @@ impl Campaign {
                 token,
                 value: self.value.clone(),
             };
-            match election::proclaim(&engine, &keys, &record, lock.deadline()).await {
+            match election::proclaim(&engine, &keys, &record, &lock.held.repairs, lock.deadline())
+                .await
+            {
                 Ok(()) => return Ok(Leadership::new(lock, self.name, record)),
                 Err(reason) => {
                     let error = lock.held.lost(reason);

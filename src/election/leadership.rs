@@ -171,7 +171,15 @@ impl Leadership {
         // Numbered before it is sent: a dropped proclamation still used up
         // its number, so a later one is never mistaken for an earlier one.
         self.record.seq = next.seq;
-        match election::proclaim(&held.engine, &held.keys, &next, self.deadline()).await {
+        match election::proclaim(
+            &held.engine,
+            &held.keys,
+            &next,
+            &held.repairs,
+            self.deadline(),
+        )
+        .await
+        {
             Ok(()) => {
                 held.repairs.restore(next.clone());
                 self.record = next;

@@ -10,7 +10,7 @@
 //! read's majority on a node, so a read after it returns that value or a
 //! later one.
 
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use crate::error::lost::LostReason;
@@ -21,6 +21,7 @@ use crate::node::election::{Reading, Record};
 use crate::node::reply::Vote;
 use crate::quorum::engine::Engine;
 use crate::quorum::fanout::{self, Plan};
+use crate::quorum::repair::Repairs;
 use crate::quorum::rule::{Decision, Tally};
 use crate::token::Token;
 use crate::validity;
@@ -31,10 +32,15 @@ use crate::validity;
 /// longer hold the leadership that it is certainly gone,
 /// [`LostReason::Unconfirmed`] when failures left it open,
 /// [`LostReason::Expired`] when the validity ran out first.
+///
+/// Each node that carries it (even one answering after the decision) is
+/// noted in `repairs`: a renewal writes the record where the lock holds
+/// and no record of this leader is known to be.
 pub(crate) async fn proclaim(
     engine: &Engine,
     keys: &Keys,
     record: &Record,
+    repairs: &Arc<Repairs>,
     deadline: Instant,
 ) -> Result<(), LostReason> {
     let left = validity::left(deadline, Instant::now());
@@ -50,9 +56,15 @@ pub(crate) async fn proclaim(
         &engine.nodes,
         &engine.background,
         plan,
-        |_, node, window| {
-            let (node, command) = (node.clone(), command.clone());
-            async move { node.proclaim(&command, window).await }
+        |i, node, window| {
+            let (node, command, repairs) = (node.clone(), command.clone(), repairs.clone());
+            async move {
+                let carried = node.proclaim(&command, window).await?;
+                if carried {
+                    repairs.recorded(i, true);
+                }
+                Ok(carried)
+            }
         },
         |_, &carried| if carried { Vote::Yes } else { Vote::No },
     )

@@ -307,8 +307,12 @@ impl Engine {
                     let pending = pending.clone();
                     async move {
                         let extended = node.extend(&command, window).await?;
-                        if extended == Extended::Missing {
-                            pending.repair(i, node);
+                        match extended {
+                            Extended::Missing => pending.repair(i, node, true),
+                            Extended::Yes if pending.lacks_record(i) => {
+                                pending.repair(i, node, false);
+                            }
+                            _ => {}
                         }
                         Ok(extended)
                     }

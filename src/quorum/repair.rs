@@ -27,6 +27,7 @@
 //! election's repair restores the leader's record with the lock's key, so
 //! that a leader stays visible to every read while it holds a majority.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -61,6 +62,11 @@ pub(crate) struct Repairs {
     /// repair (`None` for every other lock, and before the first
     /// proclamation).
     record: Mutex<Option<Record>>,
+    /// Per node: a record of this leader is known to be there (a
+    /// proclamation or a repair carried it). Where it is not — the node
+    /// missed the proclamation but kept the lock — the next confirmed
+    /// renewal writes it.
+    recorded: Box<[AtomicBool]>,
 }
 
 impl Repairs {
@@ -69,7 +75,23 @@ impl Repairs {
         Self {
             closed: (0..nodes).map(|_| RwLock::new(false)).collect(),
             record: Mutex::new(None),
+            recorded: (0..nodes).map(|_| AtomicBool::new(false)).collect(),
         }
+    }
+
+    /// Node `i` carries a record of this leader, or (`false`) may not.
+    pub(crate) fn recorded(&self, i: usize, carried: bool) {
+        if let Some(flag) = self.recorded.get(i) {
+            flag.store(carried, Ordering::Release);
+        }
+    }
+
+    /// Whether node `i`, where the lock holds, needs the leader's record.
+    pub(crate) fn lacks_record(&self, i: usize) -> bool {
+        self.recorded
+            .get(i)
+            .is_some_and(|flag| !flag.load(Ordering::Acquire))
+            && self.record().is_some()
     }
 
     /// The record a repair restores from now on: the leader's latest
@@ -145,12 +167,21 @@ pub(crate) struct Pending {
 }
 
 impl Pending {
-    /// `node` (the `i`th) answered "missing": in the background, once the
-    /// extension is confirmed (at once if it already is), `SET NX PX` the
-    /// keys there for what is left of the validity, then an election's
-    /// record; nothing if it is not confirmed, or once the lock's release
-    /// is on its way to that node.
-    pub(crate) fn repair(self: Arc<Self>, i: usize, node: Node) {
+    /// Whether node `i` holds the lock but may lack the leader's record.
+    pub(crate) fn lacks_record(&self, i: usize) -> bool {
+        self.repairs.lacks_record(i)
+    }
+
+    /// `node` (the `i`th) answered "missing" (`lock_missing`), or holds
+    /// the lock without a record of its leader: in the background, once
+    /// the extension is confirmed (at once if it already is), `SET NX PX`
+    /// the keys there for what is left of the validity, then an
+    /// election's record; nothing if it is not confirmed, or once the
+    /// lock's release is on its way to that node.
+    pub(crate) fn repair(self: Arc<Self>, i: usize, node: Node, lock_missing: bool) {
+        if lock_missing {
+            self.repairs.recorded(i, false);
+        }
         let background = self.background.clone();
         background.spawn(async move {
             let mut wait = self.wait.clone();
@@ -175,10 +206,15 @@ impl Pending {
                 if let Some(required) = self.quarantine {
                     node.check_standing(required, window).await?;
                 }
-                let set = node.repair(&self.keys, &self.token, ttl, window).await?;
+                let set = if lock_missing {
+                    node.repair(&self.keys, &self.token, ttl, window).await?
+                } else {
+                    0
+                };
                 if let Some(record) = self.repairs.record() {
-                    node.proclaim(&Command::proclaim(&self.keys, &record), window)
-                        .await?;
+                    let command = Command::proclaim(&self.keys, &record);
+                    let carried = node.proclaim(&command, window).await?;
+                    self.repairs.recorded(i, carried);
                 }
                 Ok(set)
             };
