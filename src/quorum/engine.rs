@@ -269,6 +269,7 @@ impl Engine {
     /// reason the lock is lost otherwise. Once the new term is known, the
     /// nodes that answered that the key is missing get it back with `SET
     /// NX` until the new deadline ([`crate::quorum::repair`]).
+    #[allow(clippy::too_many_arguments)]
     pub(crate) async fn extend(
         &self,
         keys: &Keys,
