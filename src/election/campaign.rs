@@ -156,7 +156,9 @@ impl Campaign {
     /// is written on a majority, where the lock still holds this leader's
     /// token. Only then does this resolve: a leader is visible to every
     /// [`Redlock::leader`](crate::Redlock::leader) read from the moment it
-    /// knows it leads.
+    /// knows it leads, and stays visible through node restarts — renewal
+    /// restores the record with the lock — while a majority of nodes
+    /// answer and have seen a renewal since they restarted (`docs/election.md`, (E6)).
     ///
     /// # Errors
     ///
