@@ -209,3 +209,42 @@ async fn negative_control_setup_without_the_break_is_clean() {
     assert!(!elected);
     assert_eq!(checker.figures().overlaps, 0);
 }
+
+/// Repairs racing resignations: each round a leader's lock key is lost on
+/// a random node of three whose replies are slowed by 0–150 ms; the
+/// leader resigns right after a renewal confirmed; once the client settled
+/// neither the lock key nor the record is on any node. Negative control: a
+/// repair that ignores the release leaves the lock key behind within the
+/// first rounds (every run).
+#[tokio::test]
+async fn repairs_racing_resignations_leave_nothing_behind() {
+    use quorumlock::Renewal;
+
+    const TTL: Duration = Duration::from_secs(6);
+    let test = "safety-election-repair-races";
+    let mut races = support::races::Races::new(test).await;
+    let name = support::unique("election-races");
+    let key = format!("quorumlock:election:{{{name}}}");
+    let rounds = support::safety::env_u64("QUORUMLOCK_SAFETY_ROUNDS", 20);
+    for _ in 0..rounds {
+        let leadership = races
+            .redlock
+            .campaign(&name, TTL)
+            .auto_renew(Renewal::every(Duration::from_millis(100)))
+            .lead()
+            .await
+            .expect("lead");
+        let draw = races.lose(&key);
+        let renewed = races.redlock.stats().leases.renewals;
+        assert!(
+            support::eventually(Duration::from_secs(10), || {
+                races.redlock.stats().leases.renewals > renewed
+            })
+            .await,
+            "no renewal confirmed"
+        );
+        leadership.resign().await.expect("resign");
+        races.check(&[&key, &format!("{key}:leader")], draw).await;
+    }
+    races.report(test);
+}

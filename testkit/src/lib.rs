@@ -16,8 +16,9 @@
 //! and delays per direction and per link, see [`Cluster::links`]),
 //! [`inject`] (early expiry and per-node error replies on real servers),
 //! [`nemesis`] (seeded fault schedules), [`cancel`] (futures dropped
-//! mid-flight), [`checker`] (the safety history) and [`admission`] (holders
-//! counted against a semaphore's bound); [`safety`] runs a randomized
+//! mid-flight), [`checker`] (the safety history), [`admission`] (holders
+//! counted against a semaphore's bound) and [`races`] (repairs racing
+//! releases); [`safety`] runs a randomized
 //! fault run of a load: locks ([`workload`]), permits ([`permits`]) or
 //! leaderships ([`leaders`]).
 //!
@@ -44,6 +45,7 @@ pub mod nemesis;
 mod node;
 pub mod permits;
 pub mod proxy;
+pub mod races;
 pub mod safety;
 pub mod sticky;
 pub mod workload;
