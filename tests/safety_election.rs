@@ -248,3 +248,81 @@ async fn repairs_racing_resignations_leave_nothing_behind() {
     }
     races.report(test);
 }
+
+/// Rolling restarts under a leader, reads checked: three nodes with the
+/// restart quarantine; a seeded sequence of restarts without persistence
+/// (each node loses the lock and the record), each after the previous
+/// node's quarantine and two renewals have passed plus a random delay,
+/// while a reader calls `leader()` every 50 ms. Every read must name the
+/// valid leader — (E6) of docs/election.md. Negative control: the repair
+/// as it was (the lock's key without the record) fails at the second
+/// restart.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rolling_restarts_under_a_leader_keep_it_visible() {
+    use rand::{Rng, SeedableRng};
+    use std::time::Instant;
+
+    const TTL: Duration = Duration::from_secs(2);
+    const QUARANTINE: Duration = Duration::from_secs(2);
+    let test = "safety-election-rolling-restarts";
+    let seed = support::seed(test);
+    let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+    let restarts = support::safety::env_u64("QUORUMLOCK_SAFETY_RESTARTS", 4);
+    let mut cluster = support::Cluster::local(3);
+    for node in 0..3 {
+        cluster.wait_uptime(node, QUARANTINE).await;
+    }
+    // A node timeout no loaded machine reaches: only visibility is checked.
+    let redlock = cluster
+        .builder()
+        .restart_quarantine(Some(QUARANTINE))
+        .node_timeout(Duration::from_millis(500))
+        .build()
+        .await
+        .expect("build");
+    let name = support::unique("election-rolling");
+    let leadership = redlock
+        .campaign(&name, TTL)
+        .value("primary")
+        .lead()
+        .await
+        .expect("lead");
+    let expected = Some(quorumlock::Leader {
+        epoch: leadership.epoch(),
+        value: b"primary".to_vec(),
+    });
+    let (mut reads, mut last) = (0u64, None);
+    for restart in 0..restarts {
+        let node = loop {
+            let node = rng.random_range(0..3);
+            if Some(node) != last {
+                break node;
+            }
+        };
+        last = Some(node);
+        cluster.restart(node);
+        // The quarantine (uptime has one-second resolution), two renewals
+        // (a third of the TTL each), and a random wait.
+        let gap = QUARANTINE
+            + Duration::from_secs(1)
+            + TTL * 2 / 3
+            + Duration::from_millis(rng.random_range(0..1000));
+        let until = Instant::now() + gap;
+        while Instant::now() < until {
+            let read = redlock.leader(&name).await;
+            assert!(
+                matches!(&read, Ok(found) if *found == expected),
+                "restart {restart} (node {node}), read {reads}: {read:?} while the \
+                 leadership is valid (replay with QUORUMLOCK_SEED={seed})\n{}",
+                cluster.logs()
+            );
+            reads += 1;
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        assert!(!leadership.is_lost(), "the leadership was lost");
+    }
+    report(&format!(
+        "{test}: seed={seed} restarts={restarts} reads={reads} invisible_reads=0"
+    ));
+    leadership.resign().await.expect("resign");
+}
