@@ -488,6 +488,41 @@ async fn a_leadership_deleted_on_a_majority_fires_its_lost_signal() {
     drop(leadership);
 }
 
+/// An epoch counter that is not a canonical integer (set by hand, or by a
+/// bug) is refused by the nodes (`FENCERANGE`): a misconfiguration, which
+/// no retry cures. A campaign, which by default runs until elected, stops
+/// at once with an error that names the counter, and leaves no key behind.
+#[tokio::test]
+async fn a_campaign_on_a_corrupt_epoch_counter_stops_and_names_it() {
+    let cluster = Cluster::shared(3);
+    let redlock = cluster.redlock().await;
+    for bad in ["abc", "1.5"] {
+        let name = unique("election");
+        let [lock, epoch, leader] = keys(&name);
+        for i in 0..3 {
+            let _: () = cluster.exec(i, redis::cmd("SET").arg(&epoch).arg(bad));
+        }
+        let err = tokio::time::timeout(Duration::from_secs(5), redlock.campaign(&name, TTL).lead())
+            .await
+            .unwrap_or_else(|_| panic!("{bad}: the campaign still runs after 5 s"))
+            .expect_err("refused");
+        assert!(
+            err.is_misconfigured() && !err.is_unavailable(),
+            "{bad}: {err}"
+        );
+        let text = err.to_string();
+        assert!(
+            text.contains(&*String::from_utf8_lossy(&epoch)),
+            "{bad}: {text}"
+        );
+        assert!(
+            cluster.released(&lock, Duration::from_secs(3)).await,
+            "{bad}: no leadership lock left"
+        );
+        assert_eq!(cluster.holders(&leader), 0, "{bad}: no record");
+    }
+}
+
 #[tokio::test]
 async fn bad_input_is_refused_with_nothing_left_on_the_nodes() {
     let cluster = Cluster::shared(3);

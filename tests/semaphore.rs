@@ -398,6 +398,33 @@ async fn fenced_permits_stop_at_two_to_the_53_and_refuse_a_bad_counter() {
     }
 }
 
+/// A fencing counter that is not a canonical integer is a
+/// misconfiguration: a fenced acquire with its default retries stops after
+/// the first attempt with an error that names the counter, and no slot is
+/// left behind.
+#[tokio::test]
+async fn a_fenced_permit_on_a_corrupt_counter_is_a_misconfiguration_naming_it() {
+    let cluster = Cluster::shared(3);
+    let redlock = cluster.redlock().await;
+    for bad in ["abc", "1.5"] {
+        let name = unique("sem-fence-corrupt");
+        for i in 0..3 {
+            let _: () = cluster.exec(i, redis::cmd("SET").arg(fence_key(&name)).arg(bad));
+        }
+        let err = tokio::time::timeout(SOON, redlock.semaphore(&name, 2, TTL).fenced().acquire())
+            .await
+            .unwrap_or_else(|_| panic!("{bad}: the acquire still runs after {SOON:?}"))
+            .expect_err("refused");
+        assert!(
+            err.is_misconfigured() && !err.is_unavailable(),
+            "{bad}: {err}"
+        );
+        let text = err.to_string();
+        assert!(text.contains(&fence_key(&name)), "{bad}: {text}");
+        assert!(all_slots_free(&cluster, &name, 2, SOON).await, "{bad}");
+    }
+}
+
 #[tokio::test]
 async fn what_a_grant_set_besides_its_slot_is_released_and_others_stay() {
     // Two slots on five nodes; another owner's token sits on slot 0 of
