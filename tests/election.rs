@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 
 use futures::StreamExt;
 use quorumlock::{Leader, LossKind, Observer, Renewal, Retry};
-use support::{unique, Cluster};
+use support::{unique, Cluster, Direction};
 
 const TTL: Duration = Duration::from_secs(1);
 
@@ -416,6 +416,44 @@ async fn an_observer_sees_a_resignation_at_once_through_the_announcement() {
             assert_eq!(next(&mut observer, long).await, None);
         }
     }
+}
+
+/// An observer yields its first item only once its subscription to the
+/// release announcements stands, so a resignation right after that item is
+/// seen at once, also when the subscriber's connections are slow to open
+/// (every request on the observer's links delayed 300 ms). With a 6 s TTL
+/// the observer's next read comes 2 s after its last: a `None` within 1 s
+/// of the resignation is the announcement's.
+#[tokio::test]
+async fn an_observer_sees_a_resignation_right_after_its_first_item() {
+    let cluster = Cluster::shared(3);
+    let ttl = Duration::from_secs(6);
+    let redlock = cluster.redlock().await;
+    let links = cluster.links();
+    let watcher = quorumlock::Builder::new(links.urls())
+        .node_timeout(Duration::from_secs(2))
+        .connect_timeout(Duration::from_secs(5))
+        .build()
+        .await
+        .expect("build");
+    let name = unique("election");
+    let leadership = redlock.campaign(&name, ttl).lead().await.expect("lead");
+    let epoch = leadership.epoch();
+    for i in 0..cluster.len() {
+        links
+            .link(i)
+            .delay(Direction::Requests, Duration::from_millis(300));
+    }
+    let mut observer = watcher.observe(&name);
+    let first = next(&mut observer, Duration::from_secs(10)).await;
+    assert_eq!(first.map(|l| l.epoch), Some(epoch));
+    let resigned = Instant::now();
+    leadership.resign().await.expect("resign");
+    assert_eq!(next(&mut observer, Duration::from_secs(1)).await, None);
+    support::report(&format!(
+        "election: a resignation right after the first item seen after {:?} (slow subscriber)",
+        resigned.elapsed()
+    ));
 }
 
 #[tokio::test]
