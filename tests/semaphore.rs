@@ -825,6 +825,44 @@ async fn the_status_shows_each_holder_with_its_slots() {
     assert_eq!((status.held(), status.holders().len()), (0, 0), "{status}");
 }
 
+/// A status read of a semaphore of 1024 slots with six permits held, with
+/// the default node timeout: 20 reads in a row each count every slot right
+/// on every node (a node reads all its slots in one script that answers
+/// for the held ones only). How long a read takes is measured in
+/// `benches/semaphore`, not asserted here.
+#[tokio::test]
+async fn twenty_status_reads_of_1024_slots_all_count_right() {
+    let cluster = Cluster::shared(5);
+    let redlock = cluster
+        .builder()
+        .node_timeout(quorumlock::DEFAULT_NODE_TIMEOUT)
+        .build()
+        .await
+        .expect("build");
+    let name = unique("sem-status-wide");
+    let mut permits = Vec::new();
+    for _ in 0..3 {
+        let permit = redlock
+            .semaphore(&name, 1024, TTL)
+            .take(2)
+            .acquire()
+            .await
+            .expect("acquire");
+        permits.push(permit);
+    }
+    for read in 0..20 {
+        let status = redlock.semaphore_status(&name, 1024).await.expect("status");
+        assert_eq!(
+            (status.held(), status.free(), status.holders().len()),
+            (6, 1018, 3),
+            "read {read}: {status}"
+        );
+    }
+    for permit in permits {
+        permit.release().await.expect("release");
+    }
+}
+
 // ------------------------------------------ the counter design, refuted
 
 /// The obvious design the semaphore does not use: a counter per node,
