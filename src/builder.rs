@@ -160,7 +160,10 @@ impl Builder {
     /// How long to wait for one node's reply before counting it as failed
     /// (default [`DEFAULT_NODE_TIMEOUT`](crate::DEFAULT_NODE_TIMEOUT), 50 ms).
     /// Keep it small against the TTL: a dead node must not eat the validity.
-    /// It is also capped at the TTL's validity budget.
+    /// It is also capped at the TTL's validity budget. A read of `k` keys
+    /// ([`Redlock::semaphore_status`](crate::Redlock::semaphore_status),
+    /// [`Redlock::status`](crate::Redlock::status)) gives each node this
+    /// plus `k / 1024` of it.
     pub fn node_timeout(mut self, timeout: Duration) -> Self {
         self.config.node_timeout = timeout;
         self

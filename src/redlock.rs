@@ -230,7 +230,12 @@ impl Redlock {
 
     /// Reads who holds the permits of the semaphore `name` of `permits`
     /// permits, on every node, without taking anything: per slot, what
-    /// each node holds.
+    /// each node holds. One script per node reads every slot and answers
+    /// for the held ones only: one round trip, whose reply grows with the
+    /// permits held. Each node has the
+    /// [node timeout](crate::Builder::node_timeout) plus `permits / 1024`
+    /// of it to answer (twice the node timeout at
+    /// [`MAX_PERMITS`](crate::MAX_PERMITS)).
     ///
     /// # Errors
     ///

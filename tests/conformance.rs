@@ -18,6 +18,8 @@
 //! the order given or none at all, the fencing counter read and never
 //! written, a counter out of range refused before anything is set; and
 //! `release.lua` given a channel announces once there, per key without.
+//! The status read, `peek.lua`, answers for the keys set only, each key's
+//! token and time left, and a key of another type on its own.
 
 use quorumlock_testkit as support;
 
@@ -584,4 +586,64 @@ fn release_announces_once_on_the_channel_given_and_per_key_without_one() {
         assert_eq!(left, 3 - deleted as usize, "{what}: another's slot stays");
     }
     node.set(&[], None);
+}
+
+// ------------------------------------------------------- the status read
+
+/// The status read, as the library sends it.
+const PEEK: &str = include_str!("../src/node/lua/peek.lua");
+
+#[test]
+fn peek_answers_for_the_keys_set_only_and_a_key_of_another_type_on_its_own() {
+    let cluster = Cluster::shared(1);
+    let mut conn = cluster.conn(0);
+    let base = unique("conformance-peek");
+    let keys: Vec<String> = (0..5).map(|i| format!("{base}:{i}")).collect();
+    let _: () = redis::cmd("SET")
+        .arg(&keys[1])
+        .arg(MINE)
+        .arg("PX")
+        .arg(LONG)
+        .query(&mut conn)
+        .expect("set");
+    let _: () = redis::cmd("SET")
+        .arg(&keys[3])
+        .arg(THEIRS)
+        .query(&mut conn)
+        .expect("set");
+    let _: i64 = redis::cmd("HSET")
+        .arg(&keys[4])
+        .arg("f")
+        .arg("v")
+        .query(&mut conn)
+        .expect("hset");
+    let reply: Value = redis::cmd("EVAL")
+        .arg(PEEK)
+        .arg(keys.len())
+        .arg(&keys)
+        .query(&mut conn)
+        .expect("peek");
+    let Value::Array(items) = reply else {
+        panic!("{reply:?} from peek.lua");
+    };
+    let text = |v: &Value| match v {
+        Value::BulkString(b) => String::from_utf8_lossy(b).into_owned(),
+        other => panic!("{other:?} in place of a value"),
+    };
+    assert_eq!(items.len(), 9, "three keys set of five: {items:?}");
+    assert_eq!(items[0], Value::Int(2));
+    assert_eq!(text(&items[1]), MINE);
+    assert!(
+        matches!(items[2], Value::Int(t) if t > (LONG - SLACK) as i64 && t <= LONG as i64),
+        "{:?}",
+        items[2]
+    );
+    assert_eq!(
+        (&items[3], text(&items[4]), &items[5]),
+        (&Value::Int(4), THEIRS.to_owned(), &Value::Int(-1))
+    );
+    assert_eq!(items[6], Value::Int(5));
+    assert!(text(&items[7]).starts_with("WRONGTYPE"), "{:?}", items[7]);
+    assert_eq!(items[8], Value::Int(-3));
+    let _: i64 = redis::cmd("DEL").arg(&keys).query(&mut conn).expect("del");
 }

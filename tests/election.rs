@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 
 use futures::StreamExt;
 use quorumlock::{Leader, LossKind, Observer, Renewal, Retry};
-use support::{unique, Cluster};
+use support::{unique, Cluster, Direction};
 
 const TTL: Duration = Duration::from_secs(1);
 
@@ -418,6 +418,44 @@ async fn an_observer_sees_a_resignation_at_once_through_the_announcement() {
     }
 }
 
+/// An observer yields its first item only once its subscription to the
+/// release announcements stands, so a resignation right after that item is
+/// seen at once, also when the subscriber's connections are slow to open
+/// (every request on the observer's links delayed 300 ms). With a 6 s TTL
+/// the observer's next read comes 2 s after its last: a `None` within 1 s
+/// of the resignation is the announcement's.
+#[tokio::test]
+async fn an_observer_sees_a_resignation_right_after_its_first_item() {
+    let cluster = Cluster::shared(3);
+    let ttl = Duration::from_secs(6);
+    let redlock = cluster.redlock().await;
+    let links = cluster.links();
+    let watcher = quorumlock::Builder::new(links.urls())
+        .node_timeout(Duration::from_secs(2))
+        .connect_timeout(Duration::from_secs(5))
+        .build()
+        .await
+        .expect("build");
+    let name = unique("election");
+    let leadership = redlock.campaign(&name, ttl).lead().await.expect("lead");
+    let epoch = leadership.epoch();
+    for i in 0..cluster.len() {
+        links
+            .link(i)
+            .delay(Direction::Requests, Duration::from_millis(300));
+    }
+    let mut observer = watcher.observe(&name);
+    let first = next(&mut observer, Duration::from_secs(10)).await;
+    assert_eq!(first.map(|l| l.epoch), Some(epoch));
+    let resigned = Instant::now();
+    leadership.resign().await.expect("resign");
+    assert_eq!(next(&mut observer, Duration::from_secs(1)).await, None);
+    support::report(&format!(
+        "election: a resignation right after the first item seen after {:?} (slow subscriber)",
+        resigned.elapsed()
+    ));
+}
+
 #[tokio::test]
 async fn a_proclamation_changes_the_value_in_the_same_epoch() {
     let cluster = Cluster::shared(3);
@@ -486,6 +524,41 @@ async fn a_leadership_deleted_on_a_majority_fires_its_lost_signal() {
     assert_eq!(kind, LossKind::Lost);
     assert!(leadership.is_lost());
     drop(leadership);
+}
+
+/// An epoch counter that is not a canonical integer (set by hand, or by a
+/// bug) is refused by the nodes (`FENCERANGE`): a misconfiguration, which
+/// no retry cures. A campaign, which by default runs until elected, stops
+/// at once with an error that names the counter, and leaves no key behind.
+#[tokio::test]
+async fn a_campaign_on_a_corrupt_epoch_counter_stops_and_names_it() {
+    let cluster = Cluster::shared(3);
+    let redlock = cluster.redlock().await;
+    for bad in ["abc", "1.5"] {
+        let name = unique("election");
+        let [lock, epoch, leader] = keys(&name);
+        for i in 0..3 {
+            let _: () = cluster.exec(i, redis::cmd("SET").arg(&epoch).arg(bad));
+        }
+        let err = tokio::time::timeout(Duration::from_secs(5), redlock.campaign(&name, TTL).lead())
+            .await
+            .unwrap_or_else(|_| panic!("{bad}: the campaign still runs after 5 s"))
+            .expect_err("refused");
+        assert!(
+            err.is_misconfigured() && !err.is_unavailable(),
+            "{bad}: {err}"
+        );
+        let text = err.to_string();
+        assert!(
+            text.contains(&*String::from_utf8_lossy(&epoch)),
+            "{bad}: {text}"
+        );
+        assert!(
+            cluster.released(&lock, Duration::from_secs(3)).await,
+            "{bad}: no leadership lock left"
+        );
+        assert_eq!(cluster.holders(&leader), 0, "{bad}: no record");
+    }
 }
 
 #[tokio::test]

@@ -391,7 +391,13 @@ async fn nodes_refuse_counters_out_of_the_exact_range() {
             .acquire()
             .await
             .expect_err("refused");
-        assert!(err.is_unavailable(), "{bad}: {err}");
+        // A misconfiguration, naming the counter.
+        assert!(
+            err.is_misconfigured() && !err.is_unavailable(),
+            "{bad}: {err}"
+        );
+        let key = String::from_utf8_lossy(&counter_key(&name)).into_owned();
+        assert!(err.to_string().contains(&key), "{bad}: {err}");
         assert!(
             err.node_failures()
                 .iter()

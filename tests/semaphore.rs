@@ -398,6 +398,33 @@ async fn fenced_permits_stop_at_two_to_the_53_and_refuse_a_bad_counter() {
     }
 }
 
+/// A fencing counter that is not a canonical integer is a
+/// misconfiguration: a fenced acquire with its default retries stops after
+/// the first attempt with an error that names the counter, and no slot is
+/// left behind.
+#[tokio::test]
+async fn a_fenced_permit_on_a_corrupt_counter_is_a_misconfiguration_naming_it() {
+    let cluster = Cluster::shared(3);
+    let redlock = cluster.redlock().await;
+    for bad in ["abc", "1.5"] {
+        let name = unique("sem-fence-corrupt");
+        for i in 0..3 {
+            let _: () = cluster.exec(i, redis::cmd("SET").arg(fence_key(&name)).arg(bad));
+        }
+        let err = tokio::time::timeout(SOON, redlock.semaphore(&name, 2, TTL).fenced().acquire())
+            .await
+            .unwrap_or_else(|_| panic!("{bad}: the acquire still runs after {SOON:?}"))
+            .expect_err("refused");
+        assert!(
+            err.is_misconfigured() && !err.is_unavailable(),
+            "{bad}: {err}"
+        );
+        let text = err.to_string();
+        assert!(text.contains(&fence_key(&name)), "{bad}: {text}");
+        assert!(all_slots_free(&cluster, &name, 2, SOON).await, "{bad}");
+    }
+}
+
 #[tokio::test]
 async fn what_a_grant_set_besides_its_slot_is_released_and_others_stay() {
     // Two slots on five nodes; another owner's token sits on slot 0 of
@@ -796,6 +823,44 @@ async fn the_status_shows_each_holder_with_its_slots() {
     b.release().await.expect("release");
     let status = redlock.semaphore_status(&name, 4).await.expect("status");
     assert_eq!((status.held(), status.holders().len()), (0, 0), "{status}");
+}
+
+/// A status read of a semaphore of 1024 slots with six permits held, with
+/// the default node timeout: 20 reads in a row each count every slot right
+/// on every node (a node reads all its slots in one script that answers
+/// for the held ones only). How long a read takes is measured in
+/// `benches/semaphore`, not asserted here.
+#[tokio::test]
+async fn twenty_status_reads_of_1024_slots_all_count_right() {
+    let cluster = Cluster::shared(5);
+    let redlock = cluster
+        .builder()
+        .node_timeout(quorumlock::DEFAULT_NODE_TIMEOUT)
+        .build()
+        .await
+        .expect("build");
+    let name = unique("sem-status-wide");
+    let mut permits = Vec::new();
+    for _ in 0..3 {
+        let permit = redlock
+            .semaphore(&name, 1024, TTL)
+            .take(2)
+            .acquire()
+            .await
+            .expect("acquire");
+        permits.push(permit);
+    }
+    for read in 0..20 {
+        let status = redlock.semaphore_status(&name, 1024).await.expect("status");
+        assert_eq!(
+            (status.held(), status.free(), status.holders().len()),
+            (6, 1018, 3),
+            "read {read}: {status}"
+        );
+    }
+    for permit in permits {
+        permit.release().await.expect("release");
+    }
 }
 
 // ------------------------------------------ the counter design, refuted

@@ -6,6 +6,7 @@
 //! cargo bench --bench semaphore            # both parts (about 3 minutes)
 //! cargo bench --bench semaphore -- free    # a free permit against the mutex
 //! cargo bench --bench semaphore -- procs   # L = 4, 16 contending processes
+//! cargo bench --bench semaphore -- status  # a status read of L = 1024
 //! ```
 //!
 //! 1. **free**: one client, nothing contended. Cycles (one acquire
@@ -19,6 +20,9 @@
 //!    same processes' loop on one lock (`L = 1`, the mutex) alternates
 //!    with it round by round. Grants per second, and the next-grant gap:
 //!    from a release made while another process waited to the next grant.
+//! 3. **status**: `semaphore_status` of a semaphore of `L = 1024` with six
+//!    permits held, read after read, with the default node timeout: its
+//!    latency, and the reads that could not count every slot.
 //!
 //! Results: a table on stdout and `target/quorumlock-bench/semaphore.csv`.
 //! Run as a test (`cargo test --benches`), each part runs once, tiny, on
@@ -32,6 +36,7 @@ mod measure;
 
 mod free;
 mod procs;
+mod status;
 
 use std::fmt::Write as _;
 use std::path::PathBuf;
@@ -51,6 +56,8 @@ struct Plan {
     nodes: usize,
     free: free::Plan,
     procs: procs::Plan,
+    /// Status reads of the wide semaphore.
+    status_reads: usize,
 }
 
 impl Plan {
@@ -68,6 +75,7 @@ impl Plan {
                 rounds: 3,
                 window: Duration::from_secs(4),
             },
+            status_reads: 500,
         }
     }
 
@@ -85,6 +93,7 @@ impl Plan {
                 rounds: 1,
                 window: Duration::from_millis(300),
             },
+            status_reads: 3,
         }
     }
 }
@@ -146,6 +155,22 @@ fn main() {
         println!("{}", procs::table(&runs, plan.procs));
         if smoke {
             assert!(runs.iter().all(|r| r.grants_per_s > 0.0), "no grant");
+        }
+    }
+    if wants("status") {
+        let reads = rt.block_on(status::run(&urls, plan.status_reads));
+        let _ = writeln!(
+            csv,
+            "status,1,read-{},{},{:.0},{:.0},{:.0},",
+            status::SLOTS,
+            reads.took.n,
+            measure::micros(reads.took.p50),
+            measure::micros(reads.took.p99),
+            measure::micros(reads.took.mean)
+        );
+        println!("{}", status::table(&reads, plan.nodes));
+        if smoke {
+            assert_eq!(reads.incomplete, 0, "a status read left slots unknown");
         }
     }
     if smoke {

@@ -167,6 +167,11 @@ impl Campaign {
     /// or renewal settings that cannot work for the TTL. With a retry
     /// limit, the errors of [`LockRequest::acquire`](crate::LockRequest::acquire)
     /// once it is spent ([`Error::Contended`] while another process leads).
+    /// Whatever the retry, the campaign stops at once when misconfigured
+    /// nodes keep the quorum out of reach ([`Error::is_misconfigured`]),
+    /// for instance an epoch counter (`…:epoch`) that is not a canonical
+    /// integer in `[0, 2^53)`: the nodes refuse it with `FENCERANGE`, and
+    /// the error names the key.
     /// When the first proclamation reaches no majority, the leadership is
     /// released and the campaign goes on while a time limit allows
     /// ([`Retry::Until`]); otherwise [`Error::Lost`] says why.

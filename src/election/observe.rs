@@ -9,6 +9,7 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use futures::stream::{BoxStream, Stream, StreamExt};
+use tracing::debug;
 
 use crate::keys::Keys;
 use crate::quorum::engine::Engine;
@@ -46,7 +47,13 @@ const FOLLOW_UP: Duration = Duration::from_millis(5);
 /// With fast hand-off on ([`Builder::fast_handoff`](crate::Builder::fast_handoff),
 /// the default) the observer also subscribes to the leadership's release
 /// announcements and reads at once on each: a resignation is seen in a
-/// round trip or two. A read that fails (too few nodes answer) is skipped:
+/// round trip or two. Its first item comes once those subscriptions stand
+/// on every node it listens on, so a resignation right after that item is
+/// seen at once too; the first item waits for them at most the
+/// [connect timeout](crate::Builder::connect_timeout) plus the
+/// [node timeout](crate::Builder::node_timeout) (550 ms by default), and a
+/// node whose subscription is not up by then is followed by the reads
+/// alone until it is. A read that fails (too few nodes answer) is skipped:
 /// the stream keeps its last item until a read succeeds.
 ///
 /// Reads happen only while the stream is polled. It never ends (but at
@@ -151,7 +158,11 @@ impl Follow {
     }
 
     /// Subscribes to the leadership's release announcements, when fast
-    /// hand-off is on.
+    /// hand-off is on, and waits for the subscriptions to stand, so that a
+    /// change right after the first item is announced to this observer:
+    /// at most [`subscribe_bound`] (a subscriber that cannot connect and
+    /// subscribe in that time leaves the observer to its reads until it
+    /// can).
     async fn subscribe(&mut self) {
         if self.engine.handoff.is_none() {
             return;
@@ -159,6 +170,13 @@ impl Follow {
         let cfg = &self.engine.config;
         let handoff = Arc::new(Handoff::listening(&self.engine.nodes, cfg.connect_timeout));
         self.watch = Some(handoff.watch(&self.keys, cfg.node_timeout).await);
+        let bound = subscribe_bound(cfg.connect_timeout, cfg.node_timeout);
+        if !handoff.subscribed(bound).await {
+            debug!(
+                ?bound,
+                "observer not subscribed on every node in time: reading at its pace"
+            );
+        }
     }
 
     /// Until the next read: a follow-up after an announcement, or the pace,
@@ -179,6 +197,13 @@ impl Follow {
             () = watch.released() => self.follow_ups = FOLLOW_UPS,
         }
     }
+}
+
+/// The longest an observer's first item waits for its subscriptions: a
+/// connection opened (the connect timeout) and one command answered (the
+/// node timeout).
+fn subscribe_bound(connect_timeout: Duration, node_timeout: Duration) -> Duration {
+    connect_timeout.saturating_add(node_timeout)
 }
 
 /// The wait between reads for a leadership of TTL `hint`: a third of it.

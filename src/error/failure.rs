@@ -144,7 +144,8 @@ impl NodeFailureKind {
     /// A failure that no retry cures, only a change of configuration: the
     /// node refused the credentials (`WRONGPASS`, `NOAUTH`) or the user's
     /// rights (`NOPERM`), holds a key of another type under the lock's name
-    /// (`WRONGTYPE`), is another listed node's server
+    /// (`WRONGTYPE`), holds a fencing counter that is not a canonical
+    /// integer in `[0, 2^53)` (`FENCERANGE`), is another listed node's server
     /// ([`SameServer`](NodeFailureKind::SameServer)) or can evict the keys
     /// ([`Evicts`](NodeFailureKind::Evicts)).
     ///
@@ -168,8 +169,9 @@ impl NodeFailureKind {
 }
 
 /// Error codes that only a change of configuration cures: credentials,
-/// rights, and a key of another type under the lock's name.
-const MISCONFIGURED_CODES: [&str; 4] = ["WRONGPASS", "NOAUTH", "NOPERM", "WRONGTYPE"];
+/// rights, a key of another type under the lock's name, and a fencing
+/// counter that is not a canonical integer (set by hand or by a bug).
+const MISCONFIGURED_CODES: [&str; 5] = ["WRONGPASS", "NOAUTH", "NOPERM", "WRONGTYPE", "FENCERANGE"];
 
 /// Whether misconfigured nodes alone keep `needed` of `nodes` from being
 /// reached: fewer than `needed` nodes are left once those whose failure

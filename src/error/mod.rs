@@ -175,8 +175,13 @@ impl fmt::Display for Error {
                 failures,
             } => write!(
                 f,
-                "{operation} on {resource} failed: quorum unreachable, {granted} of {needed} \
-                 needed votes from {nodes} nodes after {attempts} attempt(s){}",
+                "{operation} on {resource} failed: {}, {granted} of {needed} needed votes from \
+                 {nodes} nodes after {attempts} attempt(s){}",
+                if self.is_misconfigured() {
+                    "misconfigured nodes keep the quorum out of reach"
+                } else {
+                    "quorum unreachable"
+                },
                 NodeFailures(failures)
             ),
             Error::ValidityExhausted {
@@ -300,8 +305,10 @@ impl Error {
     /// Too few nodes answered, and the misconfigured ones alone keep the
     /// quorum out of reach: more nodes than a quorum can spare refused the
     /// credentials or the user's rights (`WRONGPASS`, `NOAUTH`, `NOPERM`),
-    /// hold a key of another type under the lock's name (`WRONGTYPE`), or
-    /// are refused by this client (see [`NodeFailureKind::is_misconfigured`]).
+    /// hold a key of another type under the lock's name (`WRONGTYPE`) or a
+    /// fencing counter that is not a canonical integer (`FENCERANGE`, the
+    /// message names the counter's key), or are refused by this client
+    /// (see [`NodeFailureKind::is_misconfigured`]).
     /// No retry helps: an acquire stops after the attempt that showed it.
     /// The error is an [`Error::Unavailable`] (or, from a
     /// [`require_quorum`](crate::Builder::require_quorum) build,
@@ -478,6 +485,11 @@ mod tests {
             // Two misconfigured and a timeout: a retry may still reach
             // three (the timeout may pass).
             (vec![code("WRONGPASS"), code("NOAUTH"), timeout()], false),
+            // A fencing counter that is not a canonical integer.
+            (
+                vec![code("FENCERANGE"), code("FENCERANGE"), code("FENCERANGE")],
+                true,
+            ),
             (vec![timeout(), timeout(), timeout()], false),
             (vec![code("OOM"), code("BUSY"), code("READONLY")], false),
         ] {

@@ -135,6 +135,12 @@ impl Command {
             .collect()
     }
 
+    /// Reads what each of `keys` holds, in one script: value and time left
+    /// of the keys set (see `peek.lua`). Read-only.
+    pub(crate) fn peek(keys: &[Vec<u8>]) -> Arc<Self> {
+        Self::call(&lua::PEEK, keys.iter().map(Vec::as_slice), |_| {})
+    }
+
     /// Whether every key still carries the token (read-only).
     pub(crate) fn holds(keys: &Keys, token: &Token) -> Arc<Self> {
         Self::call(&lua::HOLDS, keys.slices(), |cmd| {

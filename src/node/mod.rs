@@ -26,6 +26,7 @@ use redis::{Client, Cmd, ErrorKind, FromRedisValue, RedisError, ServerErrorKind,
 use tracing::warn;
 
 use crate::error::classify::classify;
+use crate::error::reply_code::reply_code;
 use crate::error::{NodeFailure, NodeFailureKind, Operation};
 use crate::keys::Keys;
 use crate::node::admission::Gate;
@@ -204,20 +205,49 @@ impl Node {
         .await
     }
 
-    /// What this node holds for `key`: its value and time left, read
-    /// together (`GET` and `PTTL`, no lock taken).
-    pub(crate) async fn view(&self, key: &[u8], window: Window) -> NodeResult<NodeView> {
-        let (mut get, mut pttl) = (redis::cmd("GET"), redis::cmd("PTTL"));
-        get.arg(key);
-        pttl.arg(key);
-        let (value, left): (Option<Vec<u8>>, i64) = self
-            .counted(window, || async {
-                // Both queued at once on the multiplexed connection.
-                let (value, left) = futures::join!(self.conn.send(&get), self.conn.send(&pttl));
-                Ok((parse(value?)?, parse(left?)?))
-            })
-            .await?;
-        Ok(NodeView::from_peek(value.as_deref(), left))
+    /// What this node holds for each of the `count` keys `command` reads
+    /// ([`Command::peek`]): one view per key, each key's value and time
+    /// left read together, every key in one script (no lock taken). A key
+    /// the node cannot read (another type) is [`NodeView::Failed`] on its
+    /// own.
+    pub(crate) async fn peek(
+        &self,
+        command: &Command,
+        count: usize,
+        window: Window,
+    ) -> NodeResult<Vec<NodeView>> {
+        let reply = self.counted(window, || self.run(command)).await?;
+        let Value::Array(items) = reply else {
+            return Err(self.protocol(format!("peek answered {reply:?}")));
+        };
+        let mut views = vec![NodeView::Free; count];
+        for entry in items.chunks(3) {
+            let [Value::Int(position), Value::BulkString(value), Value::Int(left)] = entry else {
+                return Err(self.protocol(format!("peek answered {entry:?}")));
+            };
+            let Some(view) = usize::try_from(*position)
+                .ok()
+                .and_then(|p| views.get_mut(p.checked_sub(1)?))
+            else {
+                return Err(self.protocol(format!("peek answered key {position} of {count}")));
+            };
+            *view = match *left {
+                // The key's error line (`WRONGTYPE …`), in place of its value.
+                -3 => {
+                    let line = String::from_utf8_lossy(value);
+                    let (code, message) = line.split_once(' ').unwrap_or((&line, ""));
+                    let (code, message) = reply_code(code, message);
+                    let kind = NodeFailureKind::Redis {
+                        code: code.to_owned(),
+                        message: message.to_owned(),
+                    };
+                    self.counters.failed(&kind, None);
+                    NodeView::Failed(self.failure(kind))
+                }
+                left => NodeView::from_peek(Some(value), left),
+            };
+        }
+        Ok(views)
     }
 
     /// Takes the lock on this node with `command` (see

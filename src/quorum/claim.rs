@@ -85,6 +85,14 @@ impl Claim {
         }
     }
 
+    /// The fencing counter's key, when what is claimed is fenced.
+    pub(crate) fn fence_key(&self) -> Option<&[u8]> {
+        match self {
+            Claim::Lock(keys) | Claim::Election(keys) => keys.fence_key(),
+            Claim::Permits { slots, .. } => slots.fence_key(),
+        }
+    }
+
     /// The name a refusal gives: for a lock over several resources, the
     /// one found held.
     pub(crate) async fn held_resource(&self, engine: &Engine) -> ResourceName {

@@ -446,13 +446,16 @@ impl Engine {
     }
 
     /// What each of `nodes` holds for each of `keys` (read-only; every
-    /// node, and every key of a node, in parallel), within the node
-    /// timeout: per node, one view per key. A node that does not answer in
-    /// time is [`NodeView::Failed`] for every key (a timeout, counted once);
-    /// a key a node refused to read is `Failed` on its own. The one read
+    /// node in parallel, all the keys of a node in one script that answers
+    /// for the keys set only, so that a semaphore of 1024 slots with few
+    /// held is one short round trip), within [`rule::read_timeout`]: per node,
+    /// one view per key. A node that does not answer in time, or fails, is
+    /// [`NodeView::Failed`] for every key (a timeout counted once); a key
+    /// a node cannot read (another type) is `Failed` on its own. The one read
     /// behind [`status`](Self::status) and [`look`](Self::look).
     async fn views(&self, nodes: &Arc<[Node]>, keys: Arc<[Vec<u8>]>) -> Vec<Vec<NodeView>> {
-        let timeout = self.config.node_timeout;
+        let timeout = rule::read_timeout(self.config.node_timeout, keys.len());
+        let (command, count) = (Command::peek(&keys), keys.len());
         let plan = Plan {
             needed: nodes.len(),
             timeout,
@@ -463,20 +466,8 @@ impl Engine {
             &self.background,
             plan,
             |_, node, window| {
-                let (node, keys) = (node.clone(), keys.clone());
-                async move {
-                    let reads = keys.iter().map(|key| node.view(key, window));
-                    let mut views = Vec::with_capacity(keys.len());
-                    for view in futures::future::join_all(reads).await {
-                        match view {
-                            // Late: the node's timeout, for the fan-out to count.
-                            Err(failure) if failure.kind.is_timeout() => return Err(failure),
-                            Err(failure) => views.push(NodeView::Failed(failure)),
-                            Ok(view) => views.push(view),
-                        }
-                    }
-                    Ok(views)
-                }
+                let (node, command) = (node.clone(), command.clone());
+                async move { node.peek(&command, count, window).await }
             },
             |_, _| Vote::Yes,
         )
@@ -488,6 +479,11 @@ impl Engine {
                 vec![NodeView::Failed(silent); keys.len()]
             })
             .collect();
+        for failure in outcome.failures {
+            if let Some(i) = nodes.iter().position(|n| n.label() == failure.node) {
+                views[i] = vec![NodeView::Failed(failure); keys.len()];
+            }
+        }
         for (i, answered) in outcome.replies {
             views[i] = answered;
         }

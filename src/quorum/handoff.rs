@@ -17,7 +17,7 @@ use std::time::Duration;
 use futures::stream::{FuturesUnordered, StreamExt};
 use redis::aio::PubSubSink;
 use redis::Client;
-use tokio::sync::Notify;
+use tokio::sync::{watch, Notify};
 use tokio_util::sync::CancellationToken;
 use tracing::debug;
 
@@ -32,6 +32,9 @@ pub(crate) struct Handoff {
     connect_timeout: Duration,
     state: Mutex<State>,
     stop: CancellationToken,
+    /// How many nodes' subscribers are connected and subscribed to every
+    /// channel watched when they connected (see [`Handoff::subscribed`]).
+    ready: watch::Sender<usize>,
 }
 
 #[derive(Default)]
@@ -100,6 +103,7 @@ impl Handoff {
                 ..State::default()
             }),
             stop: CancellationToken::new(),
+            ready: watch::Sender::new(0),
         }
     }
 
@@ -159,6 +163,18 @@ impl Handoff {
             while subscribing.next().await.is_some() {}
         }
         watch
+    }
+
+    /// Waits, at most `limit`, until the subscriber of every listened node
+    /// is connected and subscribed to the channels watched so far; true
+    /// when they all are in time. After the first [`watch`](Self::watch),
+    /// whose channels each subscriber subscribes to as it connects.
+    pub(crate) async fn subscribed(&self, limit: Duration) -> bool {
+        let all = self.clients.len();
+        let mut ready = self.ready.subscribe();
+        tokio::time::timeout(limit, ready.wait_for(|&n| n >= all))
+            .await
+            .is_ok_and(|r| r.is_ok())
     }
 
     fn unwatch(&self, channels: &[(Vec<u8>, Arc<Notify>)]) {
@@ -265,6 +281,7 @@ async fn run_node(handoff: Weak<Handoff>, i: usize, stop: CancellationToken) {
             }
         };
         let (mut sink, mut stream) = pubsub.split();
+        let mut subscribed = true;
         let current: Vec<Vec<u8>> = {
             let Some(h) = handoff.upgrade() else { return };
             let mut state = h.state();
@@ -272,7 +289,8 @@ async fn run_node(handoff: Weak<Handoff>, i: usize, stop: CancellationToken) {
             state.channels.keys().cloned().collect()
         };
         if !current.is_empty() {
-            let _ = tokio::time::timeout(connect_timeout, sink.subscribe(current.clone())).await;
+            let done = tokio::time::timeout(connect_timeout, sink.subscribe(current.clone())).await;
+            subscribed = matches!(done, Ok(Ok(())));
             // A waiter that left while this SUBSCRIBE was in flight may have
             // sent its UNSUBSCRIBE first: drop what nobody watches any more.
             let Some(h) = handoff.upgrade() else { return };
@@ -289,6 +307,11 @@ async fn run_node(handoff: Weak<Handoff>, i: usize, stop: CancellationToken) {
             }
         }
         backoff = Duration::from_millis(50);
+        if subscribed {
+            if let Some(h) = handoff.upgrade() {
+                h.ready.send_modify(|n| *n += 1);
+            }
+        }
         loop {
             let msg = tokio::select! {
                 _ = stop.cancelled() => return,
@@ -302,6 +325,9 @@ async fn run_node(handoff: Weak<Handoff>, i: usize, stop: CancellationToken) {
         }
         if let Some(h) = handoff.upgrade() {
             h.state().sinks[i] = None;
+            if subscribed {
+                h.ready.send_modify(|n| *n = n.saturating_sub(1));
+            }
         }
         debug!(node = %label, "hand-off subscriber disconnected");
         wait_or_stop(&stop, &mut backoff).await;

@@ -8,7 +8,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::config::Retry;
-use crate::error::{misconfigured, Error, Operation, ResourceName, Result};
+use crate::error::{
+    misconfigured, Error, NodeFailure, NodeFailureKind, Operation, ResourceName, Result,
+};
 use crate::keys::Keys;
 use crate::quorum::attempt::{Attempt, AttemptFailure};
 use crate::quorum::claim::Claim;
@@ -125,6 +127,10 @@ async fn attempts(
             || misconfigured
             || failure.fence_exhausted.is_some()
         {
+            let mut failure = failure;
+            if let Some(key) = claim.fence_key() {
+                name_counter(&mut failure.failures, key);
+            }
             let resource = if is_contended(&failure) {
                 claim.held_resource(engine).await
             } else {
@@ -264,6 +270,18 @@ async fn wait_for_release(
         }
         // Another waiter was faster: spread wider next time.
         *spread = widened(*spread);
+    }
+}
+
+/// Names the fencing counter `key` in each `FENCERANGE` refusal among
+/// `failures`: the script says what is wrong with a counter, not which one.
+fn name_counter(failures: &mut [NodeFailure], key: &[u8]) {
+    for failure in failures {
+        if let NodeFailureKind::Redis { code, message } = &mut failure.kind {
+            if code.eq_ignore_ascii_case("FENCERANGE") {
+                *message = format!("{message} (key {})", ResourceName::new(key));
+            }
+        }
     }
 }
 

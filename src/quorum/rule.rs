@@ -5,6 +5,7 @@
 
 use std::time::Duration;
 
+use crate::config::MAX_PERMITS;
 use crate::node::reply::Vote;
 
 /// Number of votes that make a majority of `nodes` (`nodes / 2 + 1`).
@@ -123,6 +124,17 @@ pub(crate) fn backoff(min: Duration, max: Duration, unit: f64) -> Duration {
         .min(span);
     lo.saturating_add(part)
 }
+
+/// How long a node has to answer a read of `keys` keys (a status read, a
+/// waiter's look): the node timeout, plus as much again per
+/// [`MAX_PERMITS`](crate::MAX_PERMITS) keys, pro rata — twice the node
+/// timeout for a semaphore's widest read. The round trip does not grow
+/// with the keys; the node's work on them does.
+pub(crate) fn read_timeout(node_timeout: Duration, keys: usize) -> Duration {
+    let keys = u32::try_from(keys).unwrap_or(u32::MAX);
+    node_timeout.saturating_add(node_timeout.saturating_mul(keys) / MAX_PERMITS)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -166,6 +178,22 @@ mod tests {
         // Lost to a holder of three or more nodes; then a split, an outage.
         assert!(held(&[n, n, n, n, n]) && held(&[y, y, n, n, n]) && held(&[n, f, n, f, n]));
         assert!(!held(&[y, y, n, n, f]) && !held(&[y, n, n, f, f]) && !held(&[f; 5]));
+    }
+
+    #[test]
+    fn a_read_gets_the_node_timeout_and_as_much_again_per_1024_keys() {
+        let ms = Duration::from_millis;
+        assert_eq!(
+            read_timeout(ms(50), 1),
+            ms(50) + Duration::from_nanos(48_828)
+        );
+        assert_eq!(read_timeout(ms(50), 512), ms(75));
+        assert_eq!(read_timeout(ms(50), 1024), ms(100));
+        assert_eq!(read_timeout(Duration::MAX, 1024), Duration::MAX);
+        assert_eq!(
+            read_timeout(ms(50), usize::MAX),
+            ms(50) + ms(50) * u32::MAX / 1024
+        );
     }
 
     #[test]

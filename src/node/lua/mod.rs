@@ -86,6 +86,10 @@ script!(
     HOLDS = "holds.lua"
 );
 script!(
+    /// What each of many keys holds, the keys set only (read-only).
+    PEEK = "peek.lua"
+);
+script!(
     /// A leader's record, written where the leadership is still held.
     PROCLAIM = "proclaim.lua"
 );
@@ -104,7 +108,7 @@ script!(
 );
 
 /// Every script, for preloading on connect.
-pub(crate) fn all() -> [&'static Lua; 11] {
+pub(crate) fn all() -> [&'static Lua; 12] {
     [
         &RELEASE,
         &EXTEND,
@@ -113,6 +117,7 @@ pub(crate) fn all() -> [&'static Lua; 11] {
         &ACQUIRE_SLOTS,
         &FENCE_COMMIT,
         &HOLDS,
+        &PEEK,
         &RUN_ID,
         &PROCLAIM,
         &LEADER,
