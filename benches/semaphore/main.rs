@@ -6,6 +6,7 @@
 //! cargo bench --bench semaphore            # both parts (about 3 minutes)
 //! cargo bench --bench semaphore -- free    # a free permit against the mutex
 //! cargo bench --bench semaphore -- procs   # L = 4, 16 contending processes
+//! cargo bench --bench semaphore -- takers  # 8 and 64 takers of L = 64 free permits
 //! ```
 //!
 //! 1. **free**: one client, nothing contended. Cycles (one acquire
@@ -19,6 +20,11 @@
 //!    same processes' loop on one lock (`L = 1`, the mutex) alternates
 //!    with it round by round. Grants per second, and the next-grant gap:
 //!    from a release made while another process waited to the next grant.
+//! 3. **takers**: 8, then 64 clients in one process, each looping on one
+//!    attempt at one permit of an `L = 64` semaphore and its release,
+//!    plain and fenced: cycles per second, the share of attempts granted
+//!    (every permit is free, so a refusal is a conflict between takers),
+//!    and the cycle's latency.
 //!
 //! Results: a table on stdout and `target/quorumlock-bench/semaphore.csv`.
 //! Run as a test (`cargo test --benches`), each part runs once, tiny, on
@@ -32,6 +38,7 @@ mod measure;
 
 mod free;
 mod procs;
+mod takers;
 
 use std::fmt::Write as _;
 use std::path::PathBuf;
@@ -51,6 +58,7 @@ struct Plan {
     nodes: usize,
     free: free::Plan,
     procs: procs::Plan,
+    takers: takers::Plan,
 }
 
 impl Plan {
@@ -68,6 +76,11 @@ impl Plan {
                 rounds: 3,
                 window: Duration::from_secs(4),
             },
+            takers: takers::Plan {
+                takers: &[8, 64],
+                permits: 64,
+                window: Duration::from_secs(3),
+            },
         }
     }
 
@@ -84,6 +97,11 @@ impl Plan {
                 permits: 2,
                 rounds: 1,
                 window: Duration::from_millis(300),
+            },
+            takers: takers::Plan {
+                takers: &[3],
+                permits: 4,
+                window: Duration::from_millis(200),
             },
         }
     }
@@ -146,6 +164,26 @@ fn main() {
         println!("{}", procs::table(&runs, plan.procs));
         if smoke {
             assert!(runs.iter().all(|r| r.grants_per_s > 0.0), "no grant");
+        }
+    }
+    if wants("takers") {
+        let runs = rt.block_on(takers::run(&urls, plan.takers));
+        for r in &runs {
+            let what = if r.fenced { "fenced" } else { "plain" };
+            let _ = writeln!(
+                csv,
+                "takers,{},{what},{},{:.0},{:.0},{:.0},{:.1}",
+                r.takers,
+                r.cycles.n,
+                measure::micros(r.cycles.p50),
+                measure::micros(r.cycles.p99),
+                measure::micros(r.cycles.mean),
+                r.per_s
+            );
+        }
+        println!("{}", takers::table(&runs, plan.takers));
+        if smoke {
+            assert!(runs.iter().all(|r| r.cycles.n > 0), "no grant");
         }
     }
     if smoke {
