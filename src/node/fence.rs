@@ -1,9 +1,11 @@
 //! Pure fencing-token rules: the token a client proposes from the counters
-//! it read (a lock's, and a permit holder's: a round and its slot), the range counters and tokens stay in, and what a node's answer
-//! to a commit means. The node side of the commit rule lives in
-//! `scripts/fence_commit.lua`; `reply::answer` states it once more for the
-//! model check (`model/`), which includes this file and that one. The proof
-//! that the rule makes tokens unique is in `docs/fencing.md`.
+//! it read (a lock's, and a permit holder's: a round and its slot), the
+//! range counters and tokens stay in, and what a node's answer to a commit
+//! means. The node side of the commit rule lives in `lua/fence_commit.lua`;
+//! `reply::answer` (a lock's) and `reply::commit_permit` (a permit's) state
+//! it once more for the model check (`model/`), which includes this file
+//! and that one. The proof that the rule makes tokens unique is in
+//! `docs/fencing.md`.
 //!
 //! No I/O and nothing from the rest of the crate: the model check includes
 //! this file by path.
@@ -61,12 +63,14 @@ pub(crate) const fn in_range(counter: u64) -> bool {
 /// A node's answer to the fence commit script.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Commit {
-    /// The node raised its counter from below to the token: it counts.
+    /// The node committed the token (a lock's: raised its counter from
+    /// below to it): it counts.
     Raised,
     /// The key no longer holds this lock's token (expired or taken).
     NotHeld,
-    /// The counter was already at or above the token: another commit of
-    /// this token or a later one came first on this node.
+    /// Another commit of this token or a later one came first on this
+    /// node (a lock's: the counter was already at or above the token; a
+    /// permit's: its round passed, or its slot was committed in it).
     Behind,
 }
 
