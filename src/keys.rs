@@ -12,8 +12,9 @@ use crate::error::{Error, ResourceName, Result};
 pub const FENCE_KEY_PREFIX: &[u8] = b"quorumlock:fence:";
 
 /// Prefix of a counting semaphore's keys: its slots
-/// `quorumlock:semaphore:{<name>}:<i>` and its fencing counter
-/// `quorumlock:semaphore:{<name>}:fence`. Resource names starting with it
+/// `quorumlock:semaphore:{<name>}:<i>`, its fencing counter
+/// `quorumlock:semaphore:{<name>}:fence` and the counter's round key
+/// `quorumlock:semaphore:{<name>}:fence:round`. Resource names starting with it
 /// are reserved.
 pub const SEMAPHORE_KEY_PREFIX: &[u8] = b"quorumlock:semaphore:";
 
@@ -33,6 +34,9 @@ pub(crate) struct Keys(Arc<Inner>);
 struct Inner {
     resources: Vec<Vec<u8>>,
     fence_key: Option<Vec<u8>>,
+    /// A fenced semaphore's round key beside its counter (`…:fence:round`):
+    /// the slots committed in the counter's round (`fence_commit.lua`).
+    round_key: Option<Vec<u8>>,
     /// The one channel (after [`RELEASE_CHANNEL_PREFIX`]) a release
     /// announces on, when not each key's own: a semaphore's.
     announce: Option<Vec<u8>>,
@@ -51,6 +55,7 @@ impl Keys {
         Ok(Self(Arc::new(Inner {
             resources: vec![resource],
             fence_key,
+            round_key: None,
             announce: None,
             strays: Vec::new(),
         })))
@@ -80,6 +85,7 @@ impl Keys {
         Ok(Self(Arc::new(Inner {
             resources: list,
             fence_key: None,
+            round_key: None,
             announce: None,
             strays: Vec::new(),
         })))
@@ -99,6 +105,7 @@ impl Keys {
         Ok(Self(Arc::new(Inner {
             resources: vec![lock],
             fence_key: Some(epoch),
+            round_key: None,
             announce: None,
             strays: Vec::new(),
         })))
@@ -137,6 +144,11 @@ impl Keys {
     /// The fencing counter key, for a fenced lock.
     pub(crate) fn fence_key(&self) -> Option<&[u8]> {
         self.0.fence_key.as_deref()
+    }
+
+    /// The round key, for a fenced semaphore's permits.
+    pub(crate) fn round_key(&self) -> Option<&[u8]> {
+        self.0.round_key.as_deref()
     }
 
     /// The resource for messages.
@@ -285,6 +297,7 @@ fn slot_keys(
     Keys(Arc::new(Inner {
         resources,
         fence_key: fence_key.clone(),
+        round_key: fence_key.as_ref().map(|f| [f, &b":round"[..]].concat()),
         announce: Some(base.to_vec()),
         strays,
     }))

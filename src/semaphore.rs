@@ -115,12 +115,15 @@ impl SemaphoreRequest {
 
     /// Hands out a **fencing token** ([`Lock::fence`]) with the permits:
     /// unique across every holder of this semaphore, and larger for a
-    /// holder whose acquire began after another holder was granted. The
-    /// semaphore has one counter (`quorumlock:semaphore:{<name>}:fence`),
-    /// committed as a lock's is ([`LockRequest::fenced`](crate::LockRequest::fenced)),
-    /// so a resource that remembers the highest token it accepted refuses
-    /// a holder whose permits have since passed on. Costs one more round
-    /// trip per acquire.
+    /// holder whose acquire began after another holder was granted;
+    /// holders whose acquires overlap get distinct tokens in no particular
+    /// order. The semaphore has one counter
+    /// (`quorumlock:semaphore:{<name>}:fence`, with a round key beside it);
+    /// a token is a round times 1024 plus the holder's first slot, so
+    /// holders of different slots commit side by side (`docs/fencing.md`,
+    /// "Permits"), and a resource that remembers the highest token it
+    /// accepted refuses a holder whose permits have since passed on. Costs
+    /// one more round trip per acquire.
     ///
     /// Note that `L` holders are expected to hold permits at once: a
     /// resource that keeps one highest token refuses every holder but the

@@ -20,6 +20,8 @@
 //! `release.lua` given a channel announces once there, per key without.
 //! The status read, `peek.lua`, answers for the keys set only, each key's
 //! token and time left, and a key of another type on its own.
+//! `fence_commit.lua` given a round key (a permit's commit) is checked
+//! against `reply::commit_permit` last.
 
 use quorumlock_testkit as support;
 
@@ -646,4 +648,94 @@ fn peek_answers_for_the_keys_set_only_and_a_key_of_another_type_on_its_own() {
     assert!(text(&items[7]).starts_with("WRONGTYPE"), "{:?}", items[7]);
     assert_eq!(items[8], Value::Int(-3));
     let _: i64 = redis::cmd("DEL").arg(&keys).query(&mut conn).expect("del");
+}
+
+// ------------------------------------------------ a permit's fence commit
+
+/// `fence_commit.lua` given a round key (a permit holder's commit of
+/// `T = r × 1024 + s`), over the holder's slot (held by this token, by
+/// another, absent), the counter (unset; in the round before; in `r`
+/// below, at and above `T`; in the round after) and the round key (absent,
+/// present with no bit, with `s`, with another slot, with both): each
+/// reply, counter and round key afterwards as `reply::commit_permit` says,
+/// and the reply votes as `reply::counts` says for a commit.
+#[test]
+fn the_permit_commit_answers_as_the_model_says() {
+    let cluster = Cluster::shared(1);
+    let base = format!("quorumlock:semaphore:{{{}}}", unique("conformance-round"));
+    let (slot, counter, round) = (
+        format!("{base}:5"),
+        format!("{base}:fence"),
+        format!("{base}:fence:round"),
+    );
+    let mut conn = cluster.conn(0);
+    conn.set_read_timeout(Some(Duration::from_secs(10)))
+        .expect("timeout");
+    let fence = 2 * 1024 + 5;
+    let mut cases = 0;
+    let mut mismatches = Vec::new();
+    for holder in [None, Some(MINE), Some(THEIRS)] {
+        for count in [0, 1024 + 9, 2048 + 1, fence, 2048 + 7, 3 * 1024] {
+            for committed in [None, Some(0), Some(1 << 5), Some(1 << 1), Some(0b10_0010)] {
+                let at = reply::Round {
+                    counter: count,
+                    committed,
+                };
+                let mut pipe = redis::pipe();
+                pipe.del(&slot).del(&counter).del(&round);
+                if let Some(token) = holder {
+                    pipe.set(&slot, token);
+                }
+                if count > 0 {
+                    pipe.set(&counter, count);
+                }
+                if let Some(bits) = committed {
+                    // Bit 0 written as 0 makes the key with no bit set.
+                    pipe.setbit(&round, 0, false);
+                    for i in (0..64).filter(|i| bits & (1u64 << i) != 0) {
+                        pipe.setbit(&round, i, true);
+                    }
+                }
+                pipe.query::<()>(&mut conn).expect("set the state");
+                let answered: i64 = redis::cmd("EVAL")
+                    .arg(FENCE_COMMIT)
+                    .arg(3)
+                    .arg(&[&slot, &counter, &round])
+                    .arg(MINE)
+                    .arg(fence)
+                    .query(&mut conn)
+                    .expect("commit");
+                let (c, r): (Option<u64>, Option<Vec<u8>>) = redis::pipe()
+                    .get(&counter)
+                    .get(&round)
+                    .query(&mut conn)
+                    .expect("read the state");
+                let after = reply::Round {
+                    counter: c.unwrap_or(0),
+                    committed: r.map(|bytes| {
+                        (0..64)
+                            .filter(|i| {
+                                bytes.get(i / 8).is_some_and(|b| b & (0x80 >> (i % 8)) != 0)
+                            })
+                            .fold(0, |bits, i| bits | 1u64 << i)
+                    }),
+                };
+                let model = reply::commit_permit(holder == Some(MINE), at, fence, 1024);
+                cases += 1;
+                if (answered, after) != model || counts(Kind::Commit, answered).is_none() {
+                    mismatches.push(format!(
+                        "{holder:?} holding, {at:?}: answered {answered}, left {after:?}; \
+                         the model says {model:?}"
+                    ));
+                }
+            }
+        }
+    }
+    support::report(&format!("conformance: {cases} permit commits"));
+    assert!(
+        mismatches.is_empty(),
+        "{} of {cases} runs differ from the model:\n{}",
+        mismatches.len(),
+        mismatches.join("\n")
+    );
 }

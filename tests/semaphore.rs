@@ -340,19 +340,111 @@ async fn fenced_permits_carry_unique_tokens_increasing_in_grant_order() {
     }
 }
 
+/// Eight clients take one of eight free permits of a fenced semaphore at
+/// the same moment, one attempt each, three rounds: each round gets its
+/// own semaphore. A holder's token is `round × 1024 + slot`, so takers of
+/// different slots in one round commit side by side: 23 or 24 of 24 (a
+/// taker is refused only where a later round landed first). With one
+/// counter raised only from below (the rule before), takers that read the
+/// same counter proposed the same token and one per node won: 1 to 3 of
+/// 24.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn eight_takers_of_eight_free_fenced_permits_do_not_refuse_each_other() {
+    const TAKERS: usize = 8;
+    const ROUNDS: usize = 3;
+    let cluster = Cluster::shared(3);
+    let mut clients = Vec::new();
+    for _ in 0..TAKERS {
+        clients.push(cluster.redlock().await);
+    }
+    let mut granted = 0;
+    let mut tokens = Vec::new();
+    let mut refusals = Vec::new();
+    for _ in 0..ROUNDS {
+        let name = unique("sem-fence-free");
+        let start = Arc::new(tokio::sync::Barrier::new(TAKERS));
+        let mut tasks = Vec::new();
+        for redlock in &clients {
+            let (redlock, name, start) = (redlock.clone(), name.clone(), start.clone());
+            tasks.push(tokio::spawn(async move {
+                start.wait().await;
+                redlock
+                    .semaphore(&name, TAKERS as u32, TTL)
+                    .fenced()
+                    .retry(Retry::Times(0))
+                    .acquire()
+                    .await
+            }));
+        }
+        let mut permits = Vec::new();
+        for task in tasks {
+            match task.await.expect("task") {
+                Ok(permit) => permits.push(permit),
+                Err(e) => refusals.push(e.to_string()),
+            }
+        }
+        granted += permits.len();
+        let round: Vec<u64> = permits.iter().map(|p| p.fence().expect("token")).collect();
+        let distinct: HashSet<u64> = round.iter().copied().collect();
+        assert_eq!(distinct.len(), round.len(), "unique tokens: {round:?}");
+        tokens.push(round);
+        for p in permits {
+            p.release().await.expect("release");
+        }
+    }
+    let total = TAKERS * ROUNDS;
+    support::report(&format!(
+        "semaphore: {granted} of {total} fenced takers of free permits granted at once, \
+         tokens {tokens:?}"
+    ));
+    assert!(
+        granted * 100 >= total * 95,
+        "{granted} of {total} granted; refused: {refusals:?}"
+    );
+}
+
+/// A counter an older version left (no round key beside it): the next
+/// holders' tokens are above it, and increase.
+#[tokio::test]
+async fn tokens_pass_a_counter_left_without_a_round_key() {
+    let cluster = Cluster::shared(3);
+    let redlock = cluster.redlock().await;
+    let name = unique("sem-fence-old");
+    for i in 0..3 {
+        let _: () = cluster.exec(i, redis::cmd("SET").arg(fence_key(&name)).arg(2048));
+    }
+    let mut tokens = vec![2048];
+    for _ in 0..3 {
+        let permit = redlock
+            .semaphore(&name, 2, TTL)
+            .fenced()
+            .retry(Retry::Times(0))
+            .acquire()
+            .await
+            .expect("free");
+        tokens.push(permit.fence().expect("token"));
+        permit.release().await.expect("release");
+    }
+    assert!(tokens.windows(2).all(|w| w[0] < w[1]), "{tokens:?}");
+}
+
 #[tokio::test]
 async fn fenced_permits_stop_at_two_to_the_53_and_refuse_a_bad_counter() {
-    // At MAX_FENCE − 1 the next permit gets exactly MAX_FENCE; at MAX_FENCE
-    // a fenced acquire fails with a typed error and leaves no slot behind.
-    // A counter out of the exact range is refused by every node
-    // (FENCERANGE) before a slot is set.
+    // A counter in the round before the last (a token is round × 1024 +
+    // slot) leaves one round: the next permit gets a token of it, at most
+    // MAX_FENCE; then a fenced acquire fails with a typed error and leaves
+    // no slot behind. A counter out of the exact range is refused by every
+    // node (FENCERANGE) before a slot is set.
     let cluster = Cluster::shared(3);
     let redlock = cluster.redlock().await;
     let name = unique("sem-fence-bound");
+    let last = MAX_FENCE / 1024;
     for i in 0..3 {
         let _: () = cluster.exec(
             i,
-            redis::cmd("SET").arg(fence_key(&name)).arg(MAX_FENCE - 1),
+            redis::cmd("SET")
+                .arg(fence_key(&name))
+                .arg((last - 1) * 1024),
         );
     }
     let permit = redlock
@@ -360,8 +452,14 @@ async fn fenced_permits_stop_at_two_to_the_53_and_refuse_a_bad_counter() {
         .fenced()
         .acquire()
         .await
-        .expect("one token left");
-    assert_eq!(permit.fence(), Some(MAX_FENCE), "exact at the bound");
+        .expect("one round left");
+    let slot = permit.slots()[0] as u64;
+    assert_eq!(permit.fence(), Some(last * 1024 + slot), "the last round");
+    assert_eq!(
+        last * 1024 + 1023,
+        MAX_FENCE,
+        "the last round ends at the bound"
+    );
     permit.release().await.expect("release");
     let err = redlock
         .semaphore(&name, 2, TTL)

@@ -3,10 +3,11 @@
 //! and the figures.
 //!
 //! ```text
-//! cargo bench --bench semaphore            # both parts (about 3 minutes)
+//! cargo bench --bench semaphore            # every part
 //! cargo bench --bench semaphore -- free    # a free permit against the mutex
 //! cargo bench --bench semaphore -- procs   # L = 4, 16 contending processes
 //! cargo bench --bench semaphore -- status  # a status read of L = 1024
+//! cargo bench --bench semaphore -- takers  # 8 and 64 takers of L = 64 free permits
 //! ```
 //!
 //! 1. **free**: one client, nothing contended. Cycles (one acquire
@@ -23,6 +24,11 @@
 //! 3. **status**: `semaphore_status` of a semaphore of `L = 1024` with six
 //!    permits held, read after read, with the default node timeout: its
 //!    latency, and the reads that could not count every slot.
+//! 4. **takers**: 8, then 64 clients in one process, each looping on one
+//!    attempt at one permit of an `L = 64` semaphore and its release,
+//!    plain and fenced: cycles per second, the share of attempts granted
+//!    (every permit is free, so a refusal is a conflict between takers),
+//!    and the cycle's latency.
 //!
 //! Results: a table on stdout and `target/quorumlock-bench/semaphore.csv`.
 //! Run as a test (`cargo test --benches`), each part runs once, tiny, on
@@ -37,6 +43,7 @@ mod measure;
 mod free;
 mod procs;
 mod status;
+mod takers;
 
 use std::fmt::Write as _;
 use std::path::PathBuf;
@@ -58,6 +65,7 @@ struct Plan {
     procs: procs::Plan,
     /// Status reads of the wide semaphore.
     status_reads: usize,
+    takers: takers::Plan,
 }
 
 impl Plan {
@@ -76,6 +84,11 @@ impl Plan {
                 window: Duration::from_secs(4),
             },
             status_reads: 500,
+            takers: takers::Plan {
+                takers: &[8, 64],
+                permits: 64,
+                window: Duration::from_secs(3),
+            },
         }
     }
 
@@ -94,6 +107,11 @@ impl Plan {
                 window: Duration::from_millis(300),
             },
             status_reads: 3,
+            takers: takers::Plan {
+                takers: &[3],
+                permits: 4,
+                window: Duration::from_millis(200),
+            },
         }
     }
 }
@@ -171,6 +189,26 @@ fn main() {
         println!("{}", status::table(&reads, plan.nodes));
         if smoke {
             assert_eq!(reads.incomplete, 0, "a status read left slots unknown");
+        }
+    }
+    if wants("takers") {
+        let runs = rt.block_on(takers::run(&urls, plan.takers));
+        for r in &runs {
+            let what = if r.fenced { "fenced" } else { "plain" };
+            let _ = writeln!(
+                csv,
+                "takers,{},{what},{},{:.0},{:.0},{:.0},{:.1}",
+                r.takers,
+                r.cycles.n,
+                measure::micros(r.cycles.p50),
+                measure::micros(r.cycles.p99),
+                measure::micros(r.cycles.mean),
+                r.per_s
+            );
+        }
+        println!("{}", takers::table(&runs, plan.takers));
+        if smoke {
+            assert!(runs.iter().all(|r| r.cycles.n > 0), "no grant");
         }
     }
     if smoke {

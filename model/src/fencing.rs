@@ -56,6 +56,20 @@ pub enum Rule {
     /// majority that granted it as its fence (an epoch scheme without a
     /// commit phase; negative control).
     IncrMax,
+    /// A semaphore's permits: the fence is `round × L + slot` (the
+    /// holder's first slot), and a node counts a commit once per slot and
+    /// round (`reply::commit_permit`, the fix for permits).
+    Rounds,
+    /// [`Rule::Rounds`] without the slots of the round: a commit of the
+    /// counter's round always counts (negative control).
+    RoundsAnySlot,
+}
+
+impl Rule {
+    /// Whether fences are `round × L + slot` (a semaphore's rules).
+    pub fn rounds(self) -> bool {
+        matches!(self, Rule::Rounds | Rule::RoundsAnySlot)
+    }
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -400,7 +414,7 @@ impl State {
                     max: 0,
                     floor: match cfg.rule {
                         Rule::IncrMax => s.fences.floor(),
-                        Rule::RaiseFromBelow | Rule::AtLeast => 0,
+                        _ => 0,
                     },
                 };
             }
@@ -499,6 +513,7 @@ impl State {
                             true
                         }
                         Rule::IncrMax => unreachable!("no commit under IncrMax"),
+                        Rule::Rounds | Rule::RoundsAnySlot => unreachable!("a semaphore's rule"),
                     };
                 self.msgs.push(Msg::CommitReply { token, node, ok });
             }
@@ -538,8 +553,9 @@ impl State {
                     self.fences.grant(max, floor).map_err(Violation::Fence)?;
                     self.clients[usize::from(c)].phase = Phase::Holding { fence: max, gen: 0 };
                 } else if yes >= QUORUM {
-                    let fence = u8::try_from(fence::propose([u64::from(max)]).expect("small"))
-                        .expect("small");
+                    let fence =
+                        u8::try_from(fence::propose([u64::from(max)], 0, 1).expect("small"))
+                            .expect("small");
                     let floor = self.fences.floor();
                     self.send_all(|node| Msg::Commit { token, node, fence });
                     self.clients[usize::from(c)].phase = Phase::Committing {

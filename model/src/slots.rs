@@ -74,10 +74,10 @@ pub fn keep(won: Slots, k: u8, l: u8, start: u8) -> Option<Slots> {
     (k > 0 && kept.len() == usize::from(k)).then(|| kept.iter().fold(0, |set, i| set | 1 << i))
 }
 
-/// The first slot of `kept` in the client's order: the one a fence commit
-/// checks the token on.
-pub fn first(kept: Slots, l: u8, start: u8) -> Option<u8> {
-    order(l, start).find(|&i| kept & (1 << i) != 0)
+/// The lowest slot of `kept`: the one a fence commit checks the token on,
+/// and the slot a permit's fence names.
+pub fn first(kept: Slots) -> Option<u8> {
+    (0..8).find(|&i| kept & (1 << i) != 0)
 }
 
 #[cfg(test)]
@@ -125,8 +125,8 @@ mod tests {
         assert_eq!(keep(0b101, 2, 3, 1), Some(0b101));
         assert_eq!(keep(0b101, 3, 3, 0), None);
         assert_eq!(keep(0, 0, 3, 0), None);
-        assert_eq!(first(0b101, 3, 1), Some(2));
-        assert_eq!(first(0b101, 3, 0), Some(0));
-        assert_eq!(first(0, 3, 0), None);
+        assert_eq!(first(0b101), Some(0));
+        assert_eq!(first(0b100), Some(2));
+        assert_eq!(first(0), None);
     }
 }

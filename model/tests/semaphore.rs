@@ -2,9 +2,9 @@
 //! prints its state count (and, for a negative control, the
 //! counterexample's trace) on stderr.
 //!
-//! Negative controls: the counter design over-admits; the old fence commit
-//! rule ("counter >= T counts") and a restart that loses the counter each
-//! repeat a fence.
+//! Negative controls: the counter design over-admits; the oldest fence
+//! commit rule ("counter >= T counts"), rounds without the slot bitmap and
+//! a restart that loses the counter each repeat a fence.
 
 use quorumlock_model::fencing::Rule;
 use quorumlock_model::search::{assert_found, assert_safe};
@@ -177,6 +177,28 @@ fn semaphore_old_commit_rule_repeats_a_fence() {
             ..FENCED
         }),
         24,
+        repeats_a_fence,
+    );
+}
+
+/// Negative control: fences of rounds without the slots of the round (a
+/// commit of the counter's round always counts) repeat a fence. With one
+/// permit: A sets the slot on x and y; A's key on x expires early and B
+/// sets it on x and z; all read counter 0, both propose round 1. A's commit
+/// counts on y, B's on x and z: B holds 1, and lets go. A's late acquire
+/// sets the slot on z, and A's commit of round 1 counts there too: A holds
+/// 1 as well. With the bitmap, z says no (slot 0 committed in round 1).
+#[test]
+fn semaphore_rounds_without_the_slots_repeat_a_fence() {
+    assert_found(
+        "semaphore: fenced, L=1, rounds without the slot bitmap, early expiry",
+        &Semaphore(semaphore::Config {
+            permits: 1,
+            rule: Rule::RoundsAnySlot,
+            early_expiries: 1,
+            ..FENCED
+        }),
+        30,
         repeats_a_fence,
     );
 }

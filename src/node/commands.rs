@@ -57,10 +57,17 @@ impl Command {
         Arc::new(Self { cmd, script: None })
     }
 
-    /// Raises the fencing counter to `fence` where the token is held.
+    /// Commits `fence` where the token is held: a lock's raises the
+    /// counter from below; a permit's (with the round key) is counted once
+    /// per slot and round (`fence_commit.lua`).
     pub(crate) fn commit_fence(keys: &Keys, token: &Token, fence: u64) -> Arc<Self> {
         let fence_key = keys.fence_key().unwrap_or_default();
-        Self::call(&lua::FENCE_COMMIT, [keys.first(), fence_key], |cmd| {
+        let round_key = keys.round_key();
+        let keys: Vec<&[u8]> = [keys.first(), fence_key]
+            .into_iter()
+            .chain(round_key)
+            .collect();
+        Self::call(&lua::FENCE_COMMIT, keys, |cmd| {
             cmd.arg(token.as_str()).arg(fence);
         })
     }

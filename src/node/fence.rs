@@ -1,9 +1,11 @@
 //! Pure fencing-token rules: the token a client proposes from the counters
-//! it read, the range counters and tokens stay in, and what a node's answer
-//! to a commit means. The node side of the commit rule lives in
-//! `scripts/fence_commit.lua`; `reply::answer` states it once more for the
-//! model check (`model/`), which includes this file and that one. The proof
-//! that the rule makes tokens unique is in `docs/fencing.md`.
+//! it read (a lock's, and a permit holder's: a round and its slot), the
+//! range counters and tokens stay in, and what a node's answer to a commit
+//! means. The node side of the commit rule lives in `lua/fence_commit.lua`;
+//! `reply::answer` (a lock's) and `reply::commit_permit` (a permit's) state
+//! it once more for the model check (`model/`), which includes this file
+//! and that one. The proof that the rule makes tokens unique is in
+//! `docs/fencing.md`.
 //!
 //! No I/O and nothing from the rest of the crate: the model check includes
 //! this file by path.
@@ -24,16 +26,32 @@
 /// ```
 pub const MAX_FENCE: u64 = (1 << 53) - 1;
 
-/// The token to propose after a majority granted the lock, each node having
-/// read its counter atomically with its `SET NX`: the highest counter seen
-/// plus one. `Err(highest)` when that would pass [`MAX_FENCE`] (or when a
-/// counter is already out of range), so that no token is proposed.
-pub(crate) fn propose(counters: impl IntoIterator<Item = u64>) -> Result<u64, u64> {
+/// The tokens of one round of a fenced semaphore: a permit holder's token
+/// is `round × ROUND + slot`, its slot below [`ROUND`] (the most permits a
+/// semaphore has), so that holders of different slots never propose the
+/// same token (`docs/fencing.md`, "Permits").
+pub(crate) const ROUND: u64 = 1024;
+
+/// The token to propose after a majority granted, each node having read
+/// its counter atomically with its `SET NX`: `round × per_round + slot`,
+/// its round one above the highest counter's (`counter / per_round`). A
+/// lock proposes with `slot` 0 and `per_round` 1: the highest counter plus
+/// one; a permit holder with its first slot and [`ROUND`]. `Err(highest)`
+/// when the token would pass [`MAX_FENCE`] (or a counter is already out of
+/// range), so that no token is proposed.
+pub(crate) fn propose(
+    counters: impl IntoIterator<Item = u64>,
+    slot: u64,
+    per_round: u64,
+) -> Result<u64, u64> {
     let highest = counters.into_iter().max().unwrap_or(0);
-    match highest.checked_add(1) {
-        Some(token) if token <= MAX_FENCE => Ok(token),
-        _ => Err(highest),
-    }
+    let round = highest
+        .checked_div(per_round)
+        .and_then(|r| r.checked_add(1));
+    round
+        .and_then(|r| r.checked_mul(per_round)?.checked_add(slot))
+        .filter(|&token| token <= MAX_FENCE)
+        .ok_or(highest)
 }
 
 /// Whether a counter read from a node is in the range the scripts keep
@@ -45,12 +63,14 @@ pub(crate) const fn in_range(counter: u64) -> bool {
 /// A node's answer to the fence commit script.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Commit {
-    /// The node raised its counter from below to the token: it counts.
+    /// The node committed the token (a lock's: raised its counter from
+    /// below to it): it counts.
     Raised,
     /// The key no longer holds this lock's token (expired or taken).
     NotHeld,
-    /// The counter was already at or above the token: another commit of
-    /// this token or a later one came first on this node.
+    /// Another commit of this token or a later one came first on this
+    /// node (a lock's: the counter was already at or above the token; a
+    /// permit's: its round passed, or its slot was committed in it).
     Behind,
 }
 
@@ -71,18 +91,38 @@ mod tests {
     use super::*;
 
     #[test]
-    fn proposes_one_above_the_highest_counter() {
-        assert_eq!(propose([]), Ok(1));
-        assert_eq!(propose([0, 0]), Ok(1));
-        assert_eq!(propose([3, 7, 5]), Ok(8));
-        assert_eq!(propose([MAX_FENCE - 1]), Ok(MAX_FENCE));
+    fn a_lock_proposes_one_above_the_highest_counter() {
+        let lock = |counters: &[u64]| propose(counters.iter().copied(), 0, 1);
+        assert_eq!(lock(&[]), Ok(1));
+        assert_eq!(lock(&[0, 0]), Ok(1));
+        assert_eq!(lock(&[3, 7, 5]), Ok(8));
+        assert_eq!(lock(&[MAX_FENCE - 1]), Ok(MAX_FENCE));
+    }
+
+    #[test]
+    fn a_permit_proposes_its_slot_in_the_round_after_the_highest() {
+        let permit = |counters: &[u64], slot| propose(counters.iter().copied(), slot, ROUND);
+        assert_eq!(permit(&[], 0), Ok(1024));
+        assert_eq!(permit(&[0, 5], 7), Ok(1024 + 7));
+        // An older counter (no rounds): the round above it.
+        assert_eq!(permit(&[2048], 3), Ok(3 * 1024 + 3));
+        assert_eq!(permit(&[1024 + 1023, 1024], 0), Ok(2048));
+        // The last round that fits.
+        let last = MAX_FENCE / ROUND;
+        let below = (last - 1) * ROUND;
+        assert_eq!(permit(&[below], 0), Ok(last * ROUND));
+        assert_eq!(permit(&[below], MAX_FENCE % ROUND), Ok(MAX_FENCE));
+        assert_eq!(permit(&[last * ROUND], 0), Err(last * ROUND));
     }
 
     #[test]
     fn refuses_at_the_bound_without_overflow() {
-        assert_eq!(propose([MAX_FENCE, 2]), Err(MAX_FENCE));
-        assert_eq!(propose([MAX_FENCE + 1]), Err(MAX_FENCE + 1));
-        assert_eq!(propose([u64::MAX]), Err(u64::MAX));
+        let lock = |counters: &[u64]| propose(counters.iter().copied(), 0, 1);
+        assert_eq!(lock(&[MAX_FENCE, 2]), Err(MAX_FENCE));
+        assert_eq!(lock(&[MAX_FENCE + 1]), Err(MAX_FENCE + 1));
+        assert_eq!(lock(&[u64::MAX]), Err(u64::MAX));
+        assert_eq!(propose([u64::MAX], 1023, ROUND), Err(u64::MAX));
+        assert_eq!(propose([0], 0, 0), Err(0));
         assert!(in_range(0) && in_range(MAX_FENCE) && !in_range(MAX_FENCE + 1));
         // The bound is where doubles stop being exact.
         assert_eq!(MAX_FENCE as f64 as u64, MAX_FENCE);

@@ -205,6 +205,51 @@ pub(crate) fn answer<T: PartialEq + Copy, L: Later>(
     }
 }
 
+/// A fenced semaphore's fencing state on a node: its counter and its round
+/// key, the slots committed in the counter's round (bit `s` for slot `s`;
+/// here slots below 64, the script's bitmap has room for every slot).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub(crate) struct Round {
+    /// The fencing counter (0 when unset).
+    pub(crate) counter: u64,
+    /// The round key's bits; `None` when the key is absent.
+    pub(crate) committed: Option<u64>,
+}
+
+/// What a node answers to `fence_commit.lua` given a round key (a permit
+/// holder's commit) of `fence = r × per_round + s`, and its fencing state
+/// afterwards; `holds`: whether the holder's first slot carries its token.
+/// The replies are [`Kind::Commit`]'s. Yes (1) when the counter's round is
+/// below `r` (the counter set to `fence`, the round key to just `s`), or is
+/// `r` with the round key present and `s` not in it (`s` added, the
+/// counter raised to `fence` if below); no (−1) otherwise, with nothing
+/// changed — so two commits of one `fence` never both count on a node.
+pub(crate) fn commit_permit(holds: bool, at: Round, fence: u64, per_round: u64) -> (i64, Round) {
+    let (round, slot) = (fence / per_round, fence % per_round);
+    let bit = u32::try_from(slot)
+        .ok()
+        .and_then(|s| 1u64.checked_shl(s))
+        .unwrap_or(0);
+    let current = at.counter / per_round;
+    if !holds {
+        (0, at)
+    } else if current < round {
+        let after = Round {
+            counter: fence,
+            committed: Some(bit),
+        };
+        (1, after)
+    } else if current == round && at.committed.is_some_and(|c| c & bit == 0) {
+        let after = Round {
+            counter: at.counter.max(fence),
+            committed: at.committed.map(|c| c | bit),
+        };
+        (1, after)
+    } else {
+        (-1, at)
+    }
+}
+
 /// Whether a node's `reply` to a command of `kind` counts as a yes for the
 /// client: `Some(true)` yes, `Some(false)` no, `None` a reply that command
 /// never gives (a protocol error). A fenced acquire's yes carries the
@@ -272,6 +317,29 @@ mod tests {
         assert_eq!(answer(MINE, commit(3)), (-1, MINE), "past it");
         assert_eq!(answer(THEIRS, commit(5)), (0, THEIRS));
         assert_eq!(answer(FREE, commit(5)), (0, FREE));
+    }
+
+    #[test]
+    fn a_permit_commit_counts_once_per_slot_and_round() {
+        let commit = |at, fence| commit_permit(true, at, fence, 8);
+        let at = |counter, committed| Round { counter, committed };
+        // Round 2 of 8 slots: fences 16..24.
+        assert_eq!(commit(at(9, Some(1)), 19), (1, at(19, Some(1 << 3))));
+        assert_eq!(commit(at(0, None), 19), (1, at(19, Some(1 << 3))));
+        assert_eq!(
+            commit(at(19, Some(1 << 3)), 17),
+            (1, at(19, Some(0b1010))),
+            "another slot of the round, below the counter"
+        );
+        assert_eq!(commit(at(17, Some(1 << 1)), 19), (1, at(19, Some(0b1010))));
+        let same = at(19, Some(0b1010));
+        assert_eq!(commit(same, 19), (-1, same), "slot 3 already committed");
+        assert_eq!(commit(same, 17), (-1, same));
+        let old = at(16, None);
+        assert_eq!(commit(old, 19), (-1, old), "no round key: an older counter");
+        let later = at(24, Some(1));
+        assert_eq!(commit(later, 19), (-1, later), "the round passed");
+        assert_eq!(commit_permit(false, same, 20, 8), (0, same));
     }
 
     #[test]

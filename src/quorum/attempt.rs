@@ -152,6 +152,7 @@ pub(crate) async fn acquire_once(
             .iter()
             .filter(|(_, g)| g.vote == Vote::Yes)
             .map(|(_, g)| g.counter);
+        let proposed = fence::propose(counters, 0, 1);
         let Verdict {
             granted,
             tally,
@@ -159,7 +160,7 @@ pub(crate) async fn acquire_once(
             fence,
             fence_exhausted,
         } = Verdict::new(granted, tally, failures)
-            .fenced(engine, keys, token, counters, valid_until)
+            .fenced(engine, keys, token, proposed, valid_until)
             .await;
         // One clock read: the validity left is the deadline's, at `now`.
         let now = Instant::now();
@@ -244,24 +245,23 @@ impl Verdict {
         }
     }
 
-    /// For a granted attempt on fenced `keys`, the fencing token: proposed
-    /// above the `counters` the granting nodes read (see
-    /// [`fence::propose`]), then committed ([`commit_fence`]). A commit
-    /// that reaches no majority in time fails the attempt with the
-    /// commit's tally; no token left fails it as exhausted. Otherwise
-    /// unchanged.
+    /// For a granted attempt on fenced `keys`, the fencing token: the
+    /// token `proposed` above the counters the granting nodes read (see
+    /// [`fence::propose`]), committed ([`commit_fence`]). A commit that
+    /// reaches no majority in time fails the attempt with the commit's
+    /// tally; no token left fails it as exhausted. Otherwise unchanged.
     pub(crate) async fn fenced(
         mut self,
         engine: &Engine,
         keys: &Keys,
         token: &Token,
-        counters: impl Iterator<Item = u64>,
+        proposed: Result<u64, u64>,
         valid_until: Instant,
     ) -> Self {
         if !self.granted || keys.fence_key().is_none() {
             return self;
         }
-        match fence::propose(counters) {
+        match proposed {
             Ok(proposed) => {
                 let commit = commit_fence(engine, keys, token, proposed, valid_until).await;
                 if commit.reached() {
@@ -288,7 +288,8 @@ impl Verdict {
 }
 
 /// Second phase of a fenced acquire: every node still holding the token
-/// raises its counter to `fence` from strictly below; only those count, so
+/// commits `fence` — a lock's raises its counter to it from strictly
+/// below, a permit's counts once per round and slot; only those count, so
 /// two commits of one token cannot both reach a majority
 /// (`docs/fencing.md`). Decided at quorum, and before the validity ends.
 async fn commit_fence(

@@ -1,7 +1,8 @@
 //! One attempt to take permits of a semaphore: the slots script on every
 //! node at once (one round trip while permits are free), decided by the
 //! slot rule ([`crate::quorum::slots`]); for a fenced semaphore, followed
-//! by the commit of the fencing token on the semaphore's one counter. The
+//! by the commit of the fencing token (its round and the holder's first
+//! slot) on the semaphore's one counter. The
 //! deadline the holder gets is [`validity::deadline`] from the attempt's
 //! start, as for a lock.
 
@@ -10,7 +11,9 @@ use std::time::{Duration, Instant};
 
 use tracing::debug;
 
+use crate::config::MAX_PERMITS;
 use crate::keys::Slots;
+use crate::node::fence;
 use crate::node::reply::Vote;
 use crate::node::slots::SlotGrant;
 use crate::quorum::attempt::{self, Attempt, AttemptFailure, Begun, Verdict};
@@ -22,6 +25,9 @@ use crate::quorum::traced::in_span;
 use crate::random;
 use crate::token::Token;
 use crate::validity;
+
+// A slot's index fits in a round of fencing tokens.
+const _: () = assert!(MAX_PERMITS as u64 <= fence::ROUND);
 
 /// The slot rule as a fan-out's count: a node that set slots votes yes
 /// (and its slots are counted), one that refused votes no.
@@ -108,6 +114,9 @@ pub(crate) async fn take_once(
             .iter()
             .filter(|(_, g)| g.granted())
             .map(|(_, g)| g.counter);
+        // The token names the holder's first slot within its round.
+        let first_slot = kept.first().map_or(0, |&s| s as u64);
+        let proposed = fence::propose(counters, first_slot, fence::ROUND);
         let Verdict {
             granted,
             tally,
@@ -115,7 +124,7 @@ pub(crate) async fn take_once(
             fence,
             fence_exhausted,
         } = Verdict::new(reached, votes.summary(&votes_tally), failures)
-            .fenced(engine, &held, token, counters, valid_until)
+            .fenced(engine, &held, token, proposed, valid_until)
             .await;
         let now = Instant::now();
         let elapsed = now.saturating_duration_since(start);

@@ -67,17 +67,21 @@ impl SlotVotes {
         }
     }
 
-    /// The slots kept: the first `want` won, in the command's order (fewer
-    /// when not that many were won).
+    /// The slots kept: the first `want` won in the command's order (fewer
+    /// when not that many were won), by index: the holder's first slot,
+    /// which its fencing token names, comes first.
     pub(crate) fn kept(&self) -> Vec<usize> {
         let slots = self.yes.len();
-        self.yes
+        let mut kept: Vec<usize> = self
+            .yes
             .iter()
             .enumerate()
             .filter(|&(_, &y)| y >= self.needed)
             .map(|(p, _)| (self.first + p) % slots)
             .take(self.want)
-            .collect()
+            .collect();
+        kept.sort_unstable();
+        kept
     }
 
     /// The nodes that answered having set a slot besides `kept`

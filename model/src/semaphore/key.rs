@@ -82,7 +82,7 @@ impl fmt::Display for Action {
 
 impl Msg {
     /// The message without its node, the client renamed.
-    fn encode(self, rename: impl Fn(Token) -> Token) -> [u8; 7] {
+    fn encode(self, rename: impl Fn(Token) -> Token) -> [u8; 8] {
         let (kind, a, b) = match self {
             Msg::Acquire { k, start, .. } => (0, k, start),
             Msg::Release { which, .. } => (1, which, 0),
@@ -91,7 +91,7 @@ impl Msg {
             Msg::CommitReply { ok, .. } => (4, u8::from(ok), 0),
         };
         let t = rename(self.token());
-        [kind, t.0, t.1, a, b, 0, 0]
+        [kind, t.0, t.1, a, b, 0, 0, 0]
     }
 }
 
@@ -105,7 +105,10 @@ impl Phase {
                 answered,
                 admitted,
                 max,
-            } => [1, start, yes[0], yes[1], yes[2], answered, admitted, max, 0],
+                floor,
+            } => [
+                1, start, yes[0], yes[1], yes[2], answered, admitted, max, floor,
+            ],
             Phase::Committing {
                 fence,
                 floor,
@@ -175,9 +178,10 @@ impl State {
     /// and (in the slot design, where every order is offered) of the slots
     /// up to a rotation.
     pub(super) fn canonical(&self, cfg: &Config) -> Vec<u8> {
+        // Fences that name slots tell the slots apart.
         let rotations = match cfg.design {
-            Design::Slots => cfg.permits,
-            Design::Counter => 1,
+            Design::Slots if !(cfg.fenced && cfg.rule.rounds()) => cfg.permits,
+            _ => 1,
         };
         let mut best = self.canonical_clients(cfg);
         for by in 1..rotations {
@@ -219,15 +223,16 @@ impl State {
             out.extend(renamed[..self.clients.len()].iter().flatten());
             out.extend(self.fences.encode());
             out.extend([self.early_left, self.restarts_left]);
-            let mut signatures: [Vec<[u8; 7]>; NODES] = Default::default();
+            let mut signatures: [Vec<[u8; 8]>; NODES] = Default::default();
             for (i, n) in self.nodes.iter().enumerate() {
-                let mut sig = [0u8; 7];
+                let mut sig = [0u8; 8];
                 for (j, slot) in n.slots.iter().enumerate() {
                     let t = slot.map_or((0xfe, 0xff), rename);
                     sig[2 * j] = t.0;
                     sig[2 * j + 1] = t.1;
                 }
                 sig[6] = n.counter;
+                sig[7] = n.round;
                 signatures[i].push(sig);
             }
             for m in &self.msgs {

@@ -8,13 +8,15 @@
 //!   when a majority set `i` to its token, is granted once it has won `k`
 //!   (and fails once every node answered and it has not), keeps the first
 //!   `k` won in its order and releases the others, one message per node
-//!   (the rules are [`crate::slots`]). Fenced, it then commits a fence as
-//!   the mutex does — `fence::propose` over the counters of the nodes that
-//!   set slots among the replies before the grant, one counter per
-//!   semaphore on each node, counted where the first kept slot still
-//!   carries the token and the counter rises from strictly below
-//!   (`reply::answer`, `reply::counts`); the permits are handed out once a
-//!   majority counted.
+//!   (the rules are [`crate::slots`]). Fenced, it then commits a fence —
+//!   `fence::propose` over the counters of the nodes that set slots among
+//!   the replies before the grant: the next round after the highest, and
+//!   the lowest kept slot, `round × L + slot` — on one counter and round
+//!   key per semaphore on each node, counted where that slot still carries
+//!   the token and the node has not committed the slot in that round or a
+//!   later one (`reply::commit_permit`, `reply::counts`); the permits are
+//!   handed out once a majority counted. [`Rule::RaiseFromBelow`] runs the
+//!   rule before (`max + 1`, raised from strictly below).
 //! - [`Design::Counter`], the obvious one and wrong (negative control):
 //!   each node admits while it has room for `k` more (the same node rule,
 //!   read as a count), and the client holds once a majority admitted it.
@@ -34,12 +36,14 @@
 //! (a) with no early expiry and no restart, the permits held by clients
 //!     inside validity (granted, validity not ended; fenced, from the
 //!     grant on, while the commit runs) total at most `L`;
-//! (b) fenced: fences are unique across the semaphore's holders and
-//!     ordered by commit ([`crate::fences`]), with faults too.
+//! (b) fenced: fences are unique across the semaphore's holders, and a
+//!     fence whose acquire began after another fence was handed out is
+//!     larger ([`crate::fences`], the floor taken when the acquire
+//!     starts), with faults too.
 //!
 //! The search treats states that differ only by the names of nodes, of
-//! clients taking the same `k`, or (in the slot design) of the slots up to
-//! a rotation, as one; it places faults on a node just
+//! clients taking the same `k`, or (in the slot design, unless fences name
+//! slots) of the slots up to a rotation, as one; it places faults on a node just
 //! before the next acquire or commit reaches it (a release only deletes
 //! its own token's keys, which commutes with a fault), and forgets replies
 //! nobody waits for, releases that can find nothing to delete, and the
@@ -78,7 +82,9 @@ pub struct Config {
     pub attempts: u8,
     /// Commit a fence after the grant.
     pub fenced: bool,
-    /// The commit rule: [`Rule::RaiseFromBelow`] or [`Rule::AtLeast`].
+    /// The commit rule: [`Rule::Rounds`] (the library's),
+    /// [`Rule::RoundsAnySlot`], [`Rule::RaiseFromBelow`] (one counter raised
+    /// from below, the rule before) or [`Rule::AtLeast`].
     pub rule: Rule,
     pub early_expiries: u8,
     pub restarts: u8,
@@ -99,21 +105,27 @@ const ORPHAN: Token = (0xff, 0);
 struct Node {
     slots: [Option<Token>; MAX_PERMITS],
     counter: u8,
+    /// The round key: the slots committed in the counter's round (bit `s`
+    /// for slot `s`; 0 when the key is absent, which is the only way the
+    /// model has none set). [`Rule::Rounds`] only.
+    round: u8,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 enum Phase {
     Idle,
     /// `yes[i]`: nodes that set slot `i`; `admitted`: nodes that set any;
-    /// `max`: the largest counter they read.
+    /// `max`: the largest counter they read; `floor`: the largest fence
+    /// handed out before this acquire began.
     Acquiring {
         start: u8,
         yes: [u8; MAX_PERMITS],
         answered: u8,
         admitted: u8,
         max: u8,
+        floor: u8,
     },
-    /// `floor`: the largest fence handed out before this commit began.
+    /// `floor`: the largest fence handed out before the acquire began.
     Committing {
         fence: u8,
         floor: u8,
@@ -278,7 +290,7 @@ pub const BASE: Config = Config {
     takes: &[1, 1, 1],
     attempts: 1,
     fenced: false,
-    rule: Rule::RaiseFromBelow,
+    rule: Rule::Rounds,
     early_expiries: 0,
     restarts: 0,
     persistent_counter: true,

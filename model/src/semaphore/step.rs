@@ -137,6 +137,7 @@ impl State {
                     answered: 0,
                     admitted: 0,
                     max: 0,
+                    floor: s.fences.floor(),
                 };
             }
             // Its releases are dropped: see the module's docs.
@@ -158,6 +159,7 @@ impl State {
                         node.slots = [None; MAX_PERMITS];
                         if !cfg.persistent_counter {
                             node.counter = 0;
+                            node.round = 0;
                         }
                         s.restarts_left -= 1;
                     }
@@ -226,6 +228,23 @@ impl State {
                             n.counter = n.counter.max(fence);
                             true
                         }
+                        Rule::Rounds | Rule::RoundsAnySlot => {
+                            let at = reply::Round {
+                                counter: n.counter.into(),
+                                // Without the slots, a round's key always
+                                // has room for one more.
+                                committed: match cfg.rule {
+                                    Rule::Rounds => (n.round != 0).then_some(n.round.into()),
+                                    _ => Some(0),
+                                },
+                            };
+                            let per_round = cfg.permits.into();
+                            let (answer, after) =
+                                reply::commit_permit(true, at, fence.into(), per_round);
+                            n.counter = u8::try_from(after.counter).expect("small");
+                            n.round = u8::try_from(after.committed.unwrap_or(0)).expect("small");
+                            reply::counts(reply::Kind::Commit, answer) == Some(true)
+                        }
                         Rule::IncrMax => unreachable!("not a semaphore commit rule"),
                     };
                 self.msgs.push(Msg::CommitReply { token, node, ok });
@@ -274,6 +293,7 @@ impl State {
             answered,
             admitted,
             max,
+            floor,
         } = self.clients[usize::from(c)].phase
         else {
             return;
@@ -304,9 +324,13 @@ impl State {
                     });
                 }
                 if cfg.fenced {
-                    let fence = u8::try_from(fence::propose([u64::from(max)]).expect("small"))
-                        .expect("small");
-                    let slot = slots::first(kept, l, start).expect("granted");
+                    let slot = slots::first(kept).expect("granted");
+                    let (at, per_round) = match cfg.rule.rounds() {
+                        true => (slot.into(), l.into()),
+                        false => (0, 1),
+                    };
+                    let proposed = fence::propose([u64::from(max)], at, per_round);
+                    let fence = u8::try_from(proposed.expect("small")).expect("small");
                     self.send_all(|node| Msg::Commit {
                         token,
                         node,
@@ -315,7 +339,7 @@ impl State {
                     });
                     Phase::Committing {
                         fence,
-                        floor: self.fences.floor(),
+                        floor,
                         yes: 0,
                         no: 0,
                     }
@@ -330,6 +354,7 @@ impl State {
                 answered,
                 admitted,
                 max,
+                floor,
             },
         };
         self.clients[usize::from(c)].phase = phase;

@@ -78,7 +78,7 @@ script!(
     ACQUIRE_SLOTS = "acquire_slots.lua"
 );
 script!(
-    /// Raises the fencing counter where the token is still held.
+    /// Commits a fencing token where the lock (or permit) is still held.
     FENCE_COMMIT = "fence_commit.lua"
 );
 script!(
