@@ -343,9 +343,10 @@ async fn fenced_permits_carry_unique_tokens_increasing_in_grant_order() {
 /// Eight clients take one of eight free permits of a fenced semaphore at
 /// the same moment, one attempt each, six rounds: each round gets its
 /// own semaphore. A holder's token is `round × 1024 + slot`, so takers of
-/// different slots in one round commit side by side: at least 95 % are
-/// granted (1 taker refused in 168 over seven runs: a taker is refused
-/// only where a later round landed first). With one counter raised only
+/// different slots in one round commit side by side: 95 % or more are
+/// granted on an idle machine (1 taker refused in 168 over seven runs: a
+/// taker is refused only where a later round landed first); the test
+/// asserts 75 %, a margin for a loaded CI machine. With one counter raised only
 /// from below (the rule before), takers that read the same counter
 /// proposed the same token and one per node won: 1 to 3 of 24.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -397,8 +398,12 @@ async fn eight_takers_of_eight_free_fenced_permits_do_not_refuse_each_other() {
         "semaphore: {granted} of {total} fenced takers of free permits granted at once, \
          tokens {tokens:?}"
     ));
+    // The rate itself is a benchmark figure (BENCHMARKS.md, takers): 95 %
+    // or more on a machine doing nothing else, lower under heavy load
+    // (42 of 48 beside three release-build fault runs on two cores).
+    // This asserts what the old rule could never reach (4–12 %).
     assert!(
-        granted * 100 >= total * 95,
+        granted * 100 >= total * 75,
         "{granted} of {total} granted; refused: {refusals:?}"
     );
 }
