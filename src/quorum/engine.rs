@@ -461,7 +461,9 @@ impl Engine {
             timeout,
             until: None,
         };
-        let outcome = fanout::ask(
+        // Every node is heard (or times out): a node that fails early must
+        // not end the read before the others answered.
+        let outcome = fanout::decided_by(
             nodes,
             &self.background,
             plan,
@@ -470,6 +472,7 @@ impl Engine {
                 async move { node.peek(&command, count, window).await }
             },
             |_, _| Vote::Yes,
+            |tally| (tally.pending() == 0).then(|| tally.decision()).flatten(),
         )
         .await;
         let mut views: Vec<Vec<NodeView>> = nodes
