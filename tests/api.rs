@@ -11,6 +11,8 @@ use quorumlock::{Builder, Error, NodeFailureKind, NodeView, Operation, Retry};
 use support::{unique, Cluster};
 
 const TTL: Duration = Duration::from_secs(10);
+/// How long the last nodes' `SET`s may take to land after an acquire.
+const SETTLE: Duration = Duration::from_secs(5);
 
 #[tokio::test]
 async fn a_held_lock_is_checked_on_the_nodes() {
@@ -18,6 +20,7 @@ async fn a_held_lock_is_checked_on_the_nodes() {
     let redlock = cluster.redlock().await;
     let name = unique("remote-check");
     let lock = redlock.acquire(&name, TTL).await.expect("acquire");
+    assert!(cluster.held_on(&name, 5, SETTLE).await);
     assert!(lock.is_held_remotely().await.expect("answered"));
 
     // Two nodes lose the key: a majority still carries the token.
@@ -121,6 +124,9 @@ async fn a_remote_check_that_cannot_tell_says_so() {
     for (deleted, paused, want) in cases {
         let name = unique("remote-check-split");
         let lock = redlock.acquire(&name, TTL).await.expect("acquire");
+        // The acquire returned at the third yes: the last SETs may still
+        // be on their way, and one landing after the DEL would undo it.
+        assert!(cluster.held_on(&name, 5, SETTLE).await);
         for &i in deleted {
             let _: i64 = cluster.exec(i, redis::cmd("DEL").arg(&name));
         }
@@ -155,6 +161,7 @@ async fn a_remote_check_that_cannot_tell_says_so() {
     cluster.kill(4);
     let name = unique("remote-check-dead");
     let lock = redlock.acquire(&name, TTL).await.expect("acquire");
+    assert!(cluster.held_on(&name, 4, SETTLE).await);
     for i in [0, 1, 2] {
         let _: i64 = cluster.exec(i, redis::cmd("DEL").arg(&name));
     }

@@ -513,6 +513,7 @@ async fn a_leadership_deleted_on_a_majority_fires_its_lost_signal() {
     let leadership = redlock.campaign(&name, TTL).lead().await.expect("lead");
     let signal = leadership.lost_signal();
     let lock = &keys(&name)[0];
+    assert!(cluster.held_on(lock, 3, Duration::from_secs(5)).await);
     for i in 0..2 {
         let _: i64 = cluster.exec(i, redis::cmd("DEL").arg(lock));
     }

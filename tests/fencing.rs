@@ -100,6 +100,8 @@ async fn a_stale_holder_after_early_expiry_is_fenced_off() {
         .acquire()
         .await
         .expect("A on 0,1,2");
+    // A's last SET may land after the acquire returned: wait for it.
+    assert!(cluster.held_on(&name, 5, Duration::from_secs(5)).await);
     let a_fence = a.fence().expect("fenced");
     // Node 2's clock jumps: A's key expires there early. Nodes 0 and 1
     // hold A's key; the foreign keys on 3 and 4 go away.

@@ -250,6 +250,11 @@ async fn quorumlock_release_never_deletes_foreign_lock(client: Foreign) {
     let name = unique(&format!("interop-{}-stale", client.name()));
 
     let lock = redlock.try_acquire(&name, TTL).await.expect("acquire");
+    assert!(
+        cluster
+            .held_on(&name, cluster.len(), Duration::from_secs(5))
+            .await
+    );
     // quorumlock's keys vanish as if their TTL had passed (the test cannot
     // wait for a real expiry without a long sleep); the other client takes
     // the free lock; then quorumlock's stale guard is released.

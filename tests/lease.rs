@@ -133,6 +133,7 @@ async fn a_majority_refusing_a_renewal_fires_lost_and_nothing_is_recreated() {
     let redlock = cluster.redlock().await;
     let name = unique("renew-lost");
     let lock = redlock.acquire(&name, TTL).await.expect("acquire");
+    assert!(cluster.held_on(&name, 5, SOON).await);
     let signal = lock
         .auto_renew(Renewal::every(200 * MS))
         .expect("auto_renew");
@@ -612,6 +613,7 @@ async fn after_a_shortening_extend_a_refused_renewal_fires_before_the_new_deadli
     let lock = redlock.acquire(&name, 4 * TTL).await.expect("acquire");
     let signal = lock.auto_renew(Renewal::default()).expect("auto_renew");
     lock.extend(TTL).await.expect("extend");
+    assert!(cluster.held_on(&name, 5, SOON).await);
     let deadline = lock.deadline();
     for i in 0..3 {
         let _: () = cluster.exec(i, redis::cmd("DEL").arg(&name));

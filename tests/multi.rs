@@ -157,6 +157,7 @@ async fn extend_fails_when_one_resource_was_lost() {
         .acquire()
         .await
         .expect("acquire");
+    assert!(cluster.held_on(&b, 5, Duration::from_secs(5)).await);
     for i in 0..3 {
         let _: () = cluster.exec(i, redis::cmd("DEL").arg(&b));
     }
