@@ -1,10 +1,12 @@
 //! The duration histograms of `stats`: fixed buckets, a count, a sum and a
-//! maximum, recorded with relaxed atomic adds. The bucket tables here are
-//! the only ones: `metrics` exports them in seconds.
+//! maximum, recorded with relaxed atomic adds, each also reported to its
+//! series. The bucket tables here are the only ones: `metrics` exports
+//! them in seconds.
 
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::time::Duration;
 
+use crate::stats::series::Histogram;
 use crate::stats::Latency;
 
 /// Upper bounds (inclusive, in microseconds) of the buckets of replies
@@ -62,10 +64,11 @@ fn micros(d: Duration) -> u64 {
     u64::try_from(d.as_micros()).unwrap_or(u64::MAX)
 }
 
-/// A histogram over one of the bucket tables.
+/// A histogram over one of the bucket tables, and its series.
 #[derive(Debug)]
 pub(crate) struct LatencyCounters {
     bounds: &'static [u64],
+    series: Histogram,
     count: AtomicU64,
     sum_micros: AtomicU64,
     max_micros: AtomicU64,
@@ -83,8 +86,14 @@ impl Default for LatencyCounters {
 impl LatencyCounters {
     /// An empty histogram over `bounds` (increasing, in microseconds).
     pub(crate) fn new(bounds: &'static [u64]) -> Self {
+        Self::reported(bounds, Histogram::noop())
+    }
+
+    /// The same, each duration also recorded in `series` (in seconds).
+    pub(crate) fn reported(bounds: &'static [u64], series: Histogram) -> Self {
         Self {
             bounds,
+            series,
             count: AtomicU64::new(0),
             sum_micros: AtomicU64::new(0),
             max_micros: AtomicU64::new(0),
@@ -101,6 +110,7 @@ impl LatencyCounters {
         if let Some(b) = self.buckets.get(bucket_index(self.bounds, elapsed)) {
             b.fetch_add(1, Relaxed);
         }
+        self.series.record(elapsed.as_secs_f64());
     }
 
     /// The histogram of these counters taken together (all over the same

@@ -9,7 +9,6 @@ pub(crate) mod locks;
 pub mod metrics;
 #[cfg(not(feature = "metrics"))]
 pub(crate) mod metrics;
-pub(crate) mod names;
 pub(crate) mod series;
 
 use std::time::Duration;
