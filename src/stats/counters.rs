@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use crate::error::lost::LossKind;
 use crate::error::{NodeFailureKind, Operation};
-use crate::stats::latency::{LatencyCounters, LATENCY_MICROS};
+use crate::stats::latency::LatencyCounters;
 use crate::stats::locks::{LockCounters, Primitive};
 use crate::stats::metrics::*;
 use crate::stats::series::{self, bump, Count, Gauge};
@@ -90,8 +90,8 @@ impl NodeCounters {
             connection_errors: Count::new(CONNECTION_ERRORS, &node),
             protocol_errors: Count::new(PROTOCOL_ERRORS, &node),
             quarantined: Count::new(QUARANTINED, &node),
-            latency: LatencyCounters::reported(
-                &LATENCY_MICROS,
+            latency: LatencyCounters::new(
+                &LATENCY_BUCKETS,
                 series::histogram(REPLY_SECONDS, &node),
             ),
             redis_errors: Default::default(),

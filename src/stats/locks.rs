@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::time::Duration;
 
 use crate::error::Error;
-use crate::stats::latency::{LatencyCounters, DURATION_MICROS, LATENCY_MICROS};
+use crate::stats::latency::LatencyCounters;
 use crate::stats::metrics::*;
 use crate::stats::series::{self, Count, Gauge};
 use crate::stats::{Acquires, LockStats};
@@ -139,15 +139,14 @@ impl LockCounters {
     /// The counters of `primitive`, each registering its series now.
     pub(crate) fn new(primitive: Primitive) -> Self {
         let [acquires, attempt, wait, hold, held] = primitive.series();
-        let histogram =
-            |bounds, name| LatencyCounters::reported(bounds, series::histogram(name, &[]));
+        let histogram = |bounds, name| LatencyCounters::new(bounds, series::histogram(name, &[]));
         Self {
             acquires: OUTCOMES.map(|outcome| Count::new(acquires, &[("outcome", outcome)])),
-            attempts: histogram(&LATENCY_MICROS, attempt),
-            waits: histogram(&DURATION_MICROS, wait),
+            attempts: histogram(&LATENCY_BUCKETS, attempt),
+            waits: histogram(&DURATION_BUCKETS, wait),
             held: AtomicU64::new(0),
             held_series: series::gauge(held, &[]),
-            holds: histogram(&DURATION_MICROS, hold),
+            holds: histogram(&DURATION_BUCKETS, hold),
         }
     }
 
@@ -256,7 +255,7 @@ mod tests {
             (1, 3, 3)
         );
         assert_eq!(s.hold.max, Duration::from_secs(20));
-        assert_eq!(s.wait.buckets.len(), DURATION_MICROS.len() + 1);
+        assert_eq!(s.wait.buckets.len(), DURATION_BUCKETS.len() + 1);
     }
 
     #[test]

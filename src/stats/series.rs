@@ -49,14 +49,15 @@ mod disabled {
 
     /// A handle that records nothing.
     #[derive(Debug)]
-    pub(crate) struct Noop;
-    pub(crate) type Counter = Noop;
-    pub(crate) type Gauge = Noop;
-    pub(crate) type Histogram = Noop;
+    pub(crate) struct Off;
+    pub(crate) type Counter = Off;
+    pub(crate) type Gauge = Off;
+    pub(crate) type Histogram = Off;
 
-    impl Noop {
+    impl Off {
+        #[cfg(test)]
         pub(crate) const fn noop() -> Self {
-            Noop
+            Off
         }
         pub(crate) fn increment<T>(&self, _: T) {}
         pub(crate) fn decrement<T>(&self, _: T) {}
@@ -64,8 +65,8 @@ mod disabled {
         pub(crate) fn record<T>(&self, _: T) {}
     }
 
-    pub(crate) fn counter(_: &'static str, _: Labels<'_>) -> Noop {
-        Noop
+    pub(crate) fn counter(_: &'static str, _: Labels<'_>) -> Off {
+        Off
     }
     pub(crate) use counter as gauge;
     pub(crate) use counter as histogram;
