@@ -21,7 +21,8 @@ use crate::stats::metrics::*;
 use crate::stats::series::{self, bump, Count, Gauge};
 use crate::stats::{LeaseStats, LockStats, NodeStats, Votes};
 
-/// Redis error codes counted one by one, then `OTHER` for any other code.
+/// Redis error codes counted one by one, then `OTHER`, where any other
+/// code counts.
 const CODES: [&str; 14] = [
     "ERR",
     "WRONGTYPE",
@@ -38,15 +39,6 @@ const CODES: [&str; 14] = [
     "EXECABORT",
     "OTHER",
 ];
-
-/// Index of the counter for an error `code` (case-insensitive).
-fn code_index(code: &str) -> usize {
-    let other = CODES.len() - 1;
-    CODES[..other]
-        .iter()
-        .position(|c| c.eq_ignore_ascii_case(code))
-        .unwrap_or(other)
-}
 
 fn load(n: &AtomicU64) -> u64 {
     n.load(Relaxed)
@@ -121,31 +113,29 @@ impl NodeCounters {
     /// The command failed with `kind`; `elapsed` is `Some` when the node
     /// answered (an error reply), whose latency counts like any reply.
     pub(crate) fn failed(&self, kind: &NodeFailureKind, elapsed: Option<Duration>) {
+        use NodeFailureKind as K;
         match kind {
-            NodeFailureKind::Timeout(_) => {
-                self.set_up(false);
-                self.timeouts.add();
-            }
-            NodeFailureKind::Connection(_) => {
-                self.set_up(false);
+            K::Timeout(_) => self.timeouts.add(),
+            K::Connection(_) | K::SameServer { .. } | K::Evicts { .. } => {
                 self.connection_errors.add();
             }
-            NodeFailureKind::SameServer { .. } | NodeFailureKind::Evicts { .. } => {
-                self.connection_errors.add();
-            }
-            NodeFailureKind::Redis { code, .. } => {
+            K::Protocol(_) => self.protocol_errors.add(),
+            K::Quarantined { .. } | K::ServerChanged => self.quarantined.add(),
+            K::Redis { code, .. } => {
                 if let Some(elapsed) = elapsed {
                     self.latency.record(elapsed);
                 }
-                self.set_up(true);
-                let i = code_index(code);
+                let other = CODES.len() - 1;
+                let known = CODES.iter().position(|c| c.eq_ignore_ascii_case(code));
+                let i = known.unwrap_or(other);
                 let labels = [("node", self.node.as_str()), ("code", CODES[i])];
                 bump(&self.redis_errors[i], ERROR_REPLIES, &labels);
             }
-            NodeFailureKind::Protocol(_) => self.protocol_errors.add(),
-            NodeFailureKind::Quarantined { .. } | NodeFailureKind::ServerChanged => {
-                self.quarantined.add();
-            }
+        }
+        match kind {
+            K::Timeout(_) | K::Connection(_) => self.set_up(false),
+            K::Redis { .. } => self.set_up(true),
+            _ => {}
         }
     }
 
