@@ -17,11 +17,13 @@ use crate::error::lost::LossKind;
 use crate::error::{NodeFailureKind, Operation};
 use crate::stats::latency::LatencyCounters;
 use crate::stats::locks::{LockCounters, Primitive};
-use crate::stats::series::{self, NodeMetrics};
+use crate::stats::metrics::*;
+use crate::stats::series::{self, bump, Count, Gauge};
 use crate::stats::{LeaseStats, LockStats, NodeStats, Votes};
 
-/// Redis error codes counted one by one; any other code counts as `OTHER`.
-const CODES: [&str; 13] = [
+/// Redis error codes counted one by one, then `OTHER`, where any other
+/// code counts.
+const CODES: [&str; 14] = [
     "ERR",
     "WRONGTYPE",
     "NOSCRIPT",
@@ -35,167 +37,149 @@ const CODES: [&str; 13] = [
     "MISCONF",
     "MASTERDOWN",
     "EXECABORT",
+    "OTHER",
 ];
-/// The name under which codes outside [`CODES`] are counted.
-const OTHER_CODE: &str = "OTHER";
 
-/// Index of the counter for an error `code` (case-insensitive).
-fn code_index(code: &str) -> usize {
-    CODES
-        .iter()
-        .position(|c| c.eq_ignore_ascii_case(code))
-        .unwrap_or(CODES.len())
-}
-
-#[derive(Debug, Default)]
-struct VoteCounters {
-    yes: AtomicU64,
-    no: AtomicU64,
-}
-
-impl VoteCounters {
-    fn snapshot(&self) -> Votes {
-        Votes {
-            yes: self.yes.load(Relaxed),
-            no: self.no.load(Relaxed),
-        }
-    }
+fn load(n: &AtomicU64) -> u64 {
+    n.load(Relaxed)
 }
 
 /// One node's live counters, shared by every clone of the node.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct NodeCounters {
-    commands: AtomicU64,
-    acquire: VoteCounters,
-    extend: VoteCounters,
-    release: VoteCounters,
+    /// The node's label, for the series looked up per event.
+    node: String,
+    /// Reported on a change only, so the hot path reads one shared flag.
+    up_series: Gauge,
+    commands: Count,
+    /// `[acquire, extend, release][yes, no]`.
+    votes: [[Count; 2]; 3],
+    timeouts: Count,
+    connection_errors: Count,
+    protocol_errors: Count,
+    quarantined: Count,
     latency: LatencyCounters,
-    timeouts: AtomicU64,
-    connection_errors: AtomicU64,
-    protocol_errors: AtomicU64,
-    quarantined: AtomicU64,
-    redis_errors: [AtomicU64; CODES.len() + 1],
+    /// Indexed as [`CODES`].
+    redis_errors: [AtomicU64; CODES.len()],
     /// Whether the last command got a reply.
     up: AtomicBool,
-    /// The same events for the `metrics` facade (a no-op without the
-    /// feature).
-    metrics: NodeMetrics,
 }
 
 impl NodeCounters {
-    /// The counters of node `label` (`host:port/db`).
+    /// The counters of node `label` (`host:port/db`), each registering its
+    /// series now.
     pub(crate) fn new(label: &str) -> Self {
+        let node = [("node", label)];
+        let up_series = series::gauge(NODE_UP, &node);
+        up_series.set(0.0);
+        let vote = |op, vote| Count::new(VOTES, &[("node", label), ("op", op), ("vote", vote)]);
         Self {
-            metrics: NodeMetrics::new(label),
-            ..Self::default()
+            node: label.to_owned(),
+            up_series,
+            commands: Count::new(COMMANDS, &node),
+            votes: ["acquire", "extend", "release"].map(|op| [vote(op, "yes"), vote(op, "no")]),
+            timeouts: Count::new(TIMEOUTS, &node),
+            connection_errors: Count::new(CONNECTION_ERRORS, &node),
+            protocol_errors: Count::new(PROTOCOL_ERRORS, &node),
+            quarantined: Count::new(QUARANTINED, &node),
+            latency: LatencyCounters::new(
+                &LATENCY_BUCKETS,
+                series::histogram(REPLY_SECONDS, &node),
+            ),
+            redis_errors: Default::default(),
+            up: AtomicBool::new(false),
         }
     }
 
     /// A command is about to be sent.
     pub(crate) fn sent(&self) {
-        self.commands.fetch_add(1, Relaxed);
-        self.metrics.sent();
+        self.commands.add();
     }
 
     /// A reply (not an error) came back after `elapsed`.
     pub(crate) fn replied(&self, elapsed: Duration) {
         self.latency.record(elapsed);
-        self.metrics.reply(elapsed);
         self.set_up(true);
     }
 
     /// The node answered (`true`) or did not; the gauge is set on a
-    /// change only, so the hot path reads one shared flag.
+    /// change only.
     fn set_up(&self, up: bool) {
         if self.up.load(Relaxed) != up && self.up.swap(up, Relaxed) != up {
-            self.metrics.up(up);
+            self.up_series.set(if up { 1.0 } else { 0.0 });
         }
     }
 
     /// The command failed with `kind`; `elapsed` is `Some` when the node
     /// answered (an error reply), whose latency counts like any reply.
     pub(crate) fn failed(&self, kind: &NodeFailureKind, elapsed: Option<Duration>) {
-        if let Some(elapsed) = elapsed {
-            if matches!(kind, NodeFailureKind::Redis { .. }) {
-                self.latency.record(elapsed);
-                self.metrics.reply(elapsed);
+        use NodeFailureKind as K;
+        match kind {
+            K::Timeout(_) => self.timeouts.add(),
+            K::Connection(_) | K::SameServer { .. } | K::Evicts { .. } => {
+                self.connection_errors.add();
+            }
+            K::Protocol(_) => self.protocol_errors.add(),
+            K::Quarantined { .. } | K::ServerChanged => self.quarantined.add(),
+            K::Redis { code, .. } => {
+                if let Some(elapsed) = elapsed {
+                    self.latency.record(elapsed);
+                }
+                let other = CODES.len() - 1;
+                let known = CODES.iter().position(|c| c.eq_ignore_ascii_case(code));
+                let i = known.unwrap_or(other);
+                let labels = [("node", self.node.as_str()), ("code", CODES[i])];
+                bump(&self.redis_errors[i], ERROR_REPLIES, &labels);
             }
         }
         match kind {
-            NodeFailureKind::Timeout(_) | NodeFailureKind::Connection(_) => self.set_up(false),
-            NodeFailureKind::Redis { .. } => self.set_up(true),
+            K::Timeout(_) | K::Connection(_) => self.set_up(false),
+            K::Redis { .. } => self.set_up(true),
             _ => {}
         }
-        let m = &self.metrics;
-        let counter = match kind {
-            NodeFailureKind::Timeout(_) => {
-                m.timeout();
-                &self.timeouts
-            }
-            NodeFailureKind::Connection(_)
-            | NodeFailureKind::SameServer { .. }
-            | NodeFailureKind::Evicts { .. } => {
-                m.connection_error();
-                &self.connection_errors
-            }
-            NodeFailureKind::Redis { code, .. } => {
-                let i = code_index(code);
-                m.error_reply(CODES.get(i).copied().unwrap_or(OTHER_CODE));
-                &self.redis_errors[i]
-            }
-            NodeFailureKind::Protocol(_) => {
-                m.protocol_error();
-                &self.protocol_errors
-            }
-            NodeFailureKind::Quarantined { .. } | NodeFailureKind::ServerChanged => {
-                m.quarantined();
-                &self.quarantined
-            }
-        };
-        counter.fetch_add(1, Relaxed);
     }
 
     /// The node answered something that is not a valid reply.
     pub(crate) fn protocol_error(&self) {
-        self.protocol_errors.fetch_add(1, Relaxed);
-        self.metrics.protocol_error();
+        self.protocol_errors.add();
     }
 
     /// The node voted `yes` (granted, extended, deleted) or no (held
     /// elsewhere, not ours). Returns `yes`, to be used inline. The remote
     /// check changes nothing on the node: its answers are not votes here.
     pub(crate) fn vote(&self, op: Operation, yes: bool) -> bool {
+        let [acquire, extend, release] = &self.votes;
         let votes = match op {
-            Operation::Acquire => &self.acquire,
-            Operation::Extend => &self.extend,
-            Operation::Release => &self.release,
+            Operation::Acquire => acquire,
+            Operation::Extend => extend,
+            Operation::Release => release,
             Operation::Check => return yes,
         };
-        if yes { &votes.yes } else { &votes.no }.fetch_add(1, Relaxed);
-        self.metrics.vote(op, yes);
+        votes[usize::from(!yes)].add();
         yes
     }
 
     /// A copy of the counters, for node `node`.
     pub(crate) fn snapshot(&self, node: &str) -> NodeStats {
-        let mut redis_errors = Vec::new();
-        for (i, n) in self.redis_errors.iter().enumerate() {
-            let n = n.load(Relaxed);
-            if n > 0 {
-                redis_errors.push((CODES.get(i).copied().unwrap_or(OTHER_CODE), n));
-            }
-        }
+        let [acquire, extend, release] = self.votes.each_ref().map(|[yes, no]| Votes {
+            yes: yes.get(),
+            no: no.get(),
+        });
         NodeStats {
             node: node.to_owned(),
-            commands: self.commands.load(Relaxed),
-            acquire: self.acquire.snapshot(),
-            extend: self.extend.snapshot(),
-            release: self.release.snapshot(),
-            timeouts: self.timeouts.load(Relaxed),
-            connection_errors: self.connection_errors.load(Relaxed),
-            protocol_errors: self.protocol_errors.load(Relaxed),
-            quarantined: self.quarantined.load(Relaxed),
-            redis_errors,
+            commands: self.commands.get(),
+            acquire,
+            extend,
+            release,
+            timeouts: self.timeouts.get(),
+            connection_errors: self.connection_errors.get(),
+            protocol_errors: self.protocol_errors.get(),
+            quarantined: self.quarantined.get(),
+            redis_errors: CODES
+                .into_iter()
+                .zip(self.redis_errors.each_ref().map(load))
+                .filter(|&(_, n)| n > 0)
+                .collect(),
             latency: self.latency.snapshot(),
             up: self.up.load(Relaxed),
         }
@@ -209,24 +193,22 @@ pub(crate) struct LeaseCounters {
     /// Acquire outcomes, waits, holds, held now: one set per primitive,
     /// indexed by [`Primitive`].
     held: [LockCounters; Primitive::ALL.len()],
-    renewals: AtomicU64,
-    renewal_failures: AtomicU64,
-    uncertain: AtomicU64,
-    lost: AtomicU64,
-    expired: AtomicU64,
-    limit_reached: AtomicU64,
+    /// Automatic renewals that reached a quorum in time, and those that
+    /// did not.
+    renewals: [AtomicU64; 2],
+    /// Signals by kind, indexed as [`KINDS`].
+    signals: [AtomicU64; KINDS.len()],
 }
+
+/// The `kind` labels of [`SIGNALS`].
+const KINDS: [&str; 4] = ["uncertain", "lost", "expired", "limit_reached"];
 
 impl Default for LeaseCounters {
     fn default() -> Self {
         Self {
             held: Primitive::ALL.map(LockCounters::new),
-            renewals: AtomicU64::new(0),
-            renewal_failures: AtomicU64::new(0),
-            uncertain: AtomicU64::new(0),
-            lost: AtomicU64::new(0),
-            expired: AtomicU64::new(0),
-            limit_reached: AtomicU64::new(0),
+            renewals: Default::default(),
+            signals: Default::default(),
         }
     }
 }
@@ -239,27 +221,24 @@ impl LeaseCounters {
 
     /// An automatic renewal reached a quorum in time.
     pub(crate) fn renewed(&self) {
-        self.renewals.fetch_add(1, Relaxed);
-        series::renewal(true);
+        bump(&self.renewals[0], RENEWALS, &[]);
     }
 
     /// An automatic renewal did not.
     pub(crate) fn renewal_failed(&self) {
-        self.renewal_failures.fetch_add(1, Relaxed);
-        series::renewal(false);
+        bump(&self.renewals[1], RENEWAL_FAILURES, &[]);
     }
 
     /// A lock's signal reached `kind` (first firing or upgrade).
     pub(crate) fn signalled(&self, kind: LossKind) {
-        let (counter, name) = match kind {
-            LossKind::Uncertain => (&self.uncertain, "uncertain"),
-            LossKind::Lost => (&self.lost, "lost"),
-            LossKind::Expired => (&self.expired, "expired"),
-            LossKind::LimitReached => (&self.limit_reached, "limit_reached"),
+        let i = match kind {
+            LossKind::Uncertain => 0,
+            LossKind::Lost => 1,
+            LossKind::Expired => 2,
+            LossKind::LimitReached => 3,
             LossKind::Released => return,
         };
-        counter.fetch_add(1, Relaxed);
-        series::signal(name);
+        bump(&self.signals[i], SIGNALS, &[("kind", KINDS[i])]);
     }
 
     /// The lock-level counters' copy for `primitive`.
@@ -268,13 +247,15 @@ impl LeaseCounters {
     }
 
     pub(crate) fn snapshot(&self) -> LeaseStats {
+        let [renewals, renewal_failures] = self.renewals.each_ref().map(load);
+        let [uncertain, lost, expired, limit_reached] = self.signals.each_ref().map(load);
         LeaseStats {
-            renewals: self.renewals.load(Relaxed),
-            renewal_failures: self.renewal_failures.load(Relaxed),
-            uncertain: self.uncertain.load(Relaxed),
-            lost: self.lost.load(Relaxed),
-            expired: self.expired.load(Relaxed),
-            limit_reached: self.limit_reached.load(Relaxed),
+            renewals,
+            renewal_failures,
+            uncertain,
+            lost,
+            expired,
+            limit_reached,
         }
     }
 }
@@ -284,6 +265,12 @@ mod tests {
     use super::*;
 
     const MS: Duration = Duration::from_millis(1);
+
+    impl Default for NodeCounters {
+        fn default() -> Self {
+            Self::new("")
+        }
+    }
 
     #[test]
     fn failures_are_counted_by_kind_and_code() {

@@ -8,15 +8,15 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::time::Duration;
 
 use crate::error::Error;
-use crate::stats::latency::{LatencyCounters, DURATION_MICROS, LATENCY_MICROS};
-use crate::stats::names::{Family, ELECTION_FAMILY, LOCK_FAMILY, PERMIT_FAMILY};
-use crate::stats::series::{self, LockMetrics};
+use crate::stats::latency::LatencyCounters;
+use crate::stats::metrics::*;
+use crate::stats::series::{self, Count, Gauge};
 use crate::stats::{Acquires, LockStats};
 
 /// What an acquisition takes and a lease holds, for counting: each has its
 /// own counters ([`Stats`](crate::Stats)' field) and its own series. A new
-/// primitive is one variant here, its [`Family`] of series and its field
-/// of `Stats`.
+/// primitive is one variant here, its rows of `METRICS` and its field of
+/// `Stats`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Primitive {
     /// A lock ([`Stats::locks`](crate::Stats::locks)).
@@ -33,12 +33,31 @@ impl Primitive {
     pub(crate) const ALL: [Primitive; 3] =
         [Primitive::Lock, Primitive::Permit, Primitive::Election];
 
-    /// The names of its series.
-    pub(crate) fn family(self) -> &'static Family {
+    /// The names of its series: acquire calls by outcome, the histograms
+    /// of one attempt, one call and one hold, the gauge of what is held.
+    pub(crate) fn series(self) -> [&'static str; 5] {
         match self {
-            Primitive::Lock => &LOCK_FAMILY,
-            Primitive::Permit => &PERMIT_FAMILY,
-            Primitive::Election => &ELECTION_FAMILY,
+            Primitive::Lock => [
+                ACQUIRES,
+                ATTEMPT_SECONDS,
+                WAIT_SECONDS,
+                HOLD_SECONDS,
+                LOCKS_HELD,
+            ],
+            Primitive::Permit => [
+                PERMIT_ACQUIRES,
+                PERMIT_ATTEMPT_SECONDS,
+                PERMIT_WAIT_SECONDS,
+                PERMIT_HOLD_SECONDS,
+                PERMITS_HELD,
+            ],
+            Primitive::Election => [
+                ELECTION_ACQUIRES,
+                ELECTION_ATTEMPT_SECONDS,
+                ELECTION_WAIT_SECONDS,
+                ELECTION_HOLD_SECONDS,
+                ELECTIONS_HELD,
+            ],
         }
     }
 }
@@ -68,8 +87,8 @@ impl Holding {
     };
 }
 
-/// How an acquire call ended; in the order of the series' labels
-/// ([`series::OUTCOMES`]).
+/// How an acquire call ended, then a grant that later ended lost: the
+/// index of its count and of its `outcome` label in [`OUTCOMES`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Outcome {
     Granted,
@@ -77,7 +96,18 @@ pub(crate) enum Outcome {
     Unavailable,
     Misconfigured,
     Other,
+    Lost,
 }
+
+/// The `outcome` labels of the acquires series, in the order of [`Outcome`].
+pub(crate) const OUTCOMES: [&str; 6] = [
+    "granted",
+    "contended",
+    "unavailable",
+    "misconfigured",
+    "other",
+    "lost",
+];
 
 impl Outcome {
     /// The outcome of a call that failed with `e`.
@@ -96,48 +126,46 @@ impl Outcome {
 
 #[derive(Debug)]
 pub(crate) struct LockCounters {
-    /// Indexed by [`Outcome`] in declaration order.
-    outcomes: [AtomicU64; 5],
-    lost: AtomicU64,
-    held: AtomicU64,
+    /// Indexed by [`Outcome`].
+    acquires: [Count; OUTCOMES.len()],
     attempts: LatencyCounters,
     waits: LatencyCounters,
+    held: AtomicU64,
+    held_series: Gauge,
     holds: LatencyCounters,
-    metrics: LockMetrics,
 }
 
 impl LockCounters {
-    /// The counters of `primitive`, reported under its series.
+    /// The counters of `primitive`, each registering its series now.
     pub(crate) fn new(primitive: Primitive) -> Self {
+        let [acquires, attempt, wait, hold, held] = primitive.series();
+        let histogram = |bounds, name| LatencyCounters::new(bounds, series::histogram(name, &[]));
         Self {
-            outcomes: Default::default(),
-            lost: AtomicU64::new(0),
+            acquires: OUTCOMES.map(|outcome| Count::new(acquires, &[("outcome", outcome)])),
+            attempts: histogram(&LATENCY_BUCKETS, attempt),
+            waits: histogram(&DURATION_BUCKETS, wait),
             held: AtomicU64::new(0),
-            attempts: LatencyCounters::new(&LATENCY_MICROS),
-            waits: LatencyCounters::new(&DURATION_MICROS),
-            holds: LatencyCounters::new(&DURATION_MICROS),
-            metrics: LockMetrics::new(primitive.family()),
+            held_series: series::gauge(held, &[]),
+            holds: histogram(&DURATION_BUCKETS, hold),
         }
     }
 
     /// One acquire attempt took `elapsed`.
     pub(crate) fn attempted(&self, elapsed: Duration) {
         self.attempts.record(elapsed);
-        self.metrics.attempt(elapsed);
     }
 
     /// An acquire call ended in `outcome` after `waited`.
     pub(crate) fn acquired(&self, outcome: Outcome, waited: Duration) {
-        self.outcomes[outcome as usize].fetch_add(1, Relaxed);
+        self.acquires[outcome as usize].add();
         self.waits.record(waited);
-        self.metrics.acquired(outcome as usize, Some(waited));
     }
 
     /// `count` of what is counted (a lock, permits) was handed to its
     /// holder.
     pub(crate) fn held(&self, count: u64) {
         self.held.fetch_add(count, Relaxed);
-        self.metrics.held(count);
+        self.held_series.increment(count as f64);
     }
 
     /// `count` held for `held` was released or dropped; `lost` when it had
@@ -147,24 +175,24 @@ impl LockCounters {
         let _ = self
             .held
             .fetch_update(Relaxed, Relaxed, |n| Some(n.saturating_sub(count)));
+        self.held_series.decrement(count as f64);
         self.holds.record(held);
-        self.metrics.let_go(count, held);
         if lost {
-            self.lost.fetch_add(1, Relaxed);
-            self.metrics.acquired(series::LOST, None);
+            self.acquires[Outcome::Lost as usize].add();
         }
     }
 
     pub(crate) fn snapshot(&self) -> LockStats {
-        let n = |o: Outcome| self.outcomes[o as usize].load(Relaxed);
+        let [granted, contended, unavailable, misconfigured, other, lost] =
+            self.acquires.each_ref().map(Count::get);
         LockStats {
             acquires: Acquires {
-                granted: n(Outcome::Granted),
-                contended: n(Outcome::Contended),
-                unavailable: n(Outcome::Unavailable),
-                misconfigured: n(Outcome::Misconfigured),
-                other: n(Outcome::Other),
-                lost: self.lost.load(Relaxed),
+                granted,
+                contended,
+                unavailable,
+                misconfigured,
+                other,
+                lost,
             },
             held: self.held.load(Relaxed),
             attempt_latency: self.attempts.snapshot(),
@@ -190,9 +218,9 @@ mod tests {
             (Outcome::Other, "other"),
         ];
         for (outcome, label) in all {
-            assert_eq!(series::OUTCOMES[outcome as usize], label);
+            assert_eq!(OUTCOMES[outcome as usize], label);
         }
-        assert_eq!(series::OUTCOMES[series::LOST], "lost");
+        assert_eq!(OUTCOMES[Outcome::Lost as usize], "lost");
     }
 
     #[test]
@@ -227,7 +255,7 @@ mod tests {
             (1, 3, 3)
         );
         assert_eq!(s.hold.max, Duration::from_secs(20));
-        assert_eq!(s.wait.buckets.len(), DURATION_MICROS.len() + 1);
+        assert_eq!(s.wait.buckets.len(), DURATION_BUCKETS.len() + 1);
     }
 
     #[test]
@@ -245,11 +273,7 @@ mod tests {
 
     #[test]
     fn each_primitive_has_its_own_series() {
-        let names = |p: Primitive| {
-            let f = p.family();
-            [f.acquires, f.attempt, f.wait, f.hold, f.held]
-        };
-        let mut all: Vec<&str> = Primitive::ALL.iter().flat_map(|&p| names(p)).collect();
+        let mut all: Vec<&str> = Primitive::ALL.iter().flat_map(|&p| p.series()).collect();
         let count = all.len();
         all.sort_unstable();
         all.dedup();

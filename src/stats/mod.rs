@@ -9,7 +9,6 @@ pub(crate) mod locks;
 pub mod metrics;
 #[cfg(not(feature = "metrics"))]
 pub(crate) mod metrics;
-pub(crate) mod names;
 pub(crate) mod series;
 
 use std::time::Duration;
@@ -315,30 +314,26 @@ impl Latency {
     /// # }
     /// ```
     pub fn quantile(&self, q: f64) -> Option<Duration> {
-        quantile(&self.buckets, self.max, q)
-    }
-}
-
-fn quantile(buckets: &[(Duration, u64)], max: Duration, q: f64) -> Option<Duration> {
-    let total: u64 = buckets.iter().map(|&(_, n)| n).sum();
-    if total == 0 {
-        return None;
-    }
-    let q = if q.is_finite() {
-        q.clamp(0.0, 1.0)
-    } else {
-        1.0
-    };
-    // The rank of the wanted reply, 1-based: at least the first one.
-    let rank = ((q * total as f64).ceil() as u64).clamp(1, total);
-    let mut seen = 0u64;
-    for &(bound, n) in buckets {
-        seen = seen.saturating_add(n);
-        if seen >= rank {
-            return Some(bound.min(max));
+        let total: u64 = self.buckets.iter().map(|&(_, n)| n).sum();
+        if total == 0 {
+            return None;
         }
+        let q = if q.is_finite() {
+            q.clamp(0.0, 1.0)
+        } else {
+            1.0
+        };
+        // The rank of the wanted reply, 1-based: at least the first one.
+        let rank = ((q * total as f64).ceil() as u64).clamp(1, total);
+        let mut seen = 0u64;
+        for &(bound, n) in &self.buckets {
+            seen = seen.saturating_add(n);
+            if seen >= rank {
+                return Some(bound.min(self.max));
+            }
+        }
+        Some(self.max)
     }
-    Some(max)
 }
 
 /// Renewal and lost-lock counters of the locks taken through one client.
