@@ -6,7 +6,7 @@ use std::collections::HashSet;
 use std::time::{Duration, Instant};
 
 use crate::error::{Error, Result};
-use crate::validity;
+use crate::validity::Ttl;
 
 /// Default per-node response timeout.
 pub const DEFAULT_NODE_TIMEOUT: Duration = Duration::from_millis(50);
@@ -175,22 +175,21 @@ impl Config {
 
     /// Checks a TTL and returns it truncated to whole milliseconds together
     /// with its drift allowance.
-    pub(crate) fn check_ttl(&self, ttl: Duration) -> Result<(Duration, Duration)> {
+    pub(crate) fn check_ttl(&self, ttl: Duration) -> Result<Ttl> {
         if ttl > MAX_TTL {
             return Err(Error::invalid(format!(
                 "TTL {ttl:?} is larger than the maximum {MAX_TTL:?}"
             )));
         }
-        let whole = validity::whole_millis(ttl);
-        let drift = validity::drift(whole, self.drift_factor);
-        if whole <= drift {
+        let checked = Ttl::new(ttl, self.drift_factor);
+        if checked.budget().is_zero() {
             return Err(Error::invalid(format!(
-                "TTL {ttl:?} must be larger than its clock-drift allowance {drift:?} \
+                "TTL {ttl:?} must be larger than its clock-drift allowance {:?} \
                  (TTL × {} + 2 ms)",
-                self.drift_factor
+                checked.drift, self.drift_factor
             )));
         }
-        Ok((whole, drift))
+        Ok(checked)
     }
 }
 
@@ -293,7 +292,10 @@ mod tests {
         assert!(c.check_ttl(Duration::ZERO).unwrap_err().is_invalid_input());
         assert!(c.check_ttl(Duration::from_millis(1)).is_err());
         assert!(c.check_ttl(Duration::from_millis(2)).is_err());
-        let (ttl, drift) = c.check_ttl(Duration::from_micros(3_900)).unwrap();
+        let Ttl {
+            duration: ttl,
+            drift,
+        } = c.check_ttl(Duration::from_micros(3_900)).unwrap();
         assert_eq!(ttl, Duration::from_millis(3));
         assert!(drift < ttl);
         assert!(c.check_ttl(Duration::from_millis(u64::MAX)).is_err());

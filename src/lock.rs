@@ -9,17 +9,15 @@ use tracing::Instrument;
 use crate::error::lost::LostReason;
 use crate::error::{Error, Result};
 use crate::keys::Keys;
-use crate::lease::renewal::Renewal;
+use crate::lease::renewal::{keep_renewing, Renewal};
 use crate::lease::signal::LostSignal;
 use crate::lease::state::Lease;
-use crate::lease::task;
-use crate::lease::term::Term;
 use crate::quorum::engine::Engine;
 use crate::quorum::repair::Repairs;
 use crate::quorum::retry::Granted;
 use crate::quorum::set_order::SetFuture;
 use crate::token::Token;
-use crate::validity;
+use crate::validity::{self, Term, Ttl};
 
 mod run;
 
@@ -82,11 +80,7 @@ impl Lock {
             fence,
             holding,
         } = granted;
-        let term = Term {
-            deadline,
-            ttl,
-            drift: validity::drift(ttl, engine.config.drift_factor),
-        };
+        let term = Term { deadline, ttl };
         let lease = Lease::new(keys.clone(), term, engine.leases.clone(), holding);
         let repairs = Arc::new(Repairs::new(engine.nodes.len()));
         Self {
@@ -220,8 +214,8 @@ impl Lock {
     /// ```
     pub async fn extend(&self, ttl: Duration) -> Result<Duration> {
         let held = &self.held;
-        let (ttl, drift) = held.engine.config.check_ttl(ttl)?;
-        match held.extend(Some((ttl, drift))).await {
+        let ttl = held.engine.config.check_ttl(ttl)?;
+        match held.extend(Some(ttl)).await {
             Ok(deadline) => Ok(validity::left(deadline, Instant::now())),
             Err(reason) => {
                 held.lease.fail(reason.clone());
@@ -317,7 +311,7 @@ impl Lock {
         let term = held.lease.term().map_err(|reason| held.lost(reason))?;
         let node_timeout = held.engine.config.node_timeout;
         renewal
-            .timing(&term, node_timeout)
+            .timing(term.ttl, node_timeout)
             .map_err(Error::invalid)?;
         let handle = tokio::runtime::Handle::try_current()
             .map_err(|_| Error::invalid("auto_renew must be called inside a tokio runtime"))?;
@@ -328,7 +322,7 @@ impl Lock {
             token = %held.token
         );
         let extension = held.clone();
-        let renewing = task::run(
+        let renewing = keep_renewing(
             held.lease.clone(),
             move || {
                 let held = extension.clone();
@@ -417,22 +411,19 @@ impl Lock {
 
 impl Held {
     /// One extension — [`Lock::extend`] and every renewal — to a checked
-    /// `(ttl, drift)`, or to the lease's current TTL and drift for `None`
-    /// (read once it is this call's turn). Serialised with every other
-    /// extension of the lock. The term moves by [`Term::extended`] only:
+    /// `ttl`, or to the lease's current TTL for `None` (read once it is
+    /// this call's turn). Serialised with every other extension of the
+    /// lock. The term moves by [`Term::extended`] only:
     /// nothing changes while the extension is in flight, nor when it fails
     /// or is dropped; once a majority confirmed before the current
     /// deadline, the deadline is `start + ttl − drift` from this call's
     /// start. Returns the new deadline; the caller decides what a failure
     /// means (the lease is left as it is). [`LostReason::AlreadyLost`] when
     /// the lock ended before or during it.
-    pub(crate) async fn extend(
-        &self,
-        ttl: Option<(Duration, Duration)>,
-    ) -> Result<Instant, LostReason> {
+    pub(crate) async fn extend(&self, ttl: Option<Ttl>) -> Result<Instant, LostReason> {
         let _serial = self.extending.lock().await;
         let current = self.lease.term()?;
-        let (ttl, drift) = ttl.unwrap_or((current.ttl, current.drift));
+        let ttl = ttl.unwrap_or(current.ttl);
         let start = Instant::now();
         let next = self
             .engine
@@ -441,7 +432,6 @@ impl Held {
                 &self.token,
                 &self.repairs,
                 ttl,
-                drift,
                 start,
                 current.deadline,
             )

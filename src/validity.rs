@@ -1,10 +1,13 @@
-//! Where validity is computed: the drift allowance, the validity one grant
-//! or extension buys (`ttl − drift`), the deadline it gives (from the clock
+//! Time, written once: the drift allowance, the validity one grant or
+//! extension buys (`ttl − drift`), the deadline it gives (from the clock
 //! read before the first command was sent), the time left until a deadline
 //! — so `ttl − elapsed − drift` is one clock read against one deadline —
-//! and the TTL in the whole milliseconds a server is told. Pure arithmetic
-//! on [`Duration`] and [`Instant`], used by acquisition, extension, the
-//! lease and the settings alike.
+//! and the TTL in the whole milliseconds a server is told. A [`Ttl`] is a
+//! TTL with its drift, computed once where the TTL is checked and carried
+//! through the grant to the lock; a lock's [`Term`] is its deadline and
+//! that TTL, moved after an extension by one rule, [`Term::extended`].
+//! Pure arithmetic on [`Duration`] and [`Instant`], used by acquisition,
+//! extension, the lease and the settings alike: no I/O and no clock reads.
 
 use std::time::{Duration, Instant};
 
@@ -60,6 +63,91 @@ pub(crate) fn whole_millis(ttl: Duration) -> Duration {
 /// `ttl` in whole milliseconds, saturating at `u64::MAX`.
 pub(crate) fn millis(ttl: Duration) -> u64 {
     u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX)
+}
+
+/// A TTL as the nodes are told it (whole milliseconds), with its drift
+/// allowance: computed once, where the TTL is checked
+/// (`Config::check_ttl`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Ttl {
+    /// The TTL the keys are set with.
+    pub(crate) duration: Duration,
+    /// Its drift allowance ([`drift`]).
+    pub(crate) drift: Duration,
+}
+
+impl Ttl {
+    /// `ttl` truncated to whole milliseconds, with the drift allowance of
+    /// `factor`.
+    pub(crate) fn new(ttl: Duration, factor: f64) -> Self {
+        let duration = whole_millis(ttl);
+        Self {
+            duration,
+            drift: drift(duration, factor),
+        }
+    }
+
+    /// The validity one grant or extension with this TTL buys: `ttl − drift`.
+    pub(crate) fn budget(self) -> Duration {
+        budget(self.duration, self.drift)
+    }
+}
+
+/// Until when a lock is known to be held, and the TTL renewals use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Term {
+    /// The end of the validity, on the monotonic clock.
+    pub(crate) deadline: Instant,
+    /// The TTL the keys were set with, and its drift.
+    pub(crate) ttl: Ttl,
+}
+
+/// Why an extension that a majority confirmed still leaves the lock lost.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Late {
+    /// The majority was counted once the deadline that held while the
+    /// extension was in flight had passed.
+    Expired,
+    /// The extension's own validity (`ttl − drift` from its start) had run
+    /// out by then.
+    TooSlow,
+}
+
+impl Term {
+    /// The term once a majority confirmed, at `now`, an extension to `ttl`
+    /// whose commands were sent from `start` on, on a lock whose deadline
+    /// was `held_until` when it started. The one rule by which an
+    /// extension moves a lock's deadline:
+    ///
+    /// - only a confirmed extension moves it (a failed or dropped one
+    ///   leaves the term as it was), and only when confirmed before
+    ///   `held_until` and before its own validity ran out;
+    /// - it moves to `start + ttl − drift`, from this extension alone —
+    ///   earlier than `held_until` for a shorter TTL, later for a longer
+    ///   one — whatever any earlier extension did, confirmed, failed or
+    ///   dropped, and in whatever order their commands reach the nodes.
+    ///
+    /// Sound because of what a node does with an extension (`extend.lua`):
+    /// where the key still carries the token, it keeps the key until at
+    /// least `arrival + ttl`, never earlier than it already would. Each
+    /// node that confirmed thus keeps the key until `start + ttl` or later
+    /// (the drift covers its clock), and no command that arrives there
+    /// afterwards — a dropped extension's retry included — brings that
+    /// back: a majority of the keys outlive the new deadline.
+    pub(crate) fn extended(
+        held_until: Instant,
+        start: Instant,
+        ttl: Ttl,
+        now: Instant,
+    ) -> Result<Term, Late> {
+        if now >= held_until {
+            return Err(Late::Expired);
+        }
+        match deadline(start, ttl.duration, ttl.drift) {
+            Some(deadline) if now < deadline => Ok(Term { deadline, ttl }),
+            _ => Err(Late::TooSlow),
+        }
+    }
 }
 
 #[cfg(test)]
@@ -138,5 +226,68 @@ mod tests {
         assert_eq!(whole_millis(Duration::from_micros(1_999)), MS);
         assert_eq!(whole_millis(Duration::from_micros(999)), Duration::ZERO);
         assert_eq!(millis(Duration::MAX), u64::MAX);
+    }
+
+    /// A TTL of `ttl` with a drift of `drift`.
+    fn ttl(ttl: Duration, drift: Duration) -> Ttl {
+        Ttl {
+            duration: ttl,
+            drift,
+        }
+    }
+
+    #[test]
+    fn a_ttl_is_whole_milliseconds_with_its_drift() {
+        let t = Ttl::new(Duration::from_micros(10_000_999), 0.01);
+        assert_eq!(t, ttl(Duration::from_secs(10), Duration::from_millis(102)));
+        assert_eq!(t.budget(), Duration::from_millis(9_898));
+        let tiny = ttl(Duration::from_secs(10), Duration::from_secs(11));
+        assert_eq!(tiny.budget(), Duration::ZERO);
+    }
+
+    #[test]
+    fn a_confirmed_extension_moves_the_deadline_to_its_own_term_earlier_or_later() {
+        let start = Instant::now();
+        let held_until = start + Duration::from_secs(10);
+        let now = start + 5 * MS;
+        let short = ttl(300 * MS, 5 * MS);
+        assert_eq!(
+            Term::extended(held_until, start, short, now),
+            Ok(Term {
+                deadline: start + 295 * MS,
+                ttl: short,
+            }),
+            "shorter than before"
+        );
+        let long = ttl(Duration::from_secs(60), 602 * MS);
+        assert_eq!(
+            Term::extended(held_until, start, long, now).map(|t| t.deadline),
+            Ok(start + Duration::from_millis(59_398)),
+            "longer than before"
+        );
+    }
+
+    #[test]
+    fn a_majority_after_the_deadline_or_the_extension_s_own_validity_is_late() {
+        let start = Instant::now();
+        let held_until = start + Duration::from_secs(1);
+        let long = ttl(Duration::from_secs(60), 602 * MS);
+        assert_eq!(
+            Term::extended(held_until, start, long, held_until),
+            Err(Late::Expired)
+        );
+        assert_eq!(
+            Term::extended(held_until, start, ttl(300 * MS, 5 * MS), start + 295 * MS),
+            Err(Late::TooSlow)
+        );
+        // A TTL the drift leaves nothing of, or too far to represent.
+        assert_eq!(
+            Term::extended(held_until, start, ttl(2 * MS, 2 * MS), start),
+            Err(Late::TooSlow)
+        );
+        assert_eq!(
+            Term::extended(held_until, start, ttl(Duration::MAX, MS), start),
+            Err(Late::TooSlow)
+        );
     }
 }

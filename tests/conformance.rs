@@ -36,9 +36,15 @@ use reply::{answer, counts, Command, Held, Key, Kind};
 use support::{unique, Cluster};
 
 /// The scripts as the library sends them: the same files it embeds.
-const ACQUIRE_FENCED: &str = include_str!("../src/node/lua/acquire_fenced.lua");
+const ACQUIRE_FENCED: &str = concat!(
+    include_str!("../src/node/lua/fence_check.lua"),
+    include_str!("../src/node/lua/acquire_fenced.lua")
+);
 const ACQUIRE_MULTI: &str = include_str!("../src/node/lua/acquire_multi.lua");
-const FENCE_COMMIT: &str = include_str!("../src/node/lua/fence_commit.lua");
+const FENCE_COMMIT: &str = concat!(
+    include_str!("../src/node/lua/fence_check.lua"),
+    include_str!("../src/node/lua/fence_commit.lua")
+);
 const RELEASE: &str = include_str!("../src/node/lua/release.lua");
 const EXTEND: &str = include_str!("../src/node/lua/extend.lua");
 const HOLDS: &str = include_str!("../src/node/lua/holds.lua");
@@ -332,7 +338,10 @@ fn every_script_answers_as_the_model_says() {
 // ------------------------------------------------ the semaphore's scripts
 
 /// The semaphore's script, as the library sends it.
-const ACQUIRE_SLOTS: &str = include_str!("../src/node/lua/acquire_slots.lua");
+const ACQUIRE_SLOTS: &str = concat!(
+    include_str!("../src/node/lua/fence_check.lua"),
+    include_str!("../src/node/lua/acquire_slots.lua")
+);
 
 /// The slots of one semaphore on one node: `count` keys and the counter.
 struct SlotsOnNode {

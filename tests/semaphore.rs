@@ -982,7 +982,10 @@ return 0
 "#;
 
 /// The library's script, as it sends it.
-const ACQUIRE_SLOTS: &str = include_str!("../src/node/lua/acquire_slots.lua");
+const ACQUIRE_SLOTS: &str = concat!(
+    include_str!("../src/node/lua/fence_check.lua"),
+    include_str!("../src/node/lua/acquire_slots.lua")
+);
 
 /// Three clients on three nodes x, y, z, each request delivered to two
 /// nodes only (the third one lost or late): A on x and y, B on y and z, C

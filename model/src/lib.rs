@@ -34,7 +34,9 @@
 //! They run the library's own rules, included by path: how a node answers
 //! each command and how the answer votes (`src/node/reply.rs`, which
 //! `tests/conformance.rs` in the library checks every Lua script against on
-//! a real server) and the fencing-token proposal (`src/node/fence.rs`).
+//! a real server), the fencing-token proposal (`src/node/fence.rs`) and the
+//! semaphore's vote rule (`src/quorum/slots.rs`, with the tally of
+//! `src/quorum/rule.rs`).
 //!
 //! This is its own package so that it builds optimized in every profile
 //! (the workspace's `Cargo.toml`) without optimizing the library's other
@@ -47,10 +49,23 @@ mod fence;
 #[allow(dead_code, unreachable_pub, clippy::duplicated_attributes)]
 #[path = "../../src/node/reply.rs"]
 mod reply;
-/// The library's path to `reply`, which `fence.rs`'s tests name.
-#[cfg(test)]
+/// The library's path to `reply`, which the rules below name.
 mod node {
     pub(crate) use super::reply;
+}
+/// The semaphore's vote rule, and the tally it decides by.
+#[allow(dead_code, unreachable_pub)]
+#[path = "../../src/quorum"]
+mod quorum {
+    #[path = "rule.rs"]
+    pub(crate) mod rule;
+    #[path = "slots.rs"]
+    pub(crate) mod slots;
+}
+/// The library's bound on a semaphore's permits (`src/config.rs`), which
+/// `rule.rs` names.
+mod config {
+    pub(crate) const MAX_PERMITS: u32 = 1024;
 }
 
 pub mod election;

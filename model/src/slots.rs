@@ -1,8 +1,8 @@
-//! The semaphore's rules, pure: how a node answers a request for `k` of
-//! its `L` slots ([`acquire`], [`release`]) and how a client reads the
-//! answers ([`won`], [`keep`], [`first`]). The semaphore model
-//! ([`crate::semaphore`]) runs these; they are the algorithm the library's
-//! semaphore implements.
+//! The semaphore's rules: how a node answers a request for `k` of its `L`
+//! slots ([`acquire`], [`release`]; `acquire_slots.lua` and `release.lua`
+//! in the library) and how a client reads the answers ([`keep`], by the
+//! library's own vote rule, `SlotVotes` in `src/quorum/slots.rs`, and
+//! [`first`]). The semaphore model ([`crate::semaphore`]) runs these.
 //!
 //! Slot `i` is an ordinary quorum-mutex key, `slot i`, on every node. An
 //! attempt sends one request to every node with its token, `k` and the
@@ -12,6 +12,9 @@
 //! client has won slot `i` when a majority of nodes set `i` to its token,
 //! and is granted `k` permits once it has won `k` slots: it keeps the
 //! first `k` won in its order and releases the others.
+
+use crate::quorum::rule::Decision;
+use crate::quorum::slots::SlotVotes;
 
 /// A set of slot indices: bit `i` for slot `i`.
 pub type Slots = u8;
@@ -55,23 +58,21 @@ pub fn release<T: Copy + PartialEq>(slots: &mut [Option<T>], token: T, which: Sl
     deleted
 }
 
-/// The slots a client has won: those that at least `quorum` nodes said
-/// they set to its token (`yes[i]` nodes for slot `i`).
-pub fn won(yes: &[u8], quorum: u8) -> Slots {
-    yes.iter()
-        .enumerate()
-        .filter(|&(_, &n)| n >= quorum)
-        .fold(0, |set, (i, _)| set | 1 << i)
-}
-
-/// The slots a client keeps once granted: the first `k` it won, in its
-/// order; `None` while it has won fewer than `k` (not granted).
-pub fn keep(won: Slots, k: u8, l: u8, start: u8) -> Option<Slots> {
-    let kept: Vec<u8> = order(l, start)
-        .filter(|&i| won & (1 << i) != 0)
-        .take(usize::from(k))
-        .collect();
-    (k > 0 && kept.len() == usize::from(k)).then(|| kept.iter().fold(0, |set, i| set | 1 << i))
+/// The slots a client keeps, by the library's rule: `yes[i]` nodes set
+/// slot `i` to its token (of `yes.len()` slots, listed from `start` on),
+/// `quorum` of them win a slot, and once `k` are won it keeps the first
+/// `k` won in its order; `None` while it has won fewer (not granted).
+pub fn keep(yes: &[u8], quorum: u8, k: u8, start: u8) -> Option<Slots> {
+    let (l, start) = (yes.len(), usize::from(start));
+    let mut votes = SlotVotes::new(l, start, k.into(), quorum.into());
+    for (slot, &n) in yes.iter().enumerate() {
+        let position = (slot + l - start) % l;
+        for _ in 0..n {
+            votes.record(&[position]);
+        }
+    }
+    let granted = k > 0 && votes.decide(0) == Some(Decision::Reached);
+    granted.then(|| votes.kept().iter().fold(0, |set, i| set | 1 << i))
 }
 
 /// The lowest slot of `kept`: the one a fence commit checks the token on,
@@ -118,13 +119,14 @@ mod tests {
 
     #[test]
     fn a_client_keeps_the_first_k_slots_won_in_its_order() {
-        assert_eq!(won(&[2, 1, 3], 2), 0b101);
-        assert_eq!(won(&[1, 1], 2), 0);
-        assert_eq!(keep(0b101, 1, 3, 0), Some(0b001));
-        assert_eq!(keep(0b101, 1, 3, 1), Some(0b100));
-        assert_eq!(keep(0b101, 2, 3, 1), Some(0b101));
-        assert_eq!(keep(0b101, 3, 3, 0), None);
-        assert_eq!(keep(0, 0, 3, 0), None);
+        // Slots 0 and 2 won (2 of 3 nodes needed), slot 1 not.
+        let yes = [2, 1, 3];
+        assert_eq!(keep(&yes, 2, 1, 0), Some(0b001));
+        assert_eq!(keep(&yes, 2, 1, 1), Some(0b100));
+        assert_eq!(keep(&yes, 2, 2, 1), Some(0b101));
+        assert_eq!(keep(&yes, 2, 3, 0), None);
+        assert_eq!(keep(&[1, 1], 2, 1, 0), None);
+        assert_eq!(keep(&yes, 2, 0, 0), None);
         assert_eq!(first(0b101), Some(0));
         assert_eq!(first(0b100), Some(2));
         assert_eq!(first(0), None);

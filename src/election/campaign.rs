@@ -9,7 +9,6 @@ use crate::config::Retry;
 use crate::error::{Error, Result};
 use crate::keys::Keys;
 use crate::lease::renewal::Renewal;
-use crate::lease::term::Term;
 use crate::lock::Lock;
 use crate::node::election::Record;
 use crate::quorum::claim::Claim;
@@ -201,15 +200,11 @@ impl Campaign {
         let engine = self.engine;
         let keys = Keys::election(&self.name)?;
         let cfg = &engine.config;
-        let (ttl, drift) = cfg.check_ttl(self.ttl)?;
-        let term = Term {
-            deadline: Instant::now(),
-            ttl,
-            drift,
-        };
+        let checked = cfg.check_ttl(self.ttl)?;
         self.renewal
-            .timing(&term, cfg.node_timeout)
+            .timing(checked, cfg.node_timeout)
             .map_err(Error::invalid)?;
+        let ttl = checked.duration;
         let start = Instant::now();
         let mut retry = self.retry;
         loop {

@@ -1,10 +1,27 @@
-//! The public settings of automatic renewal. What they resolve to for one
-//! TTL (and the defaults) is the schedule's business (`schedule`).
+//! Automatic renewal: its public settings ([`Renewal`]), and the
+//! background task that renews a held lock on their schedule and fires the
+//! lost-lock signal when renewal cannot keep up ([`keep_renewing`]). What
+//! the settings resolve to for one TTL (and the defaults) is the
+//! schedule's business (`schedule`).
+//!
+//! The task holds the lease and the one extension path of the lock (a
+//! closure that starts one renewal), never the lock itself, and stops on a
+//! token that release and drop cancel, so it never outlives the lock. Every
+//! wait re-arms when the lease's term changes (a manual extension, or its
+//! renewal), so the schedule always follows the current term.
 
+use std::future::Future;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::schedule::{Limits, Timing};
-use super::term::Term;
+use tokio_util::sync::CancellationToken;
+use tracing::{debug, warn};
+
+use super::schedule::{self, Limits, Progress, Step, Timing};
+use super::state::Lease;
+use crate::error::lost::{LossKind, LostReason};
+use crate::error::NodeFailure;
+use crate::validity::{self, Term, Ttl};
 
 /// Settings of automatic renewal, for [`Lock::auto_renew`](crate::Lock::auto_renew)
 /// and [`LockRequest::auto_renew`](crate::LockRequest::auto_renew).
@@ -152,16 +169,188 @@ impl Renewal {
         }
     }
 
-    /// The schedule's durations for a lock on `term`, or why these
-    /// settings cannot work for its TTL.
-    pub(crate) fn timing(&self, term: &Term, node_timeout: Duration) -> Result<Timing, String> {
-        Timing::checked(self.interval, self.margin, term, node_timeout)
+    /// The schedule's durations for a lock on `ttl`, or why these settings
+    /// cannot work for it.
+    pub(crate) fn timing(&self, ttl: Ttl, node_timeout: Duration) -> Result<Timing, String> {
+        Timing::checked(self.interval, self.margin, ttl, node_timeout)
     }
 
     /// As [`timing`](Self::timing), for a TTL that changed after the
     /// settings were checked: out-of-range values are clamped, not refused.
-    pub(crate) fn timing_clamped(&self, term: &Term, node_timeout: Duration) -> Timing {
-        Timing::clamped(self.interval, self.margin, term, node_timeout)
+    pub(crate) fn timing_clamped(&self, ttl: Ttl, node_timeout: Duration) -> Timing {
+        Timing::clamped(self.interval, self.margin, ttl, node_timeout)
+    }
+}
+
+/// Follows the schedule of `settings` (for nodes answering within
+/// `node_timeout`) until the lock ends, expires, is lost, or a cap is
+/// reached; returns at once when `stop` is cancelled.
+///
+/// `renew` starts one renewal — an extension by the lock's current TTL
+/// (the lease sits below the quorum that extends) — resolving to the new
+/// deadline once a majority extended in time, or to why not. It leaves the
+/// lease's loss to this task: a failure is only reported.
+pub(crate) async fn keep_renewing<R, F>(
+    lease: Arc<Lease>,
+    renew: R,
+    settings: Renewal,
+    node_timeout: Duration,
+    stop: CancellationToken,
+) where
+    R: Fn() -> F,
+    F: Future<Output = Result<Instant, LostReason>>,
+{
+    let mut watched = lease.watch();
+    let limits = settings.limits(lease.granted());
+    let mut progress = Progress::default();
+    let mut last_failures: Vec<NodeFailure> = Vec::new();
+    loop {
+        if stop.is_cancelled() {
+            return;
+        }
+        // Seen before the term is read: a later change wakes every wait.
+        watched.mark_unchanged();
+        let Ok(term) = lease.term() else {
+            return;
+        };
+        let timing = settings.timing_clamped(term.ttl, node_timeout);
+        let now = Instant::now();
+        match schedule::next_step(now, &term, &timing, &limits, &progress) {
+            Step::Expired => {
+                warn!(
+                    resource = %lease.keys().name(),
+                    nodes = %Labels(&last_failures),
+                    "lock expired: its validity ran out before a renewal got through; \
+                     the work on the resource must have stopped"
+                );
+                lease.fail(LostReason::Expired);
+                return;
+            }
+            Step::LimitReached => {
+                let held_for = now.saturating_duration_since(lease.granted());
+                debug!(
+                    renewals = progress.renewals,
+                    ?held_for,
+                    "renewal cap reached"
+                );
+                lease.warn(LostReason::LimitReached {
+                    renewals: progress.renewals,
+                    held_for,
+                });
+                return;
+            }
+            Step::Uncertain => {
+                progress.uncertain = true;
+                warn_uncertain(&lease, &last_failures);
+            }
+            Step::Sleep(until) => {
+                tokio::select! {
+                    biased;
+                    _ = stop.cancelled() => return,
+                    _ = tokio::time::sleep_until(until.into()) => {}
+                    // The lease owns the sender: this never ends in an error.
+                    Ok(()) = watched.changed() => {}
+                }
+            }
+            Step::Renew => {
+                progress.last_attempt = Some(now);
+                let mut warn_at = warn_point(&term, &timing);
+                let attempt = renew();
+                tokio::pin!(attempt);
+                // Wait for the attempt, but fire `Uncertain` on time if it
+                // is still waiting for replies when the margin is crossed —
+                // the margin of the current term, which a manual extension
+                // may change while this attempt waits for its turn.
+                let result = loop {
+                    tokio::select! {
+                        biased;
+                        _ = stop.cancelled() => return,
+                        result = &mut attempt => break result,
+                        _ = tokio::time::sleep_until(warn_at.into()), if !progress.uncertain => {
+                            progress.uncertain = true;
+                            warn_uncertain(&lease, &last_failures);
+                        }
+                        Ok(()) = watched.changed() => {
+                            let term = *watched.borrow();
+                            let timing = settings.timing_clamped(term.ttl, node_timeout);
+                            warn_at = warn_point(&term, &timing);
+                        }
+                    }
+                };
+                match result {
+                    Ok(deadline) => {
+                        let valid = validity::left(deadline, Instant::now());
+                        lease.counters().renewed();
+                        progress.renewals = progress.renewals.saturating_add(1);
+                        progress.last_failed = false;
+                        last_failures.clear();
+                        debug!(?valid, renewals = progress.renewals, "renewed");
+                    }
+                    Err(reason) => {
+                        lease.counters().renewal_failed();
+                        if matches!(reason, LostReason::AlreadyLost { .. }) {
+                            // Ended meanwhile, and reported by what ended it.
+                            return;
+                        }
+                        if reason.kind() == LossKind::Uncertain {
+                            debug!(%reason, "renewal failed, will retry");
+                            progress.last_failed = true;
+                            last_failures = reason.node_failures().to_vec();
+                        } else {
+                            warn!(
+                                resource = %lease.keys().name(),
+                                nodes = %Labels(reason.node_failures()),
+                                kind = %reason.kind(),
+                                %reason,
+                                "lock lost: renewal found the lock gone; stop the work on the \
+                                 resource"
+                            );
+                            lease.fail(reason);
+                            return;
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// When the safety margin of `term` is crossed.
+fn warn_point(term: &Term, timing: &Timing) -> Instant {
+    schedule::uncertain_at(term.deadline, timing.margin)
+}
+
+fn warn_uncertain(lease: &Lease, failures: &[NodeFailure]) {
+    let reason = LostReason::RenewalLate {
+        validity_left: lease.validity(),
+        failures: failures.to_vec(),
+    };
+    warn!(
+        resource = %lease.keys().name(),
+        nodes = %Labels(failures),
+        %reason,
+        "lock uncertain: no renewal got through before the safety margin; stop the work on \
+         the resource (renewal keeps trying)"
+    );
+    lease.warn(reason);
+}
+
+/// The nodes of `failures`, comma-separated, for a log field (`-` for
+/// none: the attempt was still waiting for replies).
+struct Labels<'a>(&'a [NodeFailure]);
+
+impl std::fmt::Display for Labels<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.0.is_empty() {
+            return f.write_str("-");
+        }
+        for (i, failure) in self.0.iter().enumerate() {
+            if i > 0 {
+                f.write_str(",")?;
+            }
+            f.write_str(&failure.node)?;
+        }
+        Ok(())
     }
 }
 
@@ -182,20 +371,19 @@ mod tests {
         let unbounded = Renewal::new().max_hold(Duration::MAX).limits(granted);
         assert_eq!(unbounded, Limits::default(), "too far away is no cap");
 
-        let term = Term {
-            deadline: granted,
-            ttl: Duration::from_secs(30),
+        let ttl = Ttl {
+            duration: Duration::from_secs(30),
             drift: Duration::from_millis(302),
         };
         let every = Renewal::every(Duration::from_secs(5)).margin(Duration::from_secs(4));
-        let timing = every.timing(&term, Duration::from_millis(50)).unwrap();
+        let timing = every.timing(ttl, Duration::from_millis(50)).unwrap();
         assert_eq!(
             (timing.interval, timing.margin),
             (Duration::from_secs(5), Duration::from_secs(4))
         );
         let too_late = Renewal::every(Duration::from_secs(29));
-        assert!(too_late.timing(&term, Duration::from_millis(50)).is_err());
-        let clamped = too_late.timing_clamped(&term, Duration::from_millis(50));
+        assert!(too_late.timing(ttl, Duration::from_millis(50)).is_err());
+        let clamped = too_late.timing_clamped(ttl, Duration::from_millis(50));
         assert_eq!(clamped.interval, Duration::from_secs(29));
     }
 }

@@ -2,11 +2,11 @@
 //! the settings for one TTL, with their defaults), the caps, what renewal
 //! has done so far, and [`next_step`], which decides from the lock's term
 //! whether to renew now, wait, or fire the lost-lock signal. The task that
-//! follows it is `task`; nothing here does I/O or reads the clock.
+//! follows it is in `renewal`; nothing here does I/O or reads the clock.
 
 use std::time::{Duration, Instant};
 
-use super::term::Term;
+use crate::validity::{Term, Ttl};
 
 /// Shortest delay between two renewal attempts, whatever the settings.
 const MIN_SPACING: Duration = Duration::from_millis(1);
@@ -47,16 +47,15 @@ pub(crate) struct Timing {
 }
 
 impl Timing {
-    /// The durations for a lock on `term`'s TTL, from the settings'
-    /// `interval` and `margin` (`None`: the default), or why these cannot
-    /// work for it.
+    /// The durations for a lock on `ttl`, from the settings' `interval`
+    /// and `margin` (`None`: the default), or why these cannot work for it.
     pub(crate) fn checked(
         interval: Option<Duration>,
         margin: Option<Duration>,
-        term: &Term,
+        ttl: Ttl,
         node_timeout: Duration,
     ) -> Result<Self, String> {
-        let (ttl, budget) = (term.ttl, term.budget());
+        let (ttl, budget) = (ttl.duration, ttl.budget());
         let margin = match margin {
             Some(m) if m >= budget => {
                 return Err(format!(
@@ -89,10 +88,10 @@ impl Timing {
     pub(crate) fn clamped(
         interval: Option<Duration>,
         margin: Option<Duration>,
-        term: &Term,
+        ttl: Ttl,
         node_timeout: Duration,
     ) -> Self {
-        let (ttl, budget) = (term.ttl, term.budget());
+        let (ttl, budget) = (ttl.duration, ttl.budget());
         let margin = margin
             .unwrap_or_else(|| default_margin(ttl, budget, node_timeout))
             .min(budget);
@@ -169,7 +168,7 @@ pub(crate) fn next_step(
     limits: &Limits,
     progress: &Progress,
 ) -> Step {
-    let (deadline, budget) = (term.deadline, term.budget());
+    let (deadline, budget) = (term.deadline, term.ttl.budget());
     if now >= deadline {
         return Step::Expired;
     }
@@ -224,8 +223,7 @@ mod tests {
     fn term_at(deadline: Instant, ttl: Duration, factor: f64) -> Term {
         Term {
             deadline,
-            ttl,
-            drift: crate::validity::drift(ttl, factor),
+            ttl: Ttl::new(ttl, factor),
         }
     }
 
@@ -234,7 +232,7 @@ mod tests {
     }
 
     fn timing_for(ttl: Duration) -> Timing {
-        Timing::checked(None, None, &term(ttl), NODE_TIMEOUT).expect("defaults work")
+        Timing::checked(None, None, term(ttl).ttl, NODE_TIMEOUT).expect("defaults work")
     }
 
     #[test]
@@ -253,21 +251,21 @@ mod tests {
     #[test]
     fn default_margin_stays_inside_the_budget_for_tiny_ttls() {
         let tiny = term(60 * MS);
-        let t = Timing::checked(None, None, &tiny, NODE_TIMEOUT).expect("defaults always work");
-        let budget = tiny.budget();
+        let t = Timing::checked(None, None, tiny.ttl, NODE_TIMEOUT).expect("defaults always work");
+        let budget = tiny.ttl.budget();
         assert!(t.margin <= budget / 2, "{t:?}");
         assert!(t.interval + t.margin < budget, "{t:?}");
         assert!(!t.interval.is_zero());
         // A huge drift factor shortens the default interval too.
         let drifty = term_at(Instant::now(), S, 0.6);
-        let t = Timing::checked(None, None, &drifty, NODE_TIMEOUT).unwrap();
-        assert!(t.interval + t.margin < drifty.budget(), "{t:?}");
+        let t = Timing::checked(None, None, drifty.ttl, NODE_TIMEOUT).unwrap();
+        assert!(t.interval + t.margin < drifty.ttl.budget(), "{t:?}");
     }
 
     #[test]
     fn settings_that_cannot_work_are_refused() {
         let second = term(S);
-        let check = |interval, margin| Timing::checked(interval, margin, &second, NODE_TIMEOUT);
+        let check = |interval, margin| Timing::checked(interval, margin, second.ttl, NODE_TIMEOUT);
         let zero = check(Some(Duration::ZERO), None);
         assert!(zero.unwrap_err().contains("larger than zero"));
         let big_margin = check(None, Some(S));
@@ -280,12 +278,11 @@ mod tests {
 
     #[test]
     fn clamped_timing_clamps_instead_of_refusing() {
-        let second = Term {
-            deadline: Instant::now(),
-            ttl: S,
+        let second = Ttl {
+            duration: S,
             drift: 12 * MS,
         };
-        let t = Timing::clamped(Some(Duration::ZERO), Some(10 * S), &second, NODE_TIMEOUT);
+        let t = Timing::clamped(Some(Duration::ZERO), Some(10 * S), second, NODE_TIMEOUT);
         assert_eq!(t.margin, S - 12 * MS);
         assert_eq!(t.interval, MIN_SPACING);
         assert!(!t.retry.is_zero());
@@ -382,7 +379,7 @@ mod tests {
         // not 10 s after the grant.
         let ttl = 2 * S;
         let timing = timing_for(ttl);
-        let short = term_at(c.at(S) + term(ttl).budget(), ttl, 0.01);
+        let short = term_at(c.at(S) + term(ttl).ttl.budget(), ttl, 0.01);
         let p = Progress::default();
         let step = |now| next_step(now, &short, &timing, &Limits::default(), &p);
         let due = c.at(S) + timing.interval;

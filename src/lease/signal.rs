@@ -280,8 +280,8 @@ impl fmt::Debug for LostSignal {
 mod tests {
     use super::*;
     use crate::keys::Keys;
-    use crate::lease::term::Term;
     use crate::stats::counters::LeaseCounters;
+    use crate::validity::{Term, Ttl};
 
     const MS: Duration = Duration::from_millis(1);
 
@@ -289,8 +289,7 @@ mod tests {
         let counters = Arc::new(LeaseCounters::default());
         let term = Term {
             deadline: Instant::now() + valid,
-            ttl: valid,
-            drift: crate::validity::drift(valid, 0.01),
+            ttl: Ttl::new(valid, 0.01),
         };
         let keys = Keys::one(b"res", false).expect("a valid resource");
         let holding = crate::stats::locks::Holding::LOCK;
@@ -405,8 +404,10 @@ mod tests {
         let start = Instant::now();
         let shorter = Term {
             deadline: start + 48 * MS,
-            ttl: 50 * MS,
-            drift: 2 * MS,
+            ttl: Ttl {
+                duration: 50 * MS,
+                drift: 2 * MS,
+            },
         };
         assert!(lease.extended(shorter).is_ok());
         let kind = tokio::time::timeout(Duration::from_secs(5), waiter)

@@ -2,7 +2,9 @@
 //! lost-lock signal's state, and the token that stops its renewal. Shared
 //! (behind an `Arc`) by the lock, its renewal task and every
 //! [`LostSignal`](super::signal::LostSignal); the state sits behind a std
-//! mutex that is never held across an `await`.
+//! mutex that is never held across an `await`. The signal's state is a
+//! pure state machine ([`SignalState`]): it fires once with a first kind,
+//! and may move once from a non-final kind to a final one.
 //!
 //! The term lives in one place, a `watch` channel ([`Term`]): `validity()`
 //! reads it, and everything that sleeps until a point derived from it —
@@ -19,13 +21,11 @@ use std::time::{Duration, Instant};
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
-use super::signal_state::{SignalState, Transition};
-use super::term::Term;
 use crate::error::lost::{LossKind, LostReason};
 use crate::keys::Keys;
 use crate::stats::counters::LeaseCounters;
 use crate::stats::locks::Holding;
-use crate::validity;
+use crate::validity::{self, Term};
 
 /// The shared state of one held lock.
 pub(crate) struct Lease {
@@ -292,6 +292,55 @@ impl Lease {
     }
 }
 
+/// What [`SignalState::fire`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Transition {
+    /// The signal fired now, for the first time.
+    Fired,
+    /// The signal had fired with a non-final kind; this final kind replaces it.
+    Upgraded,
+    /// Nothing changed: the signal already holds a final kind, or both
+    /// kinds are non-final.
+    Unchanged,
+}
+
+/// The signal's state: the kind it first fired with (what waiters are
+/// told, never changes) and the current kind (may move once from a
+/// non-final to a final kind).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct SignalState {
+    first: Option<LossKind>,
+    current: Option<LossKind>,
+}
+
+impl SignalState {
+    /// Reports `kind`; see [`Transition`] for what may happen.
+    pub(crate) fn fire(&mut self, kind: LossKind) -> Transition {
+        match self.current {
+            None => {
+                self.first = Some(kind);
+                self.current = Some(kind);
+                Transition::Fired
+            }
+            Some(now) if !now.is_final() && kind.is_final() => {
+                self.current = Some(kind);
+                Transition::Upgraded
+            }
+            Some(_) => Transition::Unchanged,
+        }
+    }
+
+    /// The kind the signal first fired with.
+    pub(crate) fn first(&self) -> Option<LossKind> {
+        self.first
+    }
+
+    /// The latest kind.
+    pub(crate) fn current(&self) -> Option<LossKind> {
+        self.current
+    }
+}
+
 fn already_lost(earlier: &LostReason) -> LostReason {
     LostReason::AlreadyLost {
         earlier: Box::new(earlier.clone()),
@@ -301,14 +350,14 @@ fn already_lost(earlier: &LostReason) -> LostReason {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::validity::Ttl;
 
     const MS: Duration = Duration::from_millis(1);
 
     fn lease(valid: Duration) -> Lease {
         let term = Term {
             deadline: Instant::now() + valid,
-            ttl: valid,
-            drift: crate::validity::drift(valid, 0.01),
+            ttl: Ttl::new(valid, 0.01),
         };
         let keys = Keys::one(b"res", false).expect("a valid resource");
         Lease::new(
@@ -320,7 +369,7 @@ mod tests {
     }
 
     fn ttl_of(lease: &Lease) -> Duration {
-        lease.term().expect("held").ttl
+        lease.term().expect("held").ttl.duration
     }
 
     #[test]
@@ -330,8 +379,10 @@ mod tests {
         lease.end();
         let later = Term {
             deadline: deadline + Duration::from_secs(5),
-            ttl: Duration::from_secs(15),
-            drift: MS * 152,
+            ttl: Ttl {
+                duration: Duration::from_secs(15),
+                drift: MS * 152,
+            },
         };
         let refused = lease.extended(later).expect_err("ended");
         assert_eq!(refused.kind(), LossKind::Released);
@@ -370,8 +421,10 @@ mod tests {
         let start = Instant::now();
         let shorter = Term {
             deadline: start + 295 * MS,
-            ttl: 300 * MS,
-            drift: 5 * MS,
+            ttl: Ttl {
+                duration: 300 * MS,
+                drift: 5 * MS,
+            },
         };
         assert_eq!(lease.extended(shorter), Ok(()));
         assert_eq!(lease.term(), Ok(shorter));
@@ -380,8 +433,10 @@ mod tests {
         watched.mark_unchanged();
         let longer = Term {
             deadline: start + Duration::from_secs(59),
-            ttl: Duration::from_secs(60),
-            drift: 602 * MS,
+            ttl: Ttl {
+                duration: Duration::from_secs(60),
+                drift: 602 * MS,
+            },
         };
         assert_eq!(lease.extended(longer), Ok(()));
         assert_eq!(lease.deadline(), longer.deadline);
@@ -408,5 +463,61 @@ mod tests {
         assert!(!second.is_cancelled());
         lease.end();
         assert!(second.is_cancelled());
+    }
+
+    const ALL: [LossKind; 5] = [
+        LossKind::Uncertain,
+        LossKind::Lost,
+        LossKind::Expired,
+        LossKind::LimitReached,
+        LossKind::Released,
+    ];
+
+    #[test]
+    fn the_first_kind_is_kept_for_waiters() {
+        for first in ALL {
+            for later in ALL {
+                let mut s = SignalState::default();
+                assert_eq!(s.fire(first), Transition::Fired);
+                s.fire(later);
+                assert_eq!(s.first(), Some(first), "{first} then {later}");
+            }
+        }
+    }
+
+    #[test]
+    fn only_a_final_kind_replaces_a_non_final_one() {
+        for first in ALL {
+            for later in ALL {
+                let mut s = SignalState::default();
+                s.fire(first);
+                let t = s.fire(later);
+                if !first.is_final() && later.is_final() {
+                    assert_eq!(t, Transition::Upgraded, "{first} then {later}");
+                    assert_eq!(s.current(), Some(later));
+                } else {
+                    assert_eq!(t, Transition::Unchanged, "{first} then {later}");
+                    assert_eq!(s.current(), Some(first));
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_final_kind_never_changes_again() {
+        let mut s = SignalState::default();
+        s.fire(LossKind::Uncertain);
+        assert_eq!(s.fire(LossKind::Expired), Transition::Upgraded);
+        for k in ALL {
+            assert_eq!(s.fire(k), Transition::Unchanged);
+        }
+        assert_eq!(s.current(), Some(LossKind::Expired));
+        assert_eq!(s.first(), Some(LossKind::Uncertain));
+    }
+
+    #[test]
+    fn unfired_state_is_empty() {
+        let s = SignalState::default();
+        assert_eq!((s.first(), s.current()), (None, None));
     }
 }

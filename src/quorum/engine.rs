@@ -15,7 +15,6 @@ use crate::config::Config;
 use crate::error::lost::LostReason;
 use crate::error::{Error, NodeFailureKind, Operation, ResourceName};
 use crate::keys::Keys;
-use crate::lease::term::{Late, Term};
 use crate::node::commands::{Announce, Command};
 use crate::node::reply::Vote;
 use crate::node::{Extended, Node};
@@ -32,7 +31,7 @@ use crate::stats::locks::Primitive;
 use crate::stats::Stats;
 use crate::status::{NodeView, Status};
 use crate::token::Token;
-use crate::validity;
+use crate::validity::{self, Late, Term, Ttl};
 
 /// The nodes, the tuning, and the operations that go to all of them.
 #[derive(Debug)]
@@ -269,14 +268,12 @@ impl Engine {
     /// reason the lock is lost otherwise. Once the new term is known, the
     /// nodes that answered that the key is missing get it back with `SET
     /// NX` until the new deadline ([`crate::quorum::repair`]).
-    #[allow(clippy::too_many_arguments)]
     pub(crate) async fn extend(
         &self,
         keys: &Keys,
         token: &Token,
         repairs: &Arc<Repairs>,
-        ttl: Duration,
-        drift: Duration,
+        ttl: Ttl,
         start: Instant,
         deadline: Instant,
     ) -> Result<Term, LostReason> {
@@ -286,7 +283,7 @@ impl Engine {
             if remaining.is_zero() {
                 return Err(LostReason::Expired);
             }
-            let command = Command::extend(keys, token, ttl);
+            let command = Command::extend(keys, token, ttl.duration);
             let (gate, pending) = Gate::new(
                 keys,
                 token,
@@ -332,7 +329,7 @@ impl Engine {
                 None => Err(LostReason::Expired),
                 Some(_) if outcome.reached() => {
                     let now = Instant::now();
-                    match Term::extended(deadline, start, ttl, drift, now) {
+                    match Term::extended(deadline, start, ttl, now) {
                         Ok(term) => {
                             gate.open(term.deadline);
                             let valid = validity::left(term.deadline, now);

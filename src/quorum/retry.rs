@@ -22,6 +22,7 @@ use crate::random;
 use crate::stats::locks::{Holding, Outcome};
 use crate::status::NodeView;
 use crate::token::Token;
+use crate::validity::Ttl;
 
 /// A granted lock's parts, from which the caller builds the held lock.
 pub(crate) struct Granted {
@@ -31,8 +32,8 @@ pub(crate) struct Granted {
     pub(crate) token: Token,
     /// When the validity ends.
     pub(crate) deadline: Instant,
-    /// The TTL the keys were set with.
-    pub(crate) ttl: Duration,
+    /// The TTL the keys were set with, and its drift.
+    pub(crate) ttl: Ttl,
     /// The attempt's `SET`s, which a release waits behind.
     pub(crate) sets: Vec<SetFuture>,
     /// The fencing token, when one was asked for.
@@ -76,7 +77,7 @@ async fn attempts(
 ) -> Result<Granted> {
     let deadline = retry.deadline(Instant::now());
     let cfg = &engine.config;
-    let (ttl, drift) = cfg.check_ttl(ttl)?;
+    let ttl = cfg.check_ttl(ttl)?;
     let mut attempts: u32 = 0;
     let mut watch: Option<Watch> = None;
     let mut spread = HANDOFF_JITTER;
@@ -85,7 +86,7 @@ async fn attempts(
         attempts = attempts.saturating_add(1);
         let token = Token::generate();
         let began = Instant::now();
-        let attempt = claim.attempt(engine, &token, ttl, drift).await;
+        let attempt = claim.attempt(engine, &token, ttl.duration, ttl.drift).await;
         engine
             .leases
             .of(claim.holding().primitive)
@@ -136,7 +137,7 @@ async fn attempts(
             } else {
                 claim.name()
             };
-            return Err(error(engine, resource, ttl, attempts, failure));
+            return Err(error(engine, resource, ttl.duration, attempts, failure));
         }
         let held = failure.tally.no() > 0;
         if held && woken {

@@ -195,6 +195,11 @@ mod tests {
         // Every node answered with the kept slot: nothing to clean.
         let all = (0..5).map(|i| (i, same));
         assert!(v.beyond(&kept, all).is_empty());
+        // Listed from slot 1: position 1 is slot 2, position 0 slot 1.
+        let v = SlotVotes::new(4, 1, 1, 3);
+        let (second, first): (&[usize], &[usize]) = (&[1], &[0]);
+        assert!(v.beyond(&[2], [(0, second)]).is_empty());
+        assert_eq!(v.beyond(&[2], [(0, first)]), [0]);
     }
 
     #[test]
@@ -209,5 +214,22 @@ mod tests {
         let s = v.summary(&t);
         assert_eq!((s.yes(), s.no(), s.failed()), (1, 1, 1));
         assert!(!s.outage());
+    }
+
+    #[test]
+    fn a_summary_counts_every_node_once() {
+        // 5 nodes, 3 needed: slot 0, slot 1, a refusal, a failure, and a
+        // node yet to answer.
+        let mut v = SlotVotes::new(2, 0, 1, 3);
+        let mut t = Tally::new(5, 3);
+        v.record(&[0]);
+        t.record(Vote::Yes);
+        v.record(&[1]);
+        t.record(Vote::Yes);
+        v.record(&[]);
+        t.record(Vote::No);
+        t.record(Vote::Failed);
+        let s = v.summary(&t);
+        assert_eq!((s.yes(), s.no(), s.failed(), s.pending()), (1, 2, 1, 1));
     }
 }

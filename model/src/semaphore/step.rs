@@ -310,7 +310,7 @@ impl State {
         let k = cfg.takes[usize::from(c)];
         let l = cfg.permits;
         let kept = match cfg.design {
-            Design::Slots => slots::keep(slots::won(&yes[..usize::from(l)], QUORUM), k, l, start),
+            Design::Slots => slots::keep(&yes[..usize::from(l)], QUORUM, k, start),
             Design::Counter => (admitted >= QUORUM).then_some(0),
         };
         let phase = match kept {

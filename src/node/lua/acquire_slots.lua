@@ -6,21 +6,16 @@
 -- when ARGV[4] = "1"; ARGV[1] = token, ARGV[2] = TTL in ms, ARGV[3] = k.
 -- Returns {counter, p1, ..., pk} (the positions in KEYS of the slots set,
 -- ascending; the counter is 0 when not fenced) or {-1, free} when fewer
--- than k slots are free (nothing set). The counter is checked as in
--- acquire_fenced.lua: one that is not a canonical integer in [0, 2^53) is
--- refused with a FENCERANGE error, before anything is set.
+-- than k slots are free (nothing set). A counter that fence_check.lua
+-- refuses is refused before anything is set.
 local n = #KEYS
 local counter = 0
 if ARGV[4] == "1" then
     n = n - 1
-    local raw = redis.call("GET", KEYS[#KEYS])
-    if raw then
-        if not string.match(raw, "^[0-9]+$") or #raw > 16
-            or (#raw > 1 and string.sub(raw, 1, 1) == "0")
-            or tonumber(raw) >= 9007199254740992 then
-            return redis.error_reply("FENCERANGE fencing counter is not an integer in [0, 2^53)")
-        end
-        counter = tonumber(raw)
+    local refused
+    counter, refused = read_counter(KEYS[#KEYS])
+    if refused then
+        return refused
     end
 end
 local k = tonumber(ARGV[3])

@@ -13,24 +13,19 @@
 -- T, the round key to just s), or is r with the round key present and s not
 -- in it (s added, the counter raised to T if below); never where the round
 -- passed r, s was committed in it, or the round key is missing.
--- Lua numbers are doubles, exact below 2^53 only: a T or a counter that is
--- not a canonical integer in [0, 2^53) is refused with a FENCERANGE error.
-local function canonical(raw)
-    return raw and string.match(raw, "^[0-9]+$") and #raw <= 16
-        and not (#raw > 1 and string.sub(raw, 1, 1) == "0")
-        and tonumber(raw) < 9007199254740992
-end
+-- A T or a counter that fence_check.lua refuses is refused with a
+-- FENCERANGE error (a T of 0 too).
 if not canonical(ARGV[2]) or tonumber(ARGV[2]) < 1 then
     return redis.error_reply("FENCERANGE fencing token is not an integer in [1, 2^53)")
 end
 if redis.call("GET", KEYS[1]) ~= ARGV[1] then
     return 0
 end
-local raw = redis.call("GET", KEYS[2])
-if raw and not canonical(raw) then
-    return redis.error_reply("FENCERANGE fencing counter is not an integer in [0, 2^53)")
+local counter, refused = read_counter(KEYS[2])
+if refused then
+    return refused
 end
-local counter, fence = tonumber(raw or "0"), tonumber(ARGV[2])
+local fence = tonumber(ARGV[2])
 if not KEYS[3] then
     if counter < fence then
         redis.call("SET", KEYS[2], ARGV[2])

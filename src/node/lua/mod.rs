@@ -47,11 +47,15 @@ impl Lua {
     }
 }
 
+/// A script from its files, joined in order: a script that reads or raises
+/// a fencing counter begins with `fence_check.lua`, the counter's check
+/// written once.
 macro_rules! script {
-    ($(#[$doc:meta])* $name:ident = $file:literal) => {
+    ($(#[$doc:meta])* $name:ident = $($file:literal),+) => {
         $(#[$doc])*
-        pub(crate) static $name: Lua =
-            Lua::new(include_str!($file), || Script::new(include_str!($file)));
+        pub(crate) static $name: Lua = Lua::new(concat!($(include_str!($file)),+), || {
+            Script::new(concat!($(include_str!($file)),+))
+        });
     };
 }
 
@@ -70,16 +74,16 @@ script!(
 );
 script!(
     /// `SET NX PX` that returns the fencing counter atomically.
-    ACQUIRE_FENCED = "acquire_fenced.lua"
+    ACQUIRE_FENCED = "fence_check.lua", "acquire_fenced.lua"
 );
 script!(
     /// Takes k of a semaphore's slots on a node, all or none (and reads
     /// its fencing counter).
-    ACQUIRE_SLOTS = "acquire_slots.lua"
+    ACQUIRE_SLOTS = "fence_check.lua", "acquire_slots.lua"
 );
 script!(
     /// Commits a fencing token where the lock (or permit) is still held.
-    FENCE_COMMIT = "fence_commit.lua"
+    FENCE_COMMIT = "fence_check.lua", "fence_commit.lua"
 );
 script!(
     /// Whether every key still carries the token (read-only).
