@@ -47,7 +47,7 @@ mod fence;
 #[allow(dead_code, unreachable_pub, clippy::duplicated_attributes)]
 #[path = "../../src/node/reply.rs"]
 mod reply;
-/// The library's path to `reply`, which `fence.rs`'s tests name.
+/// The library's path to `reply`, which `src/node/fence.rs`'s tests name.
 #[cfg(test)]
 mod node {
     pub(crate) use super::reply;

@@ -154,7 +154,7 @@ mod enabled {
     /// once (an acquire and a release only add).
     #[derive(Debug)]
     pub(crate) struct LockMetrics {
-        /// By outcome, in the order of [`OUTCOMES`].
+        /// By outcome, in the order of [`super::OUTCOMES`].
         acquires: [Counter; 6],
         attempt: Histogram,
         wait: Histogram,
