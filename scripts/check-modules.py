@@ -7,8 +7,8 @@ no file is longer than the limit.
 A reference is any `crate::unit` path in a file's code (comments and
 string literals are skipped). The floors, from the top:
 
-  FLOORS below is the one place the layering is written; the crate docs
-  (src/lib.rs) describe what each floor holds.
+  FLOORS below is the one place the layering is written; CONTRIBUTING.md
+  ("The library's source") describes what each floor holds.
 
 Usage: scripts/check-modules.py [--max-lines N] [--graph]
 """

@@ -398,7 +398,7 @@ fn held_for_someone_else(cluster: &Cluster, pool: &[String]) {
 ///
 /// Negative control: without the check that a vote comes from the server
 /// whose uptime was read, and with a 5 ms pause between the standing check
-/// and the send in `attempt.rs` (a preempted thread), young servers' votes
+/// and the send in `quorum/attempt.rs` (a preempted thread), young servers' votes
 /// were counted (`[0, 0, 0, 0, 0, 2]`); with the check and the same pause,
 /// none.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

@@ -2,7 +2,7 @@
 //! command given what it holds ([`answer`]), and what each answer counts
 //! for ([`counts`]).
 //!
-//! The nodes apply [`answer`] in Lua (`scripts/*.lua`); it is stated here
+//! The nodes apply [`answer`] in Lua (`lua/*.lua`); it is stated here
 //! once more so that the model check (`model/`) explores the very rule the
 //! scripts apply, and `tests/conformance.rs` runs every script on a real
 //! server over the model's inputs (held by this token, by another, not

@@ -49,7 +49,7 @@ pub(crate) struct Granted {
 /// # Cancel safety
 ///
 /// Dropping the future spawns the release of whatever the current attempt
-/// had set (see [`attempt::acquire_once`]).
+/// had set (see [`super::attempt::acquire_once`]).
 pub(crate) async fn acquire(
     engine: &Arc<Engine>,
     claim: impl Into<Claim>,

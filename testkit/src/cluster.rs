@@ -308,7 +308,7 @@ impl Cluster {
     /// Steps node `i`'s wall clock forward by `by` (whole seconds): keys
     /// there whose expiry falls inside the step expire at once, as after an
     /// NTP step on that host. The node must run under libfaketime
-    /// ([`valkey_clock_options`]).
+    /// ([`crate::valkey_clock_options`]).
     pub fn jump_clock(&mut self, i: usize, by: Duration) {
         self.local_nodes()[i].jump_clock(by);
     }

@@ -55,7 +55,7 @@ fn fetched_valkey() -> PathBuf {
 }
 
 /// Node options for Valkey under libfaketime, whose wall clock
-/// [`Cluster::jump_clock`] can step forward; `None` (with a line on stderr)
+/// [`crate::Cluster::jump_clock`] can step forward; `None` (with a line on stderr)
 /// when they are missing and [`ALLOW_NO_VALKEY_ENV`] allows skipping.
 ///
 /// # Panics
