@@ -6,10 +6,11 @@
 //! README. Each folder is one floor; a floor names only the floors below it
 //! (`scripts/check-modules.py` checks it in CI). From the top:
 //!
-//! - **The public surface**: [`Builder`] (`builder.rs`) takes the nodes
-//!   ([`IntoNode`], `nodes.rs`), checks the settings and connects the
-//!   nodes into a [`Redlock`] (`redlock.rs`), whose readiness is
-//!   [`Health`] (`health.rs`);
+//! - **The public surface**: in `client/`, a [`Builder`] (`builder.rs`)
+//!   takes the nodes ([`IntoNode`], `nodes.rs`: every node address is
+//!   handled there), checks the settings and connects the nodes into a
+//!   [`Redlock`] (`redlock.rs`), whose readiness is [`Health`]
+//!   (`client/health.rs`);
 //!   a [`LockRequest`] (`request.rs`) is one way to ask; a [`Lock`]
 //!   (`lock.rs`) is a held lock, and `lock/run.rs` the work run under it
 //!   ([`Lock::run`]). A counting semaphore is `semaphore.rs`
@@ -45,8 +46,7 @@
 //!   `describe()` and the docs come from; `status.rs` is what a
 //!   node holds for a key ([`NodeView`]) and the [`Status`] of a resource.
 //! - **Values every floor uses**: `config.rs` (settings, [`Retry`]),
-//!   `address.rs` (a node address parsed, or why not; never its
-//!   password shown), `keys.rs` (what a
+//!   `keys.rs` (what a
 //!   lock covers), `token.rs`, and `validity.rs` — **where validity is
 //!   computed**: drift, the budget `ttl − drift`, the deadline, the time
 //!   left (`ttl − elapsed − drift`, one clock read against the deadline).
@@ -67,17 +67,14 @@
 #![forbid(unsafe_code)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
-mod address;
-mod builder;
+mod client;
 mod config;
 mod election;
 mod error;
-mod health;
 mod keys;
 mod lease;
 mod lock;
 mod node;
-mod nodes;
 mod quorum;
 mod random;
 mod redlock;
@@ -88,7 +85,7 @@ mod status;
 mod token;
 mod validity;
 
-pub use builder::Builder;
+pub use client::{Builder, Health, IntoNode, NodeHealth, NodeSource};
 pub use config::{
     Retry, DEFAULT_CONNECT_TIMEOUT, DEFAULT_DRIFT_FACTOR, DEFAULT_NODE_TIMEOUT, DEFAULT_RETRY,
     DEFAULT_RETRY_DELAY_MAX, DEFAULT_RETRY_DELAY_MIN, MAX_NODES, MAX_PERMITS, MAX_TTL,
@@ -97,14 +94,12 @@ pub use election::{Campaign, Leader, Leadership, Observer};
 pub use error::{
     Error, LossKind, LostReason, NodeFailure, NodeFailureKind, Operation, ResourceName, Result,
 };
-pub use health::{Health, NodeHealth};
 pub use keys::{
     ELECTION_KEY_PREFIX, FENCE_KEY_PREFIX, RELEASE_CHANNEL_PREFIX, SEMAPHORE_KEY_PREFIX,
 };
 pub use lease::{LostSignal, Renewal};
 pub use lock::Lock;
 pub use node::fence::MAX_FENCE;
-pub use nodes::{IntoNode, NodeSource};
 pub use redlock::Redlock;
 pub use request::LockRequest;
 pub use semaphore::{Permit, SemaphoreHolder, SemaphoreRequest, SemaphoreStatus};
