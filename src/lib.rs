@@ -6,12 +6,13 @@
 //! README. Each folder is one floor; a floor names only the floors below it
 //! (`scripts/check-modules.py` checks it in CI). From the top:
 //!
-//! - **The public surface**: in `client/`, a [`Builder`] (`builder.rs`)
-//!   takes the nodes ([`IntoNode`], `nodes.rs`: every node address is
-//!   handled there), checks the settings and connects the nodes into a
-//!   [`Redlock`] (`redlock.rs`), whose readiness is [`Health`]
-//!   (`client/health.rs`);
-//!   a [`LockRequest`] (`request.rs`) is one way to ask; a [`Lock`]
+//! - **The public surface**: [`Builder`] (`client/builder.rs`) takes the
+//!   nodes ([`IntoNode`], `client/nodes.rs`, where every node address is
+//!   parsed, shown and checked), checks the settings and connects the
+//!   nodes into a [`Redlock`] (`redlock.rs`), whose readiness is
+//!   [`Health`] (`client/health.rs`);
+//!   a [`LockRequest`] (`request.rs`, with the options and the acquire
+//!   every request shares) is one way to ask; a [`Lock`]
 //!   (`lock.rs`) is a held lock, and `lock/run.rs` the work run under it
 //!   ([`Lock::run`]). A counting semaphore is `semaphore.rs`
 //!   ([`SemaphoreRequest`]), its held [`Permit`] and its
