@@ -20,10 +20,10 @@ SRC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "src")
 
 # Top to bottom. A unit may name units on its floor and below.
 FLOORS = [
-    # The public handle, its nodes and readiness, the request, the held
-    # lock, and the primitives built on it: the semaphore, leader election.
-    ["lib", "builder", "nodes", "health", "redlock", "request", "lock", "semaphore",
-     "election"],
+    # The client's construction (its builder, nodes and readiness), the
+    # public handle, the request, the held lock, and the primitives built
+    # on it: the semaphore, leader election.
+    ["lib", "client", "redlock", "request", "lock", "semaphore", "election"],
     # How the nodes decide together: the rule, the fan-out, acquisition
     # and retries, extension and release, hand-off.
     ["quorum"],
@@ -34,7 +34,7 @@ FLOORS = [
     # What is counted and read back: counters, latency, `Stats`, `Status`.
     ["stats", "status"],
     # Values every floor uses: settings, resources and keys, tokens, time.
-    ["config", "address", "keys", "token", "validity"],
+    ["config", "keys", "token", "validity"],
     # The error type and how a lock ends.
     ["error"],
     # Randomness from the OS.

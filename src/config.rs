@@ -1,8 +1,7 @@
 //! The settings a [`Redlock`](crate::Redlock) runs with, their defaults,
-//! and the checks of settings, node lists and TTLs ([`Builder`](crate::Builder)
-//! fills them in).
+//! and the checks of settings and TTLs ([`Builder`](crate::Builder) fills
+//! them in).
 
-use std::collections::HashSet;
 use std::time::{Duration, Instant};
 
 use crate::error::{Error, Result};
@@ -200,91 +199,9 @@ pub const MAX_NODES: usize = 64;
 /// an acquire looks through them in one script.
 pub const MAX_PERMITS: u32 = 1024;
 
-/// Checks the node list: at least one node, at most [`MAX_NODES`], no node twice (the same
-/// host, port and database would vote twice). `labels` are the nodes'
-/// `host:port/db`.
-pub(crate) fn check_nodes(labels: &[String]) -> Result<()> {
-    if labels.is_empty() {
-        return Err(Error::invalid("no Redis nodes given"));
-    }
-    if labels.len() > MAX_NODES {
-        return Err(Error::invalid(format!(
-            "{} nodes given; at most {MAX_NODES} are supported",
-            labels.len()
-        )));
-    }
-    let mut seen = HashSet::new();
-    for label in labels {
-        if !seen.insert(label) {
-            return Err(Error::invalid(format!(
-                "node {label} is listed twice; it would vote twice"
-            )));
-        }
-    }
-    Ok(())
-}
-
-/// A node's `host:port/db` (the host lower-cased; never its password).
-pub(crate) fn label(info: &redis::ConnectionInfo) -> String {
-    let db = info.redis_settings().db();
-    match info.addr() {
-        redis::ConnectionAddr::Tcp(host, port)
-        | redis::ConnectionAddr::TcpTls { host, port, .. } => {
-            format!("{}:{port}/{db}", bracketed(&host.to_ascii_lowercase()))
-        }
-        redis::ConnectionAddr::Unix(path) => format!("unix:{}/{db}", path.display()),
-        other => format!("{other}/{db}"),
-    }
-}
-
-/// An IPv6 address in brackets (`[::1]`), so that the port stays apart.
-fn bracketed(host: &str) -> String {
-    if host.contains(':') && !host.starts_with('[') {
-        format!("[{host}]")
-    } else {
-        host.to_owned()
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn labels(list: &[&str]) -> Result<Vec<String>> {
-        let labels: Vec<String> = list
-            .iter()
-            .map(|url| {
-                redis::IntoConnectionInfo::into_connection_info(*url)
-                    .map(|info| label(&info))
-                    .map_err(|e| Error::invalid(e.to_string()))
-            })
-            .collect::<Result<_>>()?;
-        check_nodes(&labels)?;
-        Ok(labels)
-    }
-
-    #[test]
-    fn nodes_must_be_given_parsable_and_distinct() {
-        assert!(check_nodes(&[]).unwrap_err().is_invalid_input());
-        let err = labels(&["redis://127.0.0.1:7001", "redis://127.0.0.1:7001/0"]).unwrap_err();
-        assert!(err.to_string().contains("listed twice"), "{err}");
-        let ok = labels(&[
-            "redis://127.0.0.1:7001",
-            "redis://127.0.0.1:7001/1",
-            "redis://user:pw@LOCALHOST:7002",
-            "redis://[::1]:7003",
-        ])
-        .unwrap();
-        assert_eq!(
-            ok,
-            [
-                "127.0.0.1:7001/0",
-                "127.0.0.1:7001/1",
-                "localhost:7002/0",
-                "[::1]:7003/0"
-            ]
-        );
-    }
 
     #[test]
     fn ttl_must_exceed_drift_and_stay_bounded() {

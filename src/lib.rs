@@ -3,17 +3,14 @@
 #![forbid(unsafe_code)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
-mod address;
-mod builder;
+mod client;
 mod config;
 mod election;
 mod error;
-mod health;
 mod keys;
 mod lease;
 mod lock;
 mod node;
-mod nodes;
 mod quorum;
 mod random;
 mod redlock;
@@ -24,7 +21,7 @@ mod status;
 mod token;
 mod validity;
 
-pub use builder::Builder;
+pub use client::{Builder, Health, IntoNode, NodeHealth, NodeSource};
 pub use config::{
     Retry, DEFAULT_CONNECT_TIMEOUT, DEFAULT_DRIFT_FACTOR, DEFAULT_NODE_TIMEOUT, DEFAULT_RETRY,
     DEFAULT_RETRY_DELAY_MAX, DEFAULT_RETRY_DELAY_MIN, MAX_NODES, MAX_PERMITS, MAX_TTL,
@@ -33,14 +30,12 @@ pub use election::{Campaign, Leader, Leadership, Observer};
 pub use error::{
     Error, LossKind, LostReason, NodeFailure, NodeFailureKind, Operation, ResourceName, Result,
 };
-pub use health::{Health, NodeHealth};
 pub use keys::{
     ELECTION_KEY_PREFIX, FENCE_KEY_PREFIX, RELEASE_CHANNEL_PREFIX, SEMAPHORE_KEY_PREFIX,
 };
 pub use lease::{LostSignal, Renewal};
 pub use lock::Lock;
 pub use node::fence::MAX_FENCE;
-pub use nodes::{IntoNode, NodeSource};
 pub use redlock::Redlock;
 pub use request::LockRequest;
 pub use semaphore::{Permit, SemaphoreHolder, SemaphoreRequest, SemaphoreStatus};

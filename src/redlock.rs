@@ -8,7 +8,6 @@ use std::time::Duration;
 use crate::config::Retry;
 use crate::election::{self, Campaign, Leader, Observer};
 use crate::error::{ResourceName, Result};
-use crate::health::{self, Health};
 use crate::keys::{Keys, Slots};
 use crate::lock::Lock;
 use crate::quorum::engine::Engine;
@@ -371,29 +370,6 @@ impl Redlock {
     /// ```
     pub async fn settle(&self, limit: Duration) -> bool {
         self.engine.settle(limit).await
-    }
-
-    /// Probes every node now: per node, whether it is reachable, accepts
-    /// this client's credentials and is admitted to vote (not refused, not
-    /// in restart quarantine), its `PING` latency and its error; and
-    /// whether that makes a quorum ([`Health::quorum_ready`]). For
-    /// readiness probes of a service. Each node is given at most the
-    /// connect timeout, all at once; a node without a connection is
-    /// connected. The probes count in [`stats`](Redlock::stats) as commands.
-    ///
-    /// # Examples
-    ///
-    /// ```no_run
-    /// # async fn demo(redlock: quorumlock::Redlock) {
-    /// let health = redlock.health().await;
-    /// println!("{health}"); // "4 of 5 nodes ready (3 needed); 10.0.0.5:6379/0: connection failed: …"
-    /// for node in &health.nodes {
-    ///     println!("{}: ready {} latency {:?}", node.node, node.is_ready(), node.latency);
-    /// }
-    /// # }
-    /// ```
-    pub async fn health(&self) -> Health {
-        health::probe(&self.engine).await
     }
 
     /// Reads who holds `resource` on every node, without taking anything:

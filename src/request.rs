@@ -3,7 +3,6 @@
 //! renewal — and to take it ([`LockRequest::acquire`]) or run work under
 //! it ([`LockRequest::run`]).
 
-use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -11,8 +10,8 @@ use crate::config::Retry;
 use crate::error::{Error, Result};
 use crate::keys::Keys;
 use crate::lease::renewal::Renewal;
-use crate::lease::signal::LostSignal;
 use crate::lock::Lock;
+use crate::quorum::claim::Claim;
 use crate::quorum::engine::Engine;
 use crate::quorum::retry;
 
@@ -51,23 +50,15 @@ use crate::quorum::retry;
 #[derive(Debug, Clone)]
 #[must_use = "a lock request does nothing until acquire() or run() is awaited"]
 pub struct LockRequest {
-    engine: Arc<Engine>,
+    options: Options,
     resources: Vec<Vec<u8>>,
-    ttl: Duration,
-    fenced: bool,
-    retry: Option<Retry>,
-    renewal: Option<Renewal>,
 }
 
 impl LockRequest {
     pub(crate) fn new(engine: Arc<Engine>, resources: Vec<Vec<u8>>, ttl: Duration) -> Self {
         Self {
-            engine,
+            options: Options::new(engine, ttl),
             resources,
-            ttl,
-            fenced: false,
-            retry: None,
-            renewal: None,
         }
     }
 
@@ -144,54 +135,7 @@ impl LockRequest {
     /// # }
     /// ```
     pub fn fenced(mut self) -> Self {
-        self.fenced = true;
-        self
-    }
-
-    /// How long to keep trying: a number of retries, a time limit, or
-    /// both (see [`Retry`]); replaces the builder's
-    /// [`retry`](crate::Builder::retry) for this request.
-    ///
-    /// # Examples
-    ///
-    /// ```no_run
-    /// # async fn demo(redlock: quorumlock::Redlock) -> Result<(), quorumlock::Error> {
-    /// use std::time::Duration;
-    /// use quorumlock::Retry;
-    /// let lock = redlock
-    ///     .lock("report", Duration::from_secs(30))
-    ///     .retry(Retry::Until(Duration::from_secs(10)))
-    ///     .acquire()
-    ///     .await?;
-    /// # lock.release().await
-    /// # }
-    /// ```
-    pub fn retry(mut self, retry: Retry) -> Self {
-        self.retry = Some(retry);
-        self
-    }
-
-    /// Renews the lock in the background on this schedule once it is
-    /// taken (as [`Lock::auto_renew`] does); for [`run`](LockRequest::run),
-    /// replaces the default schedule.
-    ///
-    /// # Examples
-    ///
-    /// ```no_run
-    /// # async fn demo(redlock: quorumlock::Redlock) -> Result<(), quorumlock::Error> {
-    /// use std::time::Duration;
-    /// use quorumlock::Renewal;
-    /// let lock = redlock
-    ///     .lock("reindex", Duration::from_secs(30))
-    ///     .auto_renew(Renewal::default().max_hold(Duration::from_secs(3600)))
-    ///     .acquire()
-    ///     .await?;
-    /// let token = lock.lost_signal().cancellation_token();
-    /// # lock.release().await
-    /// # }
-    /// ```
-    pub fn auto_renew(mut self, renewal: Renewal) -> Self {
-        self.renewal = Some(renewal);
+        self.options.fenced = true;
         self
     }
 
@@ -226,115 +170,195 @@ impl LockRequest {
     /// # }
     /// ```
     pub async fn acquire(self) -> Result<Lock> {
-        let engine = self.engine;
+        let keys = keys(self.resources, self.options.fenced)?;
+        self.options.acquire(keys).await
+    }
+
+    request_methods!(
+        "the lock",
+        r#"redlock.lock("report", Duration::from_secs(30))"#
+    );
+}
+
+/// What every request carries — the client, the TTL, and the options
+/// [`LockRequest`], [`SemaphoreRequest`](crate::SemaphoreRequest) and
+/// [`Campaign`](crate::Campaign) share — and the one way they take what
+/// they ask for.
+#[derive(Debug, Clone)]
+pub(crate) struct Options {
+    pub(crate) engine: Arc<Engine>,
+    pub(crate) ttl: Duration,
+    /// Whether a fencing token is asked for.
+    pub(crate) fenced: bool,
+    /// `None`: the builder's.
+    pub(crate) retry: Option<Retry>,
+    /// `None`: no renewal.
+    pub(crate) renewal: Option<Renewal>,
+}
+
+impl Options {
+    pub(crate) fn new(engine: Arc<Engine>, ttl: Duration) -> Self {
+        Self {
+            engine,
+            ttl,
+            fenced: false,
+            retry: None,
+            renewal: None,
+        }
+    }
+
+    /// Takes `claim`, retrying as these options say, and starts its
+    /// renewal when they ask for it (a lock whose renewal cannot start is
+    /// released again).
+    pub(crate) async fn acquire(&self, claim: impl Into<Claim>) -> Result<Lock> {
+        let engine = &self.engine;
         let retry = self.retry.unwrap_or(engine.config.retry);
-        let keys = keys(self.resources, self.fenced)?;
-        let granted = retry::acquire(&engine, keys, self.ttl, retry).await?;
-        Lock::new(engine, granted).renewed(self.renewal).await
-    }
-
-    /// Takes the lock and runs `work` under it: [`acquire`](LockRequest::acquire)
-    /// then [`Lock::run`] — renewed in the background (with the default
-    /// [`Renewal`] unless [`auto_renew`](LockRequest::auto_renew) says otherwise),
-    /// the work dropped if the lock is lost, the lock released on every way
-    /// out. Returns what the work returned.
-    ///
-    /// # Errors
-    ///
-    /// As for [`acquire`](LockRequest::acquire) when the lock cannot be
-    /// taken (the work does not run); as for [`Lock::run`] after that
-    /// ([`Error::Lost`] when the lock was lost while the work ran).
-    ///
-    /// # Panics
-    ///
-    /// A panic inside `work` is not caught (see [`Lock::run`]).
-    ///
-    /// # Cancel safety
-    ///
-    /// Dropping the returned future drops the work, stops renewal and
-    /// releases the lock (or the current attempt's keys) in the background.
-    ///
-    /// # Examples
-    ///
-    /// ```no_run
-    /// # async fn demo(redlock: quorumlock::Redlock) -> Result<(), quorumlock::Error> {
-    /// use std::time::Duration;
-    ///
-    /// let rows = redlock
-    ///     .lock("invoice:nightly", Duration::from_secs(30))
-    ///     .run(|signal| async move {
-    ///         // long job; the lock is renewed every 10 s meanwhile
-    ///         assert!(!signal.is_fired());
-    ///         42
-    ///     })
-    ///     .await?;
-    /// assert_eq!(rows, 42);
-    /// # Ok(())
-    /// # }
-    /// ```
-    pub async fn run<F, Fut, T>(self, work: F) -> Result<T>
-    where
-        F: FnOnce(LostSignal) -> Fut,
-        Fut: Future<Output = T>,
-    {
-        self.acquire().await?.run(work).await
-    }
-
-    /// Takes the lock and runs fallible `work` under it:
-    /// [`acquire`](LockRequest::acquire) then [`Lock::try_run`]. The work
-    /// returns `Result<T, E>`; the lock's own errors (not acquired, lost)
-    /// come back as `E` through `E: From<quorumlock::Error>`, so one `?`
-    /// handles both. (How `E` is inferred: see [`Lock::try_run`].)
-    ///
-    /// # Errors
-    ///
-    /// The work's error, or an error of [`run`](LockRequest::run) converted
-    /// into `E`.
-    ///
-    /// # Cancel safety
-    ///
-    /// As for [`run`](LockRequest::run).
-    ///
-    /// # Examples
-    ///
-    /// ```no_run
-    /// use std::time::Duration;
-    ///
-    /// #[derive(Debug)]
-    /// enum JobError {
-    ///     Lock(quorumlock::Error),
-    ///     Io(std::io::Error),
-    /// }
-    /// impl From<quorumlock::Error> for JobError {
-    ///     fn from(e: quorumlock::Error) -> Self {
-    ///         JobError::Lock(e)
-    ///     }
-    /// }
-    /// impl From<std::io::Error> for JobError {
-    ///     fn from(e: std::io::Error) -> Self {
-    ///         JobError::Io(e)
-    ///     }
-    /// }
-    ///
-    /// async fn nightly(redlock: &quorumlock::Redlock) -> Result<u64, JobError> {
-    ///     redlock
-    ///         .lock("invoice:nightly", Duration::from_secs(30))
-    ///         .try_run(|_signal| async move {
-    ///             let meta = tokio::fs::metadata("/var/lib/invoices/today").await?;
-    ///             Ok(meta.len())
-    ///         })
-    ///         .await
-    /// }
-    /// ```
-    pub async fn try_run<F, Fut, T, E>(self, work: F) -> std::result::Result<T, E>
-    where
-        F: FnOnce(LostSignal) -> Fut,
-        Fut: Future<Output = std::result::Result<T, E>>,
-        E: From<Error>,
-    {
-        self.acquire().await?.try_run(work).await
+        let granted = retry::acquire(engine, claim, self.ttl, retry).await?;
+        let lock = Lock::new(engine.clone(), granted);
+        lock.renewed(self.renewal.clone()).await
     }
 }
+
+/// The methods [`LockRequest`] and [`SemaphoreRequest`](crate::SemaphoreRequest)
+/// share, written once on the type's `acquire` and its `options`: `retry`,
+/// `auto_renew`, `run` and `try_run`. `$what` names what is taken, `$new`
+/// a request of the type for the examples.
+macro_rules! request_methods {
+    ($what:literal, $new:literal) => {
+        /// How long to keep trying: a number of retries, a time limit, or
+        /// both (see [`Retry`](crate::Retry)); replaces the builder's
+        /// [`retry`](crate::Builder::retry) for this request. With
+        /// [fast hand-off](crate::Builder::fast_handoff) on, a waiter also
+        /// tries again as soon as a holder's release is announced.
+        ///
+        /// # Examples
+        ///
+        /// ```no_run
+        /// # async fn demo(redlock: quorumlock::Redlock) -> Result<(), quorumlock::Error> {
+        /// use std::time::Duration;
+        /// use quorumlock::Retry;
+        #[doc = concat!("let held = ", $new)]
+        ///     .retry(Retry::Until(Duration::from_secs(10)))
+        ///     .acquire()
+        ///     .await?;
+        /// # held.release().await
+        /// # }
+        /// ```
+        pub fn retry(mut self, retry: crate::Retry) -> Self {
+            self.options.retry = Some(retry);
+            self
+        }
+
+        #[doc = concat!("Renews ", $what, " in the background on this schedule")]
+        /// once taken (as [`Lock::auto_renew`](crate::Lock::auto_renew)
+        /// does); for [`run`](Self::run), replaces the default schedule.
+        ///
+        /// # Examples
+        ///
+        /// ```no_run
+        /// # async fn demo(redlock: quorumlock::Redlock) -> Result<(), quorumlock::Error> {
+        /// use std::time::Duration;
+        /// use quorumlock::Renewal;
+        #[doc = concat!("let held = ", $new)]
+        ///     .auto_renew(Renewal::default().max_hold(Duration::from_secs(3600)))
+        ///     .acquire()
+        ///     .await?;
+        /// let token = held.lost_signal().cancellation_token();
+        /// # held.release().await
+        /// # }
+        /// ```
+        pub fn auto_renew(mut self, renewal: crate::Renewal) -> Self {
+            self.options.renewal = Some(renewal);
+            self
+        }
+
+        #[doc = concat!("Runs `work` under ", $what, ", taken first:")]
+        /// [`acquire`](Self::acquire) then [`Lock::run`](crate::Lock::run) —
+        /// renewed in the background (with the default
+        /// [`Renewal`](crate::Renewal) unless [`auto_renew`](Self::auto_renew)
+        /// says otherwise), the work dropped on a loss, released on every way
+        /// out. Returns what the work returned.
+        ///
+        /// # Errors
+        ///
+        /// As for [`acquire`](Self::acquire) when the acquire fails (the work
+        /// does not run); as for [`Lock::run`](crate::Lock::run) after that
+        /// ([`Error::Lost`](crate::Error::Lost) on a loss while the work ran).
+        ///
+        /// # Panics
+        ///
+        /// A panic inside `work` is not caught (see [`Lock::run`](crate::Lock::run)).
+        ///
+        /// # Cancel safety
+        ///
+        /// Dropping the returned future drops the work, stops renewal and
+        /// releases what was taken (or the current attempt's keys) in the
+        /// background.
+        ///
+        /// # Examples
+        ///
+        /// ```no_run
+        /// # async fn demo(redlock: quorumlock::Redlock) -> Result<(), quorumlock::Error> {
+        /// use std::time::Duration;
+        ///
+        #[doc = concat!("let rows = ", $new)]
+        ///     .run(|signal| async move {
+        ///         // long job; renewed every third of the TTL meanwhile
+        ///         assert!(!signal.is_fired());
+        ///         42
+        ///     })
+        ///     .await?;
+        /// assert_eq!(rows, 42);
+        /// # Ok(())
+        /// # }
+        /// ```
+        pub async fn run<F, Fut, T>(self, work: F) -> crate::Result<T>
+        where
+            F: FnOnce(crate::LostSignal) -> Fut,
+            Fut: std::future::Future<Output = T>,
+        {
+            self.acquire().await?.run(work).await
+        }
+
+        #[doc = concat!("Runs fallible `work` under ", $what, ", taken first:")]
+        /// [`acquire`](Self::acquire) then [`Lock::try_run`](crate::Lock::try_run).
+        /// The work returns `Result<T, E>`; the request's own errors (not
+        /// taken, lost) come back as `E` through `E: From<quorumlock::Error>`,
+        /// so one `?` handles both. (How `E` is inferred: see
+        /// [`Lock::try_run`](crate::Lock::try_run).)
+        ///
+        /// # Errors
+        ///
+        /// The work's error, or an error of [`run`](Self::run) converted into
+        /// `E`.
+        ///
+        /// # Cancel safety
+        ///
+        /// As for [`run`](Self::run).
+        ///
+        /// # Examples
+        ///
+        /// ```no_run
+        /// # async fn demo(redlock: quorumlock::Redlock) -> Result<(), quorumlock::Error> {
+        /// use std::time::Duration;
+        ///
+        #[doc = concat!("let n: u64 = ", $new)]
+        ///     .try_run(|_signal| async move { Ok::<_, quorumlock::Error>(7) })
+        ///     .await?;
+        /// # Ok(())
+        /// # }
+        /// ```
+        pub async fn try_run<F, Fut, T, E>(self, work: F) -> std::result::Result<T, E>
+        where
+            F: FnOnce(crate::LostSignal) -> Fut,
+            Fut: std::future::Future<Output = std::result::Result<T, E>>,
+            E: From<crate::Error>,
+        {
+            self.acquire().await?.try_run(work).await
+        }
+    };
+}
+pub(crate) use request_methods;
 
 /// The keys of a lock over `resources`, checked.
 fn keys(mut resources: Vec<Vec<u8>>, fenced: bool) -> Result<Keys> {

@@ -11,19 +11,14 @@
 //! script in `node/lua/acquire_slots.lua`, the argument in
 //! `docs/semaphore.md`.
 
-use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::config::Retry;
 use crate::error::{Error, Result};
 use crate::keys::Slots;
-use crate::lease::renewal::Renewal;
-use crate::lease::signal::LostSignal;
-use crate::lock::Lock;
 use crate::quorum::claim::Claim;
 use crate::quorum::engine::Engine;
-use crate::quorum::retry;
+use crate::request::{request_methods, Options};
 
 mod permit;
 mod status;
@@ -45,7 +40,7 @@ pub use status::{SemaphoreHolder, SemaphoreStatus};
 /// | [`take`](SemaphoreRequest::take) | 1 permit |
 /// | [`fenced`](SemaphoreRequest::fenced) | no fencing token |
 /// | [`retry`](SemaphoreRequest::retry) | the builder's [`retry`](crate::Builder::retry) |
-/// | [`auto_renew`](SemaphoreRequest::auto_renew) | no renewal for `acquire`; the default [`Renewal`] for `run` |
+/// | [`auto_renew`](SemaphoreRequest::auto_renew) | no renewal for `acquire`; the default [`Renewal`](crate::Renewal) for `run` |
 ///
 /// # Examples
 ///
@@ -67,27 +62,19 @@ pub use status::{SemaphoreHolder, SemaphoreStatus};
 #[derive(Debug, Clone)]
 #[must_use = "a semaphore request does nothing until acquire() or run() is awaited"]
 pub struct SemaphoreRequest {
-    engine: Arc<Engine>,
+    options: Options,
     name: Vec<u8>,
     permits: u32,
-    ttl: Duration,
     take: u32,
-    fenced: bool,
-    retry: Option<Retry>,
-    renewal: Option<Renewal>,
 }
 
 impl SemaphoreRequest {
     pub(crate) fn new(engine: Arc<Engine>, name: Vec<u8>, permits: u32, ttl: Duration) -> Self {
         Self {
-            engine,
+            options: Options::new(engine, ttl),
             name,
             permits,
-            ttl,
             take: 1,
-            fenced: false,
-            retry: None,
-            renewal: None,
         }
     }
 
@@ -113,11 +100,11 @@ impl SemaphoreRequest {
         self
     }
 
-    /// Hands out a **fencing token** ([`Lock::fence`]) with the permits:
-    /// unique across every holder of this semaphore, and larger for a
-    /// holder whose acquire began after another holder was granted;
-    /// holders whose acquires overlap get distinct tokens in no particular
-    /// order. The semaphore has one counter
+    /// Hands out a **fencing token** ([`Lock::fence`](crate::Lock::fence))
+    /// with the permits: unique across every holder of this semaphore, and
+    /// larger for a holder whose acquire began after another holder was
+    /// granted; holders whose acquires overlap get distinct tokens in no
+    /// particular order. The semaphore has one counter
     /// (`quorumlock:semaphore:{<name>}:fence`, with a round key beside it);
     /// a token is a round times 1024 plus the holder's first slot, so
     /// holders of different slots commit side by side (`docs/fencing.md`,
@@ -144,52 +131,7 @@ impl SemaphoreRequest {
     /// # }
     /// ```
     pub fn fenced(mut self) -> Self {
-        self.fenced = true;
-        self
-    }
-
-    /// How long to keep trying (see [`Retry`]); replaces the builder's
-    /// [`retry`](crate::Builder::retry) for this request. A waiter is woken
-    /// by a holder's release (one announcement on the semaphore's channel)
-    /// rather than polling.
-    ///
-    /// # Examples
-    ///
-    /// ```no_run
-    /// # async fn demo(redlock: quorumlock::Redlock) -> Result<(), quorumlock::Error> {
-    /// use std::time::Duration;
-    /// let permit = redlock
-    ///     .semaphore("exports", 4, Duration::from_secs(30))
-    ///     .retry(quorumlock::Retry::Until(Duration::from_secs(10)))
-    ///     .acquire()
-    ///     .await?;
-    /// # permit.release().await
-    /// # }
-    /// ```
-    pub fn retry(mut self, retry: Retry) -> Self {
-        self.retry = Some(retry);
-        self
-    }
-
-    /// Renews the permits in the background on this schedule once they
-    /// are taken; for [`run`](SemaphoreRequest::run), replaces the default
-    /// schedule.
-    ///
-    /// # Examples
-    ///
-    /// ```no_run
-    /// # async fn demo(redlock: quorumlock::Redlock) -> Result<(), quorumlock::Error> {
-    /// let permit = redlock
-    ///     .semaphore("exports", 4, std::time::Duration::from_secs(30))
-    ///     .auto_renew(quorumlock::Renewal::default())
-    ///     .acquire()
-    ///     .await?;
-    /// let lost = permit.lost_signal();
-    /// # permit.release().await
-    /// # }
-    /// ```
-    pub fn auto_renew(mut self, renewal: Renewal) -> Self {
-        self.renewal = Some(renewal);
+        self.options.fenced = true;
         self
     }
 
@@ -229,9 +171,7 @@ impl SemaphoreRequest {
     /// # }
     /// ```
     pub async fn acquire(self) -> Result<Permit> {
-        let engine = self.engine;
-        let retry = self.retry.unwrap_or(engine.config.retry);
-        let slots = Slots::new(&self.name, self.permits, self.fenced)?;
+        let slots = Slots::new(&self.name, self.permits, self.options.fenced)?;
         if self.take == 0 || self.take > self.permits {
             return Err(Error::invalid(format!(
                 "cannot take {} of a semaphore's {} permits",
@@ -243,81 +183,12 @@ impl SemaphoreRequest {
             slots: slots.clone(),
             want,
         };
-        let granted = retry::acquire(&engine, claim, self.ttl, retry).await?;
-        let lock = Lock::new(engine, granted).renewed(self.renewal).await?;
+        let lock = self.options.acquire(claim).await?;
         Ok(Permit::new(lock, &slots))
     }
 
-    /// Takes the permits and runs `work` under them:
-    /// [`acquire`](SemaphoreRequest::acquire) then [`Lock::run`] — renewed
-    /// in the background, the work dropped if the permits are lost,
-    /// released on every way out. Returns what the work returned.
-    ///
-    /// # Errors
-    ///
-    /// As for [`acquire`](SemaphoreRequest::acquire) when the permits
-    /// cannot be taken (the work does not run); as for [`Lock::run`] after
-    /// that.
-    ///
-    /// # Panics
-    ///
-    /// A panic inside `work` is not caught (see [`Lock::run`]).
-    ///
-    /// # Cancel safety
-    ///
-    /// Dropping the returned future drops the work, stops renewal and
-    /// releases the permits in the background.
-    ///
-    /// # Examples
-    ///
-    /// ```no_run
-    /// # async fn demo(redlock: quorumlock::Redlock) -> Result<(), quorumlock::Error> {
-    /// let bytes = redlock
-    ///     .semaphore("exports", 4, std::time::Duration::from_secs(30))
-    ///     .run(|_signal| async move { 1024 })
-    ///     .await?;
-    /// # Ok(())
-    /// # }
-    /// ```
-    pub async fn run<F, Fut, T>(self, work: F) -> Result<T>
-    where
-        F: FnOnce(LostSignal) -> Fut,
-        Fut: Future<Output = T>,
-    {
-        self.acquire().await?.run(work).await
-    }
-
-    /// Takes the permits and runs fallible `work` under them:
-    /// [`acquire`](SemaphoreRequest::acquire) then [`Lock::try_run`]; the
-    /// semaphore's own errors come back as `E` through
-    /// `E: From<quorumlock::Error>`.
-    ///
-    /// # Errors
-    ///
-    /// The work's error, or an error of [`run`](SemaphoreRequest::run)
-    /// converted into `E`.
-    ///
-    /// # Cancel safety
-    ///
-    /// As for [`run`](SemaphoreRequest::run).
-    ///
-    /// # Examples
-    ///
-    /// ```no_run
-    /// # async fn demo(redlock: quorumlock::Redlock) -> Result<(), quorumlock::Error> {
-    /// let n: u64 = redlock
-    ///     .semaphore("exports", 4, std::time::Duration::from_secs(30))
-    ///     .try_run(|_signal| async move { Ok::<_, quorumlock::Error>(7) })
-    ///     .await?;
-    /// # Ok(())
-    /// # }
-    /// ```
-    pub async fn try_run<F, Fut, T, E>(self, work: F) -> std::result::Result<T, E>
-    where
-        F: FnOnce(LostSignal) -> Fut,
-        Fut: Future<Output = std::result::Result<T, E>>,
-        E: From<Error>,
-    {
-        self.acquire().await?.try_run(work).await
-    }
+    request_methods!(
+        "the permits",
+        r#"redlock.semaphore("exports", 4, Duration::from_secs(30))"#
+    );
 }

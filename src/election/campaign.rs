@@ -9,12 +9,11 @@ use crate::config::Retry;
 use crate::error::{Error, Result};
 use crate::keys::Keys;
 use crate::lease::renewal::Renewal;
-use crate::lock::Lock;
 use crate::node::election::Record;
 use crate::quorum::claim::Claim;
 use crate::quorum::election;
 use crate::quorum::engine::Engine;
-use crate::quorum::retry;
+use crate::request::Options;
 
 use super::Leadership;
 
@@ -49,23 +48,24 @@ const UNTIL_ELECTED: Retry = Retry::Until(Duration::MAX);
 #[derive(Clone)]
 #[must_use = "a campaign does nothing until lead() is awaited"]
 pub struct Campaign {
-    engine: Arc<Engine>,
+    /// Always fenced, retried and renewed.
+    options: Options,
     name: Vec<u8>,
-    ttl: Duration,
     value: Vec<u8>,
-    retry: Retry,
-    renewal: Renewal,
 }
 
 impl Campaign {
     pub(crate) fn new(engine: Arc<Engine>, name: Vec<u8>, ttl: Duration) -> Self {
+        let options = Options {
+            fenced: true,
+            retry: Some(UNTIL_ELECTED),
+            renewal: Some(Renewal::default()),
+            ..Options::new(engine, ttl)
+        };
         Self {
-            engine,
+            options,
             name,
-            ttl,
             value: Vec::new(),
-            retry: UNTIL_ELECTED,
-            renewal: Renewal::default(),
         }
     }
 
@@ -118,7 +118,7 @@ impl Campaign {
     /// # }
     /// ```
     pub fn retry(mut self, retry: Retry) -> Self {
-        self.retry = retry;
+        self.options.retry = Some(retry);
         self
     }
 
@@ -142,7 +142,7 @@ impl Campaign {
     /// # }
     /// ```
     pub fn auto_renew(mut self, renewal: Renewal) -> Self {
-        self.renewal = renewal;
+        self.options.renewal = Some(renewal);
         self
     }
 
@@ -197,43 +197,37 @@ impl Campaign {
     /// # }
     /// ```
     pub async fn lead(self) -> Result<Leadership> {
-        let engine = self.engine;
+        let mut options = self.options;
         let keys = Keys::election(&self.name)?;
-        let cfg = &engine.config;
-        let checked = cfg.check_ttl(self.ttl)?;
-        self.renewal
+        let cfg = &options.engine.config;
+        let checked = cfg.check_ttl(options.ttl)?;
+        let renewal = options.renewal.clone().unwrap_or_default();
+        renewal
             .timing(checked, cfg.node_timeout)
             .map_err(Error::invalid)?;
         let ttl = checked.duration;
         let start = Instant::now();
-        let mut retry = self.retry;
+        let first = options.retry.unwrap_or(UNTIL_ELECTED);
         loop {
-            let claim = Claim::Election(keys.clone());
-            let granted = retry::acquire(&engine, claim, ttl, retry).await?;
-            let token = granted.token.as_str().to_owned();
-            // Always set: the election's keys are fenced.
-            let epoch = granted.fence.unwrap_or_default();
-            let lock = Lock::new(engine.clone(), granted);
-            if let Err(e) = lock.auto_renew(self.renewal.clone()) {
-                let _ = lock.release().await;
-                return Err(e);
-            }
+            let lock = options.acquire(Claim::Election(keys.clone())).await?;
             let record = Record {
-                epoch,
+                // Always set: the election's keys are fenced.
+                epoch: lock.fence().unwrap_or_default(),
                 seq: 1,
                 ttl,
-                token,
+                token: lock.held.token.as_str().to_owned(),
                 value: self.value.clone(),
             };
-            match election::proclaim(&engine, &keys, &record, &lock.held.repairs, lock.deadline())
+            let engine = &options.engine;
+            match election::proclaim(engine, &keys, &record, &lock.held.repairs, lock.deadline())
                 .await
             {
                 Ok(()) => return Ok(Leadership::new(lock, self.name, record)),
                 Err(reason) => {
                     let error = lock.held.lost(reason);
                     let _ = lock.release().await;
-                    match rest(self.retry, start, Instant::now()) {
-                        Some(left) => retry = left,
+                    match rest(first, start, Instant::now()) {
+                        Some(left) => options.retry = Some(left),
                         None => return Err(error),
                     }
                 }
@@ -261,10 +255,10 @@ impl fmt::Debug for Campaign {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Campaign")
             .field("name", &self.name.escape_ascii().to_string())
-            .field("ttl", &self.ttl)
+            .field("ttl", &self.options.ttl)
             .field("value", &self.value.len())
-            .field("retry", &self.retry)
-            .field("renewal", &self.renewal)
+            .field("retry", &self.options.retry.unwrap_or(UNTIL_ELECTED))
+            .field("renewal", &self.options.renewal.clone().unwrap_or_default())
             .finish()
     }
 }

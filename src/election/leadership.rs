@@ -5,7 +5,7 @@
 
 use std::fmt;
 use std::future::Future;
-use std::time::{Duration, Instant};
+use std::ops::Deref;
 
 use crate::error::lost::LossKind;
 use crate::error::Result;
@@ -16,13 +16,16 @@ use crate::quorum::election;
 
 /// This process leads an election; from [`Campaign::lead`](crate::Campaign::lead).
 ///
-/// A leadership is a fenced lock ([`Lock`]) renewed in the background: it
-/// lasts while its [validity](Leadership::validity) is above zero, and its
-/// [lost signal](Leadership::lost_signal) fires when it ends for any
-/// reason. Its [epoch](Leadership::epoch) is the lock's fencing token:
-/// unique among the election's leaders and larger than every earlier
-/// leader's — pass it with every write a leader makes, to resources that
-/// refuse a smaller one (`docs/election.md`).
+/// A leadership is a fenced [`Lock`] renewed in the background, with all
+/// of a lock's methods (through `Deref`, as a [`Permit`](crate::Permit)):
+/// it lasts while its [validity](Lock::validity) is above zero, and its
+/// [lost signal](Lock::lost_signal) fires once when it ends — lost (a
+/// renewal refused by a majority), no longer counted on (a renewal late),
+/// expired, at a renewal cap, or [resigned](Leadership::resign). Its
+/// [epoch](Leadership::epoch) is the lock's fencing token: unique among the
+/// election's leaders and larger than every earlier leader's — pass it
+/// with every write a leader makes, to resources that refuse a smaller one
+/// (`docs/election.md`).
 ///
 /// Dropping a `Leadership` releases it in the background (observers are
 /// told at once, as by [`resign`](Leadership::resign)).
@@ -85,43 +88,6 @@ impl Leadership {
     /// The election's name, as given to [`Redlock::campaign`](crate::Redlock::campaign).
     pub fn name(&self) -> &[u8] {
         &self.name
-    }
-
-    /// Time left in which this process is known to lead; zero once the
-    /// leadership expired or was found lost (see [`Lock::validity`]).
-    pub fn validity(&self) -> Duration {
-        self.lock.validity()
-    }
-
-    /// The monotonic instant at which the validity ends; moved by each
-    /// renewal (see [`Lock::deadline`]).
-    pub fn deadline(&self) -> Instant {
-        self.lock.deadline()
-    }
-
-    /// True once the leadership is lost or expired.
-    pub fn is_lost(&self) -> bool {
-        self.lock.is_lost()
-    }
-
-    /// The lost signal of the leadership: fires once when it is lost (a
-    /// renewal refused by a majority), can no longer be counted on (a
-    /// renewal late), expires, reaches a renewal cap, or is resigned. See
-    /// [`LostSignal`].
-    ///
-    /// # Examples
-    ///
-    /// ```no_run
-    /// # async fn demo(leadership: quorumlock::Leadership) {
-    /// let signal = leadership.lost_signal();
-    /// tokio::spawn(async move {
-    ///     let kind = signal.lost().await;
-    ///     eprintln!("no longer the leader: {kind:?}");
-    /// });
-    /// # }
-    /// ```
-    pub fn lost_signal(&self) -> LostSignal {
-        self.lock.lost_signal()
     }
 
     /// Replaces the value observers read, in the same epoch: written on
@@ -283,6 +249,14 @@ impl Leadership {
                 election::retire(&held.engine, &held.keys, &held.token).await;
             });
         }
+    }
+}
+
+impl Deref for Leadership {
+    type Target = Lock;
+
+    fn deref(&self) -> &Lock {
+        &self.lock
     }
 }
 

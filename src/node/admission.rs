@@ -13,6 +13,7 @@ use redis::{ErrorKind, RedisError, Value};
 use tracing::warn;
 
 use crate::error::NodeFailureKind;
+use crate::node::commands::Command;
 
 /// The server identity every node's current connection reported, shared
 /// by the nodes of one client.
@@ -112,19 +113,18 @@ impl Gate {
     /// permit the reads (ACL, renamed commands) is admitted, with one
     /// warning per node.
     pub(crate) async fn admit(&self, conn: &mut MultiplexedConnection) -> Result<(), RedisError> {
-        let mut info = redis::cmd("INFO");
-        info.arg("server");
+        let info = Command::server_info();
         let mut config = redis::cmd("CONFIG");
         config.arg("GET").arg("maxmemory*");
         let mut second = conn.clone();
         let (info, config) = if self.check_eviction {
             let (info, config) = futures::join!(
-                conn.req_packed_command(&info),
+                conn.req_packed_command(info.cmd()),
                 second.req_packed_command(&config)
             );
             (info, Some(config))
         } else {
-            (conn.req_packed_command(&info).await, None)
+            (conn.req_packed_command(info.cmd()).await, None)
         };
         let (info, config) = (
             permitted(info?)?,
@@ -260,7 +260,7 @@ fn pairs(value: Value) -> Option<Vec<(String, String)>> {
     }
 }
 
-/// Reads `run_id` from the text of `INFO server`.
+/// Reads `run_id` from the text of `INFO server` ([`Command::server_info`]).
 pub(crate) fn parse_run_id(info: &str) -> Option<&str> {
     info.lines()
         .find_map(|line| line.strip_prefix("run_id:"))

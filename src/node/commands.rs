@@ -155,10 +155,15 @@ impl Command {
         })
     }
 
-    /// The server's `run_id` (sent behind a vote, see
-    /// [`lua::RUN_ID`]).
-    pub(crate) fn server_id() -> Arc<Self> {
-        Self::call(&lua::RUN_ID, std::iter::empty(), |_| {})
+    /// `INFO server`: the one read of which server a node is (its
+    /// `run_id`, a new one every time a server starts) and how long it has
+    /// been up — on a new connection, for restart quarantine's uptime, and
+    /// right behind each vote under quarantine, to name the server that
+    /// cast it (see [`admission::parse_run_id`](crate::node::admission::parse_run_id)).
+    pub(crate) fn server_info() -> Arc<Self> {
+        let mut cmd = redis::cmd("INFO");
+        cmd.arg("server");
+        Arc::new(Self { cmd, script: None })
     }
 
     /// `EVALSHA hash numkeys keys… args…`.

@@ -160,7 +160,7 @@ impl Node {
             client,
             conn,
             restart,
-            probe: quarantine.then(Command::server_id),
+            probe: quarantine.then(Command::server_info),
             counters: NodeCounters::new(label),
             announce_refused: AtomicBool::new(false),
         }))

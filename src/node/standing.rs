@@ -13,8 +13,8 @@ use crate::node::commands::Command;
 use crate::node::quarantine::{self, Standing};
 
 impl Node {
-    /// Sends the vote `command` with the `run_id` `probe` right behind it
-    /// on the same connection (so the probe reaches the server that cast
+    /// Sends the vote `command` with the `INFO server` `probe` right behind
+    /// it on the same connection (so the probe reaches the server that cast
     /// the vote, or one that started later), and returns the vote when
     /// that server is the one whose uptime reading lets the node vote. A
     /// restart hidden from the client (a proxy that keeps its connection
@@ -43,7 +43,9 @@ impl Node {
                 }
             })
             .await?;
-        if self.restart.confirm(&voter, &seen) {
+        let seen = admission::parse_run_id(&seen)
+            .ok_or_else(|| self.protocol("INFO server without run_id".to_owned()))?;
+        if self.restart.confirm(&voter, seen) {
             return Ok(vote);
         }
         let kind = NodeFailureKind::ServerChanged;
@@ -95,13 +97,12 @@ impl Node {
     /// they were read on (taken once that connection is open, before the
     /// command is sent).
     async fn uptime(&self, window: Window) -> NodeResult<(u64, Duration, Arc<str>)> {
-        let mut cmd = redis::cmd("INFO");
-        cmd.arg("server");
+        let info = Command::server_info();
         let (epoch, info): (u64, String) = self
             .counted(window, || async {
                 self.conn.open().await?;
                 let epoch = self.restart.epoch();
-                Ok((epoch, parse(self.conn.send(&cmd).await?)?))
+                Ok((epoch, parse(self.conn.send(info.cmd()).await?)?))
             })
             .await?;
         let read = quarantine::parse_uptime(&info).zip(admission::parse_run_id(&info));

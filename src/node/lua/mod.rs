@@ -106,13 +106,8 @@ script!(
     RETIRE = "retire.lua"
 );
 
-script!(
-    /// The server's `run_id`, sent behind a vote to name who cast it.
-    RUN_ID = "run_id.lua"
-);
-
 /// Every script, for preloading on connect.
-pub(crate) fn all() -> [&'static Lua; 12] {
+pub(crate) fn all() -> [&'static Lua; 11] {
     [
         &RELEASE,
         &EXTEND,
@@ -122,7 +117,6 @@ pub(crate) fn all() -> [&'static Lua; 12] {
         &FENCE_COMMIT,
         &HOLDS,
         &PEEK,
-        &RUN_ID,
         &PROCLAIM,
         &LEADER,
         &RETIRE,

@@ -6,12 +6,12 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::config::{self, Config, Retry};
+use super::health;
+use super::nodes::{self, IntoNode, Source};
+use crate::config::{Config, Retry};
 use crate::error::{Error, Result};
-use crate::health;
 use crate::node::admission::{self, Gate, Registry};
 use crate::node::Node;
-use crate::nodes::{IntoNode, Source};
 use crate::quorum::background::Background;
 use crate::quorum::engine::Engine;
 use crate::quorum::handoff::Handoff;
@@ -392,7 +392,7 @@ impl Builder {
         }
         self.config.validate()?;
         let labels: Vec<String> = self.nodes.iter().map(|n| n.source.shown()).collect();
-        config::check_nodes(&labels)?;
+        nodes::check_nodes(&labels)?;
         let registry = Registry::new(&labels);
         let check_eviction = !self.config.allow_eviction;
         let quarantine = self.config.restart_quarantine.is_some();
@@ -443,7 +443,7 @@ fn client(source: Source, config: &Config) -> Result<redis::Client> {
         Source::Address(info) => info,
         Source::Invalid(bad) => return Err(Error::invalid(bad.reason)),
     };
-    let label = config::label(&info);
+    let label = nodes::label(&info);
     #[cfg(feature = "tls")]
     if let (Some(certs), redis::ConnectionAddr::TcpTls { .. }) = (&config.tls, info.addr()) {
         // rustls needs a process-wide crypto provider; install ring

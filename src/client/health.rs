@@ -1,7 +1,6 @@
 //! Readiness: whether each node is reachable, accepts this client's
 //! credentials and is admitted to vote, and whether that makes a quorum
-//! ([`Redlock::health`](crate::Redlock::health),
-//! [`Builder::require_quorum`](crate::Builder::require_quorum)).
+//! ([`Redlock::health`], [`Builder::require_quorum`](crate::Builder::require_quorum)).
 
 use std::fmt;
 use std::time::{Duration, Instant};
@@ -9,6 +8,7 @@ use std::time::{Duration, Instant};
 use crate::error::{Error, NodeFailure, NodeFailureKind};
 use crate::node::{Node, Window};
 use crate::quorum::engine::Engine;
+use crate::redlock::Redlock;
 
 /// Every node's readiness, from [`Redlock::health`](crate::Redlock::health).
 ///
@@ -126,6 +126,31 @@ impl NodeHealth {
             latency,
             error,
         }
+    }
+}
+
+impl Redlock {
+    /// Probes every node now: per node, whether it is reachable, accepts
+    /// this client's credentials and is admitted to vote (not refused, not
+    /// in restart quarantine), its `PING` latency and its error; and
+    /// whether that makes a quorum ([`Health::quorum_ready`]). For
+    /// readiness probes of a service. Each node is given at most the
+    /// connect timeout, all at once; a node without a connection is
+    /// connected. The probes count in [`stats`](Redlock::stats) as commands.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # async fn demo(redlock: quorumlock::Redlock) {
+    /// let health = redlock.health().await;
+    /// println!("{health}"); // "4 of 5 nodes ready (3 needed); 10.0.0.5:6379/0: connection failed: …"
+    /// for node in &health.nodes {
+    ///     println!("{}: ready {} latency {:?}", node.node, node.is_ready(), node.latency);
+    /// }
+    /// # }
+    /// ```
+    pub async fn health(&self) -> Health {
+        probe(&self.engine).await
     }
 }
 

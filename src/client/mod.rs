@@ -1,0 +1,13 @@
+//! The client's construction: the [`Builder`] (`builder.rs`) takes the
+//! nodes ([`IntoNode`], `nodes.rs`: a node's address parsed, shown and
+//! checked, all in that file), checks the settings and connects the nodes
+//! into a [`Redlock`](crate::Redlock), whose readiness is [`Health`]
+//! (`health.rs`).
+
+mod builder;
+mod health;
+mod nodes;
+
+pub use builder::Builder;
+pub use health::{Health, NodeHealth};
+pub use nodes::{IntoNode, NodeSource};

@@ -1,0 +1,420 @@
+//! A client's nodes: what [`Builder::new`](crate::Builder::new) accepts as
+//! a node — an address (`&str`, `String`), a `redis::ConnectionInfo`, or a
+//! ready `redis::Client` ([`IntoNode`]), each turned into a [`NodeSource`];
+//! an address as the user wrote it, parsed into the redis crate's
+//! `ConnectionInfo` or the reason it does not parse (scheme, host, port,
+//! database, protocol); a node as it may be shown (`host:port/db`, never
+//! with a password); and the checks of the list. Pure: no I/O.
+
+use std::collections::HashSet;
+use std::fmt;
+
+use redis::IntoConnectionInfo;
+
+use crate::config::MAX_NODES;
+use crate::error::{Error, Result};
+
+/// One node as given to the [`Builder`](crate::Builder): an address, or a
+/// client configured by the caller. Made by [`IntoNode::into_node`];
+/// an address that does not parse is kept, and reported by
+/// [`build`](crate::Builder::build) with its position in the list.
+///
+/// Shown (`Debug`) as `host:port/db`, never with a password.
+///
+/// # Examples
+///
+/// ```
+/// use quorumlock::IntoNode;
+/// // A list of nodes of different kinds.
+/// let client = redis::Client::open("redis://10.0.0.2:6379")?;
+/// let nodes = vec!["redis://10.0.0.1:6379".into_node(), client.into_node()];
+/// let builder = quorumlock::Builder::new(nodes);
+/// # Ok::<(), redis::RedisError>(())
+/// ```
+#[derive(Clone)]
+pub struct NodeSource(pub(crate) Source);
+
+/// The kinds of node a builder holds.
+#[derive(Clone)]
+pub(crate) enum Source {
+    /// An address, connected the way the builder's settings say.
+    Address(redis::ConnectionInfo),
+    /// A client configured by the caller (TLS, auth, protocol), used as is.
+    Client(redis::Client),
+    /// An address that did not parse: reported by `build`.
+    Invalid(BadAddress),
+}
+
+impl Source {
+    /// `host:port/db`, or the redacted text of an address that did not parse.
+    pub(crate) fn shown(&self) -> String {
+        match self {
+            Source::Address(info) => label(info),
+            Source::Client(client) => label(client.get_connection_info()),
+            Source::Invalid(bad) => bad.shown.clone(),
+        }
+    }
+}
+
+impl fmt::Debug for NodeSource {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0.shown())
+    }
+}
+
+/// Anything [`Builder::new`](crate::Builder::new) takes as a node: URLs as
+/// `&str`, `String` or references to them
+/// (`redis://[user[:password]@]host[:port][/db]`, `rediss://` with the
+/// `tls` feature, `unix:///path`), `redis::ConnectionInfo`, and ready
+/// `redis::Client`s (used as they are: their TLS, authentication and
+/// protocol settings are the client's; the builder's TLS settings do not
+/// apply to them).
+///
+/// # Examples
+///
+/// Each shape a node list commonly has:
+///
+/// ```
+/// use quorumlock::Builder;
+///
+/// let strs: &[&str] = &["redis://127.0.0.1:7001", "redis://127.0.0.1:7002"];
+/// let strings: Vec<String> = strs.iter().map(|s| s.to_string()).collect();
+///
+/// let _ = Builder::new(strs); // &[&str]
+/// let _ = Builder::new(&strings[..]); // &[String]
+/// let _ = Builder::new(&strings); // &Vec<String>
+/// let _ = Builder::new(strings.clone()); // Vec<String>
+/// let _ = Builder::new(["redis://127.0.0.1:7001"]); // [&str; N]
+/// let _ = Builder::new("redis://a:6379,redis://b:6379".split(',')); // an iterator of &str
+/// let _ = Builder::new(strings.iter().map(|s| s.to_uppercase())); // an iterator of String
+///
+/// let infos = strs
+///     .iter()
+///     .map(|s| redis::IntoConnectionInfo::into_connection_info(*s))
+///     .collect::<Result<Vec<_>, _>>()?;
+/// let _ = Builder::new(&infos); // redis::ConnectionInfo, by reference or value
+/// let _ = Builder::new(infos);
+///
+/// let clients = strs
+///     .iter()
+///     .map(|s| redis::Client::open(*s))
+///     .collect::<Result<Vec<_>, _>>()?;
+/// let _ = Builder::new(&clients); // redis::Client, by reference or value
+/// let _ = Builder::new(clients);
+/// # Ok::<(), redis::RedisError>(())
+/// ```
+pub trait IntoNode {
+    /// This node, for a [`Builder`](crate::Builder).
+    fn into_node(self) -> NodeSource;
+}
+
+impl IntoNode for NodeSource {
+    fn into_node(self) -> NodeSource {
+        self
+    }
+}
+
+impl IntoNode for &str {
+    fn into_node(self) -> NodeSource {
+        NodeSource(match parse(self) {
+            Ok(info) => Source::Address(info),
+            Err(bad) => Source::Invalid(bad),
+        })
+    }
+}
+
+impl IntoNode for &&str {
+    fn into_node(self) -> NodeSource {
+        (*self).into_node()
+    }
+}
+
+impl IntoNode for String {
+    fn into_node(self) -> NodeSource {
+        self.as_str().into_node()
+    }
+}
+
+impl IntoNode for &String {
+    fn into_node(self) -> NodeSource {
+        self.as_str().into_node()
+    }
+}
+
+impl IntoNode for redis::ConnectionInfo {
+    fn into_node(self) -> NodeSource {
+        NodeSource(Source::Address(self))
+    }
+}
+
+impl IntoNode for &redis::ConnectionInfo {
+    fn into_node(self) -> NodeSource {
+        self.clone().into_node()
+    }
+}
+
+impl IntoNode for redis::Client {
+    fn into_node(self) -> NodeSource {
+        NodeSource(Source::Client(self))
+    }
+}
+
+impl IntoNode for &redis::Client {
+    fn into_node(self) -> NodeSource {
+        self.clone().into_node()
+    }
+}
+
+/// An address that does not parse: as it may be shown, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct BadAddress {
+    /// The address with any password replaced by `***`.
+    pub(crate) shown: String,
+    /// What is wrong with it, in words.
+    pub(crate) reason: String,
+}
+
+/// The schemes the redis crate connects to.
+const SCHEMES: [&str; 7] = [
+    "redis",
+    "rediss",
+    "valkey",
+    "valkeys",
+    "unix",
+    "redis+unix",
+    "valkey+unix",
+];
+
+/// Parses `text` as a node address (`redis://[user[:password]@]host[:port][/db]`,
+/// `rediss://…`, `unix:///path`), or says why it cannot be one.
+pub(crate) fn parse(text: &str) -> Result<redis::ConnectionInfo, BadAddress> {
+    let bad = |reason: String| BadAddress {
+        shown: redacted(text),
+        reason,
+    };
+    let url = url::Url::parse(text.trim()).map_err(|e| bad(url_reason(e)))?;
+    let scheme = url.scheme();
+    if !SCHEMES.contains(&scheme) {
+        return Err(bad(format!(
+            "unknown scheme {scheme:?}: use redis://host:port, rediss://host:port (TLS) \
+             or unix:///path/to/socket"
+        )));
+    }
+    if !scheme.ends_with("unix") {
+        if url.host_str().is_none_or(str::is_empty) {
+            return Err(bad("no host: write redis://host:port".to_owned()));
+        }
+        if url.port() == Some(0) {
+            return Err(bad("port 0: a node's port is 1 to 65535".to_owned()));
+        }
+        let db = url.path().trim_matches('/');
+        if !db.is_empty() && db.parse::<i64>().is_err() {
+            return Err(bad(format!(
+                "database {db:?} is not a number: write redis://host:port/0"
+            )));
+        }
+    }
+    url.into_connection_info()
+        .map_err(|e| bad(format!("not a usable Redis address: {}", redis_reason(&e))))
+}
+
+/// The url crate's reason, for a node address.
+fn url_reason(e: url::ParseError) -> String {
+    match e {
+        url::ParseError::RelativeUrlWithoutBase => {
+            "no scheme: write redis://host:port (or rediss://, unix://)".to_owned()
+        }
+        url::ParseError::InvalidPort => "invalid port: a node's port is 1 to 65535".to_owned(),
+        url::ParseError::EmptyHost => "no host: write redis://host:port".to_owned(),
+        other => format!("invalid host: {other}"),
+    }
+}
+
+/// The redis crate's reason, without its error kind's name.
+fn redis_reason(e: &redis::RedisError) -> String {
+    e.to_string()
+        .replace(" - InvalidClientConfig", "")
+        .replace("- InvalidClientConfig", "")
+}
+
+/// `text` with the password hidden: the part of the user information after
+/// the first `:` (`redis://user:***@host`), and a unix URL's `pass=` query
+/// value. Whatever stands before the last `@` is user information, so a
+/// password with an unescaped `@` is hidden too.
+fn redacted(text: &str) -> String {
+    let (scheme, rest) = match text.find("://") {
+        Some(i) => text.split_at(i + 3),
+        None => ("", text),
+    };
+    let rest = match rest.rfind('@') {
+        Some(at) => {
+            let (user, host) = rest.split_at(at);
+            match user.split_once(':') {
+                Some((name, _)) => format!("{name}:***{host}"),
+                None => rest.to_owned(),
+            }
+        }
+        None => rest.to_owned(),
+    };
+    let rest = hide_query(&rest, "pass=");
+    format!("{scheme}{rest}")
+}
+
+/// `text` with the value of every `name` query pair replaced by `***`.
+fn hide_query(text: &str, name: &str) -> String {
+    let Some((head, query)) = text.split_once('?') else {
+        return text.to_owned();
+    };
+    let pairs: Vec<String> = query
+        .split('&')
+        .map(|pair| match pair.strip_prefix(name) {
+            Some(_) => format!("{name}***"),
+            None => pair.to_owned(),
+        })
+        .collect();
+    format!("{head}?{}", pairs.join("&"))
+}
+
+/// Checks the node list: at least one node, at most [`MAX_NODES`], no node twice (the same
+/// host, port and database would vote twice). `labels` are the nodes'
+/// `host:port/db`.
+pub(crate) fn check_nodes(labels: &[String]) -> Result<()> {
+    if labels.is_empty() {
+        return Err(Error::invalid("no Redis nodes given"));
+    }
+    if labels.len() > MAX_NODES {
+        return Err(Error::invalid(format!(
+            "{} nodes given; at most {MAX_NODES} are supported",
+            labels.len()
+        )));
+    }
+    let mut seen = HashSet::new();
+    for label in labels {
+        if !seen.insert(label) {
+            return Err(Error::invalid(format!(
+                "node {label} is listed twice; it would vote twice"
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// A node's `host:port/db` (the host lower-cased; never its password).
+pub(crate) fn label(info: &redis::ConnectionInfo) -> String {
+    let db = info.redis_settings().db();
+    match info.addr() {
+        redis::ConnectionAddr::Tcp(host, port)
+        | redis::ConnectionAddr::TcpTls { host, port, .. } => {
+            format!("{}:{port}/{db}", bracketed(&host.to_ascii_lowercase()))
+        }
+        redis::ConnectionAddr::Unix(path) => format!("unix:{}/{db}", path.display()),
+        other => format!("{other}/{db}"),
+    }
+}
+
+/// An IPv6 address in brackets (`[::1]`), so that the port stays apart.
+fn bracketed(host: &str) -> String {
+    if host.contains(':') && !host.starts_with('[') {
+        format!("[{host}]")
+    } else {
+        host.to_owned()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn reason(text: &str) -> String {
+        let err = parse(text).expect_err(text);
+        assert!(!err.shown.contains("hunter2"), "{err:?}");
+        err.reason
+    }
+
+    #[test]
+    fn addresses_that_parse() {
+        for text in [
+            "redis://127.0.0.1:7001",
+            "redis://user:pw@localhost:7002/3",
+            "redis://[::1]:7003",
+            "valkey://cache",
+            "unix:///run/redis.sock",
+            "redis://127.0.0.1:7001/?protocol=resp3",
+        ] {
+            assert!(parse(text).is_ok(), "{text}");
+        }
+    }
+
+    #[test]
+    fn each_bad_address_says_what_is_wrong() {
+        assert!(reason("not a url").starts_with("no scheme"));
+        assert!(reason("localhost:7001").starts_with("unknown scheme \"localhost\""));
+        assert!(reason("http://127.0.0.1:7001").starts_with("unknown scheme \"http\""));
+        assert!(reason("redis://:hunter2@127.0.0.1:notaport").starts_with("invalid port"));
+        assert!(reason("redis://127.0.0.1:70000").starts_with("invalid port"));
+        assert!(reason("redis://127.0.0.1:0").starts_with("port 0"));
+        assert!(reason("redis://").starts_with("no host"));
+        assert!(reason("redis://:hunter2@").starts_with("no host"));
+        assert!(reason("redis://[::1:7001").starts_with("invalid host"));
+        assert!(reason("redis://h:1/zero").starts_with("database \"zero\""));
+        let protocol = reason("redis://h:1/?protocol=9");
+        assert!(protocol.contains("protocol"), "{protocol}");
+        assert!(!protocol.contains("InvalidClientConfig"), "{protocol}");
+    }
+
+    #[test]
+    fn passwords_are_never_shown() {
+        let cases = [
+            ("redis://:hunter2@h:1", "redis://:***@h:1"),
+            ("redis://me:hunter2@h:x", "redis://me:***@h:x"),
+            ("redis://me:hun@ter2@h:1", "redis://me:***@h:1"),
+            ("redis://me@h:1", "redis://me@h:1"),
+            (
+                "unix:///s.sock?pass=hunter2&db=1",
+                "unix:///s.sock?pass=***&db=1",
+            ),
+            ("redis://h:1", "redis://h:1"),
+            ("garbage", "garbage"),
+        ];
+        for (text, shown) in cases {
+            assert_eq!(redacted(text), shown, "{text}");
+        }
+    }
+
+    fn labels(list: &[&str]) -> Result<Vec<String>> {
+        let labels: Vec<String> = list
+            .iter()
+            .map(|url| {
+                (*url)
+                    .into_connection_info()
+                    .map(|info| label(&info))
+                    .map_err(|e| Error::invalid(e.to_string()))
+            })
+            .collect::<Result<_>>()?;
+        check_nodes(&labels)?;
+        Ok(labels)
+    }
+
+    #[test]
+    fn nodes_must_be_given_parsable_and_distinct() {
+        assert!(check_nodes(&[]).unwrap_err().is_invalid_input());
+        let err = labels(&["redis://127.0.0.1:7001", "redis://127.0.0.1:7001/0"]).unwrap_err();
+        assert!(err.to_string().contains("listed twice"), "{err}");
+        let ok = labels(&[
+            "redis://127.0.0.1:7001",
+            "redis://127.0.0.1:7001/1",
+            "redis://user:pw@LOCALHOST:7002",
+            "redis://[::1]:7003",
+        ])
+        .unwrap();
+        assert_eq!(
+            ok,
+            [
+                "127.0.0.1:7001/0",
+                "127.0.0.1:7001/1",
+                "localhost:7002/0",
+                "[::1]:7003/0"
+            ]
+        );
+    }
+}
