@@ -24,22 +24,23 @@
 //!   majority and the running tally, `slots.rs` the semaphore's rule (a
 //!   slot won at a majority, granted at `k` won slots); `fanout.rs` sends
 //!   one operation to every node and decides at the needed yes or as soon
-//!   as it is impossible; `attempt.rs` is one acquisition of a lock,
-//!   `permit_attempt.rs` one of a semaphore's permits, `claim.rs` what an
-//!   acquisition asks for, `retry.rs` the loop of attempts for either,
-//!   `engine.rs` the operations on a held lock (extend, release,
-//!   the remote check) and the one read of a key on the nodes (a waiter's
-//!   look, [`Redlock::status`]); `repair.rs` puts a missing key back after a
+//!   as it is impossible; `claim.rs` is what an acquisition asks for (a
+//!   lock, permits, a leadership: its command, its votes, what it keeps),
+//!   `attempt.rs` one acquisition of any claim, `retry.rs` the loop of
+//!   attempts; `engine.rs` is the client's shared state, `held.rs` the
+//!   operations on a held lock (extend, release, the remote check),
+//!   `read.rs` the reads of keys on the nodes (a waiter's look,
+//!   [`Redlock::status`]); `repair.rs` puts a missing key back after a
 //!   confirmed extension; `handoff.rs` wakes waiters on release.
 //! - **`lease/`: the life of a held lock** — its term, the renewal
 //!   schedule and task, and the [`LostSignal`].
 //! - **`node/`: one server.** Its connection (`link.rs`), admission
 //!   (`admission.rs`, which server it is), the commands (`commands.rs`)
 //!   and **what each reply means** (`reply.rs`, `fence.rs`, an acquire's
-//!   grant in `mod.rs`), the restart quarantine; and **what runs on the
+//!   grant in `grant.rs`), the restart quarantine; and **what runs on the
 //!   server**: the Lua scripts in `node/lua/` (release and extend: one
 //!   script each, for one key or several; `acquire_slots.lua` takes a
-//!   semaphore's slots), and a semaphore's grant read in `slots.rs`.
+//!   semaphore's slots).
 //! - **`stats/`** counts and reads back ([`Stats`]), with **the one table
 //!   of metrics** (`metrics.rs`: names, kinds, labels, help, buckets) that
 //!   `describe()` and the docs come from; `status.rs` is what a
@@ -61,7 +62,7 @@
 //! reply read into a vote by `node/`, the votes counted by `quorum::rule`)
 //! → `validity` (the deadline from the clock read before the first send)
 //! → a [`Lock`] whose lease (`lease/`) renewal extends through
-//! `quorum::engine`.
+//! `quorum::held`.
 
 #![warn(missing_docs, missing_debug_implementations, unreachable_pub)]
 #![forbid(unsafe_code)]

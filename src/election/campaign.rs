@@ -12,7 +12,7 @@ use crate::lease::renewal::Renewal;
 use crate::lease::term::Term;
 use crate::lock::Lock;
 use crate::node::election::Record;
-use crate::quorum::claim::Claim;
+use crate::quorum::claim::Election;
 use crate::quorum::election;
 use crate::quorum::engine::Engine;
 use crate::quorum::retry;
@@ -213,7 +213,7 @@ impl Campaign {
         let start = Instant::now();
         let mut retry = self.retry;
         loop {
-            let claim = Claim::Election(keys.clone());
+            let claim = Election(keys.clone());
             let granted = retry::acquire(&engine, claim, ttl, retry).await?;
             let token = granted.token.as_str().to_owned();
             // Always set: the election's keys are fenced.

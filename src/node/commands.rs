@@ -180,12 +180,6 @@ impl Command {
         })
     }
 
-    /// True for a fenced acquire, whose reply is the fencing counter.
-    pub(crate) fn reads_fence(&self) -> bool {
-        self.script
-            .is_some_and(|script| std::ptr::eq(script, &lua::ACQUIRE_FENCED))
-    }
-
     /// The command as sent first.
     pub(crate) fn cmd(&self) -> &Cmd {
         &self.cmd
