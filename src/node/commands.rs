@@ -162,7 +162,7 @@ impl Command {
     }
 
     /// `EVALSHA hash numkeys keys… args…`.
-    pub(super) fn call<'k>(
+    pub(crate) fn call<'k>(
         script: &'static Lua,
         keys: impl IntoIterator<Item = &'k [u8], IntoIter: ExactSizeIterator>,
         args: impl FnOnce(&mut Cmd),
