@@ -3,6 +3,7 @@
 //! reply in one place.
 
 use redis::Value;
+use tracing::debug;
 
 use crate::error::Operation;
 use crate::node::commands::Command;
@@ -75,6 +76,7 @@ impl Node {
             lock => read_lock(&reply, lock == Shape::Fenced),
         };
         let grant = grant.map_err(|what| self.protocol(what))?;
+        debug!(node = %self.label, vote = ?grant.vote, "node answered");
         self.counters.vote(Operation::Acquire, grant.granted());
         Ok(grant)
     }
