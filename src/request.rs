@@ -210,7 +210,7 @@ impl Options {
     /// Takes `claim`, retrying as these options say, and starts its
     /// renewal when they ask for it (a lock whose renewal cannot start is
     /// released again).
-    pub(crate) async fn acquire(&self, claim: impl Into<Claim>) -> Result<Lock> {
+    pub(crate) async fn acquire(&self, claim: impl Claim) -> Result<Lock> {
         let engine = &self.engine;
         let retry = self.retry.unwrap_or(engine.config.retry);
         let granted = retry::acquire(engine, claim, self.ttl, retry).await?;

@@ -7,7 +7,7 @@
 //! A semaphore of `L` permits is `L` slots, each an ordinary quorum lock
 //! (`quorumlock:semaphore:{<name>}:<i>`); a holder of `k` permits holds `k`
 //! slots, each set on a majority of the nodes. The vote rule is in
-//! `quorum/slots.rs`, one attempt in `quorum/permit_attempt.rs`, the
+//! `quorum/slots.rs`, what an attempt asks for in `quorum/claim.rs`, the
 //! script in `node/lua/acquire_slots.lua`, the argument in
 //! `docs/semaphore.md`.
 
@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use crate::error::{Error, Result};
 use crate::keys::Slots;
-use crate::quorum::claim::Claim;
+use crate::quorum::claim::Permits;
 use crate::quorum::engine::Engine;
 use crate::request::{request_methods, Options};
 
@@ -179,7 +179,7 @@ impl SemaphoreRequest {
             )));
         }
         let want = self.take as usize;
-        let claim = Claim::Permits {
+        let claim = Permits {
             slots: slots.clone(),
             want,
         };

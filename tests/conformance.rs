@@ -14,7 +14,7 @@
 //! where to repair).
 //!
 //! The semaphore's script, `acquire_slots.lua`, has cases of its own at the
-//! end (the reply `src/node/slots.rs` reads): the first `k` free slots in
+//! end (the reply `src/node/grant.rs` reads): the first `k` free slots in
 //! the order given or none at all, the fencing counter read and never
 //! written, a counter out of range refused before anything is set; and
 //! `release.lua` given a channel announces once there, per key without.

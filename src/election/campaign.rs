@@ -10,7 +10,7 @@ use crate::error::{Error, Result};
 use crate::keys::Keys;
 use crate::lease::renewal::Renewal;
 use crate::node::election::Record;
-use crate::quorum::claim::Claim;
+use crate::quorum::claim::Election;
 use crate::quorum::election;
 use crate::quorum::engine::Engine;
 use crate::request::Options;
@@ -209,7 +209,7 @@ impl Campaign {
         let start = Instant::now();
         let first = options.retry.unwrap_or(UNTIL_ELECTED);
         loop {
-            let lock = options.acquire(Claim::Election(keys.clone())).await?;
+            let lock = options.acquire(Election(keys.clone())).await?;
             let record = Record {
                 // Always set: the election's keys are fenced.
                 epoch: lock.fence().unwrap_or_default(),

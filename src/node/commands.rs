@@ -167,7 +167,7 @@ impl Command {
     }
 
     /// `EVALSHA hash numkeys keys… args…`.
-    pub(super) fn call<'k>(
+    pub(crate) fn call<'k>(
         script: &'static Lua,
         keys: impl IntoIterator<Item = &'k [u8], IntoIter: ExactSizeIterator>,
         args: impl FnOnce(&mut Cmd),
@@ -183,12 +183,6 @@ impl Command {
             cmd,
             script: Some(script),
         })
-    }
-
-    /// True for a fenced acquire, whose reply is the fencing counter.
-    pub(crate) fn reads_fence(&self) -> bool {
-        self.script
-            .is_some_and(|script| std::ptr::eq(script, &lua::ACQUIRE_FENCED))
     }
 
     /// The command as sent first.

@@ -11,11 +11,11 @@ pub(crate) mod admission;
 pub(crate) mod commands;
 pub(crate) mod election;
 pub(crate) mod fence;
+pub(crate) mod grant;
 pub(crate) mod link;
 pub(crate) mod lua;
 pub(crate) mod quarantine;
 pub(crate) mod reply;
-pub(crate) mod slots;
 
 use std::future::Future;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -33,7 +33,6 @@ use crate::node::admission::Gate;
 use crate::node::commands::Command;
 use crate::node::link::Link;
 use crate::node::quarantine::Quarantine;
-use crate::node::reply::Vote;
 use crate::stats::counters::NodeCounters;
 use crate::status::NodeView;
 use crate::token::Token;
@@ -95,28 +94,6 @@ pub(crate) enum Extended {
 
 /// A node's reply, or why there was none.
 pub(crate) type NodeResult<T> = Result<T, NodeFailure>;
-
-/// One node's answer to an acquire: its vote and, for a fenced lock, the
-/// fencing counter it read atomically with the `SET` (0 otherwise).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Grant {
-    pub(crate) vote: Vote,
-    pub(crate) counter: u64,
-}
-
-impl Grant {
-    const NO: Grant = Grant {
-        vote: Vote::No,
-        counter: 0,
-    };
-
-    fn yes(counter: u64) -> Self {
-        Grant {
-            vote: Vote::Yes,
-            counter,
-        }
-    }
-}
 
 /// Until when a node's answer counts, and the timeout that deadline
 /// stands for (for the message of a late answer).
@@ -248,45 +225,6 @@ impl Node {
             };
         }
         Ok(views)
-    }
-
-    /// Takes the lock on this node with `command` (see
-    /// [`Command::acquire`]), whose kind says what the reply holds.
-    ///
-    /// With restart quarantine, the vote counts only when the server that
-    /// cast it is the one whose uptime let the node vote (see
-    /// [`vote_checked`](Self::vote_checked)).
-    pub(crate) async fn acquire(&self, command: &Command, window: Window) -> NodeResult<Grant> {
-        let reply = self.vote(command, window).await?;
-        let grant = match (&reply, command.reads_fence()) {
-            (&Value::Int(n), fenced) => {
-                let kind = if fenced {
-                    Kind::AcquireFenced
-                } else {
-                    Kind::AcquireMulti
-                };
-                match reply::counts(kind, n) {
-                    Some(false) => Grant::NO,
-                    Some(true) if !fenced => Grant::yes(0),
-                    Some(true) => match u64::try_from(n) {
-                        Ok(counter) if fence::in_range(counter) => Grant::yes(counter),
-                        _ => {
-                            return Err(self.protocol(format!(
-                                "fencing counter {n} beyond {}",
-                                fence::MAX_FENCE
-                            )))
-                        }
-                    },
-                    None => return Err(self.protocol(format!("acquire answered {n}"))),
-                }
-            }
-            (Value::Okay, false) => Grant::yes(0),
-            (Value::Nil, false) => Grant::NO,
-            (other, _) => return Err(self.protocol(format!("{other:?}"))),
-        };
-        self.counters
-            .vote(Operation::Acquire, grant.vote == Vote::Yes);
-        Ok(grant)
     }
 
     /// Sends a vote (an acquire of any kind): with restart quarantine, its

@@ -1,7 +1,8 @@
-//! One acquisition attempt: `SET NX PX` on every node, decided at quorum;
-//! for a fenced lock, followed by the commit of the fencing token. Both
-//! phases are uses of [`fanout::ask`]; the deadline the lock gets is
-//! [`validity::deadline`] from the attempt's start.
+//! One acquisition attempt, the same for every [`Claim`]: its command on
+//! every node, decided as its votes count; for a fenced claim, followed by
+//! the commit of the fencing token. Both phases are fan-outs
+//! ([`fanout`]); the deadline the holder gets is [`validity::deadline`]
+//! from the attempt's start.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -15,27 +16,31 @@ use crate::keys::Keys;
 use crate::node::commands::{Announce, Command};
 use crate::node::fence::{self, Commit};
 use crate::node::reply::Vote;
-use crate::node::Grant;
+use crate::quorum::claim::Claim;
 use crate::quorum::engine::Engine;
 use crate::quorum::fanout::{self, Outcome, Plan};
 use crate::quorum::rule::Tally;
 use crate::quorum::set_order::SetFuture;
+use crate::stats::locks::Holding;
 use crate::token::Token;
-use crate::validity;
+use crate::validity::{self, Ttl};
 
-/// How one acquisition attempt ended.
-pub(crate) enum Attempt {
-    /// A quorum said yes in time.
-    Granted {
-        /// The keys the lock holds (a semaphore's: the slots kept).
-        keys: Keys,
-        deadline: Instant,
-        sets: Vec<SetFuture>,
-        /// The fencing token, for a fenced lock.
-        fence: Option<u64>,
-    },
-    /// No lock; every node was told to release.
-    Failed(AttemptFailure),
+/// A granted lock's parts, from which the caller builds the held lock.
+pub(crate) struct Granted {
+    /// What the lock covers.
+    pub(crate) keys: Keys,
+    /// The token the keys hold.
+    pub(crate) token: Token,
+    /// When the validity ends.
+    pub(crate) deadline: Instant,
+    /// The TTL the keys were set with, and its drift.
+    pub(crate) ttl: Ttl,
+    /// The attempt's `SET`s, which a release waits behind.
+    pub(crate) sets: Vec<SetFuture>,
+    /// The fencing token, when one was asked for.
+    pub(crate) fence: Option<u64>,
+    /// What the grant counts as: the counters its hold goes to.
+    pub(crate) holding: Holding,
 }
 
 /// Why an attempt failed, kept to build the final error after the retries.
@@ -49,95 +54,61 @@ pub(crate) struct AttemptFailure {
     pub(crate) fence_exhausted: Option<u64>,
 }
 
-/// What every kind of attempt sets up before its first send: the clock
-/// read its validity counts from, the validity's end, how long each node
-/// may take, the majority it needs, the `SET`s a release on each node
-/// waits behind, and the release of `keys` spawned if the attempt is
-/// dropped (until the attempt takes `guard.sets`).
-pub(crate) struct Begun {
-    pub(crate) start: Instant,
-    pub(crate) valid_until: Instant,
-    pub(crate) timeout: Duration,
-    pub(crate) plan: Plan,
-    pub(crate) sets: Vec<SetFuture>,
-    pub(crate) guard: CleanupOnDrop,
-}
-
-impl Begun {
-    /// An attempt of `token` on `keys` for `ttl`, starting now.
-    pub(crate) fn now(
-        engine: &Arc<Engine>,
-        keys: &Keys,
-        token: &Token,
-        ttl: Duration,
-        drift: Duration,
-    ) -> Self {
-        let start = Instant::now();
-        let timeout = engine.config.node_timeout.min(validity::budget(ttl, drift));
-        let sets = SetFuture::for_attempt(engine.nodes.len());
-        Self {
-            start,
-            valid_until: validity::deadline(start, ttl, drift).unwrap_or(start),
-            timeout,
-            plan: Plan {
-                timeout,
-                ..engine.majority(None)
-            },
-            guard: CleanupOnDrop {
-                engine: engine.clone(),
-                keys: keys.clone(),
-                token: token.clone(),
-                sets: Some(sets.clone()),
-            },
-            sets,
-        }
-    }
-}
-
-/// One Redlock attempt with a fresh `token`.
+/// One attempt at `claim` with a fresh `token`: its command on every node
+/// at once, decided as its votes count; for a fenced claim, followed by
+/// the commit of the fencing token.
 ///
-/// On failure every node is told to release before this returns (each
-/// release queued behind that node's `SET`, waiting at most one node
-/// timeout). If this future is dropped mid-flight, the same cleanup is
-/// spawned.
-pub(crate) async fn acquire_once(
+/// On failure every key the claim may have set is released on every node
+/// before this returns (each release queued behind that node's `SET`,
+/// waiting at most one node timeout). If this future is dropped
+/// mid-flight, the same cleanup is spawned.
+pub(crate) async fn once<C: Claim>(
     engine: &Arc<Engine>,
-    keys: &Keys,
-    token: &Token,
-    ttl: Duration,
-    drift: Duration,
-) -> Attempt {
-    let span = tracing::debug_span!("acquire_attempt", resource = %keys, token = %token);
+    claim: &C,
+    token: Token,
+    ttl: Ttl,
+) -> Result<Granted, AttemptFailure> {
+    let span = tracing::debug_span!("acquire_attempt", resource = %claim.name(), token = %token);
     in_span(span, async move {
-        let Begun {
-            start,
-            valid_until,
+        // The clock the validity counts from, the validity's end, how long
+        // each node may take, the `SET`s a release on each node waits
+        // behind, and the release of every key spawned if this is dropped
+        // (until the attempt takes `guard.sets`).
+        let start = Instant::now();
+        let valid_until = validity::deadline(start, ttl.duration, ttl.drift).unwrap_or(start);
+        let timeout = engine
+            .config
+            .node_timeout
+            .min(validity::budget(ttl.duration, ttl.drift));
+        let sets = SetFuture::for_attempt(engine.nodes.len());
+        let keys = claim.keys();
+        let mut guard = CleanupOnDrop {
+            engine: engine.clone(),
+            keys: keys.clone(),
+            token: token.clone(),
+            sets: Some(sets.clone()),
+        };
+        let plan = Plan {
             timeout,
-            plan,
-            sets,
-            mut guard,
-        } = Begun::now(engine, keys, token, ttl, drift);
-        let command = Command::acquire(keys, token, ttl);
+            ..engine.majority(None)
+        };
+        let (command, shape, mut votes) = claim.ask(&token, ttl.duration, engine.needed());
         let quarantine = engine.config.restart_quarantine;
-        let set = fanout::ask(
+        let set = fanout::counted(
             &engine.nodes,
             &engine.background,
             plan,
-            |i, node, window| {
-                let (node, command) = (node.clone(), command.clone());
+            fanout::each(command, |i, node, command, window| {
                 let over = sets[i].mark_over_on_drop();
                 async move {
                     let _over = over;
                     if let Some(required) = quarantine {
                         node.check_standing(required, window).await?;
                     }
-                    node.acquire(&command, window).await
+                    node.acquire(&command, shape, window).await
                 }
-            },
-            |i, grant: &Grant| {
-                debug!(node = %engine.nodes[i].label(), vote = ?grant.vote, "node answered");
-                grant.vote
-            },
+            }),
+            &mut votes,
         )
         .await;
 
@@ -148,36 +119,56 @@ pub(crate) async fn acquire_once(
             replies,
             ..
         } = set;
-        let counters = replies
-            .iter()
-            .filter(|(_, g)| g.vote == Vote::Yes)
-            .map(|(_, g)| g.counter);
-        let proposed = fence::propose(counters, 0, 1);
-        let Verdict {
-            granted,
-            tally,
+        let won = claim.won(&votes, tally);
+        let mut failure = AttemptFailure {
+            tally: won.tally,
             failures,
-            fence,
-            fence_exhausted,
-        } = Verdict::new(granted, tally, failures)
-            .fenced(engine, keys, token, proposed, valid_until)
-            .await;
+            exhausted: None,
+            fence_exhausted: None,
+        };
+        let fence = match granted {
+            true => {
+                let counters = replies.iter().filter(|(_, g)| g.granted());
+                let counters = counters.map(|(_, g)| g.counter);
+                let proposed = fence::propose(counters, won.slot, won.per_round);
+                fenced(
+                    engine,
+                    &won.keys,
+                    &token,
+                    proposed,
+                    valid_until,
+                    &mut failure,
+                )
+                .await
+            }
+            false => Err(()),
+        };
         // One clock read: the validity left is the deadline's, at `now`.
         let now = Instant::now();
         let elapsed = now.saturating_duration_since(start);
         let valid = !validity::left(valid_until, now).is_zero();
-
-        if granted && valid {
-            guard.sets = None;
-            debug!(?elapsed, yes = tally.yes(), ?fence, "granted");
-            return Attempt::Granted {
-                keys: keys.clone(),
-                deadline: valid_until,
-                sets,
-                fence,
-            };
+        guard.sets = None;
+        match fence {
+            Ok(fence) if valid => {
+                debug!(?elapsed, yes = failure.tally.yes(), ?fence, "granted");
+                if let Some((spare, on)) = claim.beyond(&votes, &replies) {
+                    engine.spawn_release_on(spare, token.clone(), &sets, &on);
+                }
+                return Ok(Granted {
+                    keys: won.keys,
+                    token,
+                    deadline: valid_until,
+                    ttl,
+                    sets,
+                    fence,
+                    holding: claim.holding(),
+                });
+            }
+            // Granted, but no validity left.
+            Ok(_) => failure.exhausted = Some(elapsed),
+            Err(()) => {}
         }
-        let exhausted = granted.then_some(elapsed);
+        let tally = &failure.tally;
         debug!(
             ?elapsed,
             yes = tally.yes(),
@@ -185,14 +176,8 @@ pub(crate) async fn acquire_once(
             failed = tally.failed(),
             "attempt failed"
         );
-        guard.sets = None;
-        clean_up(engine, keys, token, sets, &tally, timeout).await;
-        Attempt::Failed(AttemptFailure {
-            tally,
-            failures,
-            exhausted,
-            fence_exhausted,
-        })
+        clean_up(engine, keys, &token, sets, tally, timeout).await;
+        Err(failure)
     })
     .await
 }
@@ -203,7 +188,7 @@ pub(crate) async fn acquire_once(
 /// behind its `SET`. Lost to a holder (`tally`), the cleanup is silent:
 /// that holder announces when it lets go, and waking the waiters now would
 /// only send them to its keys.
-pub(crate) async fn clean_up(
+async fn clean_up(
     engine: &Engine,
     keys: &Keys,
     token: &Token,
@@ -211,95 +196,42 @@ pub(crate) async fn clean_up(
     tally: &Tally,
     timeout: Duration,
 ) {
-    let all = engine.nodes.len();
+    let (nodes, all) = (&engine.nodes, engine.nodes.len());
     let announce = if tally.held_elsewhere() {
         Announce::Silently
     } else {
         Announce::Waiters
     };
-    let cleanup = engine.release_after(keys, token, sets, all, announce);
+    let cleanup = engine.release_among(nodes, keys, token, sets, None, all, announce);
     let _ = tokio::time::timeout(timeout, cleanup).await;
 }
 
-/// Where an attempt stands after its votes and, for a fenced lock or
-/// semaphore, its fencing token: granted or not, the tally and failures an
-/// error would report, the token.
-pub(crate) struct Verdict {
-    pub(crate) granted: bool,
-    pub(crate) tally: Tally,
-    pub(crate) failures: Vec<NodeFailure>,
-    pub(crate) fence: Option<u64>,
-    /// Set, to the highest counter read, when no token above it is left.
-    pub(crate) fence_exhausted: Option<u64>,
-}
-
-impl Verdict {
-    /// The verdict of the votes alone.
-    pub(crate) fn new(granted: bool, tally: Tally, failures: Vec<NodeFailure>) -> Self {
-        Self {
-            granted,
-            tally,
-            failures,
-            fence: None,
-            fence_exhausted: None,
-        }
-    }
-
-    /// For a granted attempt on fenced `keys`, the fencing token: the
-    /// token `proposed` above the counters the granting nodes read (see
-    /// [`fence::propose`]), committed ([`commit_fence`]). A commit that
-    /// reaches no majority in time fails the attempt with the commit's
-    /// tally; no token left fails it as exhausted. Otherwise unchanged.
-    pub(crate) async fn fenced(
-        mut self,
-        engine: &Engine,
-        keys: &Keys,
-        token: &Token,
-        proposed: Result<u64, u64>,
-        valid_until: Instant,
-    ) -> Self {
-        if !self.granted || keys.fence_key().is_none() {
-            return self;
-        }
-        match proposed {
-            Ok(proposed) => {
-                let commit = commit_fence(engine, keys, token, proposed, valid_until).await;
-                if commit.reached() {
-                    self.fence = Some(proposed);
-                } else {
-                    debug!(
-                        yes = commit.tally.yes(),
-                        no = commit.tally.no(),
-                        "fence commit failed"
-                    );
-                    self.granted = false;
-                    self.failures.extend(commit.failures);
-                    self.tally = commit.tally;
-                }
-            }
-            Err(highest) => {
-                debug!(highest, "fencing tokens exhausted");
-                self.granted = false;
-                self.fence_exhausted = Some(highest);
-            }
-        }
-        self
-    }
-}
-
-/// Second phase of a fenced acquire: every node still holding the token
-/// commits `fence` — a lock's raises its counter to it from strictly
+/// The fencing token of a granted attempt on `keys`: none without a
+/// counter; otherwise the token `proposed` above the counters the granting
+/// nodes read ([`fence::propose`]), committed: every node still holding
+/// the token commits it — a lock's raises its counter to it from strictly
 /// below, a permit's counts once per round and slot; only those count, so
 /// two commits of one token cannot both reach a majority
 /// (`docs/fencing.md`). Decided at quorum, and before the validity ends.
-async fn commit_fence(
+///
+/// `Err` fails the attempt: `failure` then holds the commit's tally and
+/// failures, or the highest counter when no token is left.
+async fn fenced(
     engine: &Engine,
     keys: &Keys,
     token: &Token,
-    fence: u64,
+    proposed: Result<u64, u64>,
     valid_until: Instant,
-) -> Outcome<Commit> {
-    let command = Command::commit_fence(keys, token, fence);
+    failure: &mut AttemptFailure,
+) -> Result<Option<u64>, ()> {
+    if keys.fence_key().is_none() {
+        return Ok(None);
+    }
+    let proposed = proposed.map_err(|highest| {
+        debug!(highest, "fencing tokens exhausted");
+        failure.fence_exhausted = Some(highest);
+    })?;
+    let command = Command::commit_fence(keys, token, proposed);
     let plan = Plan {
         timeout: engine
             .config
@@ -307,26 +239,33 @@ async fn commit_fence(
             .min(validity::left(valid_until, Instant::now())),
         ..engine.majority(Some(valid_until))
     };
-    fanout::ask(
+    let commit = fanout::ask(
         &engine.nodes,
         &engine.background,
         plan,
-        |_, node, window| {
-            let (node, command) = (node.clone(), command.clone());
-            async move { node.commit_fence(&command, window).await }
-        },
+        fanout::each(command, |_, node, command, window| async move {
+            node.commit_fence(&command, window).await
+        }),
         |_, commit| match commit {
             Commit::Raised => Vote::Yes,
             Commit::NotHeld | Commit::Behind => Vote::No,
         },
     )
-    .await
+    .await;
+    if commit.reached() {
+        return Ok(Some(proposed));
+    }
+    let (yes, no) = (commit.tally.yes(), commit.tally.no());
+    debug!(yes, no, "fence commit failed");
+    failure.failures.extend(commit.failures);
+    failure.tally = commit.tally;
+    Err(())
 }
 
 /// Spawns the release of a half-finished attempt when the future running
 /// it is dropped (e.g. by `tokio::time::timeout`), so its keys do not
 /// linger until their TTL.
-pub(crate) struct CleanupOnDrop {
+struct CleanupOnDrop {
     pub(crate) engine: Arc<Engine>,
     pub(crate) keys: Keys,
     pub(crate) token: Token,

@@ -1,117 +1,242 @@
-//! What an acquisition asks the nodes for: a lock's keys, permits of a
-//! semaphore, or an election's leadership lock. The retry loop ([`crate::quorum::retry`]) is the same for
-//! both; this is where they differ — the attempt, the channels a waiter
-//! listens on, and the look a woken waiter takes before trying again.
+//! What an acquisition asks the nodes for — a lock's keys, an election's
+//! leadership lock, permits of a semaphore — each one [`Claim`]: its
+//! command, how the nodes' grants count, and what a grant keeps. The
+//! attempt ([`crate::quorum::attempt`]) and the retry loop
+//! ([`crate::quorum::retry`]) are the same for every claim.
 
+use std::sync::Arc;
 use std::time::Duration;
 
+use crate::config::MAX_PERMITS;
 use crate::error::ResourceName;
 use crate::keys::{Keys, Slots};
-use crate::quorum::attempt::{self, Attempt};
-use crate::quorum::engine::Engine;
-use crate::quorum::permit_attempt;
+use crate::node::commands::Command;
+use crate::node::fence;
+use crate::node::grant::{Grant, Shape};
+use crate::node::reply::Vote;
+use crate::quorum::fanout::Count;
+use crate::quorum::rule::{Decision, Tally};
+use crate::quorum::slots::SlotVotes;
+use crate::random;
 use crate::stats::locks::{Holding, Primitive};
 use crate::status::NodeView;
 use crate::token::Token;
 
-/// What an acquisition takes.
-#[derive(Debug, Clone)]
-pub(crate) enum Claim {
-    /// A lock over these keys.
-    Lock(Keys),
-    /// `want` permits of a semaphore.
-    Permits {
-        /// The semaphore's slots.
-        slots: Slots,
-        /// Permits wanted, all or nothing (at least 1, at most the slots).
-        want: usize,
-    },
-    /// The leadership lock of an election ([`Keys::election`]): taken as a
-    /// lock, counted as an election.
-    Election(Keys),
-}
+// A slot's index fits in a round of fencing tokens.
+const _: () = assert!(MAX_PERMITS as u64 <= fence::ROUND);
 
-impl From<Keys> for Claim {
-    fn from(keys: Keys) -> Self {
-        Claim::Lock(keys)
-    }
-}
+/// What an acquisition takes. A new kind of claim is one impl of this and
+/// the script its command runs.
+pub(crate) trait Claim: Send + Sync {
+    /// How the nodes' grants count, read back once the fan-out ended.
+    type Votes: Count<Grant> + Send;
 
-impl Claim {
-    /// What a grant counts as: a lock, `want` permits, or a leadership.
-    pub(crate) fn holding(&self) -> Holding {
-        match self {
-            Claim::Lock(_) => Holding::LOCK,
-            Claim::Election(_) => Holding::ELECTION,
-            Claim::Permits { want, .. } => Holding {
-                primitive: Primitive::Permit,
-                count: *want as u64,
-            },
-        }
-    }
+    /// What a grant counts as: the counters its hold goes to.
+    fn holding(&self) -> Holding;
 
-    /// One attempt with a fresh `token`.
-    pub(crate) async fn attempt(
-        &self,
-        engine: &std::sync::Arc<Engine>,
-        token: &Token,
-        ttl: Duration,
-        drift: Duration,
-    ) -> Attempt {
-        match self {
-            Claim::Lock(keys) | Claim::Election(keys) => {
-                attempt::acquire_once(engine, keys, token, ttl, drift).await
-            }
-            Claim::Permits { slots, want } => {
-                permit_attempt::take_once(engine, slots, *want, token, ttl, drift).await
-            }
-        }
-    }
-
-    /// The keys whose release announcements wake a waiter: the lock's, or
-    /// every slot (announced on the semaphore's one channel).
-    pub(crate) fn watched(&self) -> Keys {
-        match self {
-            Claim::Lock(keys) | Claim::Election(keys) => keys.clone(),
-            Claim::Permits { slots, .. } => slots.every().clone(),
-        }
-    }
+    /// Every key an attempt may set: what a failed attempt releases, and
+    /// what a waiter watches and looks at.
+    fn keys(&self) -> &Keys;
 
     /// The name errors give.
-    pub(crate) fn name(&self) -> ResourceName {
-        match self {
-            Claim::Lock(keys) | Claim::Election(keys) => keys.name(),
-            Claim::Permits { slots, .. } => ResourceName::new(slots.name()),
+    fn name(&self) -> ResourceName {
+        self.keys().name()
+    }
+
+    /// The resources of which a refusal names the one found held (a lock
+    /// over several: the first one listed may be free).
+    fn resources(&self) -> Option<&Keys> {
+        None
+    }
+
+    /// An attempt's command with `token`, how a node's reply to it reads,
+    /// and its votes (`needed` nodes to a key).
+    fn ask(
+        &self,
+        token: &Token,
+        ttl: Duration,
+        needed: usize,
+    ) -> (Arc<Command>, Shape, Self::Votes);
+
+    /// What `votes` won, with the fan-out's `tally`.
+    fn won(&self, votes: &Self::Votes, tally: Tally) -> Won;
+
+    /// Once granted: the keys of the token besides those kept that the
+    /// nodes (indices) among `replies` say they set, to release at once.
+    fn beyond(&self, _: &Self::Votes, _: &[(usize, Grant)]) -> Option<(Keys, Vec<usize>)> {
+        None
+    }
+
+    /// A waiter's hint from one node's views of [`keys`](Self::keys): free
+    /// when what is wanted is free there; held otherwise, for as long as
+    /// it takes for enough of it to expire.
+    fn hint(&self, views: Vec<NodeView>) -> NodeView {
+        NodeView::combined(views)
+    }
+}
+
+/// What an attempt won (all of it, once granted).
+pub(crate) struct Won {
+    /// The keys the holder keeps.
+    pub(crate) keys: Keys,
+    /// The slot its fencing token names in a round of `per_round` tokens
+    /// ([`fence::propose`]).
+    pub(crate) slot: u64,
+    pub(crate) per_round: u64,
+    /// The tally an error reports.
+    pub(crate) tally: Tally,
+}
+
+/// A lock's votes: each grant as the node voted, decided at a majority.
+pub(crate) struct Majority;
+
+impl Count<Grant> for Majority {
+    fn vote(&mut self, _: usize, grant: &Grant) -> Vote {
+        grant.vote
+    }
+
+    fn decide(&self, tally: &Tally) -> Option<Decision> {
+        tally.decision()
+    }
+}
+
+/// A lock over these keys.
+impl Claim for Keys {
+    type Votes = Majority;
+
+    fn holding(&self) -> Holding {
+        Holding::LOCK
+    }
+
+    fn keys(&self) -> &Keys {
+        self
+    }
+
+    fn resources(&self) -> Option<&Keys> {
+        Some(self)
+    }
+
+    fn ask(&self, token: &Token, ttl: Duration, _: usize) -> (Arc<Command>, Shape, Majority) {
+        let shape = match self.fence_key() {
+            Some(_) => Shape::Fenced,
+            None => Shape::Lock,
+        };
+        (Command::acquire(self, token, ttl), shape, Majority)
+    }
+
+    fn won(&self, _: &Majority, tally: Tally) -> Won {
+        Won {
+            keys: self.clone(),
+            slot: 0,
+            per_round: 1,
+            tally,
+        }
+    }
+}
+
+/// The leadership lock of an election ([`Keys::election`]): taken as a
+/// lock, counted as an election.
+pub(crate) struct Election(pub(crate) Keys);
+
+impl Claim for Election {
+    type Votes = Majority;
+
+    fn holding(&self) -> Holding {
+        Holding::ELECTION
+    }
+
+    fn keys(&self) -> &Keys {
+        &self.0
+    }
+
+    fn ask(&self, token: &Token, ttl: Duration, needed: usize) -> (Arc<Command>, Shape, Majority) {
+        self.0.ask(token, ttl, needed)
+    }
+
+    fn won(&self, votes: &Majority, tally: Tally) -> Won {
+        self.0.won(votes, tally)
+    }
+}
+
+/// `want` permits of a semaphore, all or nothing (at least 1, at most the
+/// slots).
+pub(crate) struct Permits {
+    /// The semaphore's slots.
+    pub(crate) slots: Slots,
+    pub(crate) want: usize,
+}
+
+/// The slot rule as a fan-out's count: a node that set slots votes yes
+/// (and its slots are counted), one that refused votes no.
+pub(crate) struct SlotCount(SlotVotes);
+
+impl Count<Grant> for SlotCount {
+    fn vote(&mut self, _: usize, grant: &Grant) -> Vote {
+        self.0.record(&grant.positions);
+        grant.vote
+    }
+
+    fn decide(&self, tally: &Tally) -> Option<Decision> {
+        self.0.decide(tally.pending())
+    }
+}
+
+/// Granted, the holder keeps `want` won slots; whatever else the token got
+/// is released: in the background where a node said it set more, with the
+/// holder's release where a node answered late.
+impl Claim for Permits {
+    type Votes = SlotCount;
+
+    fn holding(&self) -> Holding {
+        Holding {
+            primitive: Primitive::Permit,
+            count: self.want as u64,
         }
     }
 
-    /// The fencing counter's key, when what is claimed is fenced.
-    pub(crate) fn fence_key(&self) -> Option<&[u8]> {
-        match self {
-            Claim::Lock(keys) | Claim::Election(keys) => keys.fence_key(),
-            Claim::Permits { slots, .. } => slots.fence_key(),
+    fn keys(&self) -> &Keys {
+        self.slots.every()
+    }
+
+    fn name(&self) -> ResourceName {
+        ResourceName::new(self.slots.name())
+    }
+
+    /// The nodes look at the slots from one drawn at random: concurrent
+    /// acquires mostly ask for different free slots instead of splitting
+    /// one slot's votes between them.
+    fn ask(&self, token: &Token, ttl: Duration, needed: usize) -> (Arc<Command>, Shape, SlotCount) {
+        let (listed, want) = (self.slots.count(), self.want);
+        let first = random::below(listed);
+        let command = Command::take_slots(&self.slots, first, want, token, ttl);
+        let votes = SlotVotes::new(listed, first, want, needed);
+        (command, Shape::Slots { listed, want }, SlotCount(votes))
+    }
+
+    fn won(&self, votes: &SlotCount, tally: Tally) -> Won {
+        let kept = votes.0.kept();
+        Won {
+            keys: self.slots.held(&kept),
+            // The token names the holder's first slot within its round.
+            slot: kept.first().map_or(0, |&s| s as u64),
+            per_round: fence::ROUND,
+            tally: votes.0.summary(&tally),
         }
     }
 
-    /// The name a refusal gives: for a lock over several resources, the
-    /// one found held.
-    pub(crate) async fn held_resource(&self, engine: &Engine) -> ResourceName {
-        match self {
-            Claim::Lock(keys) | Claim::Election(keys) => engine.held_resource(keys).await,
-            Claim::Permits { .. } => self.name(),
-        }
+    /// Slots this token holds besides the kept ones, on the nodes that
+    /// answered having set others. (Those of nodes that answered late go
+    /// with the holder's release, which clears every slot carrying the
+    /// token.) While permits are free every node sets the same slots, and
+    /// there are none.
+    fn beyond(&self, votes: &SlotCount, replies: &[(usize, Grant)]) -> Option<(Keys, Vec<usize>)> {
+        let kept = votes.0.kept();
+        let answers = replies.iter().map(|(i, g)| (*i, g.positions.as_slice()));
+        let beyond = votes.0.beyond(&kept, answers);
+        (!beyond.is_empty()).then(|| (self.slots.except(&kept), beyond))
     }
 
-    /// A waiter's hint, from one node picked at random: free when what is
-    /// wanted is free there; held otherwise, for as long as it takes for
-    /// enough of it to expire.
-    pub(crate) async fn look(&self, engine: &Engine) -> NodeView {
-        match self {
-            Claim::Lock(keys) | Claim::Election(keys) => engine.look(keys).await,
-            Claim::Permits { slots, want } => {
-                let views = engine.look_at_each(slots.every()).await;
-                NodeView::enough_free(views, *want)
-            }
-        }
+    fn hint(&self, views: Vec<NodeView>) -> NodeView {
+        NodeView::enough_free(views, self.want)
     }
 }

@@ -10,7 +10,7 @@
 //! read's majority on a node, so a read after it returns that value or a
 //! later one.
 
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::error::lost::LostReason;
@@ -20,7 +20,7 @@ use crate::node::commands::Command;
 use crate::node::election::{Reading, Record};
 use crate::node::reply::Vote;
 use crate::quorum::engine::Engine;
-use crate::quorum::fanout::{self, Plan};
+use crate::quorum::fanout::{self, Count, Plan};
 use crate::quorum::repair::Repairs;
 use crate::quorum::rule::{Decision, Tally};
 use crate::token::Token;
@@ -56,8 +56,8 @@ pub(crate) async fn proclaim(
         &engine.nodes,
         &engine.background,
         plan,
-        |i, node, window| {
-            let (node, command, repairs) = (node.clone(), command.clone(), repairs.clone());
+        fanout::each(command, |i, node, command, window| {
+            let repairs = repairs.clone();
             async move {
                 let carried = node.proclaim(&command, window).await?;
                 if carried {
@@ -65,23 +65,14 @@ pub(crate) async fn proclaim(
                 }
                 Ok(carried)
             }
-        },
+        }),
         |_, &carried| if carried { Vote::Yes } else { Vote::No },
     )
     .await;
-    match outcome.decision {
-        _ if outcome.reached() => Ok(()),
-        None => Err(LostReason::Expired),
-        Some(_) => {
-            let t = &outcome.tally;
-            Err(LostReason::no_quorum(
-                t.yes(),
-                t.no(),
-                t.failed() + t.pending(),
-                t.needed(),
-                outcome.failures,
-            ))
-        }
+    if outcome.reached() {
+        Ok(())
+    } else {
+        Err(outcome.lost())
     }
 }
 
@@ -94,34 +85,17 @@ pub(crate) async fn proclaim(
 /// that failed or did not answer could have made a leader or unmade one.
 pub(crate) async fn read(engine: &Engine, keys: &Keys) -> Result<Found, Error> {
     let command = Command::read_leader(keys);
-    // A mutex, not a cell: the future stays `Send`.
-    let support = Mutex::new(Support::default());
-    let outcome = fanout::decided_by(
+    let mut support = Support::default();
+    let outcome = fanout::counted(
         &engine.nodes,
         &engine.background,
         engine.majority(None),
-        |_, node, window| {
-            let (node, command) = (node.clone(), command.clone());
-            async move { node.read_leader(&command, window).await }
-        },
-        |_, reading: &Reading| {
-            support
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .add(reading);
-            if reading.current().is_some() {
-                Vote::Yes
-            } else {
-                Vote::No
-            }
-        },
-        |tally| {
-            let support = support.lock().unwrap_or_else(PoisonError::into_inner);
-            support.verdict(tally).map(|_| Decision::Reached)
-        },
+        fanout::each(command, |_, node, command, window| async move {
+            node.read_leader(&command, window).await
+        }),
+        &mut support,
     )
     .await;
-    let support = support.into_inner().unwrap_or_else(PoisonError::into_inner);
     let hint = support.hint();
     match support.verdict(&outcome.tally) {
         Some(Verdict::Leader(record)) => Ok(Found {
@@ -141,19 +115,13 @@ pub(crate) async fn read(engine: &Engine, keys: &Keys) -> Result<Found, Error> {
 /// is not reported.
 pub(crate) async fn retire(engine: &Engine, keys: &Keys, token: &Token) {
     let command = Command::retire(keys, token);
-    let plan = Plan {
-        needed: engine.nodes.len(),
-        timeout: engine.config.node_timeout,
-        until: None,
-    };
     fanout::ask(
         &engine.nodes,
         &engine.background,
-        plan,
-        |_, node, window| {
-            let (node, command) = (node.clone(), command.clone());
-            async move { node.retire(&command, window).await }
-        },
+        engine.everyone(engine.config.node_timeout),
+        fanout::each(command, |_, node, command, window| async move {
+            node.retire(&command, window).await
+        }),
         |_, _| Vote::Yes,
     )
     .await;
@@ -179,7 +147,9 @@ pub(crate) enum Verdict {
     Unknown,
 }
 
-/// The records the nodes answered with so far, counted per leader.
+/// The records the nodes answered with so far, counted per leader: a
+/// node votes yes when it supports a leader, and the read is decided once
+/// [`Support::verdict`] is known.
 #[derive(Debug, Default)]
 pub(crate) struct Support {
     /// Per leader token: its supporters, and the latest record among them.
@@ -244,6 +214,21 @@ impl Support {
         } else {
             Some(Verdict::None)
         }
+    }
+}
+
+impl Count<Reading> for Support {
+    fn vote(&mut self, _: usize, reading: &Reading) -> Vote {
+        self.add(reading);
+        if reading.current().is_some() {
+            Vote::Yes
+        } else {
+            Vote::No
+        }
+    }
+
+    fn decide(&self, tally: &Tally) -> Option<Decision> {
+        self.verdict(tally).map(|_| Decision::Reached)
     }
 }
 

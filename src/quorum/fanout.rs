@@ -6,9 +6,10 @@
 //! nodes) and is never waited for.
 //!
 //! Acquire, the fencing-token commit, extend, release, the remote check,
-//! the status read and the first connection are all uses of [`ask`];
-//! they differ only in the command sent, in how a reply votes, and in how
-//! many yes votes they need.
+//! the status read, the election's fan-outs and the first connection are
+//! all uses of [`counted`]; they differ only in the command sent, in how a
+//! reply votes and when that decides ([`Count`]), and in how many yes
+//! votes they need.
 //!
 //! One timer per operation, not one per node: every node call shares the
 //! operation's [`Window`]. A node that has not answered when it closes
@@ -22,6 +23,7 @@ use std::time::{Duration, Instant};
 use futures::stream::{FuturesUnordered, StreamExt};
 use tracing::debug;
 
+use crate::error::lost::LostReason;
 use crate::error::{NodeFailure, NodeFailureKind};
 use crate::node::reply::Vote;
 use crate::node::{Node, NodeResult, Window};
@@ -67,11 +69,40 @@ impl<T> Outcome<T> {
     pub(crate) fn reached(&self) -> bool {
         self.decision == Some(Decision::Reached)
     }
+
+    /// Why a held lock is lost when this outcome (an extension's, a
+    /// proclamation's) reached no quorum: its validity ran out first
+    /// (undecided), or the nodes refused or failed ([`LostReason::no_quorum`]).
+    pub(crate) fn lost(self) -> LostReason {
+        let t = &self.tally;
+        match self.decision {
+            None => LostReason::Expired,
+            Some(_) => LostReason::no_quorum(
+                t.yes(),
+                t.no(),
+                t.failed() + t.pending(),
+                t.needed(),
+                self.failures,
+            ),
+        }
+    }
+}
+
+/// A fan-out's `send` that hands `call` its own clones of the node and of
+/// `command`, which the node's future owns (see [`ask`]).
+pub(crate) fn each<C, F, Fut>(
+    command: Arc<C>,
+    mut call: F,
+) -> impl FnMut(usize, &Node, Window) -> Fut
+where
+    F: FnMut(usize, Node, Arc<C>, Window) -> Fut,
+{
+    move |i, node, window| call(i, node.clone(), command.clone(), window)
 }
 
 /// Sends `send(i, node, window)` to every node and decides per `plan`,
 /// each reply voting as `vote` says (a failure always votes
-/// [`Vote::Failed`]).
+/// [`Vote::Failed`]), decided on the yes votes alone ([`Tally::decision`]).
 ///
 /// `send` builds each node's future before anything is awaited; the
 /// futures must own what they use (`'static`), since those still running
@@ -93,38 +124,14 @@ where
     Fut: Future<Output = NodeResult<T>> + Send + 'static,
     T: Send + 'static,
 {
-    decided_by(nodes, background, plan, send, vote, Tally::decision).await
-}
-
-/// [`ask`] with another rule for when the outcome is known: `decide`
-/// reads the tally after each vote (and once the window closed) and ends
-/// the fan-out when it returns a decision. [`ask`] decides on the yes
-/// votes alone; the remote check also stops once enough nodes said no
-/// (see [`crate::quorum::remote_check`]).
-///
-/// # Cancel safety
-///
-/// As [`ask`].
-pub(crate) async fn decided_by<T, F, Fut>(
-    nodes: &Arc<[Node]>,
-    background: &Background,
-    plan: Plan,
-    send: F,
-    vote: impl FnMut(usize, &T) -> Vote,
-    decide: impl Fn(&Tally) -> Option<Decision>,
-) -> Outcome<T>
-where
-    F: FnMut(usize, &Node, Window) -> Fut,
-    Fut: Future<Output = NodeResult<T>> + Send + 'static,
-    T: Send + 'static,
-{
-    let mut count = Closures { vote, decide };
-    counted(nodes, background, plan, send, &mut count).await
+    counted(nodes, background, plan, send, &mut (vote, Tally::decision)).await
 }
 
 /// How the replies of a fan-out count: each reply's vote, and the
-/// decision after each vote. A rule with state of its own (a semaphore's
-/// votes per slot) keeps it here, read back by the caller afterwards.
+/// decision after each vote (and once the window closed), which ends the
+/// fan-out. A rule with state of its own (a semaphore's votes per slot, an
+/// election's support per leader) keeps it here, read back by the caller
+/// afterwards; a rule without is a pair of closures (vote, decide).
 pub(crate) trait Count<T> {
     /// How node `i`'s reply votes.
     fn vote(&mut self, i: usize, reply: &T) -> Vote;
@@ -132,23 +139,17 @@ pub(crate) trait Count<T> {
     fn decide(&self, tally: &Tally) -> Option<Decision>;
 }
 
-/// A [`Count`] from two closures.
-struct Closures<V, D> {
-    vote: V,
-    decide: D,
-}
-
-impl<T, V, D> Count<T> for Closures<V, D>
+impl<T, V, D> Count<T> for (V, D)
 where
     V: FnMut(usize, &T) -> Vote,
     D: Fn(&Tally) -> Option<Decision>,
 {
     fn vote(&mut self, i: usize, reply: &T) -> Vote {
-        (self.vote)(i, reply)
+        (self.0)(i, reply)
     }
 
     fn decide(&self, tally: &Tally) -> Option<Decision> {
-        (self.decide)(tally)
+        (self.1)(tally)
     }
 }
 

@@ -11,36 +11,16 @@ use crate::config::Retry;
 use crate::error::{
     misconfigured, Error, NodeFailure, NodeFailureKind, Operation, ResourceName, Result,
 };
-use crate::keys::Keys;
-use crate::quorum::attempt::{Attempt, AttemptFailure};
+pub(crate) use crate::quorum::attempt::Granted;
+use crate::quorum::attempt::{self, AttemptFailure};
 use crate::quorum::claim::Claim;
 use crate::quorum::engine::Engine;
 use crate::quorum::handoff::Watch;
 use crate::quorum::rule;
-use crate::quorum::set_order::SetFuture;
 use crate::random;
-use crate::stats::locks::{Holding, Outcome};
+use crate::stats::locks::Outcome;
 use crate::status::NodeView;
 use crate::token::Token;
-use crate::validity::Ttl;
-
-/// A granted lock's parts, from which the caller builds the held lock.
-pub(crate) struct Granted {
-    /// What the lock covers.
-    pub(crate) keys: Keys,
-    /// The token the keys hold.
-    pub(crate) token: Token,
-    /// When the validity ends.
-    pub(crate) deadline: Instant,
-    /// The TTL the keys were set with, and its drift.
-    pub(crate) ttl: Ttl,
-    /// The attempt's `SET`s, which a release waits behind.
-    pub(crate) sets: Vec<SetFuture>,
-    /// The fencing token, when one was asked for.
-    pub(crate) fence: Option<u64>,
-    /// What the grant counts as: the counters its hold goes to.
-    pub(crate) holding: Holding,
-}
 
 /// Takes the lock on `keys`, retrying as `retry` allows: at most its count
 /// of retries after the first attempt, none that would start after its
@@ -49,15 +29,14 @@ pub(crate) struct Granted {
 /// # Cancel safety
 ///
 /// Dropping the future spawns the release of whatever the current attempt
-/// had set (see [`super::attempt::acquire_once`]).
+/// had set (see [`attempt::once`]).
 pub(crate) async fn acquire(
     engine: &Arc<Engine>,
-    claim: impl Into<Claim>,
+    claim: impl Claim,
     ttl: Duration,
     retry: Retry,
 ) -> Result<Granted> {
     let start = Instant::now();
-    let claim = claim.into();
     let counters = engine.leases.of(claim.holding().primitive);
     let result = attempts(engine, claim, ttl, retry).await;
     let outcome = match &result {
@@ -71,7 +50,7 @@ pub(crate) async fn acquire(
 /// [`acquire`] without the counting of its outcome.
 async fn attempts(
     engine: &Arc<Engine>,
-    claim: Claim,
+    claim: impl Claim,
     ttl: Duration,
     retry: Retry,
 ) -> Result<Granted> {
@@ -86,29 +65,14 @@ async fn attempts(
         attempts = attempts.saturating_add(1);
         let token = Token::generate();
         let began = Instant::now();
-        let attempt = claim.attempt(engine, &token, ttl.duration, ttl.drift).await;
+        let attempt = attempt::once(engine, &claim, token, ttl).await;
         engine
             .leases
             .of(claim.holding().primitive)
             .attempted(began.elapsed());
         let failure = match attempt {
-            Attempt::Granted {
-                keys,
-                deadline: valid_until,
-                sets,
-                fence,
-            } => {
-                return Ok(Granted {
-                    keys,
-                    token,
-                    deadline: valid_until,
-                    ttl,
-                    sets,
-                    fence,
-                    holding: claim.holding(),
-                });
-            }
-            Attempt::Failed(failure) => failure,
+            Ok(granted) => return Ok(granted),
+            Err(failure) => failure,
         };
         // Drawn from the OS: workers forked from one process must not
         // back off in step (see `random`).
@@ -129,13 +93,12 @@ async fn attempts(
             || failure.fence_exhausted.is_some()
         {
             let mut failure = failure;
-            if let Some(key) = claim.fence_key() {
+            if let Some(key) = claim.keys().fence_key() {
                 name_counter(&mut failure.failures, key);
             }
-            let resource = if is_contended(&failure) {
-                claim.held_resource(engine).await
-            } else {
-                claim.name()
+            let resource = match claim.resources() {
+                Some(keys) if is_contended(&failure) => engine.held_resource(keys).await,
+                _ => claim.name(),
             };
             return Err(error(engine, resource, ttl.duration, attempts, failure));
         }
@@ -149,7 +112,7 @@ async fn attempts(
             (Some(handoff), None) if held => {
                 // Subscribe, then retry at once: a release that came before
                 // the subscription is not missed.
-                watch = Some(handoff.watch(&claim.watched(), cfg.node_timeout).await);
+                watch = Some(handoff.watch(claim.keys(), cfg.node_timeout).await);
             }
             (_, Some(w)) if held => {
                 let patience = Patience {
@@ -237,12 +200,13 @@ impl Patience {
 /// anything but "set" ends the wait, and the attempt decides.
 async fn wait_for_release(
     engine: &Engine,
-    claim: &Claim,
+    claim: &impl Claim,
     watch: &Watch,
     patience: Patience,
     spread: &mut Duration,
 ) -> bool {
-    let first_wait = match claim.look(engine).await {
+    let look = || async { claim.hint(engine.look(claim.keys()).await) };
+    let first_wait = match look().await {
         NodeView::Free => return true,
         // Held: until it expires at most; no answer: the retry delay.
         view => patience.wait(view.held_for().unwrap_or_default(), Instant::now()),
@@ -259,7 +223,7 @@ async fn wait_for_release(
             () = &mut fallback => return false,
             () = tokio::time::sleep(jitter) => {}
         }
-        let Some(held_for) = claim.look(engine).await.held_for() else {
+        let Some(held_for) = look().await.held_for() else {
             return true;
         };
         // Set again by a faster waiter, for this long at most.

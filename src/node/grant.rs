@@ -1,0 +1,186 @@
+//! An acquire on one node, of any kind (a lock's `SET NX PX` or script, a
+//! semaphore's `acquire_slots.lua`): what the node granted, read from its
+//! reply in one place.
+
+use redis::Value;
+use tracing::debug;
+
+use crate::error::Operation;
+use crate::node::commands::Command;
+use crate::node::fence;
+use crate::node::reply::{self, Kind, Vote};
+use crate::node::{Node, NodeResult, Window};
+
+/// How an acquire's reply reads, by the command that asked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Shape {
+    /// A lock's: `OK` or nil (`SET NX`), 1 or 0 (several resources).
+    Lock,
+    /// A fenced lock's: the fencing counter read with the `SET`, or −1.
+    Fenced,
+    /// A semaphore's `want` of `listed` slots: `{counter, p1, …, pk}`
+    /// (ascending positions, 1-based) or `{-1, free}`.
+    Slots { listed: usize, want: usize },
+}
+
+/// One node's answer to an acquire: its vote, the fencing counter it read
+/// atomically with the keys (0 when not fenced), and, for a semaphore, the
+/// slots it set to the token, as positions in the order the command
+/// listed them (empty when it refused: fewer than the slots wanted were
+/// free).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Grant {
+    pub(crate) vote: Vote,
+    pub(crate) counter: u64,
+    pub(crate) positions: Vec<usize>,
+}
+
+impl Grant {
+    const NO: Grant = Grant {
+        vote: Vote::No,
+        counter: 0,
+        positions: Vec::new(),
+    };
+
+    fn yes(counter: u64, positions: Vec<usize>) -> Self {
+        Grant {
+            vote: Vote::Yes,
+            counter,
+            positions,
+        }
+    }
+
+    /// True when the node set what was asked.
+    pub(crate) fn granted(&self) -> bool {
+        self.vote == Vote::Yes
+    }
+}
+
+impl Node {
+    /// Takes what `command` asks for on this node (see
+    /// [`Command::acquire`], [`Command::take_slots`]), its reply read as
+    /// `shape` says.
+    ///
+    /// With restart quarantine, the vote counts only when the server that
+    /// cast it is the one whose uptime let the node vote (see
+    /// [`vote_checked`](Self::vote_checked)).
+    pub(crate) async fn acquire(
+        &self,
+        command: &Command,
+        shape: Shape,
+        window: Window,
+    ) -> NodeResult<Grant> {
+        let reply = self.vote(command, window).await?;
+        let grant = match shape {
+            Shape::Slots { listed, want } => read(&reply, listed, want),
+            lock => read_lock(&reply, lock == Shape::Fenced),
+        };
+        let grant = grant.map_err(|what| self.protocol(what))?;
+        debug!(node = %self.label, vote = ?grant.vote, "node answered");
+        self.counters.vote(Operation::Acquire, grant.granted());
+        Ok(grant)
+    }
+}
+
+/// A lock's reply, `fenced` or not; anything else says what it was.
+fn read_lock(reply: &Value, fenced: bool) -> Result<Grant, String> {
+    let n = match (reply, fenced) {
+        (&Value::Int(n), _) => n,
+        (Value::Okay, false) => return Ok(Grant::yes(0, Vec::new())),
+        (Value::Nil, false) => return Ok(Grant::NO),
+        (other, _) => return Err(format!("{other:?}")),
+    };
+    let kind = if fenced {
+        Kind::AcquireFenced
+    } else {
+        Kind::AcquireMulti
+    };
+    match reply::counts(kind, n) {
+        Some(false) => Ok(Grant::NO),
+        Some(true) if !fenced => Ok(Grant::yes(0, Vec::new())),
+        Some(true) => u64::try_from(n)
+            .ok()
+            .filter(|&counter| fence::in_range(counter))
+            .map(|counter| Grant::yes(counter, Vec::new()))
+            .ok_or_else(|| format!("fencing counter {n} beyond {}", fence::MAX_FENCE)),
+        None => Err(format!("acquire answered {n}")),
+    }
+}
+
+/// The reply of `acquire_slots.lua` over `listed` slots, `want` wanted:
+/// `{counter, p1, …, pk}` (ascending positions, 1-based) or `{-1, free}`;
+/// anything else says what it was.
+fn read(reply: &Value, listed: usize, want: usize) -> Result<Grant, String> {
+    let Value::Array(items) = reply else {
+        return Err(format!("semaphore acquire answered {reply:?}"));
+    };
+    let ints: Option<Vec<i64>> = items
+        .iter()
+        .map(|v| match v {
+            Value::Int(n) => Some(*n),
+            _ => None,
+        })
+        .collect();
+    let ints = ints.ok_or_else(|| format!("semaphore acquire answered {items:?}"))?;
+    match ints.as_slice() {
+        [-1, free] if usize::try_from(*free).is_ok_and(|f| f < want) => Ok(Grant::NO),
+        [counter, rest @ ..] if rest.len() == want => {
+            let counter = u64::try_from(*counter)
+                .ok()
+                .filter(|&c| fence::in_range(c))
+                .ok_or_else(|| format!("fencing counter {counter} out of range"))?;
+            let mut positions = Vec::with_capacity(want);
+            for &p in rest {
+                match usize::try_from(p) {
+                    Ok(p)
+                        if p >= 1 && p <= listed && positions.last().is_none_or(|&l| l < p - 1) =>
+                    {
+                        positions.push(p - 1);
+                    }
+                    _ => return Err(format!("semaphore acquire set slot {p} of {listed}")),
+                }
+            }
+            Ok(Grant::yes(counter, positions))
+        }
+        other => Err(format!("semaphore acquire answered {other:?}")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ints(v: &[i64]) -> Value {
+        Value::Array(v.iter().map(|&n| Value::Int(n)).collect())
+    }
+
+    #[test]
+    fn a_grant_lists_the_slots_set_and_the_counter() {
+        let g = read(&ints(&[7, 1, 3]), 4, 2).unwrap();
+        assert_eq!(g.positions, [0, 2]);
+        assert_eq!(g.counter, 7);
+        assert!(g.granted());
+        let refused = read(&ints(&[-1, 1]), 4, 2).unwrap();
+        assert!(!refused.granted());
+    }
+
+    #[test]
+    fn replies_the_script_never_gives_are_refused() {
+        // Too few or too many slots, out of range, repeated or unordered.
+        for bad in [
+            &[0, 1][..],
+            &[0, 1, 2, 3],
+            &[0, 0, 1],
+            &[0, 1, 5],
+            &[0, 2, 2],
+            &[0, 3, 1],
+            &[-2, 1, 2],
+            &[-1, 2],
+            &[-1],
+        ] {
+            assert!(read(&ints(bad), 4, 2).is_err(), "{bad:?}");
+        }
+        assert!(read(&Value::Nil, 4, 1).is_err());
+        assert!(read(&ints(&[1 << 53, 1]), 4, 1).is_err());
+    }
+}

@@ -1,0 +1,113 @@
+//! The reads: what the nodes hold for some keys, read-only — a waiter's
+//! look at one node picked at random, the name of the resource found held,
+//! and [`Redlock::status`](crate::Redlock::status) on every node.
+
+use std::sync::Arc;
+
+use crate::error::{NodeFailureKind, ResourceName};
+use crate::keys::Keys;
+use crate::node::commands::Command;
+use crate::node::reply::Vote;
+use crate::node::Node;
+use crate::quorum::engine::Engine;
+use crate::quorum::fanout::{self, Plan};
+use crate::quorum::rule::{self, Tally};
+use crate::random;
+use crate::status::{NodeView, Status};
+
+impl Engine {
+    /// The resource to name when an attempt on `keys` was refused: for a
+    /// lock over several resources, the first one a node picked at random
+    /// sees set, not the first one listed (that one may be free); the
+    /// first resource when none is seen set.
+    pub(crate) async fn held_resource(&self, keys: &Keys) -> ResourceName {
+        if !keys.is_multi() {
+            return keys.name();
+        }
+        let views = self.look(keys).await;
+        keys.slices()
+            .zip(views)
+            .find(|(_, view)| matches!(view, NodeView::Held { .. }))
+            .map_or_else(|| keys.name(), |(key, _)| ResourceName::new(key))
+    }
+
+    /// Every key of `keys` on one node picked at random (from the OS:
+    /// forked workers do not all look at the same node).
+    pub(crate) async fn look(&self, keys: &Keys) -> Vec<NodeView> {
+        let node = &self.nodes[random::below(self.nodes.len())];
+        let one: Arc<[Node]> = Arc::new([node.clone()]);
+        let views = self.views(&one, keys.resources().into()).await;
+        views.into_iter().flatten().collect()
+    }
+
+    /// Reads the resource's key on every node, in parallel.
+    pub(crate) async fn status(&self, resource: &[u8]) -> Status {
+        let mut one = self.statuses(Arc::new([resource.to_vec()])).await;
+        one.pop()
+            .unwrap_or_else(|| Status::new(ResourceName::new(resource), Vec::new(), self.needed()))
+    }
+
+    /// Reads each of `keys` on every node, in parallel: one status per key.
+    pub(crate) async fn statuses(&self, keys: Arc<[Vec<u8>]>) -> Vec<Status> {
+        let views = self.views(&self.nodes, keys.clone()).await;
+        let mut per_key: Vec<Vec<(String, NodeView)>> = vec![Vec::new(); keys.len()];
+        for (node, node_views) in self.nodes.iter().zip(views) {
+            for (k, view) in node_views.into_iter().enumerate() {
+                if let Some(list) = per_key.get_mut(k) {
+                    list.push((node.label().to_owned(), view));
+                }
+            }
+        }
+        keys.iter()
+            .zip(per_key)
+            .map(|(key, nodes)| Status::new(ResourceName::new(key), nodes, self.needed()))
+            .collect()
+    }
+
+    /// What each of `nodes` holds for each of `keys` (read-only; every
+    /// node in parallel, all the keys of a node in one script that answers
+    /// for the keys set only, so that a semaphore of 1024 slots with few
+    /// held is one short round trip), within [`rule::read_timeout`]: per node,
+    /// one view per key. A node that does not answer in time, or fails, is
+    /// [`NodeView::Failed`] for every key (a timeout counted once); a key
+    /// a node cannot read (another type) is `Failed` on its own. The one read
+    /// behind [`status`](Self::status) and a waiter's look.
+    async fn views(&self, nodes: &Arc<[Node]>, keys: Arc<[Vec<u8>]>) -> Vec<Vec<NodeView>> {
+        let timeout = rule::read_timeout(self.config.node_timeout, keys.len());
+        let (command, count) = (Command::peek(&keys), keys.len());
+        let plan = Plan {
+            needed: nodes.len(),
+            timeout,
+            until: None,
+        };
+        // Every node is heard (or times out): a node that fails early must
+        // not end the read before the others answered.
+        let heard = |tally: &Tally| (tally.pending() == 0).then(|| tally.decision()).flatten();
+        let outcome = fanout::counted(
+            nodes,
+            &self.background,
+            plan,
+            fanout::each(command, |_, node, command, window| async move {
+                node.peek(&command, count, window).await
+            }),
+            &mut (|_: usize, _: &Vec<NodeView>| Vote::Yes, heard),
+        )
+        .await;
+        let mut views: Vec<Vec<NodeView>> = nodes
+            .iter()
+            .map(|node| {
+                let silent = node.failure(NodeFailureKind::Timeout(timeout));
+                vec![NodeView::Failed(silent); keys.len()]
+            })
+            .collect();
+        for failure in outcome.failures {
+            if let Some(i) = nodes.iter().position(|n| n.label() == failure.node) {
+                views[i] = vec![NodeView::Failed(failure); keys.len()];
+            }
+        }
+        for (i, answered) in outcome.replies {
+            views[i] = answered;
+        }
+        views
+    }
+}
