@@ -53,8 +53,9 @@ mod reply;
 mod node {
     pub(crate) use super::reply;
 }
-/// The semaphore's vote rule, and the tally it decides by.
-#[allow(dead_code, unreachable_pub)]
+/// The semaphore's vote rule, and the tally it decides by. Their docs
+/// link into the library, whose items are not here.
+#[allow(dead_code, unreachable_pub, rustdoc::broken_intra_doc_links)]
 #[path = "../../src/quorum"]
 mod quorum {
     #[path = "rule.rs"]
@@ -63,7 +64,7 @@ mod quorum {
     pub(crate) mod slots;
 }
 /// The library's bound on a semaphore's permits (`src/config.rs`), which
-/// `rule.rs` names.
+/// `src/quorum/rule.rs` names.
 mod config {
     pub(crate) const MAX_PERMITS: u32 = 1024;
 }
