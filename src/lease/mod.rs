@@ -10,8 +10,8 @@
 //! wait, or fire the signal. The lock ends by release or drop, by a failed
 //! extension, at expiry, or — without ending — the signal warns that it can
 //! no longer be counted on or that renewal reached its cap. Every way it
-//! ends has one vocabulary, in `error::lost`: a [`LostReason`] saying what
-//! happened, whose [`kind`](LostReason::kind) ([`LossKind`]) says what it
+//! ends has one vocabulary, in `error::lost`: a [`LostReason`](crate::LostReason) saying what
+//! happened, whose [`kind`](crate::LostReason::kind) ([`LossKind`](crate::LossKind)) says what it
 //! means; the signal moves through its kinds by the rules of
 //! [`state::SignalState`].
 //!

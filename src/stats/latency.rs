@@ -1,7 +1,7 @@
 //! The duration histograms of `stats`: fixed buckets, a count, a sum and a
 //! maximum, recorded with relaxed atomic adds, each also reported to its
 //! series. The bucket tables are those `metrics` exports
-//! ([`LATENCY_BUCKETS`], [`DURATION_BUCKETS`], in seconds), the only ones.
+//! (`LATENCY_BUCKETS`, `DURATION_BUCKETS`, in seconds), the only ones.
 
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::time::Duration;
