@@ -246,7 +246,7 @@ impl Leadership {
         move || {
             let engine = held.engine.clone();
             engine.background.spawn(async move {
-                election::retire(&held.engine, &held.keys, &held.token).await;
+                election::retire(&held.engine, &held.keys, &held.token, &held.repairs).await;
             });
         }
     }

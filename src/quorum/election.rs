@@ -113,14 +113,21 @@ pub(crate) async fn read(engine: &Engine, keys: &Keys) -> Result<Found, Error> {
 /// every node, within the node timeout; nothing depends on it (a record
 /// left behind counts nowhere once its lock is released), so its outcome
 /// is not reported.
-pub(crate) async fn retire(engine: &Engine, keys: &Keys, token: &Token) {
+pub(crate) async fn retire(engine: &Engine, keys: &Keys, token: &Token, repairs: &Arc<Repairs>) {
     let command = Command::retire(keys, token);
     fanout::ask(
         &engine.nodes,
         &engine.background,
         engine.everyone(engine.config.node_timeout),
-        fanout::each(command, |_, node, command, window| async move {
-            node.retire(&command, window).await
+        fanout::each(command, |i, node, command, window| {
+            let repairs = repairs.clone();
+            async move {
+                // A repair of the record still pending on this node (its
+                // release timed out before taking it) lands first or not
+                // at all: never after the record is deleted.
+                repairs.close(i).await;
+                node.retire(&command, window).await
+            }
         }),
         |_, _| Vote::Yes,
     )
