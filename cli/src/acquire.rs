@@ -1,4 +1,5 @@
-//! Taking the lock (or a permit of a semaphore) for `run`: waits for
+//! Taking the lock (or permits of a semaphore, or a leadership) for `run`
+//! and `elect`: waits for
 //! contention as long as asked, for an outage at most `--outage-wait`, for
 //! a configuration error not at all; a stop signal ends the wait and
 //! releases whatever was partly taken.
@@ -7,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use quorumlock::{Redlock, Retry};
 
-use crate::args::{Common, RunArgs};
+use crate::args::{Common, HoldArgs};
 use crate::diagnose::{after_refusal, classify, wrongtype, Verdict};
 use crate::output::Out;
 use crate::signals::{is_stop, status_for, Signals};
@@ -21,12 +22,10 @@ const SLICE: Duration = Duration::from_secs(1);
 /// What taking the lock needs from the command line.
 #[derive(Debug, Clone)]
 pub struct AcquireOptions {
-    /// The lock, or a permit of a semaphore.
+    /// The lock, permits of a semaphore, or a leadership.
     pub target: Target,
     /// The lock's TTL.
     pub ttl: Duration,
-    /// Ask for a fencing token.
-    pub fenced: bool,
     /// How long to wait for a busy lock (`None`: until it is free).
     pub wait: Option<Duration>,
     /// Give up at once when the lock is busy.
@@ -40,12 +39,11 @@ pub struct AcquireOptions {
 }
 
 impl AcquireOptions {
-    /// The options `run` was given.
-    pub fn new(common: &Common, args: &RunArgs) -> Self {
+    /// The options `run` or `elect` was given, for `target`.
+    pub fn new(common: &Common, args: &HoldArgs, target: Target) -> Self {
         Self {
-            target: Target::new(args.permits),
+            target,
             ttl: args.ttl,
-            fenced: args.fenced,
             wait: args.wait,
             no_wait: args.no_wait,
             outage_wait: args.outage_wait,
@@ -66,7 +64,7 @@ pub async fn acquire(
     let started = Instant::now();
     let progress = (!args.no_wait).then(|| {
         let (redlock, resource) = (redlock.clone(), resource.to_owned());
-        let target = args.target;
+        let target = args.target.clone();
         tokio::spawn(async move {
             tokio::time::sleep(Duration::from_millis(300)).await;
             loop {
@@ -126,9 +124,7 @@ async fn attempts(
         first = false;
         // Boxed, so that dropping it below really ends it (and spawns the
         // release of what it took) before the wait for that release.
-        let mut attempt = args
-            .target
-            .attempt(redlock, resource, args.ttl, args.fenced, retry);
+        let mut attempt = args.target.attempt(redlock, resource, args.ttl, retry);
         let result = loop {
             tokio::select! {
                 biased;
@@ -171,8 +167,9 @@ async fn attempts(
                 };
                 if let Some(wrongtype) = wrongtype(&reading.views(), nodes, quorum) {
                     let (what, keys) = match args.target {
-                        Target::Lock => ("a lock", "its key holds"),
+                        Target::Lock { .. } => ("a lock", "its key holds"),
                         Target::Permit { .. } => ("a semaphore", "its slots' keys hold"),
+                        Target::Leadership { .. } => ("an election", "its leadership key holds"),
                     };
                     out.error(&format!(
                         "{resource:?} is not {what}: {keys} a value of another type on \
@@ -182,8 +179,10 @@ async fn attempts(
                 }
                 if args.no_wait || ran_out() {
                     let busy = match args.target {
-                        Target::Lock => "lock busy",
-                        Target::Permit { .. } => "no permit free",
+                        Target::Lock { .. } => "lock busy",
+                        Target::Permit { take: 1, .. } => "no permit free",
+                        Target::Permit { .. } => "not enough permits free",
+                        Target::Leadership { .. } => "another process leads",
                     };
                     out.say(&format!("{busy}: {reading}"));
                     return Err(exit::BUSY);

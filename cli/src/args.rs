@@ -41,6 +41,12 @@ pub struct Common {
     /// Largest random delay between attempts while waiting.
     #[arg(long, default_value = "200ms", value_parser = humantime::parse_duration, global = true)]
     pub retry_delay: Duration,
+    /// Restart quarantine: a node up for less than this does not vote
+    /// (a node that restarted without persistence forgot every key). Set
+    /// it to at least the largest TTL in use when nodes may restart without
+    /// `appendfsync always`; off by default.
+    #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration, global = true)]
+    pub restart_quarantine: Option<Duration>,
     /// Accept nodes whose maxmemory is set with a maxmemory-policy other
     /// than noeviction (refused by default: eviction can drop a held
     /// lock's key or a fencing counter).
@@ -73,8 +79,19 @@ pub enum Command {
     /// With --permits L, one permit of the counting semaphore RESOURCE of L
     /// permits is taken instead of the lock: at most L commands run at once
     /// across hosts, each supervised as above; CMD also gets QUORUMLOCK_SLOT
-    /// (its slot, 0 to L-1: no other holder has it while the permit lasts).
+    /// (its slot, 0 to L-1: no other holder has it while the permit lasts;
+    /// with --take K, its K slots, comma-separated).
     Run(RunArgs),
+    /// Wait until this process leads the election RESOURCE, then run CMD
+    /// while it leads, as `run` does under a lock: CMD and everything it
+    /// started are killed if the leadership is lost (exit 79); the
+    /// leadership is resigned when CMD exits. CMD gets QUORUMLOCK_EPOCH
+    /// (the leadership's epoch, larger than every earlier leader's) and the
+    /// variables of `run`.
+    Elect(ElectArgs),
+    /// Show who leads the election RESOURCE: its epoch and value (exit 0),
+    /// or that nobody does (exit 1).
+    Leader(LeaderArgs),
     /// Show, per node, whether RESOURCE is locked, by whom and for how long;
     /// with --permits L, the holders of the semaphore RESOURCE's permits.
     Status(StatusArgs),
@@ -86,8 +103,10 @@ pub enum Command {
 /// Default bound on waiting for a quorum that does not answer.
 pub const DEFAULT_OUTAGE_WAIT: &str = "30s";
 
+/// What `run` and `elect` share: how the lease is taken and waited for,
+/// how CMD is supervised, the name and CMD.
 #[derive(Args, Debug)]
-pub struct RunArgs {
+pub struct HoldArgs {
     /// Lock TTL, at least 8 × --node-timeout, at most 1y (365 days); the
     /// lock is renewed every TTL/3 while CMD runs.
     #[arg(long, default_value = "30s", value_parser = parse_ttl)]
@@ -102,14 +121,6 @@ pub struct RunArgs {
     /// trying at most this long, then exit 69; applies even without --wait.
     #[arg(long, default_value = DEFAULT_OUTAGE_WAIT, value_parser = humantime::parse_duration)]
     pub outage_wait: Duration,
-    /// Hand CMD a fencing token in QUORUMLOCK_FENCE.
-    #[arg(long)]
-    pub fenced: bool,
-    /// Take one permit of the counting semaphore RESOURCE, which has L
-    /// permits (1 to 1024), instead of the lock: at most L commands run at
-    /// once. Every user of RESOURCE must give the same L.
-    #[arg(long, value_name = "L", value_parser = permits_range())]
-    pub permits: Option<u32>,
     /// After a lost lock, or CMD's exit with processes it started still
     /// running (in its group or not): time between SIGTERM and SIGKILL to
     /// them (never past the lock's validity).
@@ -126,6 +137,34 @@ pub struct RunArgs {
     pub command: Vec<String>,
 }
 
+#[derive(Args, Debug)]
+pub struct RunArgs {
+    #[command(flatten)]
+    pub hold: HoldArgs,
+    /// Hand CMD a fencing token in QUORUMLOCK_FENCE.
+    #[arg(long)]
+    pub fenced: bool,
+    /// Take one permit of the counting semaphore RESOURCE, which has L
+    /// permits (1 to 1024), instead of the lock: at most L commands run at
+    /// once. Every user of RESOURCE must give the same L.
+    #[arg(long, value_name = "L", value_parser = permits_range())]
+    pub permits: Option<u32>,
+    /// With --permits L: take K of the L permits at once, all or nothing
+    /// (K at most L; default 1).
+    #[arg(long, value_name = "K", value_parser = permits_range(), requires = "permits")]
+    pub take: Option<u32>,
+}
+
+#[derive(Args, Debug)]
+pub struct ElectArgs {
+    #[command(flatten)]
+    pub hold: HoldArgs,
+    /// What `quorumlock leader` shows while this process leads (an
+    /// address, a host name).
+    #[arg(long, default_value = "")]
+    pub value: String,
+}
+
 /// A TTL as humantime reads it; `1y` (365.25 days) means the maximum.
 fn parse_ttl(text: &str) -> Result<Duration, String> {
     let ttl = humantime::parse_duration(text).map_err(|e| e.to_string())?;
@@ -138,7 +177,7 @@ fn parse_ttl(text: &str) -> Result<Duration, String> {
     Ok(ttl)
 }
 
-/// The number of permits a semaphore may have: 1 to
+/// The number of permits a semaphore may have, or take: 1 to
 /// [`MAX_PERMITS`] (a usage error otherwise, before anything is sent).
 fn permits_range() -> clap::builder::RangedI64ValueParser<u32> {
     clap::value_parser!(u32).range(1..=i64::from(MAX_PERMITS))
@@ -163,17 +202,27 @@ pub struct StatusArgs {
 }
 
 #[derive(Args, Debug)]
+pub struct LeaderArgs {
+    #[command(flatten)]
+    pub resource: ResourceArg,
+    /// Print one JSON object (stable fields, see the README); the exit
+    /// status is the same.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Args, Debug)]
 pub struct CompletionsArgs {
     /// The shell to write the completion script for.
     #[arg(value_enum)]
     pub shell: Shell,
 }
 
-/// The lock's name: positional, or through `--resource` for a name that
-/// begins with `-`.
+/// The name of the lock, semaphore or election: positional, or through
+/// `--resource` for a name that begins with `-`.
 #[derive(Args, Debug)]
 pub struct ResourceArg {
-    /// The lock's name, for a name that begins with `-`.
+    /// The name, for a name that begins with `-`.
     #[arg(
         long = "resource",
         value_name = "RESOURCE",
@@ -181,7 +230,7 @@ pub struct ResourceArg {
         conflicts_with = "resource"
     )]
     pub resource_flag: Option<String>,
-    /// The lock's name (the Redis key).
+    /// The name of the lock (its Redis key), semaphore or election.
     #[arg(required_unless_present = "resource_flag")]
     pub resource: Option<String>,
 }

@@ -1,11 +1,12 @@
 //! The client the subcommands share: the Redlock built from the global
-//! options (`--nodes` or `QUORUMLOCK_NODES`, the timeouts), and the exit
-//! status a library error maps to.
+//! options (`--nodes` or `QUORUMLOCK_NODES`, the timeouts, the restart
+//! quarantine), and the exit status a library error maps to.
 
 use std::time::Duration;
 
 use crate::args::Common;
 use crate::exit;
+use crate::output::stderr_line;
 
 /// Builds the client from the common options.
 pub async fn redlock(common: &Common) -> Result<quorumlock::Redlock, quorumlock::Error> {
@@ -16,8 +17,18 @@ pub async fn redlock(common: &Common) -> Result<quorumlock::Redlock, quorumlock:
         .connect_timeout(common.connect_timeout)
         .retry_delay(Duration::ZERO, common.retry_delay)
         .allow_eviction(common.allow_eviction)
+        .restart_quarantine(common.restart_quarantine)
         .build()
         .await
+}
+
+/// Builds the client, or says why not on stderr and returns the exit
+/// status.
+pub async fn connect(common: &Common) -> Result<quorumlock::Redlock, u8> {
+    redlock(common).await.map_err(|e| {
+        stderr_line(&e.to_string());
+        status_of(&e)
+    })
 }
 
 /// The exit status for a library error.

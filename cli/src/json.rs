@@ -1,11 +1,12 @@
-//! `quorumlock status --json`: one JSON object on stdout for scripts and
-//! monitoring, for a lock or (`--permits`) a semaphore. The field names are
-//! stable (README, "status --json"); new fields may be added, none renamed
-//! or removed while `version` is 1.
+//! `quorumlock status --json` and `quorumlock leader --json`: one JSON
+//! object on stdout for scripts and monitoring, for a lock, (`--permits`)
+//! a semaphore, or an election's leader. The field names are stable
+//! (README, "status --json"); new fields may be added, none renamed or
+//! removed while `version` is 1.
 
 use std::time::Duration;
 
-use quorumlock::{NodeFailureKind, NodeView, SemaphoreStatus, Status};
+use quorumlock::{Leader, NodeFailureKind, NodeView, SemaphoreStatus, Status};
 use serde_json::{json, Value};
 
 /// The schema version printed as `version`.
@@ -161,6 +162,23 @@ pub fn semaphore(resource: &str, permits: u32, status: &SemaphoreStatus, exit_co
         "exit_code": exit_code,
         "slots": slots,
         "nodes": nodes,
+    });
+    value.to_string()
+}
+
+/// Who leads the election `name` (as given), as one JSON object: the
+/// leader's epoch and value (lossy UTF-8), or nulls, and the error when the
+/// read failed.
+pub fn leader(name: &str, read: &quorumlock::Result<Option<Leader>>, exit_code: u8) -> String {
+    let found = read.as_ref().ok().and_then(Option::as_ref);
+    let value = json!({
+        "version": VERSION,
+        "election": name,
+        "leader": found.is_some(),
+        "epoch": found.map(|l| l.epoch),
+        "value": found.map(|l| String::from_utf8_lossy(&l.value)),
+        "error": read.as_ref().err().map(ToString::to_string),
+        "exit_code": exit_code,
     });
     value.to_string()
 }

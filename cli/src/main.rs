@@ -1,6 +1,7 @@
 //! `quorumlock`: run a command under a Redlock lock, like `flock(1)` for a
-//! set of Redis nodes, or under a permit of a counting semaphore (at most L
-//! at once); or show who holds a lock or a semaphore's permits.
+//! set of Redis nodes, under permits of a counting semaphore (at most L at
+//! once), or while this process leads an election; or show who holds a
+//! lock or a semaphore's permits, or who leads.
 
 mod acquire;
 mod args;
@@ -23,6 +24,7 @@ use std::process::ExitCode;
 use clap::Parser;
 
 use crate::args::{Cli, Command};
+use crate::target::Target;
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
@@ -49,8 +51,16 @@ fn main() -> ExitCode {
     };
     let code = runtime.block_on(async move {
         match cli.command {
-            Command::Run(args) => run::run(&cli.common, args).await,
+            Command::Run(args) => {
+                let target = Target::new(args.permits, args.take, args.fenced);
+                run::run(&cli.common, &args.hold, target).await
+            }
+            Command::Elect(args) => {
+                let target = Target::Leadership { value: args.value };
+                run::run(&cli.common, &args.hold, target).await
+            }
             Command::Status(args) => status::status(&cli.common, args).await,
+            Command::Leader(args) => status::leader(&cli.common, args).await,
             Command::Completions(_) => exit::OK,
         }
     });

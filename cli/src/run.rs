@@ -1,9 +1,11 @@
-//! `quorumlock run [--permits L] RESOURCE -- CMD [ARGS…]`: the supervisor.
+//! `quorumlock run [--permits L] RESOURCE -- CMD [ARGS…]` and `quorumlock
+//! elect NAME -- CMD [ARGS…]`: the supervisor.
 //!
 //! Order of events: signal handlers first (kept until exit), checks of the
-//! TTL and the node list, the lock (or a permit of the semaphore, which is
-//! the lock over its slot: the rest is the same), a last look for a stop
-//! signal, then
+//! TTL and the node list, the lock (or permits of the semaphore, which are
+//! the lock over their slots, or the leadership, a fenced lock whose token
+//! is the epoch: the rest is the same), a last look for a stop signal,
+//! then
 //! CMD in its own process group; when CMD exits (or the lock is lost),
 //! whatever is left of everything it started is terminated while the lock
 //! is still watched, then the lock is released and the process exits as
@@ -12,15 +14,15 @@
 use std::io::ErrorKind;
 use std::time::{Duration, Instant};
 
-use quorumlock::{Lock, Redlock, Renewal};
+use quorumlock::{Redlock, Renewal};
 
 use crate::acquire::{self, AcquireOptions};
-use crate::args::{Common, RunArgs};
+use crate::args::{Common, HoldArgs};
 use crate::child::{self, Left, Running, Spec};
 use crate::deadline::{self, DeadlineFile};
 use crate::output::Out;
 use crate::signals::{status_for, Signals};
-use crate::target::{Taken, Target};
+use crate::target::{Held, Taken, Target};
 use crate::{client, exit};
 
 /// The shortest TTL `run` accepts, in node timeouts: acquisition (1), a
@@ -34,7 +36,8 @@ pub const MIN_TTL_NODE_TIMEOUTS: u32 = 8;
 /// takes a few milliseconds, and a timer may fire a millisecond late.
 const KILL_LEAD: Duration = Duration::from_millis(20);
 
-pub async fn run(common: &Common, args: RunArgs) -> u8 {
+/// Takes `target` as `args` say, runs CMD under it, returns the exit status.
+pub async fn run(common: &Common, args: &HoldArgs, target: Target) -> u8 {
     let out = Out::new(common);
     let mut signals = match Signals::install() {
         Ok(s) => s,
@@ -55,15 +58,12 @@ pub async fn run(common: &Common, args: RunArgs) -> u8 {
         ));
         return exit::USAGE;
     }
-    let redlock = match client::redlock(common).await {
+    let redlock = match client::connect(common).await {
         Ok(r) => r,
-        Err(e) => {
-            out.error(&e.to_string());
-            return client::status_of(&e);
-        }
+        Err(code) => return code,
     };
-    let options = AcquireOptions::new(common, &args);
-    let Taken { lock, slot } =
+    let options = AcquireOptions::new(common, args, target);
+    let Taken { lock, slots } =
         match acquire::acquire(&redlock, &options, &resource, out, &mut signals).await {
             Ok(taken) => taken,
             Err(code) => return code,
@@ -86,9 +86,14 @@ pub async fn run(common: &Common, args: RunArgs) -> u8 {
         releaser.release(lock).await;
         return status_for(sig);
     }
-    let what = match (options.target, slot) {
-        (Target::Permit { permits }, Some(slot)) => {
-            format!("permit of {resource:?} taken (slot {slot} of {permits}, ")
+    let slots = slots
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join(",");
+    let what = match &options.target {
+        Target::Permit { permits, .. } => {
+            format!("{noun} of {resource:?} taken (slots {slots} of {permits}, ")
         }
         _ => format!("{noun} {resource:?} taken ("),
     };
@@ -124,10 +129,14 @@ pub async fn run(common: &Common, args: RunArgs) -> u8 {
         ));
     }
     if let Some(fence) = lock.fence() {
-        env.push(("QUORUMLOCK_FENCE", fence.to_string()));
+        let name = match options.target {
+            Target::Leadership { .. } => "QUORUMLOCK_EPOCH",
+            _ => "QUORUMLOCK_FENCE",
+        };
+        env.push((name, fence.to_string()));
     }
-    if let Some(slot) = slot {
-        env.push(("QUORUMLOCK_SLOT", slot.to_string()));
+    if !slots.is_empty() {
+        env.push(("QUORUMLOCK_SLOT", slots));
     }
     if args.export_nodes {
         env.push(("QUORUMLOCK_NODES", common.nodes.join(",")));
@@ -152,7 +161,7 @@ pub async fn run(common: &Common, args: RunArgs) -> u8 {
     supervise(
         running,
         lock,
-        &args,
+        args,
         &resource,
         &releaser,
         &mut signals,
@@ -172,8 +181,8 @@ pub async fn run(common: &Common, args: RunArgs) -> u8 {
 /// and `run` exits 79.
 async fn supervise(
     mut running: Running,
-    lock: Lock,
-    args: &RunArgs,
+    lock: Held,
+    args: &HoldArgs,
     resource: &str,
     releaser: &Releaser,
     signals: &mut Signals,
@@ -313,12 +322,12 @@ struct Releaser {
     redlock: Redlock,
     node_timeout: Duration,
     out: Out,
-    /// What is released, for messages: `lock` or `permit`.
+    /// What is released, for messages: `lock`, `permit` or `leadership`.
     noun: &'static str,
 }
 
 impl Releaser {
-    async fn release(&self, lock: Lock) {
+    async fn release(&self, lock: Held) {
         if let Err(e) = lock.release().await {
             self.out
                 .say(&format!("release: {e} (the keys expire with their TTL)"));

@@ -1,18 +1,16 @@
-//! `quorumlock status [--json] [--permits L] RESOURCE`.
+//! `quorumlock status [--json] [--permits L] RESOURCE` and `quorumlock
+//! leader [--json] NAME`.
 
 use quorumlock::{NodeView, Redlock, Status};
 
-use crate::args::{Common, StatusArgs};
+use crate::args::{Common, LeaderArgs, StatusArgs};
 use crate::output::{stderr_line, stdout_line};
 use crate::{client, exit};
 
 pub async fn status(common: &Common, args: StatusArgs) -> u8 {
-    let redlock = match client::redlock(common).await {
+    let redlock = match client::connect(common).await {
         Ok(r) => r,
-        Err(e) => {
-            stderr_line(&e.to_string());
-            return client::status_of(&e);
-        }
+        Err(code) => return code,
     };
     let resource = args.resource.name();
     if let Some(permits) = args.permits {
@@ -73,6 +71,36 @@ async fn semaphore(redlock: &Redlock, resource: &str, permits: u32, json: bool) 
         ));
     }
     stdout_line(&status.to_string());
+    code
+}
+
+/// Who leads the election NAME: its epoch and value (0), nobody (1), or
+/// the error (69, 78; 2 for an empty name).
+pub async fn leader(common: &Common, args: LeaderArgs) -> u8 {
+    let redlock = match client::connect(common).await {
+        Ok(r) => r,
+        Err(code) => return code,
+    };
+    let name = args.resource.name();
+    let read = redlock.leader(&name).await;
+    let code = match &read {
+        Ok(Some(_)) => exit::OK,
+        Ok(None) => exit::NOT_HELD,
+        Err(e) => client::status_of(e),
+    };
+    if args.json {
+        stdout_line(&crate::json::leader(&name, &read, code));
+        return code;
+    }
+    match read {
+        Ok(Some(leader)) => stdout_line(&format!(
+            "{name:?} is led in epoch {} by {:?}",
+            leader.epoch,
+            String::from_utf8_lossy(&leader.value)
+        )),
+        Ok(None) => stdout_line(&format!("{name:?} has no leader")),
+        Err(e) => stderr_line(&e.to_string()),
+    }
     code
 }
 

@@ -1,34 +1,80 @@
-//! What `run` holds and `status` shows: the lock RESOURCE, or a permit of
-//! the counting semaphore RESOURCE (`--permits L`). Taking either gives a
-//! `Lock` (a permit is the lock over its slot), so everything after the
-//! acquisition — renewal, the lost signal, the supervision, the release —
-//! is one code path for both.
+//! What `run` and `elect` hold and `status` shows: the lock RESOURCE,
+//! permits of the counting semaphore RESOURCE (`--permits L`), or the
+//! leadership of the election RESOURCE (`elect`). Taking any of them gives
+//! a `Lock` (permits are the lock over their slots, a leadership a fenced
+//! lock whose token is the epoch), so everything after the acquisition —
+//! renewal, the lost signal, the supervision, the release — is one code
+//! path for all three.
 
 use std::fmt;
 use std::future::Future;
+use std::ops::Deref;
 use std::pin::Pin;
 use std::time::Duration;
 
-use quorumlock::{Lock, NodeView, Redlock, Retry, Status};
+use quorumlock::{Leadership, Lock, NodeView, Redlock, Retry, Status, ELECTION_KEY_PREFIX};
 
-/// The lock, or one permit of a semaphore of `permits` permits.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// The lock, permits of a semaphore, or the leadership of an election.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Target {
     /// The lock RESOURCE.
-    Lock,
-    /// One permit of the semaphore RESOURCE, which has `permits`.
+    Lock {
+        /// Ask for a fencing token.
+        fenced: bool,
+    },
+    /// `take` permits of the semaphore RESOURCE, which has `permits`.
     Permit {
         /// The semaphore's number of permits.
         permits: u32,
+        /// How many of them are taken at once.
+        take: u32,
+        /// Ask for a fencing token.
+        fenced: bool,
+    },
+    /// The leadership of the election RESOURCE (always fenced: the token
+    /// is the epoch), proclaiming `value`.
+    Leadership {
+        /// What observers read while this process leads.
+        value: String,
     },
 }
 
-/// What an acquisition took: the lock, and for a permit its slot.
+/// What an acquisition took, and for permits their slots.
 pub struct Taken {
-    /// The lock, or the lock over the permit's slot.
-    pub lock: Lock,
-    /// The permit's slot (`0..permits`); `None` for the lock.
-    pub slot: Option<usize>,
+    /// The lock, the lock over the permits' slots, or the leadership.
+    pub lock: Held,
+    /// The permits' slots (each in `0..permits`); empty for the others.
+    pub slots: Vec<usize>,
+}
+
+/// A held lock, or a leadership: one [`Lock`] to renew and watch; a
+/// leadership is released by resigning.
+pub enum Held {
+    /// The lock, or the lock over permits' slots.
+    Lock(Lock),
+    /// A leadership.
+    Leadership(Leadership),
+}
+
+impl Deref for Held {
+    type Target = Lock;
+
+    fn deref(&self) -> &Lock {
+        match self {
+            Held::Lock(lock) => lock,
+            Held::Leadership(leadership) => leadership,
+        }
+    }
+}
+
+impl Held {
+    /// Releases the lock; resigns the leadership (its record goes too).
+    pub async fn release(self) -> quorumlock::Result<()> {
+        match self {
+            Held::Lock(lock) => lock.release().await,
+            Held::Leadership(leadership) => leadership.resign().await,
+        }
+    }
 }
 
 /// One acquisition attempt, boxed: a lock's and a permit's are different
@@ -59,84 +105,119 @@ impl fmt::Display for Reading {
 }
 
 impl Target {
-    /// The lock without `--permits`, a permit with it.
-    pub fn new(permits: Option<u32>) -> Self {
-        permits.map_or(Target::Lock, |permits| Target::Permit { permits })
+    /// `run`'s target: the lock without `--permits`, `take` permits (1
+    /// without `--take`) with it.
+    pub fn new(permits: Option<u32>, take: Option<u32>, fenced: bool) -> Self {
+        permits.map_or(Target::Lock { fenced }, |permits| Target::Permit {
+            permits,
+            take: take.unwrap_or(1),
+            fenced,
+        })
     }
 
-    /// `lock` or `permit`, for messages.
-    pub fn noun(self) -> &'static str {
+    /// `lock`, `permit` or `leadership`, for messages.
+    pub fn noun(&self) -> &'static str {
         match self {
-            Target::Lock => "lock",
+            Target::Lock { .. } => "lock",
             Target::Permit { .. } => "permit",
+            Target::Leadership { .. } => "leadership",
         }
     }
 
-    /// `the lock` or `a permit`: what a waiter waits for, for messages.
-    pub fn wanted(self) -> &'static str {
+    /// `the lock`, `a permit` or `the leadership`: what a waiter waits
+    /// for, for messages.
+    pub fn wanted(&self) -> &'static str {
         match self {
-            Target::Lock => "the lock",
+            Target::Lock { .. } => "the lock",
             Target::Permit { .. } => "a permit",
+            Target::Leadership { .. } => "the leadership",
         }
     }
 
     /// One attempt to take the target, trying as `retry` says.
     pub fn attempt(
-        self,
+        &self,
         redlock: &Redlock,
         resource: &str,
         ttl: Duration,
-        fenced: bool,
         retry: Retry,
     ) -> Attempt {
         match self {
-            Target::Lock => {
+            Target::Lock { fenced } => {
                 let mut request = redlock.lock(resource, ttl).retry(retry);
-                if fenced {
+                if *fenced {
                     request = request.fenced();
                 }
                 Box::pin(async move {
-                    let lock = request.acquire().await?;
-                    Ok(Taken { lock, slot: None })
+                    let lock = Held::Lock(request.acquire().await?);
+                    Ok(Taken {
+                        lock,
+                        slots: Vec::new(),
+                    })
                 })
             }
-            Target::Permit { permits } => {
-                let mut request = redlock.semaphore(resource, permits, ttl).retry(retry);
-                if fenced {
+            Target::Permit {
+                permits,
+                take,
+                fenced,
+            } => {
+                let mut request = redlock
+                    .semaphore(resource, *permits, ttl)
+                    .take(*take)
+                    .retry(retry);
+                if *fenced {
                     request = request.fenced();
                 }
                 Box::pin(async move {
                     let permit = request.acquire().await?;
-                    let slot = permit.slots().first().copied();
+                    let slots = permit.slots().to_vec();
                     Ok(Taken {
-                        lock: permit.into_lock(),
-                        slot,
+                        lock: Held::Lock(permit.into_lock()),
+                        slots,
+                    })
+                })
+            }
+            Target::Leadership { value } => {
+                let campaign = redlock
+                    .campaign(resource, ttl)
+                    .value(value.as_str())
+                    .retry(retry);
+                Box::pin(async move {
+                    let lock = Held::Leadership(campaign.lead().await?);
+                    Ok(Taken {
+                        lock,
+                        slots: Vec::new(),
                     })
                 })
             }
         }
     }
 
-    /// Reads what every node holds for the target, taking nothing.
-    pub async fn read(self, redlock: &Redlock, resource: &str) -> Reading {
-        match self {
-            Target::Lock => {
-                let status = redlock.status(resource).await;
-                Reading {
-                    text: status.to_string(),
-                    keys: vec![status],
+    /// Reads what every node holds for the target, taking nothing: the
+    /// lock's key, the semaphore's slots, the election's leadership lock.
+    pub async fn read(&self, redlock: &Redlock, resource: &str) -> Reading {
+        let key = match self {
+            Target::Lock { .. } => resource.as_bytes().to_vec(),
+            Target::Leadership { .. } => {
+                [ELECTION_KEY_PREFIX, b"{", resource.as_bytes(), b"}"].concat()
+            }
+            Target::Permit { permits, .. } => {
+                return match redlock.semaphore_status(resource, *permits).await {
+                    Ok(status) => Reading {
+                        text: status.to_string(),
+                        keys: status.slots,
+                    },
+                    Err(e) => Reading {
+                        text: e.to_string(),
+                        keys: Vec::new(),
+                    },
                 }
             }
-            Target::Permit { permits } => match redlock.semaphore_status(resource, permits).await {
-                Ok(status) => Reading {
-                    text: status.to_string(),
-                    keys: status.slots,
-                },
-                Err(e) => Reading {
-                    text: e.to_string(),
-                    keys: Vec::new(),
-                },
-            },
+        };
+        let status = redlock.status(key).await;
+        Reading {
+            text: status.to_string(),
+            keys: vec![status],
         }
     }
 }
