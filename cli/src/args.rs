@@ -82,19 +82,21 @@ pub enum Command {
     /// (its slot, 0 to L-1: no other holder has it while the permit lasts;
     /// with --take K, its K slots, comma-separated).
     Run(RunArgs),
-    /// Wait until this process leads the election RESOURCE, then run CMD
-    /// while it leads, as `run` does under a lock: CMD and everything it
-    /// started are killed if the leadership is lost (exit 79); the
-    /// leadership is resigned when CMD exits. CMD gets QUORUMLOCK_EPOCH
-    /// (the leadership's epoch, larger than every earlier leader's) and the
-    /// variables of `run`.
+    /// Show, per node, whether RESOURCE is locked, by whom and for how long;
+    /// with --permits L, the holders of the semaphore RESOURCE's permits.
+    Status(StatusArgs),
+    /// Wait until this process leads the election RESOURCE, run CMD while
+    /// it leads, resign when CMD exits.
+    ///
+    /// CMD is supervised as by `run` (its process group, signals, what it
+    /// leaves behind): if the leadership is lost, CMD and everything it
+    /// started are killed and the exit status is 79. CMD gets
+    /// QUORUMLOCK_EPOCH (the leadership's epoch: larger than every earlier
+    /// leader's) and the variables of `run` but QUORUMLOCK_FENCE.
     Elect(ElectArgs),
     /// Show who leads the election RESOURCE: its epoch and value (exit 0),
     /// or that nobody does (exit 1).
     Leader(LeaderArgs),
-    /// Show, per node, whether RESOURCE is locked, by whom and for how long;
-    /// with --permits L, the holders of the semaphore RESOURCE's permits.
-    Status(StatusArgs),
     /// Print a shell completion script (bash, zsh, fish, elvish,
     /// powershell) on stdout; needs no nodes.
     Completions(CompletionsArgs),

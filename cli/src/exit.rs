@@ -37,9 +37,9 @@ Exit status of `run` and `elect`: the command's own status, or
         NOAUTH), missing ACL permission (NOPERM), or the resource's key
         holds a value of another type (WRONGTYPE) on too many nodes
     79  the lock (the permit, the leadership) was lost while the command,
-        or a process it started, ran; all of them were sent SIGTERM (SIGKILL after
-        --grace or at the end of the lock's validity) and this status is
-        returned
+        or a process it started, ran; all of them were sent SIGTERM
+        (SIGKILL after --grace or at the end of the lock's validity) and
+        this status is returned
    126  the command could not be executed
    127  the command was not found
   128+N the command was killed by signal N, or quorumlock got signal N
