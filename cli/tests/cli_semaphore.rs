@@ -6,29 +6,15 @@
 
 use quorumlock_testkit as support;
 
-use std::process::{Child, Command, ExitStatus, Output, Stdio};
+mod common;
+
+use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
-use serde_json::Value;
+use common::{
+    json, none_left, output, quorumlock, signal, sleep_marker, text, wait_within, with_marker,
+};
 use support::{unique, Cluster};
-
-const BIN: &str = env!("CARGO_BIN_EXE_quorumlock");
-
-fn quorumlock(cluster: &Cluster) -> Command {
-    let mut cmd = Command::new(BIN);
-    cmd.env("QUORUMLOCK_NODES", cluster.urls().join(","))
-        .args(["--node-timeout", "100ms"])
-        .stdin(Stdio::null());
-    cmd
-}
-
-fn output(mut cmd: Command) -> Output {
-    cmd.output().expect("run quorumlock")
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
 
 /// The key of slot `i` of the semaphore `name`.
 fn slot_key(name: &str, i: usize) -> Vec<u8> {
@@ -46,58 +32,6 @@ fn released(cluster: &Cluster, name: &str, permits: usize) -> bool {
     support::block_on_eventually(Duration::from_secs(3), || {
         slots_held(cluster, name, permits) == 0
     })
-}
-
-fn wait_within(child: &mut Child, limit: Duration) -> Option<ExitStatus> {
-    let deadline = Instant::now() + limit;
-    loop {
-        if let Ok(Some(status)) = child.try_wait() {
-            return Some(status);
-        }
-        if Instant::now() >= deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            return None;
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
-}
-
-fn signal(pid: u32, sig: &str) {
-    let _ = Command::new("kill")
-        .args([sig, "--", &pid.to_string()])
-        .status();
-}
-
-/// Processes whose command line contains `marker` (zombies have none).
-fn with_marker(marker: &str) -> Vec<u32> {
-    let Ok(dir) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    dir.flatten()
-        .filter_map(|entry| {
-            let pid = entry.file_name().to_str()?.parse::<u32>().ok()?;
-            let cmdline = std::fs::read(entry.path().join("cmdline")).ok()?;
-            String::from_utf8_lossy(&cmdline)
-                .contains(marker)
-                .then_some(pid)
-        })
-        .collect()
-}
-
-/// Waits (bounded) until no process carries `marker`; kills any left so
-/// that a failing test leaves nothing behind.
-fn none_left(marker: &str, limit: Duration) -> bool {
-    let gone = support::block_on_eventually(limit, || with_marker(marker).is_empty());
-    for pid in with_marker(marker) {
-        signal(pid, "-KILL");
-    }
-    gone
-}
-
-/// A unique `sleep` duration: the marker of one test's processes.
-fn sleep_marker() -> String {
-    format!("300.{:09}", rand::random::<u32>())
 }
 
 /// One command's time under its permit, from its log lines.
@@ -283,12 +217,6 @@ fn a_lost_permit_stops_the_command_and_everything_it_started() {
         "the background sleeps died too"
     );
     assert!(released(&cluster, &name, 2));
-}
-
-fn json(out: &Output) -> Value {
-    let stdout = text(&out.stdout);
-    assert_eq!(stdout.lines().count(), 1, "one JSON line: {stdout:?}");
-    serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("{stdout:?}: {e}"))
 }
 
 /// Two holders of L = 2: `status --permits` shows both (prefix, slot,
@@ -484,4 +412,156 @@ fn bad_permits_are_a_usage_error_and_nothing_is_sent() {
     assert!(support::block_on_eventually(Duration::from_secs(3), || {
         cluster.holders(&slot_key(&name, slot)) == 0
     }));
+}
+
+/// `--take 2` of 3 permits: one holder with two slots (`status` and its
+/// JSON show them, CMD gets both in `QUORUMLOCK_SLOT`); a second `--take 2`
+/// is refused with 75 while the first runs (one permit is free, two are
+/// not), and runs once the first is gone.
+#[test]
+fn take_k_holds_k_permits_at_once_and_a_second_k_waits() {
+    let cluster = Cluster::shared(3);
+    let name = unique("cli-sem-take");
+    let dir = tempfile::tempdir().expect("dir");
+    let slots_file = dir.path().join("slots");
+    let go = dir.path().join("go");
+    let mut first = quorumlock(&cluster);
+    first
+        .args(["run", "--permits", "3", "--take", "2", &name, "--", "sh", "-c"])
+        .arg(format!(
+            "echo $QUORUMLOCK_SLOT > {}; i=0; while [ ! -e {} ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); done",
+            slots_file.display(),
+            go.display()
+        ));
+    let mut first = first.stderr(Stdio::null()).spawn().expect("first");
+    assert!(
+        support::block_on_eventually(Duration::from_secs(20), || slots_held(&cluster, &name, 3)
+            == 6),
+        "two slots taken on every node"
+    );
+    assert!(support::block_on_eventually(Duration::from_secs(5), || {
+        slots_file.exists()
+    }));
+    let slots = std::fs::read_to_string(&slots_file).expect("slots");
+    let slots: Vec<usize> = slots
+        .trim()
+        .split(',')
+        .map(|s| s.parse().expect("a slot"))
+        .collect();
+    assert_eq!(slots.len(), 2, "{slots:?}");
+    assert!(slots.iter().all(|&s| s < 3) && slots[0] != slots[1]);
+
+    let mut cmd = quorumlock(&cluster);
+    cmd.args(["status", "--permits", "3", &name]);
+    let out = output(cmd);
+    let shown = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{shown}");
+    let holders: Vec<&str> = shown.lines().filter(|l| l.starts_with("held by")).collect();
+    assert_eq!(holders.len(), 1, "one holder: {shown}");
+    assert!(
+        holders[0].contains(&format!("slots {}, {}", slots[0], slots[1])),
+        "{shown}"
+    );
+    assert!(shown.contains("2 of 3 permits held"), "{shown}");
+    let mut cmd = quorumlock(&cluster);
+    cmd.args(["status", "--json", "--permits", "3", &name]);
+    let v = json(&output(cmd));
+    assert_eq!(v["permits_held"], 2, "{v}");
+    assert_eq!(v["permits_free"], 1, "{v}");
+    assert_eq!(v["holders"].as_array().map(Vec::len), Some(1), "{v}");
+    assert_eq!(v["holders"][0]["slots"], serde_json::json!(slots), "{v}");
+
+    let mut busy = quorumlock(&cluster);
+    busy.args([
+        "run",
+        "--permits",
+        "3",
+        "--take",
+        "2",
+        "--no-wait",
+        &name,
+        "--",
+        "true",
+    ]);
+    let out = output(busy);
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(75), "{stderr}");
+    assert!(stderr.contains("not enough permits free"), "{stderr}");
+    assert_eq!(
+        slots_held(&cluster, &name, 3),
+        6,
+        "the refused one left nothing"
+    );
+
+    let mut second = quorumlock(&cluster);
+    second
+        .args([
+            "run",
+            "--permits",
+            "3",
+            "--take",
+            "2",
+            "--wait",
+            "60s",
+            &name,
+            "--",
+            "sh",
+            "-c",
+        ])
+        .arg("exit 5");
+    let mut second = second.stderr(Stdio::null()).spawn().expect("second");
+    std::thread::sleep(Duration::from_millis(500));
+    assert!(
+        second.try_wait().expect("try_wait").is_none(),
+        "the second waits while the first holds two of three"
+    );
+    std::fs::write(&go, b"").expect("go");
+    let status = wait_within(&mut first, Duration::from_secs(20));
+    assert_eq!(status.and_then(|s| s.code()), Some(0));
+    let status = wait_within(&mut second, Duration::from_secs(60));
+    assert_eq!(status.and_then(|s| s.code()), Some(5), "the second ran");
+    assert!(released(&cluster, &name, 3));
+}
+
+/// `--take` above `--permits` is a usage error (2) and leaves nothing on
+/// the nodes; `--take` without `--permits` and `--take 0` are refused by
+/// the parser (2) before any node is asked.
+#[test]
+fn a_take_above_the_permits_is_a_usage_error_and_nothing_is_left() {
+    let cluster = Cluster::shared(3);
+    let name = unique("cli-sem-take-usage");
+    for args in [
+        vec!["run", "--permits", "2", "--take", "3", &name, "--", "true"],
+        vec![
+            "run",
+            "--permits",
+            "2",
+            "--take",
+            "3",
+            "--no-wait",
+            &name,
+            "--",
+            "true",
+        ],
+        vec!["run", "--take", "2", &name, "--", "true"],
+        vec!["run", "--permits", "2", "--take", "0", &name, "--", "true"],
+    ] {
+        let mut cmd = quorumlock(&cluster);
+        cmd.args(&args);
+        let out = output(cmd);
+        let stderr = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(
+            stderr.contains("take") || stderr.contains("--permits"),
+            "{args:?}: {stderr}"
+        );
+    }
+    assert_eq!(slots_held(&cluster, &name, 3), 0, "nothing taken");
+    for i in 0..cluster.len() {
+        let keys: Vec<String> = cluster.exec(
+            i,
+            redis::cmd("KEYS").arg(format!("quorumlock:semaphore:{{{name}}}*")),
+        );
+        assert!(keys.is_empty(), "node {i}: {keys:?}");
+    }
 }
