@@ -288,3 +288,34 @@ fn a_node_that_can_evict_keys_is_refused_unless_allowed() {
     let out = output(cmd);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
 }
+
+/// `--restart-quarantine` reaches the client: with a quarantine longer
+/// than any node's uptime no node votes (69, said as such, nothing taken);
+/// with a short one the command runs.
+#[test]
+fn restart_quarantine_keeps_young_nodes_from_voting() {
+    let cluster = Cluster::shared(3);
+    let name = unique("cli-quarantine");
+    let mut cmd = quorumlock(&cluster);
+    cmd.args([
+        "--restart-quarantine",
+        "100y",
+        "run",
+        "--no-wait",
+        &name,
+        "--",
+        "true",
+    ]);
+    let out = output(cmd);
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(69), "{stderr}");
+    assert!(
+        stderr.contains("restarted too recently to vote"),
+        "{stderr}"
+    );
+    assert_eq!(cluster.holders(name.as_bytes()), 0, "nothing taken");
+    let mut cmd = quorumlock(&cluster);
+    cmd.args(["run", "--restart-quarantine", "1ms", &name, "--", "true"]);
+    let out = output(cmd);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+}

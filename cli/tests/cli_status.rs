@@ -156,7 +156,17 @@ fn completions_are_generated_for_each_shell_without_nodes() {
             String::from_utf8_lossy(&out.stderr)
         );
         assert!(text.contains(marker), "{shell} script lacks {marker:?}");
-        for word in ["run", "status", "ttl", "json", "completions"] {
+        for word in [
+            "run",
+            "status",
+            "elect",
+            "leader",
+            "ttl",
+            "json",
+            "take",
+            "restart-quarantine",
+            "completions",
+        ] {
             assert!(text.contains(word), "{shell} script lacks {word}");
         }
     }
