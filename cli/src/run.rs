@@ -189,6 +189,8 @@ async fn supervise(
     mut file: Option<DeadlineFile>,
 ) -> u8 {
     let out = releaser.out;
+    // A leadership is renewed from its election on: this restarts its
+    // renewal on the same schedule.
     let lost = match lock.auto_renew(Renewal::default()) {
         Ok(signal) => signal,
         Err(e) => {

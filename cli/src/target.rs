@@ -124,12 +124,13 @@ impl Target {
         }
     }
 
-    /// `the lock`, `a permit` or `the leadership`: what a waiter waits
-    /// for, for messages.
+    /// `the lock`, `a permit` (`the permits`) or `the leadership`: what a
+    /// waiter waits for, for messages.
     pub fn wanted(&self) -> &'static str {
         match self {
             Target::Lock { .. } => "the lock",
-            Target::Permit { .. } => "a permit",
+            Target::Permit { take: 1, .. } => "a permit",
+            Target::Permit { .. } => "the permits",
             Target::Leadership { .. } => "the leadership",
         }
     }
