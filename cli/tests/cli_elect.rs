@@ -131,7 +131,12 @@ fn elect_runs_the_command_while_it_leads_and_the_next_one_after_it() {
         ),
         "{v}"
     );
-    assert_eq!(cluster.holders(&leadership_key(&name)), 0, "resigned");
+    assert!(
+        support::block_on_eventually(Duration::from_secs(3), || cluster
+            .holders(&leadership_key(&name))
+            == 0),
+        "resigned on every node"
+    );
 }
 
 /// The leadership lost (its lock deleted on a majority, with a short TTL):
@@ -204,4 +209,46 @@ fn leader_without_a_quorum_exits_69_and_an_empty_name_2() {
     cmd.args(["leader", "--resource", ""]);
     let out = output(cmd);
     assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+}
+
+/// Signals as for `run`: SIGTERM to a campaign still waiting ends it with
+/// 143 (the leader unaffected); SIGTERM to the leader reaches its command,
+/// whose status `elect` exits with, and the leadership is resigned.
+#[test]
+fn signals_reach_the_leaders_command_and_end_a_waiting_campaign() {
+    let cluster = Cluster::shared(3);
+    let name = unique("cli-elect-signal");
+    let dir = tempfile::tempdir().expect("dir");
+    let ready = dir.path().join("ready");
+    let mut leader = quorumlock(&cluster);
+    leader.args(["elect", &name, "--", "sh", "-c"]).arg(format!(
+        "trap 'exit 9' TERM; touch {}; i=0; while [ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); done",
+        ready.display()
+    ));
+    let mut leader = leader.stderr(Stdio::null()).spawn().expect("leader");
+    assert!(support::block_on_eventually(
+        Duration::from_secs(20),
+        || ready.exists()
+    ));
+    let mut waiting = quorumlock(&cluster);
+    waiting.args(["elect", &name, "--", "true"]);
+    let mut waiting = waiting.stderr(Stdio::null()).spawn().expect("waiting");
+    std::thread::sleep(Duration::from_millis(500));
+    assert!(waiting.try_wait().expect("try_wait").is_none(), "it waits");
+    common::signal(waiting.id(), "-TERM");
+    let status = wait_within(&mut waiting, Duration::from_secs(10));
+    assert_eq!(status.and_then(|s| s.code()), Some(128 + 15));
+    let mut cmd = quorumlock(&cluster);
+    cmd.args(["leader", &name]);
+    assert_eq!(output(cmd).status.code(), Some(0), "the leader leads on");
+
+    common::signal(leader.id(), "-TERM");
+    let status = wait_within(&mut leader, Duration::from_secs(10));
+    assert_eq!(status.and_then(|s| s.code()), Some(9), "CMD got SIGTERM");
+    let mut cmd = quorumlock(&cluster);
+    cmd.args(["leader", &name]);
+    assert_eq!(output(cmd).status.code(), Some(1), "resigned");
+    assert!(support::block_on_eventually(Duration::from_secs(3), || {
+        cluster.holders(&leadership_key(&name)) == 0
+    }));
 }
