@@ -20,12 +20,21 @@ fn leadership_key(name: &str) -> Vec<u8> {
     format!("quorumlock:election:{{{name}}}").into_bytes()
 }
 
+/// A shell command that writes `QUORUMLOCK_EPOCH` to `file` (which
+/// appears whole: written aside, then renamed).
+fn write_epoch(file: &std::path::Path) -> String {
+    format!(
+        "echo $QUORUMLOCK_EPOCH > {0}.tmp && mv {0}.tmp {0}",
+        file.display()
+    )
+}
+
 /// A shell script that writes `QUORUMLOCK_EPOCH` to `file`, then waits
 /// (at most 60 s) for `go` to exist.
 fn lead_until(file: &std::path::Path, go: &std::path::Path) -> String {
     format!(
-        "echo $QUORUMLOCK_EPOCH > {}; i=0; while [ ! -e {} ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); done",
-        file.display(),
+        "{}; i=0; while [ ! -e {} ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); done",
+        write_epoch(file),
         go.display()
     )
 }
@@ -94,10 +103,7 @@ fn elect_runs_the_command_while_it_leads_and_the_next_one_after_it() {
     let mut second = quorumlock(&cluster);
     second
         .args(["elect", "--value", "host-b", &name, "--", "sh", "-c"])
-        .arg(format!(
-            "echo $QUORUMLOCK_EPOCH > {}; exit 3",
-            second_epoch.display()
-        ));
+        .arg(format!("{}; exit 3", write_epoch(&second_epoch)));
     let mut second = second.stderr(Stdio::null()).spawn().expect("second");
     std::thread::sleep(Duration::from_secs(1));
     assert!(

@@ -429,7 +429,7 @@ fn take_k_holds_k_permits_at_once_and_a_second_k_waits() {
     first
         .args(["run", "--permits", "3", "--take", "2", &name, "--", "sh", "-c"])
         .arg(format!(
-            "echo $QUORUMLOCK_SLOT > {}; i=0; while [ ! -e {} ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); done",
+            "echo $QUORUMLOCK_SLOT > {0}.tmp && mv {0}.tmp {0}; i=0; while [ ! -e {1} ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); done",
             slots_file.display(),
             go.display()
         ));
