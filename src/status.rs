@@ -121,22 +121,26 @@ impl Status {
         }
     }
 
-    /// The value prefix held on the most nodes, and on how many.
+    /// Each value held, with its expiry, in the order of the nodes.
+    fn held(&self) -> impl DoubleEndedIterator<Item = (&str, Option<Duration>)> + '_ {
+        self.nodes.iter().filter_map(|(_, view)| match view {
+            NodeView::Held {
+                token_prefix,
+                expires_in,
+            } => Some((token_prefix.as_str(), *expires_in)),
+            _ => None,
+        })
+    }
+
+    /// The value prefix held on the most nodes (the first listed of a
+    /// tie), and on how many.
     pub fn leading_holder(&self) -> Option<(&str, usize)> {
-        let mut best: Option<(&str, usize)> = None;
-        for (_, view) in &self.nodes {
-            if let NodeView::Held { token_prefix, .. } = view {
-                let n = self
-                    .nodes
-                    .iter()
-                    .filter(|(_, v)| matches!(v, NodeView::Held { token_prefix: p, .. } if p == token_prefix))
-                    .count();
-                if best.is_none_or(|(_, m)| n > m) {
-                    best = Some((token_prefix.as_str(), n));
-                }
-            }
-        }
-        best
+        let on = |prefix| self.held().filter(|&(p, _)| p == prefix).count();
+        // `max_by_key` keeps the last of a tie: the first, walking back.
+        self.held()
+            .rev()
+            .map(|(p, _)| (p, on(p)))
+            .max_by_key(|&(_, n)| n)
     }
 
     /// Nodes that answered that the key is absent. Only when a quorum of
@@ -169,16 +173,8 @@ impl Status {
     /// majority of nodes that hold it (an upper bound of the lock's life).
     pub fn expires_in(&self) -> Option<Duration> {
         let (prefix, _) = self.leading_holder()?;
-        self.nodes
-            .iter()
-            .filter_map(|(_, v)| match v {
-                NodeView::Held {
-                    token_prefix,
-                    expires_in,
-                } if token_prefix == prefix => *expires_in,
-                _ => None,
-            })
-            .max()
+        let expiries = self.held().filter(|&(p, _)| p == prefix);
+        expiries.filter_map(|(_, expires_in)| expires_in).max()
     }
 }
 
@@ -216,11 +212,14 @@ impl fmt::Display for Status {
                 }
             }
         }
-        if let Some(left) = self.expires_in() {
-            write!(f, ", expires in {:.1}s", left.as_secs_f64())?;
-        }
-        Ok(())
+        f.write_str(&expiry(self.expires_in()))
     }
+}
+
+/// `, expires in 29.1s`, or nothing for no expiry.
+pub(crate) fn expiry(left: Option<Duration>) -> String {
+    left.map(|left| format!(", expires in {:.1}s", left.as_secs_f64()))
+        .unwrap_or_default()
 }
 
 #[cfg(test)]

@@ -19,7 +19,7 @@ use crate::stats::latency::LatencyCounters;
 use crate::stats::locks::{LockCounters, Primitive};
 use crate::stats::metrics::*;
 use crate::stats::series::{self, bump, Count, Gauge};
-use crate::stats::{LeaseStats, LockStats, NodeStats, Votes};
+use crate::stats::{LeaseStats, NodeStats, Stats, Votes};
 
 /// Redis error codes counted one by one, then `OTHER`, where any other
 /// code counts.
@@ -241,9 +241,16 @@ impl LeaseCounters {
         bump(&self.signals[i], SIGNALS, &[("kind", KINDS[i])]);
     }
 
-    /// The lock-level counters' copy for `primitive`.
-    pub(crate) fn held(&self, primitive: Primitive) -> LockStats {
-        self.of(primitive).snapshot()
+    /// A copy of every counter, with the nodes' copies.
+    pub(crate) fn stats(&self, nodes: Vec<NodeStats>) -> Stats {
+        let [locks, permits, elections] = self.held.each_ref().map(LockCounters::snapshot);
+        Stats {
+            nodes,
+            leases: self.snapshot(),
+            locks,
+            permits,
+            elections,
+        }
     }
 
     pub(crate) fn snapshot(&self) -> LeaseStats {
