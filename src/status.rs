@@ -82,20 +82,15 @@ impl NodeView {
     /// longest); free only when every key is; failed otherwise (the first
     /// failure).
     pub(crate) fn combined(views: impl IntoIterator<Item = NodeView>) -> NodeView {
-        views
-            .into_iter()
-            .fold(NodeView::Free, |all, one| match (all, one) {
-                (a @ NodeView::Held { .. }, b @ NodeView::Held { .. }) => {
-                    if b.held_for() > a.held_for() {
-                        b
-                    } else {
-                        a
-                    }
-                }
-                (held @ NodeView::Held { .. }, _) | (_, held @ NodeView::Held { .. }) => held,
-                (failed @ NodeView::Failed(_), _) | (_, failed @ NodeView::Failed(_)) => failed,
-                (NodeView::Free, NodeView::Free) => NodeView::Free,
-            })
+        let (mut held, mut failed) = (None, None);
+        for view in views {
+            if view.held_for() > held.as_ref().and_then(Self::held_for) {
+                held = Some(view);
+            } else if failed.is_none() && matches!(view, NodeView::Failed(_)) {
+                failed = Some(view);
+            }
+        }
+        held.or(failed).unwrap_or(NodeView::Free)
     }
 
     /// How long the key stays set: `None` unless it is held,

@@ -246,24 +246,23 @@ impl fmt::Display for LostReason {
                 refused,
                 needed,
                 failures,
-            } => write!(
-                f,
-                "extension reached {extended} of {needed} needed nodes \
-                 ({refused} no longer held the token){}",
-                NodeFailures(failures)
-            ),
-            LostReason::Unconfirmed {
+            }
+            | LostReason::Unconfirmed {
                 extended,
                 refused,
                 needed,
                 failures,
-            } => write!(
-                f,
-                "extension reached {extended} of {needed} needed nodes \
-                 ({refused} no longer held the token, {} failed){}",
-                failures.len(),
-                NodeFailures(failures)
-            ),
+            } => {
+                write!(
+                    f,
+                    "extension reached {extended} of {needed} needed nodes \
+                     ({refused} no longer held the token"
+                )?;
+                if let LostReason::Unconfirmed { .. } = self {
+                    write!(f, ", {} failed", failures.len())?;
+                }
+                write!(f, "){}", NodeFailures(failures))
+            }
             LostReason::TooSlow => f.write_str("the extension came back with no validity left"),
             LostReason::AlreadyLost { earlier } => write!(f, "it had ended before: {earlier}"),
             LostReason::RenewalLate {

@@ -327,19 +327,10 @@ impl Error {
     /// # }
     /// ```
     pub fn is_misconfigured(&self) -> bool {
-        match self {
-            Error::Unavailable {
-                failures,
-                needed,
-                nodes,
-                ..
+        match *self {
+            Error::Unavailable { needed, nodes, .. } | Error::NotReady { needed, nodes, .. } => {
+                failure::misconfigured(self.node_failures(), nodes, needed)
             }
-            | Error::NotReady {
-                failures,
-                needed,
-                nodes,
-                ..
-            } => failure::misconfigured(failures, *nodes, *needed),
             _ => false,
         }
     }

@@ -89,12 +89,8 @@ impl SemaphoreHolder {
     fn shown(&self) -> String {
         let slots: Vec<String> = self.slots.iter().map(ToString::to_string).collect();
         let noun = if slots.len() == 1 { "slot" } else { "slots" };
-        let slots = slots.join(", ");
-        format!(
-            "{}… {noun} {slots}{}",
-            self.token_prefix,
-            expiry(self.expires_in)
-        )
+        let expiry = expiry(self.expires_in);
+        format!("{}… {noun} {}{expiry}", self.token_prefix, slots.join(", "))
     }
 }
 
@@ -102,19 +98,14 @@ impl SemaphoreHolder {
 /// in 29.1s), 2 free`.
 impl fmt::Display for SemaphoreStatus {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "{}: {} of {} permits held",
-            self.name,
-            self.held(),
-            self.slots.len()
-        )?;
+        let (held, free, slots) = (self.held(), self.free(), self.slots.len());
+        write!(f, "{}: {held} of {slots} permits held", self.name)?;
         let holders: Vec<String> = self.holders().iter().map(SemaphoreHolder::shown).collect();
         if !holders.is_empty() {
             write!(f, " ({})", holders.join("; "))?;
         }
-        write!(f, ", {} free", self.free())?;
-        let unknown = self.slots.len() - self.held() - self.free();
+        write!(f, ", {free} free")?;
+        let unknown = slots - held - free;
         if unknown > 0 {
             write!(f, ", {unknown} unknown")?;
         }

@@ -139,11 +139,6 @@ impl NodeCounters {
         }
     }
 
-    /// The node answered something that is not a valid reply.
-    pub(crate) fn protocol_error(&self) {
-        self.protocol_errors.add();
-    }
-
     /// The node voted `yes` (granted, extended, deleted) or no (held
     /// elsewhere, not ours). Returns `yes`, to be used inline. The remote
     /// check changes nothing on the node: its answers are not votes here.
@@ -294,7 +289,7 @@ mod tests {
                 Some(MS),
             );
         }
-        c.protocol_error();
+        c.failed(&NodeFailureKind::Protocol("?".into()), None);
         c.failed(
             &NodeFailureKind::Quarantined {
                 uptime: Duration::from_secs(1),
