@@ -175,34 +175,29 @@ impl Status {
 
 impl fmt::Display for Status {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let (name, nodes, quorum, free) =
+            (&self.resource, self.nodes.len(), self.quorum, self.free());
         match self.leading_holder() {
-            Some((prefix, n)) if n >= self.quorum => write!(
-                f,
-                "{} is held by {prefix}… on {n} of {} nodes",
-                self.resource,
-                self.nodes.len()
-            )?,
+            Some((prefix, n)) if n >= quorum => {
+                write!(f, "{name} is held by {prefix}… on {n} of {nodes} nodes")?;
+            }
             Some((prefix, n)) => write!(
                 f,
-                "{} is not held by a quorum ({prefix}… on {n} of {} nodes, {} needed)",
-                self.resource,
-                self.nodes.len(),
-                self.quorum
+                "{name} is not held by a quorum ({prefix}… on {n} of {nodes} nodes, \
+                 {quorum} needed)"
             )?,
-            None if self.free() >= self.quorum => write!(f, "{} is free", self.resource)?,
+            None if free >= quorum => write!(f, "{name} is free")?,
             None => {
                 write!(
                     f,
-                    "{} is unknown: only {} of {} nodes answered (key absent), {} needed",
-                    self.resource,
-                    self.free(),
-                    self.nodes.len(),
-                    self.quorum
+                    "{name} is unknown: only {free} of {nodes} nodes answered (key absent), \
+                     {quorum} needed"
                 )?;
-                if let Some(failure) = self.nodes.iter().find_map(|(_, v)| match v {
+                let failed = self.nodes.iter().find_map(|(_, v)| match v {
                     NodeView::Failed(failure) => Some(failure),
                     _ => None,
-                }) {
+                });
+                if let Some(failure) = failed {
                     write!(f, " (first failure: {failure})")?;
                 }
             }
