@@ -57,23 +57,16 @@ impl NodeView {
     /// wants `want` of them: free when that many are free; held otherwise,
     /// until enough of the held slots expire (the `want − free`-th soonest);
     /// failed when the node could not say.
-    pub(crate) fn enough_free(views: Vec<NodeView>, want: usize) -> NodeView {
+    pub(crate) fn enough_free(mut views: Vec<NodeView>, want: usize) -> NodeView {
+        if let Some(failed) = views.iter().find(|v| matches!(v, NodeView::Failed(_))) {
+            return failed.clone();
+        }
         let slots = views.len();
-        let mut held = Vec::with_capacity(slots);
-        for view in views {
-            match view {
-                NodeView::Failed(_) => return view,
-                NodeView::Held { .. } => held.push(view),
-                NodeView::Free => {}
-            }
-        }
-        let free = slots - held.len();
-        if free >= want {
-            return NodeView::Free;
-        }
-        held.sort_by_key(NodeView::held_for);
-        held.into_iter()
-            .nth(want - free - 1)
+        views.retain(|v| matches!(v, NodeView::Held { .. }));
+        views.sort_by_key(NodeView::held_for);
+        // The `want − free`-th soonest to expire; none when enough are free.
+        let nth = want.checked_sub(slots - views.len() + 1);
+        nth.and_then(|k| views.into_iter().nth(k))
             .unwrap_or(NodeView::Free)
     }
 
@@ -281,6 +274,28 @@ mod tests {
             Some(Duration::from_millis(1))
         );
         assert_eq!(failed.held_for(), None);
+    }
+
+    #[test]
+    fn enough_slots_are_free_once_the_soonest_held_expire() {
+        let views = vec![NodeView::Free, held(Some(300)), held(None), held(Some(100))];
+        let wait = |want| NodeView::enough_free(views.clone(), want);
+        assert_eq!(wait(1), NodeView::Free);
+        assert_eq!(wait(2), held(Some(100)));
+        assert_eq!(wait(3), held(Some(300)));
+        assert_eq!(wait(4), held(None));
+        assert_eq!(
+            wait(5),
+            NodeView::Free,
+            "more than there are: nothing to wait for"
+        );
+        let failed = NodeView::Failed(NodeFailure::new(
+            "127.0.0.1:7000/0",
+            NodeFailureKind::Timeout(Duration::from_millis(50)),
+        ));
+        let mut views = views;
+        views.insert(2, failed.clone());
+        assert_eq!(NodeView::enough_free(views, 1), failed);
     }
 
     #[test]
