@@ -207,8 +207,8 @@ impl LostReason {
         needed: usize,
         failures: Vec<NodeFailure>,
     ) -> Self {
-        let could_hold = extended + unanswered;
-        if could_hold < needed {
+        // Too few nodes could still hold the token for a majority.
+        if extended + unanswered < needed {
             LostReason::Refused {
                 extended,
                 refused,

@@ -228,9 +228,7 @@ impl fmt::Display for Error {
 /// is the source after it.
 impl std::error::Error for Error {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        self.node_failures()
-            .first()
-            .map(|failure| failure as &(dyn std::error::Error + 'static))
+        Some(self.node_failures().first()? as &(dyn std::error::Error + 'static))
     }
 }
 

@@ -117,7 +117,7 @@ impl NodeCounters {
         match kind {
             K::Timeout(_) => self.timeouts.add(),
             K::Connection(_) | K::SameServer { .. } | K::Evicts { .. } => {
-                self.connection_errors.add();
+                self.connection_errors.add()
             }
             K::Protocol(_) => self.protocol_errors.add(),
             K::Quarantined { .. } | K::ServerChanged => self.quarantined.add(),
