@@ -92,7 +92,7 @@ impl Engine {
 
     /// A snapshot of every counter.
     pub(crate) fn stats(&self) -> Stats {
-        let nodes = self.nodes.iter().map(|n| n.counters().snapshot(n.label()));
+        let nodes = self.nodes.iter().map(|n| n.counters().snapshot());
         self.leases.stats(nodes.collect())
     }
 

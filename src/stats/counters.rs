@@ -154,14 +154,14 @@ impl NodeCounters {
         yes
     }
 
-    /// A copy of the counters, for node `node`.
-    pub(crate) fn snapshot(&self, node: &str) -> NodeStats {
+    /// A copy of the counters.
+    pub(crate) fn snapshot(&self) -> NodeStats {
         let [acquire, extend, release] = self.votes.each_ref().map(|[yes, no]| Votes {
             yes: yes.get(),
             no: no.get(),
         });
         NodeStats {
-            node: node.to_owned(),
+            node: self.node.clone(),
             commands: self.commands.get(),
             acquire,
             extend,
@@ -268,15 +268,9 @@ mod tests {
 
     const MS: Duration = Duration::from_millis(1);
 
-    impl Default for NodeCounters {
-        fn default() -> Self {
-            Self::new("")
-        }
-    }
-
     #[test]
     fn failures_are_counted_by_kind_and_code() {
-        let c = NodeCounters::default();
+        let c = NodeCounters::new("n:1/0");
         c.sent();
         c.failed(&NodeFailureKind::Timeout(50 * MS), None);
         c.failed(&NodeFailureKind::Connection("refused".into()), None);
@@ -296,7 +290,7 @@ mod tests {
             },
             None,
         );
-        let s = c.snapshot("n:1/0");
+        let s = c.snapshot();
         assert_eq!(s.node, "n:1/0");
         assert_eq!(s.commands, 1);
         assert_eq!(
@@ -318,19 +312,19 @@ mod tests {
             "an error reply is an answer; a quarantine changes nothing"
         );
         c.failed(&NodeFailureKind::Timeout(50 * MS), None);
-        assert!(!c.snapshot("n").up, "down after a timeout");
+        assert!(!c.snapshot().up, "down after a timeout");
         assert_eq!(s.latency.count, 4, "error replies are replies");
     }
 
     #[test]
     fn votes_are_counted_per_operation() {
-        let c = NodeCounters::default();
+        let c = NodeCounters::new("n");
         assert!(c.vote(Operation::Acquire, true));
         assert!(!c.vote(Operation::Acquire, false));
         c.vote(Operation::Extend, true);
         c.vote(Operation::Release, false);
         c.replied(MS);
-        let s = c.snapshot("n");
+        let s = c.snapshot();
         assert_eq!((s.acquire.yes, s.acquire.no), (1, 1));
         assert_eq!((s.extend.yes, s.extend.no), (1, 0));
         assert_eq!((s.release.yes, s.release.no), (0, 1));

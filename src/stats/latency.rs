@@ -25,10 +25,6 @@ fn bucket_index(bounds: &[f64], elapsed: Duration) -> usize {
         .unwrap_or(bounds.len())
 }
 
-fn micros(d: Duration) -> u64 {
-    u64::try_from(d.as_micros()).unwrap_or(u64::MAX)
-}
-
 /// A histogram over one of the bucket tables, and its series.
 #[derive(Debug)]
 pub(crate) struct LatencyCounters {
@@ -58,7 +54,7 @@ impl LatencyCounters {
 
     /// One duration.
     pub(crate) fn record(&self, elapsed: Duration) {
-        let us = micros(elapsed);
+        let us = u64::try_from(elapsed.as_micros()).unwrap_or(u64::MAX);
         self.count.fetch_add(1, Relaxed);
         self.sum_micros.fetch_add(us, Relaxed);
         self.max_micros.fetch_max(us, Relaxed);
