@@ -6,8 +6,6 @@
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::time::Duration;
 
-#[cfg(test)]
-use crate::stats::metrics::{DURATION_BUCKETS, LATENCY_BUCKETS};
 use crate::stats::series::Histogram;
 use crate::stats::Latency;
 
@@ -83,6 +81,7 @@ impl LatencyCounters {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::stats::metrics::{DURATION_BUCKETS, LATENCY_BUCKETS};
 
     impl Default for LatencyCounters {
         fn default() -> Self {
