@@ -41,15 +41,15 @@ impl NodeView {
     /// `pttl` (−1: no expiry; −2: no key, expired after the `GET`).
     pub(crate) fn from_peek(value: Option<&[u8]>, pttl: i64) -> Self {
         match value {
-            None => NodeView::Free,
-            Some(_) if pttl == -2 => NodeView::Free,
-            Some(value) => NodeView::Held {
+            Some(value) if pttl != -2 => NodeView::Held {
                 token_prefix: String::from_utf8_lossy(value)
                     .chars()
                     .take(Token::SHOWN)
                     .collect(),
                 expires_in: u64::try_from(pttl).ok().map(Duration::from_millis),
             },
+            // No key, or it expired between the `GET` and the `PTTL`.
+            _ => NodeView::Free,
         }
     }
 

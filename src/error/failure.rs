@@ -158,10 +158,8 @@ impl NodeFailureKind {
     /// ```
     pub fn is_misconfigured(&self) -> bool {
         match self {
-            NodeFailureKind::Redis { .. } => {
-                MISCONFIGURED_CODES.iter().any(|c| self.is_redis_error(c))
-            }
-            NodeFailureKind::SameServer { .. } | NodeFailureKind::Evicts { .. } => true,
+            Self::Redis { .. } => MISCONFIGURED_CODES.iter().any(|c| self.is_redis_error(c)),
+            Self::SameServer { .. } | Self::Evicts { .. } => true,
             _ => false,
         }
     }

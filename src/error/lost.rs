@@ -62,10 +62,7 @@ impl LossKind {
     /// assert!(!quorumlock::LossKind::LimitReached.is_final());
     /// ```
     pub fn is_final(self) -> bool {
-        matches!(
-            self,
-            LossKind::Lost | LossKind::Expired | LossKind::Released
-        )
+        matches!(self, Self::Lost | Self::Expired | Self::Released)
     }
 
     /// A short lowercase name: `uncertain`, `lost`, `expired`,
@@ -184,14 +181,14 @@ impl LostReason {
     /// ```
     pub fn kind(&self) -> LossKind {
         match self {
-            LostReason::Expired => LossKind::Expired,
-            LostReason::Refused { .. } => LossKind::Lost,
-            LostReason::Unconfirmed { .. }
-            | LostReason::TooSlow
-            | LostReason::RenewalLate { .. } => LossKind::Uncertain,
-            LostReason::AlreadyLost { earlier } => earlier.kind(),
-            LostReason::LimitReached { .. } => LossKind::LimitReached,
-            LostReason::Released => LossKind::Released,
+            Self::Expired => LossKind::Expired,
+            Self::Refused { .. } => LossKind::Lost,
+            Self::Unconfirmed { .. } | Self::TooSlow | Self::RenewalLate { .. } => {
+                LossKind::Uncertain
+            }
+            Self::AlreadyLost { earlier } => earlier.kind(),
+            Self::LimitReached { .. } => LossKind::LimitReached,
+            Self::Released => LossKind::Released,
         }
     }
 
