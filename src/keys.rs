@@ -31,6 +31,7 @@ pub const RELEASE_CHANNEL_PREFIX: &[u8] = b"quorumlock:released:";
 #[derive(Clone)]
 pub(crate) struct Keys(Arc<Inner>);
 
+#[derive(Default)]
 struct Inner {
     resources: Vec<Vec<u8>>,
     fence_key: Option<Vec<u8>>,
@@ -47,18 +48,21 @@ struct Inner {
 }
 
 impl Keys {
+    /// Resources checked already, with their fencing counter if any.
+    fn new(resources: Vec<Vec<u8>>, fence_key: Option<Vec<u8>>) -> Self {
+        Self(Arc::new(Inner {
+            resources,
+            fence_key,
+            ..Inner::default()
+        }))
+    }
+
     /// One resource, optionally fenced.
     pub(crate) fn one(resource: impl Into<Vec<u8>>, fenced: bool) -> Result<Self> {
         let resource = resource.into();
         check_resource(&resource)?;
         let fence_key = fenced.then(|| [FENCE_KEY_PREFIX, &resource].concat());
-        Ok(Self(Arc::new(Inner {
-            resources: vec![resource],
-            fence_key,
-            round_key: None,
-            announce: None,
-            strays: Vec::new(),
-        })))
+        Ok(Self::new(vec![resource], fence_key))
     }
 
     /// Several distinct resources, locked together.
@@ -82,13 +86,7 @@ impl Keys {
         if list.is_empty() {
             return Err(Error::invalid("no resources given"));
         }
-        Ok(Self(Arc::new(Inner {
-            resources: list,
-            fence_key: None,
-            round_key: None,
-            announce: None,
-            strays: Vec::new(),
-        })))
+        Ok(Self::new(list, None))
     }
 
     /// The leadership lock of the leader election `name`:
@@ -102,13 +100,7 @@ impl Keys {
         }
         let lock = [ELECTION_KEY_PREFIX, b"{", name, b"}"].concat();
         let epoch = [&lock[..], b":epoch"].concat();
-        Ok(Self(Arc::new(Inner {
-            resources: vec![lock],
-            fence_key: Some(epoch),
-            round_key: None,
-            announce: None,
-            strays: Vec::new(),
-        })))
+        Ok(Self::new(vec![lock], Some(epoch)))
     }
 
     /// The leader's record beside an election's leadership lock
@@ -129,11 +121,7 @@ impl Keys {
 
     /// The first (for a single lock: the only) resource.
     pub(crate) fn first(&self) -> &[u8] {
-        self.0
-            .resources
-            .first()
-            .map(Vec::as_slice)
-            .unwrap_or_default()
+        self.slices().next().unwrap_or_default()
     }
 
     /// True for a lock over more than one resource.
@@ -185,20 +173,15 @@ impl Keys {
 
 /// A counting semaphore's keys: `permits` slots, each an ordinary lock key
 /// (`quorumlock:semaphore:{<name>}:<i>`), its fencing counter
-/// (`…:fence`) and the channel its releases are announced on. The braces
-/// are a hash tag: a Redis Cluster would keep one semaphore's keys in one
-/// slot. Cheap to clone.
+/// (`…:fence`) and the channel its releases are announced on
+/// (`quorumlock:semaphore:{<name>}`). The braces are a hash tag: a Redis
+/// Cluster would keep one semaphore's keys in one slot. Cheap to clone.
 #[derive(Clone)]
-pub(crate) struct Slots(Arc<SlotsInner>);
-
-struct SlotsInner {
-    name: Vec<u8>,
-    keys: Vec<Vec<u8>>,
-    fence_key: Option<Vec<u8>>,
-    /// `quorumlock:semaphore:{<name>}`: the channel name of its releases.
-    base: Vec<u8>,
+pub(crate) struct Slots {
+    name: Arc<[u8]>,
     /// Every slot, built once: what a failed attempt releases and a
-    /// waiter watches and looks at.
+    /// waiter watches and looks at; the other keys of the slots are
+    /// built from its counter and channel.
     every: Keys,
 }
 
@@ -215,43 +198,46 @@ impl Slots {
             )));
         }
         let base = [SEMAPHORE_KEY_PREFIX, b"{", name, b"}"].concat();
-        let keys: Vec<Vec<u8>> = (0..permits)
+        let resources = (0..permits)
             .map(|i| [&base[..], b":", i.to_string().as_bytes()].concat())
             .collect();
         let fence_key = fenced.then(|| [&base[..], b":fence"].concat());
-        let every = slot_keys(&fence_key, &base, keys.clone(), Vec::new());
-        Ok(Self(Arc::new(SlotsInner {
-            name: name.to_vec(),
-            keys,
+        let every = Inner {
+            round_key: fence_key.as_ref().map(|f| [f, &b":round"[..]].concat()),
+            resources,
             fence_key,
-            base,
-            every,
-        })))
+            announce: Some(base),
+            strays: Vec::new(),
+        };
+        Ok(Self {
+            name: name.into(),
+            every: Keys(Arc::new(every)),
+        })
     }
 
     /// The semaphore's name, as given.
     pub(crate) fn name(&self) -> &[u8] {
-        &self.0.name
+        &self.name
     }
 
     /// Number of slots: the semaphore's permits.
     pub(crate) fn count(&self) -> usize {
-        self.0.keys.len()
+        self.every.0.resources.len()
     }
 
     /// The key of slot `i`.
     pub(crate) fn key(&self, i: usize) -> &[u8] {
-        self.0.keys.get(i).map(Vec::as_slice).unwrap_or_default()
+        self.every.slices().nth(i).unwrap_or_default()
     }
 
     /// The fencing counter, for a fenced semaphore.
     pub(crate) fn fence_key(&self) -> Option<&[u8]> {
-        self.0.fence_key.as_deref()
+        self.every.fence_key()
     }
 
     /// The slot whose key is `key`.
     pub(crate) fn index_of(&self, key: &[u8]) -> Option<usize> {
-        self.0.keys.iter().position(|k| k.as_slice() == key)
+        self.every.slices().position(|k| k == key)
     }
 
     /// The keys of a holder of `slots` (indices, each below
@@ -271,7 +257,7 @@ impl Slots {
 
     /// Every slot (built once).
     pub(crate) fn every(&self) -> &Keys {
-        &self.0.every
+        &self.every
     }
 
     /// The keys of the slots not in `kept`.
@@ -280,44 +266,17 @@ impl Slots {
         rest.map(|i| self.key(i).to_vec()).collect()
     }
 
+    /// The [`Keys`] of some of the slots (`resources`, and `strays` a
+    /// release clears as well), with the semaphore's counter and channel.
     fn keys_of(&self, resources: Vec<Vec<u8>>, strays: Vec<Vec<u8>>) -> Keys {
-        let inner = &self.0;
-        slot_keys(&inner.fence_key, &inner.base, resources, strays)
-    }
-}
-
-/// The [`Keys`] of some of a semaphore's slots (`resources`, and `strays`
-/// a release clears as well), with its fencing counter and channel.
-fn slot_keys(
-    fence_key: &Option<Vec<u8>>,
-    base: &[u8],
-    resources: Vec<Vec<u8>>,
-    strays: Vec<Vec<u8>>,
-) -> Keys {
-    Keys(Arc::new(Inner {
-        resources,
-        fence_key: fence_key.clone(),
-        round_key: fence_key.as_ref().map(|f| [f, &b":round"[..]].concat()),
-        announce: Some(base.to_vec()),
-        strays,
-    }))
-}
-
-/// The semaphore's name, escaped, for logs.
-impl fmt::Display for Slots {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}", self.0.name.escape_ascii())
-    }
-}
-
-impl fmt::Debug for Slots {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "Slots({} × {})",
-            self.0.name.escape_ascii(),
-            self.0.keys.len()
-        )
+        let every = &self.every.0;
+        Keys(Arc::new(Inner {
+            resources,
+            fence_key: every.fence_key.clone(),
+            round_key: every.round_key.clone(),
+            announce: every.announce.clone(),
+            strays,
+        }))
     }
 }
 
@@ -346,16 +305,12 @@ impl fmt::Debug for Keys {
     }
 }
 
-/// Shows the first resource escaped (and how many more), formatted only
-/// when a log line is actually written.
+/// Shows the first resource as [`ResourceName`] does (escaped, cut after
+/// 96 bytes) and how many more, formatted only when a log line is
+/// actually written.
 impl fmt::Display for Keys {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        const MAX: usize = 96;
-        let first = self.first();
-        write!(f, "{}", first[..first.len().min(MAX)].escape_ascii())?;
-        if first.len() > MAX {
-            write!(f, "…({} bytes)", first.len())?;
-        }
+        f.write_str(self.name().as_str())?;
         if self.is_multi() {
             write!(f, " (+{} more)", self.0.resources.len() - 1)?;
         }
@@ -413,9 +368,7 @@ mod tests {
             rest.resources(),
             [b"quorumlock:semaphore:{pool}:1".to_vec()]
         );
-        assert!(Slots::new(b"pool", 0, false)
-            .unwrap_err()
-            .is_invalid_input());
+        assert!(Slots::new(b"pool", 0, false).is_err_and(|e| e.is_invalid_input()));
         assert!(Slots::new(b"pool", MAX_PERMITS + 1, false).is_err());
         assert!(Slots::new(b"", 1, false).is_err());
         assert!(Slots::new(b"pool", 1, false).unwrap().fence_key().is_none());

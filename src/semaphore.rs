@@ -178,13 +178,12 @@ impl SemaphoreRequest {
                 self.take, self.permits
             )));
         }
-        let want = self.take as usize;
         let claim = Permits {
             slots: slots.clone(),
-            want,
+            want: self.take as usize,
         };
         let lock = self.options.acquire(claim).await?;
-        Ok(Permit::new(lock, &slots))
+        Ok(Permit::new(lock, slots))
     }
 
     request_methods!(

@@ -41,15 +41,15 @@ impl NodeView {
     /// `pttl` (−1: no expiry; −2: no key, expired after the `GET`).
     pub(crate) fn from_peek(value: Option<&[u8]>, pttl: i64) -> Self {
         match value {
-            None => NodeView::Free,
-            Some(_) if pttl == -2 => NodeView::Free,
-            Some(value) => NodeView::Held {
+            Some(value) if pttl != -2 => NodeView::Held {
                 token_prefix: String::from_utf8_lossy(value)
                     .chars()
                     .take(Token::SHOWN)
                     .collect(),
                 expires_in: u64::try_from(pttl).ok().map(Duration::from_millis),
             },
+            // No key, or it expired between the `GET` and the `PTTL`.
+            _ => NodeView::Free,
         }
     }
 
@@ -57,23 +57,16 @@ impl NodeView {
     /// wants `want` of them: free when that many are free; held otherwise,
     /// until enough of the held slots expire (the `want − free`-th soonest);
     /// failed when the node could not say.
-    pub(crate) fn enough_free(views: Vec<NodeView>, want: usize) -> NodeView {
+    pub(crate) fn enough_free(mut views: Vec<NodeView>, want: usize) -> NodeView {
+        if let Some(failed) = views.iter().find(|v| matches!(v, NodeView::Failed(_))) {
+            return failed.clone();
+        }
         let slots = views.len();
-        let mut held = Vec::with_capacity(slots);
-        for view in views {
-            match view {
-                NodeView::Failed(_) => return view,
-                NodeView::Held { .. } => held.push(view),
-                NodeView::Free => {}
-            }
-        }
-        let free = slots - held.len();
-        if free >= want {
-            return NodeView::Free;
-        }
-        held.sort_by_key(NodeView::held_for);
-        held.into_iter()
-            .nth(want - free - 1)
+        views.retain(|v| matches!(v, NodeView::Held { .. }));
+        views.sort_by_key(NodeView::held_for);
+        // The `want − free`-th soonest to expire; none when enough are free.
+        let nth = want.checked_sub(slots - views.len() + 1);
+        nth.and_then(|k| views.into_iter().nth(k))
             .unwrap_or(NodeView::Free)
     }
 
@@ -82,20 +75,15 @@ impl NodeView {
     /// longest); free only when every key is; failed otherwise (the first
     /// failure).
     pub(crate) fn combined(views: impl IntoIterator<Item = NodeView>) -> NodeView {
-        views
-            .into_iter()
-            .fold(NodeView::Free, |all, one| match (all, one) {
-                (a @ NodeView::Held { .. }, b @ NodeView::Held { .. }) => {
-                    if b.held_for() > a.held_for() {
-                        b
-                    } else {
-                        a
-                    }
-                }
-                (held @ NodeView::Held { .. }, _) | (_, held @ NodeView::Held { .. }) => held,
-                (failed @ NodeView::Failed(_), _) | (_, failed @ NodeView::Failed(_)) => failed,
-                (NodeView::Free, NodeView::Free) => NodeView::Free,
-            })
+        let (mut held, mut failed) = (None, None);
+        for view in views {
+            if view.held_for() > held.as_ref().and_then(Self::held_for) {
+                held = Some(view);
+            } else if failed.is_none() && matches!(view, NodeView::Failed(_)) {
+                failed = Some(view);
+            }
+        }
+        held.or(failed).unwrap_or(NodeView::Free)
     }
 
     /// How long the key stays set: `None` unless it is held,
@@ -121,22 +109,26 @@ impl Status {
         }
     }
 
-    /// The value prefix held on the most nodes, and on how many.
+    /// Each value held, with its expiry, in the order of the nodes.
+    fn held(&self) -> impl DoubleEndedIterator<Item = (&str, Option<Duration>)> + '_ {
+        self.nodes.iter().filter_map(|(_, view)| match view {
+            NodeView::Held {
+                token_prefix,
+                expires_in,
+            } => Some((token_prefix.as_str(), *expires_in)),
+            _ => None,
+        })
+    }
+
+    /// The value prefix held on the most nodes (the first listed of a
+    /// tie), and on how many.
     pub fn leading_holder(&self) -> Option<(&str, usize)> {
-        let mut best: Option<(&str, usize)> = None;
-        for (_, view) in &self.nodes {
-            if let NodeView::Held { token_prefix, .. } = view {
-                let n = self
-                    .nodes
-                    .iter()
-                    .filter(|(_, v)| matches!(v, NodeView::Held { token_prefix: p, .. } if p == token_prefix))
-                    .count();
-                if best.is_none_or(|(_, m)| n > m) {
-                    best = Some((token_prefix.as_str(), n));
-                }
-            }
-        }
-        best
+        let on = |prefix| self.held().filter(|&(p, _)| p == prefix).count();
+        // `max_by_key` keeps the last of a tie: the first, walking back.
+        self.held()
+            .rev()
+            .map(|(p, _)| (p, on(p)))
+            .max_by_key(|&(_, n)| n)
     }
 
     /// Nodes that answered that the key is absent. Only when a quorum of
@@ -169,58 +161,48 @@ impl Status {
     /// majority of nodes that hold it (an upper bound of the lock's life).
     pub fn expires_in(&self) -> Option<Duration> {
         let (prefix, _) = self.leading_holder()?;
-        self.nodes
-            .iter()
-            .filter_map(|(_, v)| match v {
-                NodeView::Held {
-                    token_prefix,
-                    expires_in,
-                } if token_prefix == prefix => *expires_in,
-                _ => None,
-            })
-            .max()
+        let expiries = self.held().filter(|&(p, _)| p == prefix);
+        expiries.filter_map(|(_, expires_in)| expires_in).max()
     }
 }
 
 impl fmt::Display for Status {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let (name, nodes, quorum, free) =
+            (&self.resource, self.nodes.len(), self.quorum, self.free());
         match self.leading_holder() {
-            Some((prefix, n)) if n >= self.quorum => write!(
-                f,
-                "{} is held by {prefix}… on {n} of {} nodes",
-                self.resource,
-                self.nodes.len()
-            )?,
+            Some((prefix, n)) if n >= quorum => {
+                write!(f, "{name} is held by {prefix}… on {n} of {nodes} nodes")?;
+            }
             Some((prefix, n)) => write!(
                 f,
-                "{} is not held by a quorum ({prefix}… on {n} of {} nodes, {} needed)",
-                self.resource,
-                self.nodes.len(),
-                self.quorum
+                "{name} is not held by a quorum ({prefix}… on {n} of {nodes} nodes, \
+                 {quorum} needed)"
             )?,
-            None if self.free() >= self.quorum => write!(f, "{} is free", self.resource)?,
+            None if free >= quorum => write!(f, "{name} is free")?,
             None => {
                 write!(
                     f,
-                    "{} is unknown: only {} of {} nodes answered (key absent), {} needed",
-                    self.resource,
-                    self.free(),
-                    self.nodes.len(),
-                    self.quorum
+                    "{name} is unknown: only {free} of {nodes} nodes answered (key absent), \
+                     {quorum} needed"
                 )?;
-                if let Some(failure) = self.nodes.iter().find_map(|(_, v)| match v {
+                let failed = self.nodes.iter().find_map(|(_, v)| match v {
                     NodeView::Failed(failure) => Some(failure),
                     _ => None,
-                }) {
+                });
+                if let Some(failure) = failed {
                     write!(f, " (first failure: {failure})")?;
                 }
             }
         }
-        if let Some(left) = self.expires_in() {
-            write!(f, ", expires in {:.1}s", left.as_secs_f64())?;
-        }
-        Ok(())
+        f.write_str(&expiry(self.expires_in()))
     }
+}
+
+/// `, expires in 29.1s`, or nothing for no expiry.
+pub(crate) fn expiry(left: Option<Duration>) -> String {
+    left.map(|left| format!(", expires in {:.1}s", left.as_secs_f64()))
+        .unwrap_or_default()
 }
 
 #[cfg(test)]
@@ -292,6 +274,28 @@ mod tests {
             Some(Duration::from_millis(1))
         );
         assert_eq!(failed.held_for(), None);
+    }
+
+    #[test]
+    fn enough_slots_are_free_once_the_soonest_held_expire() {
+        let views = vec![NodeView::Free, held(Some(300)), held(None), held(Some(100))];
+        let wait = |want| NodeView::enough_free(views.clone(), want);
+        assert_eq!(wait(1), NodeView::Free);
+        assert_eq!(wait(2), held(Some(100)));
+        assert_eq!(wait(3), held(Some(300)));
+        assert_eq!(wait(4), held(None));
+        assert_eq!(
+            wait(5),
+            NodeView::Free,
+            "more than there are: nothing to wait for"
+        );
+        let failed = NodeView::Failed(NodeFailure::new(
+            "127.0.0.1:7000/0",
+            NodeFailureKind::Timeout(Duration::from_millis(50)),
+        ));
+        let mut views = views;
+        views.insert(2, failed.clone());
+        assert_eq!(NodeView::enough_free(views, 1), failed);
     }
 
     #[test]

@@ -5,7 +5,6 @@ use std::time::Duration;
 
 use redis::{ErrorKind, RedisError};
 
-use crate::error::reply_code::reply_code;
 use crate::error::NodeFailureKind;
 
 /// The failure kind of a command that ended in `e`.
@@ -14,33 +13,22 @@ pub(crate) fn classify(e: &RedisError) -> NodeFailureKind {
         return NodeFailureKind::Timeout(Duration::ZERO);
     }
     if let Some(code) = e.code() {
-        let (code, message) = reply_code(code, e.detail().unwrap_or_default());
-        return NodeFailureKind::Redis {
-            code: code.to_owned(),
-            message: message.to_owned(),
-        };
+        return NodeFailureKind::reply(code, e.detail().unwrap_or_default());
     }
     // A pipelined command (GET + PTTL) that failed with a code redis-rs has
     // no kind for (`WRONGTYPE`) carries its server error inside.
-    if let Some(server) = e
-        .clone()
-        .into_server_errors()
-        .and_then(|errors| errors.first().map(|(_, err)| err.clone()))
-    {
-        return NodeFailureKind::Redis {
-            code: server.code().to_owned(),
-            message: server.details().unwrap_or_default().to_owned(),
-        };
+    let server = e.clone().into_server_errors().unwrap_or_default();
+    if let Some((_, server)) = server.first() {
+        return NodeFailureKind::reply(server.code(), server.details().unwrap_or_default());
     }
     if e.kind() == ErrorKind::AuthenticationFailed {
         // The server's WRONGPASS reply to AUTH; redis-rs replaces it with its
         // own error kind while connecting, so restore the code here.
-        return NodeFailureKind::Redis {
-            code: "WRONGPASS".to_owned(),
-            message: "authentication failed: wrong user name or password, the user is \
-                      disabled, or a password was sent to a node that has none"
-                .to_owned(),
-        };
+        return NodeFailureKind::reply(
+            "WRONGPASS",
+            "authentication failed: wrong user name or password, the user is disabled, or a \
+             password was sent to a node that has none",
+        );
     }
     // Everything else: a connection refused, reset or dropped, another I/O
     // error, a client-side error. (An error of a server kind always has a

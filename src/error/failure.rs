@@ -27,8 +27,7 @@ impl fmt::Display for NodeFailure {
 
 impl std::error::Error for NodeFailure {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        self.redis_error()
-            .map(|e| e as &(dyn std::error::Error + 'static))
+        Some(self.redis_error()? as &(dyn std::error::Error + 'static))
     }
 }
 
@@ -159,10 +158,8 @@ impl NodeFailureKind {
     /// ```
     pub fn is_misconfigured(&self) -> bool {
         match self {
-            NodeFailureKind::Redis { .. } => {
-                MISCONFIGURED_CODES.iter().any(|c| self.is_redis_error(c))
-            }
-            NodeFailureKind::SameServer { .. } | NodeFailureKind::Evicts { .. } => true,
+            Self::Redis { .. } => MISCONFIGURED_CODES.iter().any(|c| self.is_redis_error(c)),
+            Self::SameServer { .. } | Self::Evicts { .. } => true,
             _ => false,
         }
     }
@@ -192,8 +189,7 @@ pub(crate) struct NodeFailures<'a>(pub(crate) &'a [NodeFailure]);
 impl fmt::Display for NodeFailures<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         for (i, failure) in self.0.iter().enumerate() {
-            f.write_str(if i == 0 { "; " } else { ", " })?;
-            write!(f, "{failure}")?;
+            write!(f, "{}{failure}", if i == 0 { "; " } else { ", " })?;
         }
         Ok(())
     }

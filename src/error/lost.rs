@@ -62,10 +62,7 @@ impl LossKind {
     /// assert!(!quorumlock::LossKind::LimitReached.is_final());
     /// ```
     pub fn is_final(self) -> bool {
-        matches!(
-            self,
-            LossKind::Lost | LossKind::Expired | LossKind::Released
-        )
+        matches!(self, Self::Lost | Self::Expired | Self::Released)
     }
 
     /// A short lowercase name: `uncertain`, `lost`, `expired`,
@@ -184,14 +181,14 @@ impl LostReason {
     /// ```
     pub fn kind(&self) -> LossKind {
         match self {
-            LostReason::Expired => LossKind::Expired,
-            LostReason::Refused { .. } => LossKind::Lost,
-            LostReason::Unconfirmed { .. }
-            | LostReason::TooSlow
-            | LostReason::RenewalLate { .. } => LossKind::Uncertain,
-            LostReason::AlreadyLost { earlier } => earlier.kind(),
-            LostReason::LimitReached { .. } => LossKind::LimitReached,
-            LostReason::Released => LossKind::Released,
+            Self::Expired => LossKind::Expired,
+            Self::Refused { .. } => LossKind::Lost,
+            Self::Unconfirmed { .. } | Self::TooSlow | Self::RenewalLate { .. } => {
+                LossKind::Uncertain
+            }
+            Self::AlreadyLost { earlier } => earlier.kind(),
+            Self::LimitReached { .. } => LossKind::LimitReached,
+            Self::Released => LossKind::Released,
         }
     }
 
@@ -207,8 +204,8 @@ impl LostReason {
         needed: usize,
         failures: Vec<NodeFailure>,
     ) -> Self {
-        let could_hold = extended + unanswered;
-        if could_hold < needed {
+        // Too few nodes could still hold the token for a majority.
+        if extended + unanswered < needed {
             LostReason::Refused {
                 extended,
                 refused,
@@ -246,24 +243,23 @@ impl fmt::Display for LostReason {
                 refused,
                 needed,
                 failures,
-            } => write!(
-                f,
-                "extension reached {extended} of {needed} needed nodes \
-                 ({refused} no longer held the token){}",
-                NodeFailures(failures)
-            ),
-            LostReason::Unconfirmed {
+            }
+            | LostReason::Unconfirmed {
                 extended,
                 refused,
                 needed,
                 failures,
-            } => write!(
-                f,
-                "extension reached {extended} of {needed} needed nodes \
-                 ({refused} no longer held the token, {} failed){}",
-                failures.len(),
-                NodeFailures(failures)
-            ),
+            } => {
+                write!(
+                    f,
+                    "extension reached {extended} of {needed} needed nodes \
+                     ({refused} no longer held the token"
+                )?;
+                if let LostReason::Unconfirmed { .. } = self {
+                    write!(f, ", {} failed", failures.len())?;
+                }
+                write!(f, "){}", NodeFailures(failures))
+            }
             LostReason::TooSlow => f.write_str("the extension came back with no validity left"),
             LostReason::AlreadyLost { earlier } => write!(f, "it had ended before: {earlier}"),
             LostReason::RenewalLate {

@@ -228,9 +228,7 @@ impl fmt::Display for Error {
 /// is the source after it.
 impl std::error::Error for Error {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        self.node_failures()
-            .first()
-            .map(|failure| failure as &(dyn std::error::Error + 'static))
+        Some(self.node_failures().first()? as &(dyn std::error::Error + 'static))
     }
 }
 
@@ -327,19 +325,10 @@ impl Error {
     /// # }
     /// ```
     pub fn is_misconfigured(&self) -> bool {
-        match self {
-            Error::Unavailable {
-                failures,
-                needed,
-                nodes,
-                ..
+        match *self {
+            Error::Unavailable { needed, nodes, .. } | Error::NotReady { needed, nodes, .. } => {
+                failure::misconfigured(self.node_failures(), nodes, needed)
             }
-            | Error::NotReady {
-                failures,
-                needed,
-                nodes,
-                ..
-            } => failure::misconfigured(failures, *nodes, *needed),
             _ => false,
         }
     }

@@ -10,7 +10,10 @@
 //! ```
 //!
 //! so without unwrapping, the same fault reads `ERR` on 6.2 and `WRONGTYPE`
-//! on 7. [`reply_code`] takes the inner code out of the wrapper.
+//! on 7. [`NodeFailureKind::reply`] takes the inner code out of the
+//! wrapper.
+
+use crate::error::NodeFailureKind;
 
 /// What 6.2 puts before the wrapped error.
 const WRAPPER: &str = "Error running script";
@@ -18,12 +21,18 @@ const WRAPPER: &str = "Error running script";
 /// `@user_script: 1:`).
 const LOCATION: &str = "@user_script:";
 
-/// The code and message of an error reply: `code` and `detail` as the node
-/// sent them, except for Redis 6.2's `ERR Error running script …` wrapper
-/// around an error with a code of its own, which yields the inner code and
-/// message. Anything else is returned unchanged.
-pub(crate) fn reply_code<'a>(code: &'a str, detail: &'a str) -> (&'a str, &'a str) {
-    unwrap_script_error(code, detail).unwrap_or((code, detail))
+impl NodeFailureKind {
+    /// The failure of an error reply: `code` and `detail` as the node sent
+    /// them, except for Redis 6.2's `ERR Error running script …` wrapper
+    /// around an error with a code of its own, which yields the inner code
+    /// and message.
+    pub(crate) fn reply(code: &str, detail: &str) -> Self {
+        let (code, message) = unwrap_script_error(code, detail).unwrap_or((code, detail));
+        NodeFailureKind::Redis {
+            code: code.to_owned(),
+            message: message.to_owned(),
+        }
+    }
 }
 
 fn unwrap_script_error<'a>(code: &str, detail: &'a str) -> Option<(&'a str, &'a str)> {
@@ -48,6 +57,11 @@ fn unwrap_script_error<'a>(code: &str, detail: &'a str) -> Option<(&'a str, &'a 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The code and message `NodeFailureKind::reply` keeps.
+    fn reply_code<'a>(code: &'a str, detail: &'a str) -> (&'a str, &'a str) {
+        unwrap_script_error(code, detail).unwrap_or((code, detail))
+    }
 
     #[test]
     fn redis_6_2_script_wrapper_yields_the_inner_code() {

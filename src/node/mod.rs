@@ -26,7 +26,6 @@ use redis::{Client, Cmd, ErrorKind, FromRedisValue, RedisError, ServerErrorKind,
 use tracing::warn;
 
 use crate::error::classify::classify;
-use crate::error::reply_code::reply_code;
 use crate::error::{NodeFailure, NodeFailureKind, Operation};
 use crate::keys::Keys;
 use crate::node::admission::Gate;
@@ -213,11 +212,7 @@ impl Node {
                 -3 => {
                     let line = String::from_utf8_lossy(value);
                     let (code, message) = line.split_once(' ').unwrap_or((&line, ""));
-                    let (code, message) = reply_code(code, message);
-                    let kind = NodeFailureKind::Redis {
-                        code: code.to_owned(),
-                        message: message.to_owned(),
-                    };
+                    let kind = NodeFailureKind::reply(code, message);
                     self.counters.failed(&kind, None);
                     NodeView::Failed(self.failure(kind))
                 }
@@ -420,8 +415,9 @@ impl Node {
 
     /// A reply this client cannot read (counted as a protocol error).
     fn protocol(&self, what: String) -> NodeFailure {
-        self.counters.protocol_error();
-        self.failure(NodeFailureKind::Protocol(what))
+        let kind = NodeFailureKind::Protocol(what);
+        self.counters.failed(&kind, None);
+        self.failure(kind)
     }
 
     pub(crate) fn failure(&self, kind: NodeFailureKind) -> NodeFailure {

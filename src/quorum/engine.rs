@@ -18,7 +18,6 @@ use crate::quorum::fanout::{self, Outcome, Plan};
 use crate::quorum::handoff::Handoff;
 use crate::quorum::rule;
 use crate::stats::counters::LeaseCounters;
-use crate::stats::locks::Primitive;
 use crate::stats::Stats;
 
 /// The nodes, the tuning, and the operations that go to all of them.
@@ -93,16 +92,8 @@ impl Engine {
 
     /// A snapshot of every counter.
     pub(crate) fn stats(&self) -> Stats {
-        Stats::new(
-            self.nodes
-                .iter()
-                .map(|n| n.counters().snapshot(n.label()))
-                .collect(),
-            self.leases.snapshot(),
-            self.leases.held(Primitive::Lock),
-            self.leases.held(Primitive::Permit),
-            self.leases.held(Primitive::Election),
-        )
+        let nodes = self.nodes.iter().map(|n| n.counters().snapshot());
+        self.leases.stats(nodes.collect())
     }
 
     /// Waits for this engine's background work; see [`Background::settle`].

@@ -34,28 +34,25 @@ use crate::lock::Lock;
 #[must_use = "dropped permits are released at once; keep them while the work runs"]
 pub struct Permit {
     lock: Lock,
-    name: Vec<u8>,
-    limit: usize,
+    semaphore: Slots,
+    /// The slots held, in `0..semaphore.count()`.
     slots: Vec<usize>,
 }
 
 impl Permit {
-    pub(crate) fn new(lock: Lock, slots: &Slots) -> Self {
-        let held = lock
-            .resources()
-            .filter_map(|key| slots.index_of(key))
-            .collect();
+    pub(crate) fn new(lock: Lock, semaphore: Slots) -> Self {
+        let slots = lock.resources();
+        let slots = slots.filter_map(|key| semaphore.index_of(key)).collect();
         Self {
-            name: slots.name().to_vec(),
-            limit: slots.count(),
-            slots: held,
             lock,
+            semaphore,
+            slots,
         }
     }
 
     /// The semaphore's name, as given.
     pub fn name(&self) -> &[u8] {
-        &self.name
+        self.semaphore.name()
     }
 
     /// Permits held.
@@ -66,7 +63,7 @@ impl Permit {
     /// The semaphore's number of permits, as this client named it: the
     /// bound on the permits held at once.
     pub fn limit(&self) -> usize {
-        self.limit
+        self.semaphore.count()
     }
 
     /// The slots held, each in `0..limit()`: no other holder has one of them
@@ -137,9 +134,9 @@ impl Deref for Permit {
 impl fmt::Debug for Permit {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Permit")
-            .field("semaphore", &self.name.escape_ascii().to_string())
+            .field("semaphore", &self.name().escape_ascii().to_string())
             .field("slots", &self.slots)
-            .field("limit", &self.limit)
+            .field("limit", &self.limit())
             .field("lock", &self.lock)
             .finish()
     }

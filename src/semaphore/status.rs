@@ -5,7 +5,7 @@ use std::fmt;
 use std::time::Duration;
 
 use crate::error::ResourceName;
-use crate::status::Status;
+use crate::status::{expiry, Status};
 
 /// A semaphore's slots as every node sees them, from
 /// [`Redlock::semaphore_status`](crate::Redlock::semaphore_status).
@@ -84,35 +84,28 @@ impl SemaphoreStatus {
     }
 }
 
+impl SemaphoreHolder {
+    /// `3f9a0c1e… slots 0, 2, expires in 29.1s`.
+    fn shown(&self) -> String {
+        let slots: Vec<String> = self.slots.iter().map(ToString::to_string).collect();
+        let noun = if slots.len() == 1 { "slot" } else { "slots" };
+        let expiry = expiry(self.expires_in);
+        format!("{}… {noun} {}{expiry}", self.token_prefix, slots.join(", "))
+    }
+}
+
 /// One line: `"exports": 2 of 4 permits held (3f9a0c1e… slots 0, 2, expires
 /// in 29.1s), 2 free`.
 impl fmt::Display for SemaphoreStatus {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "{}: {} of {} permits held",
-            self.name,
-            self.held(),
-            self.slots.len()
-        )?;
-        let holders = self.holders();
+        let (held, free, slots) = (self.held(), self.free(), self.slots.len());
+        write!(f, "{}: {held} of {slots} permits held", self.name)?;
+        let holders: Vec<String> = self.holders().iter().map(SemaphoreHolder::shown).collect();
         if !holders.is_empty() {
-            write!(f, " (")?;
-            for (n, holder) in holders.iter().enumerate() {
-                if n > 0 {
-                    write!(f, "; ")?;
-                }
-                let slots: Vec<String> = holder.slots.iter().map(ToString::to_string).collect();
-                let noun = if slots.len() == 1 { "slot" } else { "slots" };
-                write!(f, "{}… {noun} {}", holder.token_prefix, slots.join(", "))?;
-                if let Some(left) = holder.expires_in {
-                    write!(f, ", expires in {:.1}s", left.as_secs_f64())?;
-                }
-            }
-            write!(f, ")")?;
+            write!(f, " ({})", holders.join("; "))?;
         }
-        write!(f, ", {} free", self.free())?;
-        let unknown = self.slots.len() - self.held() - self.free();
+        write!(f, ", {free} free")?;
+        let unknown = slots - held - free;
         if unknown > 0 {
             write!(f, ", {unknown} unknown")?;
         }

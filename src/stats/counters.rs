@@ -19,7 +19,7 @@ use crate::stats::latency::LatencyCounters;
 use crate::stats::locks::{LockCounters, Primitive};
 use crate::stats::metrics::*;
 use crate::stats::series::{self, bump, Count, Gauge};
-use crate::stats::{LeaseStats, LockStats, NodeStats, Votes};
+use crate::stats::{LeaseStats, NodeStats, Stats, Votes};
 
 /// Redis error codes counted one by one, then `OTHER`, where any other
 /// code counts.
@@ -117,7 +117,7 @@ impl NodeCounters {
         match kind {
             K::Timeout(_) => self.timeouts.add(),
             K::Connection(_) | K::SameServer { .. } | K::Evicts { .. } => {
-                self.connection_errors.add();
+                self.connection_errors.add()
             }
             K::Protocol(_) => self.protocol_errors.add(),
             K::Quarantined { .. } | K::ServerChanged => self.quarantined.add(),
@@ -139,11 +139,6 @@ impl NodeCounters {
         }
     }
 
-    /// The node answered something that is not a valid reply.
-    pub(crate) fn protocol_error(&self) {
-        self.protocol_errors.add();
-    }
-
     /// The node voted `yes` (granted, extended, deleted) or no (held
     /// elsewhere, not ours). Returns `yes`, to be used inline. The remote
     /// check changes nothing on the node: its answers are not votes here.
@@ -159,14 +154,14 @@ impl NodeCounters {
         yes
     }
 
-    /// A copy of the counters, for node `node`.
-    pub(crate) fn snapshot(&self, node: &str) -> NodeStats {
+    /// A copy of the counters.
+    pub(crate) fn snapshot(&self) -> NodeStats {
         let [acquire, extend, release] = self.votes.each_ref().map(|[yes, no]| Votes {
             yes: yes.get(),
             no: no.get(),
         });
         NodeStats {
-            node: node.to_owned(),
+            node: self.node.clone(),
             commands: self.commands.get(),
             acquire,
             extend,
@@ -241,9 +236,16 @@ impl LeaseCounters {
         bump(&self.signals[i], SIGNALS, &[("kind", KINDS[i])]);
     }
 
-    /// The lock-level counters' copy for `primitive`.
-    pub(crate) fn held(&self, primitive: Primitive) -> LockStats {
-        self.of(primitive).snapshot()
+    /// A copy of every counter, with the nodes' copies.
+    pub(crate) fn stats(&self, nodes: Vec<NodeStats>) -> Stats {
+        let [locks, permits, elections] = self.held.each_ref().map(LockCounters::snapshot);
+        Stats {
+            nodes,
+            leases: self.snapshot(),
+            locks,
+            permits,
+            elections,
+        }
     }
 
     pub(crate) fn snapshot(&self) -> LeaseStats {
@@ -266,15 +268,9 @@ mod tests {
 
     const MS: Duration = Duration::from_millis(1);
 
-    impl Default for NodeCounters {
-        fn default() -> Self {
-            Self::new("")
-        }
-    }
-
     #[test]
     fn failures_are_counted_by_kind_and_code() {
-        let c = NodeCounters::default();
+        let c = NodeCounters::new("n:1/0");
         c.sent();
         c.failed(&NodeFailureKind::Timeout(50 * MS), None);
         c.failed(&NodeFailureKind::Connection("refused".into()), None);
@@ -287,14 +283,14 @@ mod tests {
                 Some(MS),
             );
         }
-        c.protocol_error();
+        c.failed(&NodeFailureKind::Protocol("?".into()), None);
         c.failed(
             &NodeFailureKind::Quarantined {
                 uptime: Duration::from_secs(1),
             },
             None,
         );
-        let s = c.snapshot("n:1/0");
+        let s = c.snapshot();
         assert_eq!(s.node, "n:1/0");
         assert_eq!(s.commands, 1);
         assert_eq!(
@@ -316,19 +312,19 @@ mod tests {
             "an error reply is an answer; a quarantine changes nothing"
         );
         c.failed(&NodeFailureKind::Timeout(50 * MS), None);
-        assert!(!c.snapshot("n").up, "down after a timeout");
+        assert!(!c.snapshot().up, "down after a timeout");
         assert_eq!(s.latency.count, 4, "error replies are replies");
     }
 
     #[test]
     fn votes_are_counted_per_operation() {
-        let c = NodeCounters::default();
+        let c = NodeCounters::new("n");
         assert!(c.vote(Operation::Acquire, true));
         assert!(!c.vote(Operation::Acquire, false));
         c.vote(Operation::Extend, true);
         c.vote(Operation::Release, false);
         c.replied(MS);
-        let s = c.snapshot("n");
+        let s = c.snapshot();
         assert_eq!((s.acquire.yes, s.acquire.no), (1, 1));
         assert_eq!((s.extend.yes, s.extend.no), (1, 0));
         assert_eq!((s.release.yes, s.release.no), (0, 1));

@@ -6,8 +6,6 @@
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::time::Duration;
 
-#[cfg(test)]
-use crate::stats::metrics::{DURATION_BUCKETS, LATENCY_BUCKETS};
 use crate::stats::series::Histogram;
 use crate::stats::Latency;
 
@@ -23,10 +21,6 @@ fn bucket_index(bounds: &[f64], elapsed: Duration) -> usize {
         .iter()
         .position(|&bound| secs <= bound)
         .unwrap_or(bounds.len())
-}
-
-fn micros(d: Duration) -> u64 {
-    u64::try_from(d.as_micros()).unwrap_or(u64::MAX)
 }
 
 /// A histogram over one of the bucket tables, and its series.
@@ -58,7 +52,7 @@ impl LatencyCounters {
 
     /// One duration.
     pub(crate) fn record(&self, elapsed: Duration) {
-        let us = micros(elapsed);
+        let us = u64::try_from(elapsed.as_micros()).unwrap_or(u64::MAX);
         self.count.fetch_add(1, Relaxed);
         self.sum_micros.fetch_add(us, Relaxed);
         self.max_micros.fetch_max(us, Relaxed);
@@ -87,6 +81,7 @@ impl LatencyCounters {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::stats::metrics::{DURATION_BUCKETS, LATENCY_BUCKETS};
 
     impl Default for LatencyCounters {
         fn default() -> Self {

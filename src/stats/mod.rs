@@ -49,24 +49,6 @@ pub struct Stats {
     pub elections: LockStats,
 }
 
-impl Stats {
-    pub(crate) fn new(
-        nodes: Vec<NodeStats>,
-        leases: LeaseStats,
-        locks: LockStats,
-        permits: LockStats,
-        elections: LockStats,
-    ) -> Self {
-        Self {
-            nodes,
-            leases,
-            locks,
-            permits,
-            elections,
-        }
-    }
-}
-
 /// The lock-level view of one client: how its acquire calls ended, how
 /// long they took, how long locks were held, and how many are held now;
 /// for locks ([`Stats::locks`]) and, apart, for semaphore permits
