@@ -36,7 +36,6 @@ use crate::node::quarantine::Quarantine;
 use crate::stats::counters::NodeCounters;
 use crate::status::NodeView;
 use crate::token::Token;
-use fence::Commit;
 use reply::Kind;
 
 mod standing;
@@ -238,15 +237,11 @@ impl Node {
     }
 
     /// Second phase of a fenced acquire: where the token is still held,
-    /// raise the counter from strictly below (see [`Command::commit_fence`]).
-    /// Only [`Commit::Raised`] counts for the commit.
-    pub(crate) async fn commit_fence(
-        &self,
-        command: &Command,
-        window: Window,
-    ) -> NodeResult<Commit> {
+    /// raise the counter from strictly below (see [`Command::commit_fence`]);
+    /// true when the node committed the token ([`Kind::Commit`]).
+    pub(crate) async fn commit_fence(&self, command: &Command, window: Window) -> NodeResult<bool> {
         let n: i64 = self.counted(window, || self.run_parsed(command)).await?;
-        Commit::from_reply(n).ok_or_else(|| self.protocol(format!("fence commit answered {n}")))
+        self.read(Kind::Commit, n)
     }
 
     /// Compare-and-delete → true when our key(s) were deleted, false when
