@@ -15,6 +15,7 @@ use std::time::Duration;
 use crate::keys::Keys;
 use crate::node::commands::Command;
 use crate::node::lua;
+use crate::node::reply::Kind;
 use crate::node::{Node, NodeResult, Window};
 use crate::token::Token;
 use crate::validity;
@@ -127,8 +128,7 @@ impl Node {
     /// it (or a later one of the same leader), false when the leadership is
     /// not held with its token here.
     pub(crate) async fn proclaim(&self, command: &Command, window: Window) -> NodeResult<bool> {
-        let n: i64 = self.counted(window, || self.run_parsed(command)).await?;
-        self.yes_or_no("proclaim", n)
+        Ok(self.script(command, Kind::Proclaim, window).await?.0)
     }
 
     /// Reads an election ([`Command::read_leader`]).
@@ -145,17 +145,7 @@ impl Node {
     /// Removes a resigning leader's record ([`Command::retire`]): whether
     /// it was there.
     pub(crate) async fn retire(&self, command: &Command, window: Window) -> NodeResult<bool> {
-        let n: i64 = self.counted(window, || self.run_parsed(command)).await?;
-        self.yes_or_no("retire", n)
-    }
-
-    /// A script's 1 or 0; anything else is a protocol error.
-    fn yes_or_no(&self, what: &str, n: i64) -> NodeResult<bool> {
-        match n {
-            1 => Ok(true),
-            0 => Ok(false),
-            _ => Err(self.protocol(format!("{what} answered {n}"))),
-        }
+        Ok(self.script(command, Kind::Retire, window).await?.0)
     }
 }
 

@@ -84,21 +84,18 @@ impl Node {
 
 /// A lock's reply, `fenced` or not; anything else says what it was.
 fn read_lock(reply: &Value, fenced: bool) -> Result<Grant, String> {
-    let n = match (reply, fenced) {
-        (&Value::Int(n), _) => n,
-        (Value::Okay, false) => return Ok(Grant::yes(0, Vec::new())),
-        (Value::Nil, false) => return Ok(Grant::NO),
+    // A `SET NX` reads as `acquire_multi.lua`'s 1 or 0.
+    let (n, kind) = match (reply, fenced) {
+        (&Value::Int(n), true) => (n, Kind::AcquireFenced),
+        (&Value::Int(n), false) => (n, Kind::AcquireMulti),
+        (Value::Okay, false) => (1, Kind::AcquireMulti),
+        (Value::Nil, false) => (0, Kind::AcquireMulti),
         (other, _) => return Err(format!("{other:?}")),
-    };
-    let kind = if fenced {
-        Kind::AcquireFenced
-    } else {
-        Kind::AcquireMulti
     };
     match reply::counts(kind, n) {
         Some(false) => Ok(Grant::NO),
-        Some(true) if !fenced => Ok(Grant::yes(0, Vec::new())),
-        Some(true) => u64::try_from(n)
+        // A fenced acquire's yes is the counter.
+        Some(true) => u64::try_from(if fenced { n } else { 0 })
             .ok()
             .filter(|&counter| fence::in_range(counter))
             .map(|counter| Grant::yes(counter, Vec::new()))

@@ -240,8 +240,7 @@ impl Node {
     /// raise the counter from strictly below (see [`Command::commit_fence`]);
     /// true when the node committed the token ([`Kind::Commit`]).
     pub(crate) async fn commit_fence(&self, command: &Command, window: Window) -> NodeResult<bool> {
-        let n: i64 = self.counted(window, || self.run_parsed(command)).await?;
-        self.read(Kind::Commit, n)
+        Ok(self.script(command, Kind::Commit, window).await?.0)
     }
 
     /// Compare-and-delete → true when our key(s) were deleted, false when
@@ -258,11 +257,10 @@ impl Node {
         window: Window,
     ) -> NodeResult<bool> {
         // The keys deleted, negated when the announcement was refused.
-        let deleted: i64 = self.counted(window, || self.run_parsed(command)).await?;
+        let (yes, deleted) = self.script(command, Kind::Release, window).await?;
         if deleted < 0 {
             self.announcement_refused(keys);
         }
-        let yes = self.read(Kind::Release, deleted)?;
         Ok(self.counters.vote(Operation::Release, yes))
     }
 
@@ -285,15 +283,13 @@ impl Node {
 
     /// Read-only: true when every key of the lock still carries the token.
     pub(crate) async fn holds(&self, command: &Command, window: Window) -> NodeResult<bool> {
-        let n: i64 = self.counted(window, || self.run_parsed(command)).await?;
-        self.read(Kind::Holds, n)
+        Ok(self.script(command, Kind::Holds, window).await?.0)
     }
 
     /// Compare-and-pexpire: whether our key(s) got the new TTL, and if
     /// not, whether a key is missing (repairable) or held by another token.
     pub(crate) async fn extend(&self, command: &Command, window: Window) -> NodeResult<Extended> {
-        let n: i64 = self.counted(window, || self.run_parsed(command)).await?;
-        let yes = self.read(Kind::Extend, n)?;
+        let (yes, n) = self.script(command, Kind::Extend, window).await?;
         Ok(if self.counters.vote(Operation::Extend, yes) {
             Extended::Yes
         } else if reply::missing(Kind::Extend, n) {
@@ -333,6 +329,18 @@ impl Node {
             set += usize::from(self.read(Kind::Repair, n)?);
         }
         Ok(set)
+    }
+
+    /// Runs `command`, a script of `kind`: whether its integer reply counts
+    /// as a yes ([`read`](Self::read)), and the reply.
+    async fn script(
+        &self,
+        command: &Command,
+        kind: Kind,
+        window: Window,
+    ) -> NodeResult<(bool, i64)> {
+        let n = self.counted(window, || self.run_parsed(command)).await?;
+        Ok((self.read(kind, n)?, n))
     }
 
     /// Whether a script's `reply` counts as a yes ([`reply::counts`]); a

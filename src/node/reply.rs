@@ -48,6 +48,13 @@ pub(crate) enum Kind {
     Repair,
     /// `holds.lua`: 1 when every key carries the token, 0 otherwise.
     Holds,
+    /// `proclaim.lua`: 1 when the node carries the record (or a later one
+    /// of the same leader), 0 when the leadership is not held with its
+    /// token there.
+    Proclaim,
+    /// `retire.lua`: 1 when the leader's record was there and deleted, 0
+    /// otherwise.
+    Retire,
 }
 
 /// Whether a node's `reply` to a command of `kind` counts as a yes for the
@@ -56,17 +63,13 @@ pub(crate) enum Kind {
 /// counter: the reply itself.
 pub(crate) const fn counts(kind: Kind, reply: i64) -> Option<bool> {
     match (kind, reply) {
-        (Kind::AcquireFenced, n) => match n {
-            0.. => Some(true),
-            -1 => Some(false),
-            _ => None,
-        },
-        (Kind::Commit, 1) => Some(true),
-        (Kind::Commit, 0 | -1) => Some(false),
+        (Kind::AcquireFenced, 0..) | (Kind::Commit, 1) => Some(true),
+        (Kind::AcquireFenced | Kind::Commit | Kind::Extend, -1) => Some(false),
+        (Kind::AcquireFenced, _) => None,
         (Kind::Release, n) => Some(n != 0),
-        (Kind::AcquireMulti | Kind::Extend | Kind::Holds | Kind::Repair, 1) => Some(true),
-        (Kind::AcquireMulti | Kind::Extend | Kind::Holds | Kind::Repair, 0) => Some(false),
-        (Kind::Extend, -1) => Some(false),
+        // Every other script: 1 or 0.
+        (_, 1) => Some(true),
+        (_, 0) => Some(false),
         _ => None,
     }
 }
@@ -95,13 +98,26 @@ mod tests {
             assert_eq!(counts(Kind::Release, n), Some(true), "{n}");
         }
         assert_eq!(counts(Kind::Release, 0), Some(false));
-        for kind in [Kind::AcquireMulti, Kind::Extend, Kind::Holds, Kind::Repair] {
+        for kind in [
+            Kind::AcquireMulti,
+            Kind::Extend,
+            Kind::Holds,
+            Kind::Repair,
+            Kind::Proclaim,
+            Kind::Retire,
+        ] {
             assert_eq!(counts(kind, 1), Some(true));
             assert_eq!(counts(kind, 0), Some(false));
             assert_eq!(counts(kind, 2), None);
             assert!(!missing(kind, 0));
         }
-        for kind in [Kind::AcquireMulti, Kind::Holds, Kind::Repair] {
+        for kind in [
+            Kind::AcquireMulti,
+            Kind::Holds,
+            Kind::Repair,
+            Kind::Proclaim,
+            Kind::Retire,
+        ] {
             assert_eq!(counts(kind, -1), None);
             assert!(!missing(kind, -1));
         }

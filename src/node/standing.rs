@@ -28,7 +28,7 @@ impl Node {
         window: Window,
     ) -> NodeResult<Value> {
         let Some(voter) = self.restart.voter(Instant::now()) else {
-            return Err(self.not_voting());
+            return Err(self.out(self.restart.standing(Instant::now())));
         };
         let (vote, seen) = self
             .counted(window, || async {
@@ -53,11 +53,12 @@ impl Node {
         Err(self.failure(kind))
     }
 
-    /// The failure of a node that may not vote now.
-    fn not_voting(&self) -> NodeFailure {
-        let kind = match self.restart.standing(Instant::now()) {
+    /// The failure of a node whose `standing` does not let it vote (a
+    /// standing that votes here changed as it was read: as unknown).
+    fn out(&self, standing: Standing) -> NodeFailure {
+        let kind = match standing {
             Standing::Quarantined { uptime } => NodeFailureKind::Quarantined { uptime },
-            _ => NodeFailureKind::Connection(
+            Standing::Votes | Standing::Unknown => NodeFailureKind::Connection(
                 "the connection was replaced while the node's uptime was read".to_owned(),
             ),
         };
@@ -82,15 +83,10 @@ impl Node {
             }
             known => known,
         };
-        let kind = match standing {
-            Standing::Votes => return Ok(()),
-            Standing::Quarantined { uptime } => NodeFailureKind::Quarantined { uptime },
-            Standing::Unknown => NodeFailureKind::Connection(
-                "the connection was replaced while the node's uptime was read".to_owned(),
-            ),
-        };
-        self.counters.failed(&kind, None);
-        Err(self.failure(kind))
+        match standing {
+            Standing::Votes => Ok(()),
+            other => Err(self.out(other)),
+        }
     }
 
     /// The node's uptime and `run_id`, with the epoch of the connection
