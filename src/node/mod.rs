@@ -58,6 +58,8 @@ pub(crate) struct Shared {
     label: Box<str>,
     client: Client,
     conn: Link,
+    /// What the connection must show; why it was last refused.
+    gate: Arc<Gate>,
     restart: Arc<Quarantine>,
     /// With restart quarantine: the `run_id` probe sent behind each vote.
     probe: Option<Arc<Command>>,
@@ -130,11 +132,17 @@ impl Node {
         quarantine: bool,
     ) -> Self {
         let restart = Arc::new(Quarantine::default());
-        let conn = Link::new(client.clone(), connect_timeout, restart.clone(), gate);
+        let conn = Link::new(
+            client.clone(),
+            connect_timeout,
+            restart.clone(),
+            gate.clone(),
+        );
         Self(Arc::new(Shared {
             label: label.into(),
             client,
             conn,
+            gate,
             restart,
             probe: quarantine.then(Command::server_info),
             counters: NodeCounters::new(label),
@@ -154,7 +162,7 @@ impl Node {
 
     /// Why this client refused the node's last connection, if it did.
     pub(crate) fn refused(&self) -> Option<NodeFailureKind> {
-        self.conn.refused()
+        self.gate.refused()
     }
 
     /// The client, for connections of other kinds (subscriptions).
@@ -353,12 +361,7 @@ impl Node {
     /// Sends `command`, and its `EVAL` when the node does not know the
     /// script (restarted, or `SCRIPT FLUSH`).
     async fn run(&self, command: &Command) -> Result<Value, RedisError> {
-        let result = self
-            .conn
-            .send(command.cmd())
-            .await
-            .and_then(Value::extract_error);
-        match result {
+        match self.send(command.cmd()).await {
             Err(e) if e.kind() == ErrorKind::Server(ServerErrorKind::NoScript) => {
                 drop(e);
                 // Rare: boxed, so that the common path's future stays small
@@ -414,7 +417,7 @@ impl Node {
             Err(e) => {
                 // A lost connection is the link's to report: it takes the
                 // connection down, and the next one starts a new epoch.
-                let kind = self.conn.refusal(&e).unwrap_or_else(|| classify(&e));
+                let kind = self.gate.refusal(&e).unwrap_or_else(|| classify(&e));
                 self.counters.failed(&kind, Some(latency));
                 Err(self.failure(kind).caused_by(e))
             }
