@@ -103,21 +103,19 @@ impl Command {
     /// Writes `record` where `keys`' lock holds the record's token.
     pub(crate) fn proclaim(keys: &Keys, record: &Record) -> Arc<Self> {
         let at = keys.leader_record();
-        Self::call(&lua::PROCLAIM, [keys.first(), &at[..]], |cmd| {
+        Self::call(&lua::PROCLAIM, [keys.first(), &at], |cmd| {
             cmd.arg(&record.token).arg(record.seq).arg(record.encode());
         })
     }
 
     /// Reads the lock and the record of an election (read-only).
     pub(crate) fn read_leader(keys: &Keys) -> Arc<Self> {
-        let at = keys.leader_record();
-        Self::call(&lua::LEADER, [keys.first(), &at[..]], |_| {})
+        Self::call(&lua::LEADER, [keys.first(), &keys.leader_record()], |_| {})
     }
 
     /// Deletes the record where it is still `token`'s.
     pub(crate) fn retire(keys: &Keys, token: &Token) -> Arc<Self> {
-        let at = keys.leader_record();
-        Self::call(&lua::RETIRE, [&at[..]], |cmd| {
+        Self::call(&lua::RETIRE, [&keys.leader_record()[..]], |cmd| {
             cmd.arg(token.as_str());
         })
     }

@@ -70,7 +70,10 @@ impl Node {
         shape: Shape,
         window: Window,
     ) -> NodeResult<Grant> {
-        let reply = self.vote(command, window).await?;
+        let reply = match &self.probe {
+            None => self.counted(window, || self.run(command)).await?,
+            Some(probe) => Box::pin(self.vote_checked(command, probe, window)).await?,
+        };
         let grant = match shape {
             Shape::Slots { listed, want } => read(&reply, listed, want),
             lock => read_lock(&reply, lock == Shape::Fenced),

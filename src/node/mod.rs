@@ -234,16 +234,6 @@ impl Node {
         Ok(views)
     }
 
-    /// Sends a vote (an acquire of any kind): with restart quarantine, its
-    /// reply counts only when the server that cast it is the one whose
-    /// uptime let the node vote (see [`vote_checked`](Self::vote_checked)).
-    async fn vote(&self, command: &Command, window: Window) -> NodeResult<Value> {
-        match &self.probe {
-            None => self.counted(window, || self.run(command)).await,
-            Some(probe) => Box::pin(self.vote_checked(command, probe, window)).await,
-        }
-    }
-
     /// Second phase of a fenced acquire: where the token is still held,
     /// raise the counter from strictly below (see [`Command::commit_fence`]);
     /// true when the node committed the token ([`Kind::Commit`]).
@@ -372,6 +362,11 @@ impl Node {
         }
     }
 
+    /// [`run`](Self::run), its reply read as `T`.
+    async fn run_parsed<T: FromRedisValue>(&self, command: &Command) -> Result<T, RedisError> {
+        parse(self.run(command).await?)
+    }
+
     /// The `EVAL` of `command`'s script, after a `NOSCRIPT`.
     async fn run_eval(&self, command: &Command) -> Result<Value, RedisError> {
         match command.fallback() {
@@ -381,10 +376,6 @@ impl Node {
                 "NOSCRIPT for a command without a script",
             ))),
         }
-    }
-
-    async fn run_parsed<T: FromRedisValue>(&self, command: &Command) -> Result<T, RedisError> {
-        parse(self.run(command).await?)
     }
 
     async fn send(&self, cmd: &Cmd) -> Result<Value, RedisError> {
