@@ -52,17 +52,11 @@ impl Record {
     pub(crate) fn decode(raw: &[u8]) -> Option<Self> {
         let mut fields = raw.splitn(5, |&b| b == b' ');
         let mut number = || -> Option<u64> {
-            let field = fields.next()?;
-            if field.is_empty() || !field.iter().all(u8::is_ascii_digit) {
-                return None;
-            }
+            let field = fields.next().filter(|f| all(f, u8::is_ascii_digit))?;
             std::str::from_utf8(field).ok()?.parse().ok()
         };
         let (epoch, seq, ttl) = (number()?, number()?, number()?);
-        let token = fields.next()?;
-        if token.is_empty() || !token.iter().all(u8::is_ascii_hexdigit) {
-            return None;
-        }
+        let token = fields.next().filter(|t| all(t, u8::is_ascii_hexdigit))?;
         Some(Self {
             epoch,
             seq,
@@ -71,6 +65,11 @@ impl Record {
             value: fields.next()?.to_vec(),
         })
     }
+}
+
+/// Whether `field` is not empty and every byte of it is `kind`.
+fn all(field: &[u8], kind: fn(&u8) -> bool) -> bool {
+    !field.is_empty() && field.iter().all(kind)
 }
 
 /// What one node says about an election: the record it has, and whether
@@ -86,10 +85,10 @@ impl Reading {
     /// The reading of a lock key's value and a record's bytes.
     pub(crate) fn new(lock: Option<&[u8]>, record: Option<&[u8]>) -> Self {
         let record = record.and_then(Record::decode);
-        let current = match (&record, lock) {
-            (Some(r), Some(held)) => r.token.as_bytes() == held,
-            _ => false,
-        };
+        let current = record
+            .as_ref()
+            .zip(lock)
+            .is_some_and(|(r, held)| r.token.as_bytes() == held);
         Self { record, current }
     }
 
