@@ -181,7 +181,7 @@ impl Node {
     /// Loads the scripts, so the first release does not meet `NOSCRIPT`.
     pub(crate) async fn load_scripts(&self, window: Window) -> NodeResult<()> {
         self.counted(window, || async {
-            for script in lua::all() {
+            for script in &lua::ALL {
                 self.conn.send(&script.load()).await?.extract_error()?;
             }
             Ok(())

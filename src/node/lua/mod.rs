@@ -101,21 +101,19 @@ script!(
 );
 
 /// Every script, for preloading on connect.
-pub(crate) fn all() -> [&'static Lua; 11] {
-    [
-        &RELEASE,
-        &EXTEND,
-        &ACQUIRE_MULTI,
-        &ACQUIRE_FENCED,
-        &ACQUIRE_SLOTS,
-        &FENCE_COMMIT,
-        &HOLDS,
-        &PEEK,
-        &PROCLAIM,
-        &LEADER,
-        &RETIRE,
-    ]
-}
+pub(crate) static ALL: [&Lua; 11] = [
+    &RELEASE,
+    &EXTEND,
+    &ACQUIRE_MULTI,
+    &ACQUIRE_FENCED,
+    &ACQUIRE_SLOTS,
+    &FENCE_COMMIT,
+    &HOLDS,
+    &PEEK,
+    &PROCLAIM,
+    &LEADER,
+    &RETIRE,
+];
 
 #[cfg(test)]
 mod tests {
