@@ -1,5 +1,5 @@
 //! What a node answers to each lock command given what it holds
-//! ([`answer`]; with a round key, [`commit_permit`]): the rule the Lua
+//! (`answer`; with a round key, `commit_permit`): the rule the Lua
 //! scripts (`src/node/lua/`) apply, stated once more so that the model
 //! explores the very rule the nodes run.
 //!

@@ -95,6 +95,11 @@ impl Link {
         self.connection().await.map(|_| ())
     }
 
+    /// What a new connection must show, and why the last was refused.
+    pub(crate) fn gate(&self) -> &Gate {
+        &self.0.gate
+    }
+
     fn state(&self) -> MutexGuard<'_, State> {
         self.0.state.lock().unwrap_or_else(PoisonError::into_inner)
     }

@@ -58,8 +58,6 @@ pub(crate) struct Shared {
     label: Box<str>,
     client: Client,
     conn: Link,
-    /// What the connection must show; why it was last refused.
-    gate: Arc<Gate>,
     restart: Arc<Quarantine>,
     /// With restart quarantine: the `run_id` probe sent behind each vote.
     probe: Option<Arc<Command>>,
@@ -132,17 +130,11 @@ impl Node {
         quarantine: bool,
     ) -> Self {
         let restart = Arc::new(Quarantine::default());
-        let conn = Link::new(
-            client.clone(),
-            connect_timeout,
-            restart.clone(),
-            gate.clone(),
-        );
+        let conn = Link::new(client.clone(), connect_timeout, restart.clone(), gate);
         Self(Arc::new(Shared {
             label: label.into(),
             client,
             conn,
-            gate,
             restart,
             probe: quarantine.then(Command::server_info),
             counters: NodeCounters::new(label),
@@ -162,7 +154,7 @@ impl Node {
 
     /// Why this client refused the node's last connection, if it did.
     pub(crate) fn refused(&self) -> Option<NodeFailureKind> {
-        self.gate.refused()
+        self.conn.gate().refused()
     }
 
     /// The client, for connections of other kinds (subscriptions).
@@ -408,7 +400,7 @@ impl Node {
             Err(e) => {
                 // A lost connection is the link's to report: it takes the
                 // connection down, and the next one starts a new epoch.
-                let kind = self.gate.refusal(&e).unwrap_or_else(|| classify(&e));
+                let kind = self.conn.gate().refusal(&e).unwrap_or_else(|| classify(&e));
                 self.counters.failed(&kind, Some(latency));
                 Err(self.failure(kind).caused_by(e))
             }
