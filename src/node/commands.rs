@@ -38,15 +38,14 @@ impl Command {
     /// several, the counter-reading script for a fenced lock.
     pub(crate) fn acquire(keys: &Keys, token: &Token, ttl: Duration) -> Arc<Self> {
         let ttl_ms = validity::millis(ttl);
+        let args = |cmd: &mut Cmd| {
+            cmd.arg(token.as_str()).arg(ttl_ms);
+        };
         if let Some(fence_key) = keys.fence_key() {
-            return Self::call(&lua::ACQUIRE_FENCED, [keys.first(), fence_key], |cmd| {
-                cmd.arg(token.as_str()).arg(ttl_ms);
-            });
+            return Self::call(&lua::ACQUIRE_FENCED, [keys.first(), fence_key], args);
         }
         if keys.is_multi() {
-            return Self::call(&lua::ACQUIRE_MULTI, keys.slices(), |cmd| {
-                cmd.arg(token.as_str()).arg(ttl_ms);
-            });
+            return Self::call(&lua::ACQUIRE_MULTI, keys.slices(), args);
         }
         Arc::new(Self {
             cmd: set_nx(keys.first(), token, ttl_ms),

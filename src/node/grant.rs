@@ -98,13 +98,18 @@ fn read_lock(reply: &Value, fenced: bool) -> Result<Grant, String> {
     match reply::counts(kind, n) {
         Some(false) => Ok(Grant::NO),
         // A fenced acquire's yes is the counter.
-        Some(true) => u64::try_from(if fenced { n } else { 0 })
-            .ok()
-            .filter(|&counter| fence::in_range(counter))
-            .map(|counter| Grant::yes(counter, Vec::new()))
-            .ok_or_else(|| format!("fencing counter {n} beyond {}", fence::MAX_FENCE)),
+        Some(true) => Ok(Grant::yes(if fenced { counter(n)? } else { 0 }, Vec::new())),
         None => Err(format!("acquire answered {n}")),
     }
+}
+
+/// A fencing counter a node read, in the range the scripts keep
+/// ([`fence::in_range`]); anything else says what it was.
+fn counter(n: i64) -> Result<u64, String> {
+    u64::try_from(n)
+        .ok()
+        .filter(|&counter| fence::in_range(counter))
+        .ok_or_else(|| format!("fencing counter {n} outside 0..={}", fence::MAX_FENCE))
 }
 
 /// The reply of `acquire_slots.lua` over `listed` slots, `want` wanted:
@@ -124,11 +129,8 @@ fn read(reply: &Value, listed: usize, want: usize) -> Result<Grant, String> {
     let ints = ints.ok_or_else(|| format!("semaphore acquire answered {items:?}"))?;
     match ints.as_slice() {
         [-1, free] if usize::try_from(*free).is_ok_and(|f| f < want) => Ok(Grant::NO),
-        [counter, rest @ ..] if rest.len() == want => {
-            let counter = u64::try_from(*counter)
-                .ok()
-                .filter(|&c| fence::in_range(c))
-                .ok_or_else(|| format!("fencing counter {counter} out of range"))?;
+        [n, rest @ ..] if rest.len() == want => {
+            let counter = counter(*n)?;
             let mut positions = Vec::with_capacity(want);
             for &p in rest {
                 match usize::try_from(p) {
