@@ -3,8 +3,9 @@
 //! by this token or by another, with a short or a long TTL; the fencing
 //! counter unset, below, at and above the fence; every command with a short
 //! and a long TTL — and each reply, the key (token and TTL) and the counter
-//! afterwards must be what `reply::answer` (`src/node/reply.rs`, which the model
-//! check includes) says, and the reply must vote as `reply::counts` says.
+//! afterwards must be what `scripts::answer` (`model/src/scripts.rs`, the
+//! rule the model check explores) says, and the reply must vote as
+//! `reply::counts` (`src/node/reply.rs`, the client's) says.
 //!
 //! This is what ties the model to the code: reverting `fence_commit.lua` to
 //! "a counter already at T counts", making `release.lua` a plain `DEL`, or
@@ -21,18 +22,21 @@
 //! The status read, `peek.lua`, answers for the keys set only, each key's
 //! token and time left, and a key of another type on its own.
 //! `fence_commit.lua` given a round key (a permit's commit) is checked
-//! against `reply::commit_permit` last.
+//! against `scripts::commit_permit` last.
 
 use quorumlock_testkit as support;
 
 #[allow(dead_code)]
 #[path = "../src/node/reply.rs"]
 mod reply;
+#[path = "../model/src/scripts.rs"]
+mod scripts;
 
 use std::time::Duration;
 
 use redis::{Connection, Value};
-use reply::{answer, counts, Command, Held, Key, Kind};
+use reply::{counts, Kind};
+use scripts::{answer, Command, Held, Key};
 use support::{unique, Cluster};
 
 /// The scripts as the library sends them: the same files it embeds.
@@ -666,7 +670,7 @@ fn peek_answers_for_the_keys_set_only_and_a_key_of_another_type_on_its_own() {
 /// another, absent), the counter (unset; in the round before; in `r`
 /// below, at and above `T`; in the round after) and the round key (absent,
 /// present with no bit, with `s`, with another slot, with both): each
-/// reply, counter and round key afterwards as `reply::commit_permit` says,
+/// reply, counter and round key afterwards as `scripts::commit_permit` says,
 /// and the reply votes as `reply::counts` says for a commit.
 #[test]
 fn the_permit_commit_answers_as_the_model_says() {
@@ -686,7 +690,7 @@ fn the_permit_commit_answers_as_the_model_says() {
     for holder in [None, Some(MINE), Some(THEIRS)] {
         for count in [0, 1024 + 9, 2048 + 1, fence, 2048 + 7, 3 * 1024] {
             for committed in [None, Some(0), Some(1 << 5), Some(1 << 1), Some(0b10_0010)] {
-                let at = reply::Round {
+                let at = scripts::Round {
                     counter: count,
                     committed,
                 };
@@ -719,7 +723,7 @@ fn the_permit_commit_answers_as_the_model_says() {
                     .get(&round)
                     .query(&mut conn)
                     .expect("read the state");
-                let after = reply::Round {
+                let after = scripts::Round {
                     counter: c.unwrap_or(0),
                     committed: r.map(|bytes| {
                         (0..64)
@@ -729,7 +733,7 @@ fn the_permit_commit_answers_as_the_model_says() {
                             .fold(0, |bits, i| bits | 1u64 << i)
                     }),
                 };
-                let model = reply::commit_permit(holder == Some(MINE), at, fence, 1024);
+                let model = scripts::commit_permit(holder == Some(MINE), at, fence, 1024);
                 cases += 1;
                 if (answered, after) != model || counts(Kind::Commit, answered).is_none() {
                     mismatches.push(format!(

@@ -26,9 +26,9 @@
 //! forgets what can no longer matter (replies nobody waits for, the names
 //! on orphaned keys).
 //!
-//! A node answers a commit with `reply::answer` and the client reads the
-//! reply with `reply::counts` (`src/node/reply.rs`, the rule
-//! `tests/conformance.rs` checks the scripts against); the token proposal
+//! A node answers a commit with `scripts::answer` (the rule
+//! `tests/conformance.rs` checks the scripts against) and the client reads
+//! the reply with `reply::counts` (`src/node/reply.rs`); the token proposal
 //! is `fence::propose`, the client's own. The negative controls run the old
 //! rule ("counter >= T counts"), a restart that loses the counter, and
 //! fences taken from `INCR` replies without a commit ([`Rule::IncrMax`],
@@ -39,7 +39,7 @@ use std::fmt;
 use crate::fences::{Broken, Fences};
 use crate::search::Model;
 use crate::symmetry::{client_orders, push_nodes};
-use crate::{client_name, fence, node_name, reply};
+use crate::{client_name, fence, node_name, reply, scripts};
 
 const NODES: usize = 3;
 const QUORUM: u8 = 2;
@@ -58,7 +58,7 @@ pub enum Rule {
     IncrMax,
     /// A semaphore's permits: the fence is `round × L + slot` (the
     /// holder's first slot), and a node counts a commit once per slot and
-    /// round (`reply::commit_permit`, the fix for permits).
+    /// round (`scripts::commit_permit`, the fix for permits).
     Rounds,
     /// [`Rule::Rounds`] without the slots of the round: a commit of the
     /// counter's round always counts (negative control).
@@ -496,15 +496,15 @@ impl State {
                 let ok = held
                     && match cfg.rule {
                         Rule::RaiseFromBelow => {
-                            let held = reply::Held {
-                                key: Some(reply::Key { token, life: () }),
+                            let held = scripts::Held {
+                                key: Some(scripts::Key { token, life: () }),
                                 counter: n.counter.into(),
                             };
-                            let command = reply::Command::Commit {
+                            let command = scripts::Command::Commit {
                                 token,
                                 fence: fence.into(),
                             };
-                            let (answer, after) = reply::answer(held, command);
+                            let (answer, after) = scripts::answer(held, command);
                             n.counter = u8::try_from(after.counter).expect("small");
                             reply::counts(reply::Kind::Commit, answer) == Some(true)
                         }
@@ -809,7 +809,7 @@ impl State {
 pub struct Fencing(pub Config);
 
 /// Keys of this model carry no TTL.
-impl reply::Later for () {
+impl scripts::Later for () {
     fn later(self, (): ()) {}
 }
 

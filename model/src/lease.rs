@@ -1,6 +1,6 @@
 //! The lease model: a lock's life on the nodes.
 //!
-//! Clients acquire (the fenced `SET NX`, `reply::answer` on the node and
+//! Clients acquire (the fenced `SET NX`, `scripts::answer` on the node and
 //! `reply::counts` on the client, as for every command here), hold, extend
 //! with a short or a long TTL, cancel an extension while keeping the lock,
 //! release (compare-and-delete, sent as messages to every node, also as the
@@ -39,7 +39,8 @@
 use std::collections::VecDeque;
 use std::fmt;
 
-use crate::reply::{self, answer, counts, Command, Held, Kind};
+use crate::reply::{self, counts, Kind};
+use crate::scripts::{self, answer, Command, Held};
 use crate::search::Model;
 
 /// A TTL: extensions pick one of two.
@@ -54,7 +55,7 @@ pub enum Ttl {
 /// What a node does with an extension.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ExtendScript {
-    /// `extend.lua` (`reply::answer`): compare-and-pexpire that never
+    /// `extend.lua` (`scripts::answer`): compare-and-pexpire that never
     /// shortens a key: its expiry becomes the later of the two.
     KeepLonger,
     /// The earlier script: the new TTL replaces the old one (it may
@@ -79,7 +80,7 @@ pub enum DeadlineRule {
 /// What a node does with a release.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ReleaseScript {
-    /// `release.lua` (`reply::answer`): compare-and-delete.
+    /// `release.lua` (`scripts::answer`): compare-and-delete.
     CompareAndDelete,
     /// Wrong: a plain `DEL`.
     PlainDel,
@@ -91,7 +92,7 @@ pub enum ReleaseScript {
 pub enum Repair {
     /// Nothing: the key stays missing there.
     Off,
-    /// `SET key token NX PX` (`reply::answer`), with the extension's
+    /// `SET key token NX PX` (`scripts::answer`), with the extension's
     /// deadline, to each name that answered "missing" to it; also for a
     /// "missing" that arrives after the quorum, while the lock is held.
     SetNx,
@@ -197,7 +198,7 @@ fn outlives(lasts: Life, until: Life) -> bool {
 }
 
 /// A key lasts until the latest of its deadlines.
-impl reply::Later for Life {
+impl scripts::Later for Life {
     fn later(self, other: Self) -> Self {
         latest(self | other)
     }
@@ -515,7 +516,7 @@ impl Lease {
         let cfg = &self.0;
         let node = &mut s.servers[server];
         let held = Held {
-            key: node.key.map(|k| reply::Key {
+            key: node.key.map(|k| scripts::Key {
                 token: k.token,
                 life: k.life,
             }),
@@ -550,7 +551,7 @@ impl Lease {
             (Command::Repair { life, .. }, _, _) if cfg.repair == Repair::PlainSet => (
                 1,
                 Held {
-                    key: Some(reply::Key { token, life }),
+                    key: Some(scripts::Key { token, life }),
                     ..held
                 },
             ),
@@ -564,7 +565,7 @@ impl Lease {
             (Command::Extend { life, .. }, ExtendScript::Recreate, _) if held.key.is_none() => (
                 1,
                 Held {
-                    key: Some(reply::Key { token, life }),
+                    key: Some(scripts::Key { token, life }),
                     ..held
                 },
             ),

@@ -31,11 +31,12 @@
 //! Shared by the models: the breadth-first [`search`], the [`symmetry`]
 //! reduction and the record of [`fences`] handed out.
 //!
-//! They run the library's own rules, included by path: how a node answers
-//! each command and how the answer votes (`src/node/reply.rs`, which
-//! `tests/conformance.rs` in the library checks every Lua script against on
-//! a real server), the fencing-token proposal (`src/node/fence.rs`) and the
-//! semaphore's vote rule (`src/quorum/slots.rs`, with the tally of
+//! How a node answers each command is the rule the Lua scripts apply,
+//! stated in [`scripts`] (`tests/conformance.rs` in the library checks
+//! every script against it on a real server). The rest are the library's
+//! own rules, included by path: how each answer votes
+//! (`src/node/reply.rs`), the fencing-token proposal (`src/node/fence.rs`)
+//! and the semaphore's vote rule (`src/quorum/slots.rs`, with the tally of
 //! `src/quorum/rule.rs`).
 //!
 //! This is its own package so that it builds optimized in every profile
@@ -45,8 +46,7 @@
 #[allow(dead_code, unreachable_pub)]
 #[path = "../../src/node/fence.rs"]
 mod fence;
-// The file allows dead code itself outside its own tests.
-#[allow(dead_code, unreachable_pub, clippy::duplicated_attributes)]
+#[allow(dead_code, unreachable_pub)]
 #[path = "../../src/node/reply.rs"]
 mod reply;
 /// The library's path to `reply`, which the rules below name.
@@ -73,6 +73,7 @@ pub mod election;
 pub mod fences;
 pub mod fencing;
 pub mod lease;
+pub mod scripts;
 pub mod search;
 pub mod semaphore;
 pub mod slots;

@@ -40,17 +40,11 @@ impl Registry {
         let other = ids
             .iter()
             .enumerate()
-            .find(|(i, id)| *i != index && id.as_deref() == Some(&**run_id));
-        if let Some((other, _)) = other {
-            if let Some(id) = ids.get_mut(index) {
-                *id = None;
-            }
-            return Err(other);
-        }
+            .position(|(i, id)| i != index && id.as_deref() == Some(&**run_id));
         if let Some(id) = ids.get_mut(index) {
-            *id = Some(run_id.clone());
+            *id = other.is_none().then(|| run_id.clone());
         }
-        Ok(())
+        other.map_or(Ok(()), Err)
     }
 
     /// Node `index`'s label.
@@ -72,6 +66,13 @@ pub(crate) struct Gate {
 
 /// Marks the error a refused connection fails with.
 const REFUSED: &str = "quorumlock refused the node";
+
+/// What the identity read checks, for the warning when it cannot.
+const SAME: &str = "this node is not another listed node's server (one server must not vote twice)";
+
+/// What the eviction read checks, for the warning when it cannot.
+const EVICTS: &str =
+    "maxmemory-policy keeps the lock's keys (an evicting policy loses locks and fencing counters)";
 
 impl Gate {
     /// Node `index` of `registry`; with `check_eviction`, a node that can
@@ -117,15 +118,14 @@ impl Gate {
         let mut config = redis::cmd("CONFIG");
         config.arg("GET").arg("maxmemory*");
         let mut second = conn.clone();
-        let (info, config) = if self.check_eviction {
-            let (info, config) = futures::join!(
-                conn.req_packed_command(info.cmd()),
-                second.req_packed_command(&config)
-            );
-            (info, Some(config))
-        } else {
-            (conn.req_packed_command(info.cmd()).await, None)
+        let config = async {
+            if self.check_eviction {
+                Some(second.req_packed_command(&config).await)
+            } else {
+                None
+            }
         };
+        let (info, config) = futures::join!(conn.req_packed_command(info.cmd()), config);
         let (info, config) = (
             permitted(info?)?,
             config.transpose()?.map(permitted).transpose()?,
@@ -158,9 +158,9 @@ impl Gate {
                         });
                     }
                 }
-                None => self.warn_once(&self.info_warned, "INFO server has no run_id"),
+                None => self.warn_once(&self.info_warned, "INFO server has no run_id", SAME),
             },
-            None => self.warn_once(&self.info_warned, "INFO is not permitted"),
+            None => self.warn_once(&self.info_warned, "INFO is not permitted", SAME),
         }
         if !self.check_eviction {
             return None;
@@ -169,26 +169,17 @@ impl Gate {
             Some(pairs) => evicting(&pairs)
                 .map(|(policy, maxmemory)| NodeFailureKind::Evicts { policy, maxmemory }),
             None => {
-                self.warn_once(&self.config_warned, "CONFIG GET is not permitted");
+                self.warn_once(&self.config_warned, "CONFIG GET is not permitted", EVICTS);
                 None
             }
         }
     }
 
-    fn warn_once(&self, flag: &AtomicBool, what: &str) {
+    /// Warns once per `flag` that `what` leaves the check of `unchecked`
+    /// undone.
+    fn warn_once(&self, flag: &AtomicBool, what: &str, unchecked: &str) {
         if !flag.swap(true, Ordering::Relaxed) {
-            match what {
-                w if w.starts_with("CONFIG") => warn!(
-                    node = %self.label(),
-                    "{what}: cannot check that maxmemory-policy keeps the lock's keys \
-                     (an evicting policy loses locks and fencing counters)"
-                ),
-                _ => warn!(
-                    node = %self.label(),
-                    "{what}: cannot check that this node is not another listed node's \
-                     server (one server must not vote twice)"
-                ),
-            }
+            warn!(node = %self.label(), "{what}: cannot check that {unchecked}");
         }
     }
 }

@@ -38,23 +38,19 @@ impl Command {
     /// several, the counter-reading script for a fenced lock.
     pub(crate) fn acquire(keys: &Keys, token: &Token, ttl: Duration) -> Arc<Self> {
         let ttl_ms = validity::millis(ttl);
+        let args = |cmd: &mut Cmd| {
+            cmd.arg(token.as_str()).arg(ttl_ms);
+        };
         if let Some(fence_key) = keys.fence_key() {
-            return Self::call(&lua::ACQUIRE_FENCED, [keys.first(), fence_key], |cmd| {
-                cmd.arg(token.as_str()).arg(ttl_ms);
-            });
+            return Self::call(&lua::ACQUIRE_FENCED, [keys.first(), fence_key], args);
         }
         if keys.is_multi() {
-            return Self::call(&lua::ACQUIRE_MULTI, keys.slices(), |cmd| {
-                cmd.arg(token.as_str()).arg(ttl_ms);
-            });
+            return Self::call(&lua::ACQUIRE_MULTI, keys.slices(), args);
         }
-        let mut cmd = redis::cmd("SET");
-        cmd.arg(keys.first())
-            .arg(token.as_str())
-            .arg("NX")
-            .arg("PX")
-            .arg(ttl_ms);
-        Arc::new(Self { cmd, script: None })
+        Arc::new(Self {
+            cmd: set_nx(keys.first(), token, ttl_ms),
+            script: None,
+        })
     }
 
     /// Commits `fence` where the token is held: a lock's raises the
@@ -77,10 +73,7 @@ impl Command {
     /// so.
     pub(crate) fn release(keys: &Keys, token: &Token, announce: Announce) -> Arc<Self> {
         let args = |cmd: &mut Cmd| {
-            cmd.arg(token.as_str()).arg(match announce {
-                Announce::Waiters => "1",
-                Announce::Silently => "0",
-            });
+            cmd.arg(token.as_str()).arg(announce == Announce::Waiters);
             if let Some(channel) = keys.announce() {
                 cmd.arg(channel);
             }
@@ -104,16 +97,11 @@ impl Command {
         let n = slots.count();
         let order = (0..n).map(|k| slots.key((first + k) % n));
         let keys: Vec<&[u8]> = order.chain(slots.fence_key()).collect();
-        let fenced = if slots.fence_key().is_some() {
-            "1"
-        } else {
-            "0"
-        };
         Self::call(&lua::ACQUIRE_SLOTS, keys, |cmd| {
             cmd.arg(token.as_str())
                 .arg(validity::millis(ttl))
                 .arg(want)
-                .arg(fenced);
+                .arg(slots.fence_key().is_some());
         })
     }
 
@@ -130,15 +118,7 @@ impl Command {
     pub(crate) fn repair(keys: &Keys, token: &Token, ttl: Duration) -> Vec<Cmd> {
         let ttl_ms = validity::millis(ttl);
         keys.slices()
-            .map(|key| {
-                let mut cmd = redis::cmd("SET");
-                cmd.arg(key)
-                    .arg(token.as_str())
-                    .arg("NX")
-                    .arg("PX")
-                    .arg(ttl_ms);
-                cmd
-            })
+            .map(|key| set_nx(key, token, ttl_ms))
             .collect()
     }
 
@@ -194,4 +174,15 @@ impl Command {
     pub(crate) fn fallback(&self) -> Option<Cmd> {
         self.script.map(|script| script.eval_of(&self.cmd))
     }
+}
+
+/// `SET key token NX PX ttl_ms`: a plain lock's acquire, and the repair.
+fn set_nx(key: &[u8], token: &Token, ttl_ms: u64) -> Cmd {
+    let mut cmd = redis::cmd("SET");
+    cmd.arg(key)
+        .arg(token.as_str())
+        .arg("NX")
+        .arg("PX")
+        .arg(ttl_ms);
+    cmd
 }

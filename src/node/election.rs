@@ -15,6 +15,7 @@ use std::time::Duration;
 use crate::keys::Keys;
 use crate::node::commands::Command;
 use crate::node::lua;
+use crate::node::reply::Kind;
 use crate::node::{Node, NodeResult, Window};
 use crate::token::Token;
 use crate::validity;
@@ -51,17 +52,11 @@ impl Record {
     pub(crate) fn decode(raw: &[u8]) -> Option<Self> {
         let mut fields = raw.splitn(5, |&b| b == b' ');
         let mut number = || -> Option<u64> {
-            let field = fields.next()?;
-            if field.is_empty() || !field.iter().all(u8::is_ascii_digit) {
-                return None;
-            }
+            let field = fields.next().filter(|f| all(f, u8::is_ascii_digit))?;
             std::str::from_utf8(field).ok()?.parse().ok()
         };
         let (epoch, seq, ttl) = (number()?, number()?, number()?);
-        let token = fields.next()?;
-        if token.is_empty() || !token.iter().all(u8::is_ascii_hexdigit) {
-            return None;
-        }
+        let token = fields.next().filter(|t| all(t, u8::is_ascii_hexdigit))?;
         Some(Self {
             epoch,
             seq,
@@ -70,6 +65,11 @@ impl Record {
             value: fields.next()?.to_vec(),
         })
     }
+}
+
+/// Whether `field` is not empty and every byte of it is `kind`.
+fn all(field: &[u8], kind: fn(&u8) -> bool) -> bool {
+    !field.is_empty() && field.iter().all(kind)
 }
 
 /// What one node says about an election: the record it has, and whether
@@ -85,10 +85,10 @@ impl Reading {
     /// The reading of a lock key's value and a record's bytes.
     pub(crate) fn new(lock: Option<&[u8]>, record: Option<&[u8]>) -> Self {
         let record = record.and_then(Record::decode);
-        let current = match (&record, lock) {
-            (Some(r), Some(held)) => r.token.as_bytes() == held,
-            _ => false,
-        };
+        let current = record
+            .as_ref()
+            .zip(lock)
+            .is_some_and(|(r, held)| r.token.as_bytes() == held);
         Self { record, current }
     }
 
@@ -102,21 +102,19 @@ impl Command {
     /// Writes `record` where `keys`' lock holds the record's token.
     pub(crate) fn proclaim(keys: &Keys, record: &Record) -> Arc<Self> {
         let at = keys.leader_record();
-        Self::call(&lua::PROCLAIM, [keys.first(), &at[..]], |cmd| {
+        Self::call(&lua::PROCLAIM, [keys.first(), &at], |cmd| {
             cmd.arg(&record.token).arg(record.seq).arg(record.encode());
         })
     }
 
     /// Reads the lock and the record of an election (read-only).
     pub(crate) fn read_leader(keys: &Keys) -> Arc<Self> {
-        let at = keys.leader_record();
-        Self::call(&lua::LEADER, [keys.first(), &at[..]], |_| {})
+        Self::call(&lua::LEADER, [keys.first(), &keys.leader_record()], |_| {})
     }
 
     /// Deletes the record where it is still `token`'s.
     pub(crate) fn retire(keys: &Keys, token: &Token) -> Arc<Self> {
-        let at = keys.leader_record();
-        Self::call(&lua::RETIRE, [&at[..]], |cmd| {
+        Self::call(&lua::RETIRE, [&keys.leader_record()[..]], |cmd| {
             cmd.arg(token.as_str());
         })
     }
@@ -127,8 +125,7 @@ impl Node {
     /// it (or a later one of the same leader), false when the leadership is
     /// not held with its token here.
     pub(crate) async fn proclaim(&self, command: &Command, window: Window) -> NodeResult<bool> {
-        let n: i64 = self.counted(window, || self.run_parsed(command)).await?;
-        self.yes_or_no("proclaim", n)
+        Ok(self.script(command, Kind::Proclaim, window).await?.0)
     }
 
     /// Reads an election ([`Command::read_leader`]).
@@ -145,17 +142,7 @@ impl Node {
     /// Removes a resigning leader's record ([`Command::retire`]): whether
     /// it was there.
     pub(crate) async fn retire(&self, command: &Command, window: Window) -> NodeResult<bool> {
-        let n: i64 = self.counted(window, || self.run_parsed(command)).await?;
-        self.yes_or_no("retire", n)
-    }
-
-    /// A script's 1 or 0; anything else is a protocol error.
-    fn yes_or_no(&self, what: &str, n: i64) -> NodeResult<bool> {
-        match n {
-            1 => Ok(true),
-            0 => Ok(false),
-            _ => Err(self.protocol(format!("{what} answered {n}"))),
-        }
+        Ok(self.script(command, Kind::Retire, window).await?.0)
     }
 }
 

@@ -1,11 +1,11 @@
 //! Pure fencing-token rules: the token a client proposes from the counters
 //! it read (a lock's, and a permit holder's: a round and its slot), the
-//! range counters and tokens stay in, and what a node's answer to a commit
-//! means. The node side of the commit rule lives in `lua/fence_commit.lua`;
-//! `reply::answer` (a lock's) and `reply::commit_permit` (a permit's) state
-//! it once more for the model check (`model/`), which includes this file
-//! and that one. The proof that the rule makes tokens unique is in
-//! `docs/fencing.md`.
+//! range counters and tokens stay in. The node side of the commit rule
+//! lives in `lua/fence_commit.lua` (what its reply counts for:
+//! `reply::Kind::Commit`); `scripts::answer` (a lock's) and
+//! `scripts::commit_permit` (a permit's) state it once more for the model
+//! check (`model/src/scripts.rs`), which includes this file. The proof that
+//! the rule makes tokens unique is in `docs/fencing.md`.
 //!
 //! No I/O and nothing from the rest of the crate: the model check includes
 //! this file by path.
@@ -60,32 +60,6 @@ pub(crate) const fn in_range(counter: u64) -> bool {
     counter <= MAX_FENCE
 }
 
-/// A node's answer to the fence commit script.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Commit {
-    /// The node committed the token (a lock's: raised its counter from
-    /// below to it): it counts.
-    Raised,
-    /// The key no longer holds this lock's token (expired or taken).
-    NotHeld,
-    /// Another commit of this token or a later one came first on this
-    /// node (a lock's: the counter was already at or above the token; a
-    /// permit's: its round passed, or its slot was committed in it).
-    Behind,
-}
-
-impl Commit {
-    /// Decodes the script's integer reply; `None` for anything else.
-    pub(crate) const fn from_reply(reply: i64) -> Option<Self> {
-        match reply {
-            1 => Some(Commit::Raised),
-            0 => Some(Commit::NotHeld),
-            -1 => Some(Commit::Behind),
-            _ => None,
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -127,18 +101,5 @@ mod tests {
         // The bound is where doubles stop being exact.
         assert_eq!(MAX_FENCE as f64 as u64, MAX_FENCE);
         assert_ne!((MAX_FENCE + 2) as f64 as u64, MAX_FENCE + 2);
-    }
-
-    #[test]
-    fn commit_replies_decode() {
-        assert_eq!(Commit::from_reply(1), Some(Commit::Raised));
-        assert_eq!(Commit::from_reply(0), Some(Commit::NotHeld));
-        assert_eq!(Commit::from_reply(-1), Some(Commit::Behind));
-        assert_eq!(Commit::from_reply(2), None);
-        // The same vote as the rule the model check reads.
-        for n in -2..=2 {
-            let counts = crate::node::reply::counts(crate::node::reply::Kind::Commit, n);
-            assert_eq!(counts, Commit::from_reply(n).map(|c| c == Commit::Raised));
-        }
     }
 }

@@ -70,7 +70,10 @@ impl Node {
         shape: Shape,
         window: Window,
     ) -> NodeResult<Grant> {
-        let reply = self.vote(command, window).await?;
+        let reply = match &self.probe {
+            None => self.counted(window, || self.run(command)).await?,
+            Some(probe) => Box::pin(self.vote_checked(command, probe, window)).await?,
+        };
         let grant = match shape {
             Shape::Slots { listed, want } => read(&reply, listed, want),
             lock => read_lock(&reply, lock == Shape::Fenced),
@@ -84,27 +87,29 @@ impl Node {
 
 /// A lock's reply, `fenced` or not; anything else says what it was.
 fn read_lock(reply: &Value, fenced: bool) -> Result<Grant, String> {
-    let n = match (reply, fenced) {
-        (&Value::Int(n), _) => n,
-        (Value::Okay, false) => return Ok(Grant::yes(0, Vec::new())),
-        (Value::Nil, false) => return Ok(Grant::NO),
+    // A `SET NX` reads as `acquire_multi.lua`'s 1 or 0.
+    let (n, kind) = match (reply, fenced) {
+        (&Value::Int(n), true) => (n, Kind::AcquireFenced),
+        (&Value::Int(n), false) => (n, Kind::AcquireMulti),
+        (Value::Okay, false) => (1, Kind::AcquireMulti),
+        (Value::Nil, false) => (0, Kind::AcquireMulti),
         (other, _) => return Err(format!("{other:?}")),
-    };
-    let kind = if fenced {
-        Kind::AcquireFenced
-    } else {
-        Kind::AcquireMulti
     };
     match reply::counts(kind, n) {
         Some(false) => Ok(Grant::NO),
-        Some(true) if !fenced => Ok(Grant::yes(0, Vec::new())),
-        Some(true) => u64::try_from(n)
-            .ok()
-            .filter(|&counter| fence::in_range(counter))
-            .map(|counter| Grant::yes(counter, Vec::new()))
-            .ok_or_else(|| format!("fencing counter {n} beyond {}", fence::MAX_FENCE)),
+        // A fenced acquire's yes is the counter.
+        Some(true) => Ok(Grant::yes(if fenced { counter(n)? } else { 0 }, Vec::new())),
         None => Err(format!("acquire answered {n}")),
     }
+}
+
+/// A fencing counter a node read, in the range the scripts keep
+/// ([`fence::in_range`]); anything else says what it was.
+fn counter(n: i64) -> Result<u64, String> {
+    u64::try_from(n)
+        .ok()
+        .filter(|&counter| fence::in_range(counter))
+        .ok_or_else(|| format!("fencing counter {n} outside 0..={}", fence::MAX_FENCE))
 }
 
 /// The reply of `acquire_slots.lua` over `listed` slots, `want` wanted:
@@ -124,11 +129,8 @@ fn read(reply: &Value, listed: usize, want: usize) -> Result<Grant, String> {
     let ints = ints.ok_or_else(|| format!("semaphore acquire answered {items:?}"))?;
     match ints.as_slice() {
         [-1, free] if usize::try_from(*free).is_ok_and(|f| f < want) => Ok(Grant::NO),
-        [counter, rest @ ..] if rest.len() == want => {
-            let counter = u64::try_from(*counter)
-                .ok()
-                .filter(|&c| fence::in_range(c))
-                .ok_or_else(|| format!("fencing counter {counter} out of range"))?;
+        [n, rest @ ..] if rest.len() == want => {
+            let counter = counter(*n)?;
             let mut positions = Vec::with_capacity(want);
             for &p in rest {
                 match usize::try_from(p) {

@@ -79,7 +79,13 @@ impl Link {
     pub(crate) async fn send(&self, cmd: &Cmd) -> Result<Value, RedisError> {
         let (mut conn, number) = self.connection().await?;
         let result = conn.req_packed_command(cmd).await;
-        self.check(&result, number);
+        // A failure the connection does not survive takes it down (a newer
+        // one stays) and reports the loss.
+        if let Err(e) = &result {
+            if e.is_io_error() || e.is_unrecoverable_error() || e.is_connection_dropped() {
+                down(&self.0, number);
+            }
+        }
         result
     }
 
@@ -89,15 +95,9 @@ impl Link {
         self.connection().await.map(|_| ())
     }
 
-    /// Why the node's last connection was refused, if it was.
-    pub(crate) fn refused(&self) -> Option<crate::error::NodeFailureKind> {
-        self.0.gate.refused()
-    }
-
-    /// Why the node's last connection was refused, when `error` is that
-    /// refusal.
-    pub(crate) fn refusal(&self, error: &RedisError) -> Option<crate::error::NodeFailureKind> {
-        self.0.gate.refusal(error)
+    /// What a new connection must show, and why the last was refused.
+    pub(crate) fn gate(&self) -> &Gate {
+        &self.0.gate
     }
 
     fn state(&self) -> MutexGuard<'_, State> {
@@ -147,16 +147,6 @@ impl Link {
                 State::Up(conn, number) => Ok((conn.clone(), *number)),
                 _ => result.map(|conn| (conn, u64::MAX)),
             },
-        }
-    }
-
-    /// After a failure the connection does not survive, takes connection
-    /// `number` down (a newer one stays) and reports the loss.
-    fn check<T>(&self, result: &Result<T, RedisError>, number: u64) {
-        if let Err(e) = result {
-            if e.is_io_error() || e.is_unrecoverable_error() || e.is_connection_dropped() {
-                down(&self.0, number);
-            }
         }
     }
 }

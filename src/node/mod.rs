@@ -35,7 +35,6 @@ use crate::node::quarantine::Quarantine;
 use crate::stats::counters::NodeCounters;
 use crate::status::NodeView;
 use crate::token::Token;
-use fence::Commit;
 use reply::Kind;
 
 mod standing;
@@ -154,7 +153,7 @@ impl Node {
 
     /// Why this client refused the node's last connection, if it did.
     pub(crate) fn refused(&self) -> Option<NodeFailureKind> {
-        self.conn.refused()
+        self.conn.gate().refused()
     }
 
     /// The client, for connections of other kinds (subscriptions).
@@ -173,7 +172,7 @@ impl Node {
     /// Loads the scripts, so the first release does not meet `NOSCRIPT`.
     pub(crate) async fn load_scripts(&self, window: Window) -> NodeResult<()> {
         self.counted(window, || async {
-            for script in lua::all() {
+            for script in &lua::ALL {
                 self.conn.send(&script.load()).await?.extract_error()?;
             }
             Ok(())
@@ -222,26 +221,11 @@ impl Node {
         Ok(views)
     }
 
-    /// Sends a vote (an acquire of any kind): with restart quarantine, its
-    /// reply counts only when the server that cast it is the one whose
-    /// uptime let the node vote (see [`vote_checked`](Self::vote_checked)).
-    async fn vote(&self, command: &Command, window: Window) -> NodeResult<Value> {
-        match &self.probe {
-            None => self.counted(window, || self.run(command)).await,
-            Some(probe) => Box::pin(self.vote_checked(command, probe, window)).await,
-        }
-    }
-
     /// Second phase of a fenced acquire: where the token is still held,
-    /// raise the counter from strictly below (see [`Command::commit_fence`]).
-    /// Only [`Commit::Raised`] counts for the commit.
-    pub(crate) async fn commit_fence(
-        &self,
-        command: &Command,
-        window: Window,
-    ) -> NodeResult<Commit> {
-        let n: i64 = self.counted(window, || self.run_parsed(command)).await?;
-        Commit::from_reply(n).ok_or_else(|| self.protocol(format!("fence commit answered {n}")))
+    /// raise the counter from strictly below (see [`Command::commit_fence`]);
+    /// true when the node committed the token ([`Kind::Commit`]).
+    pub(crate) async fn commit_fence(&self, command: &Command, window: Window) -> NodeResult<bool> {
+        Ok(self.script(command, Kind::Commit, window).await?.0)
     }
 
     /// Compare-and-delete → true when our key(s) were deleted, false when
@@ -258,11 +242,10 @@ impl Node {
         window: Window,
     ) -> NodeResult<bool> {
         // The keys deleted, negated when the announcement was refused.
-        let deleted: i64 = self.counted(window, || self.run_parsed(command)).await?;
+        let (yes, deleted) = self.script(command, Kind::Release, window).await?;
         if deleted < 0 {
             self.announcement_refused(keys);
         }
-        let yes = self.read(Kind::Release, deleted)?;
         Ok(self.counters.vote(Operation::Release, yes))
     }
 
@@ -285,15 +268,13 @@ impl Node {
 
     /// Read-only: true when every key of the lock still carries the token.
     pub(crate) async fn holds(&self, command: &Command, window: Window) -> NodeResult<bool> {
-        let n: i64 = self.counted(window, || self.run_parsed(command)).await?;
-        self.read(Kind::Holds, n)
+        Ok(self.script(command, Kind::Holds, window).await?.0)
     }
 
     /// Compare-and-pexpire: whether our key(s) got the new TTL, and if
     /// not, whether a key is missing (repairable) or held by another token.
     pub(crate) async fn extend(&self, command: &Command, window: Window) -> NodeResult<Extended> {
-        let n: i64 = self.counted(window, || self.run_parsed(command)).await?;
-        let yes = self.read(Kind::Extend, n)?;
+        let (yes, n) = self.script(command, Kind::Extend, window).await?;
         Ok(if self.counters.vote(Operation::Extend, yes) {
             Extended::Yes
         } else if reply::missing(Kind::Extend, n) {
@@ -335,6 +316,18 @@ impl Node {
         Ok(set)
     }
 
+    /// Runs `command`, a script of `kind`: whether its integer reply counts
+    /// as a yes ([`read`](Self::read)), and the reply.
+    async fn script(
+        &self,
+        command: &Command,
+        kind: Kind,
+        window: Window,
+    ) -> NodeResult<(bool, i64)> {
+        let n = self.counted(window, || self.run_parsed(command)).await?;
+        Ok((self.read(kind, n)?, n))
+    }
+
     /// Whether a script's `reply` counts as a yes ([`reply::counts`]); a
     /// reply the script never gives is a protocol error.
     fn read(&self, kind: Kind, reply: i64) -> NodeResult<bool> {
@@ -345,12 +338,7 @@ impl Node {
     /// Sends `command`, and its `EVAL` when the node does not know the
     /// script (restarted, or `SCRIPT FLUSH`).
     async fn run(&self, command: &Command) -> Result<Value, RedisError> {
-        let result = self
-            .conn
-            .send(command.cmd())
-            .await
-            .and_then(Value::extract_error);
-        match result {
+        match self.send(command.cmd()).await {
             Err(e) if e.kind() == ErrorKind::Server(ServerErrorKind::NoScript) => {
                 drop(e);
                 // Rare: boxed, so that the common path's future stays small
@@ -359,6 +347,11 @@ impl Node {
             }
             other => other,
         }
+    }
+
+    /// [`run`](Self::run), its reply read as `T`.
+    async fn run_parsed<T: FromRedisValue>(&self, command: &Command) -> Result<T, RedisError> {
+        parse(self.run(command).await?)
     }
 
     /// The `EVAL` of `command`'s script, after a `NOSCRIPT`.
@@ -370,10 +363,6 @@ impl Node {
                 "NOSCRIPT for a command without a script",
             ))),
         }
-    }
-
-    async fn run_parsed<T: FromRedisValue>(&self, command: &Command) -> Result<T, RedisError> {
-        parse(self.run(command).await?)
     }
 
     async fn send(&self, cmd: &Cmd) -> Result<Value, RedisError> {
@@ -406,7 +395,7 @@ impl Node {
             Err(e) => {
                 // A lost connection is the link's to report: it takes the
                 // connection down, and the next one starts a new epoch.
-                let kind = self.conn.refusal(&e).unwrap_or_else(|| classify(&e));
+                let kind = self.conn.gate().refusal(&e).unwrap_or_else(|| classify(&e));
                 self.counters.failed(&kind, Some(latency));
                 Err(self.failure(kind).caused_by(e))
             }

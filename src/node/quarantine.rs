@@ -36,17 +36,12 @@ pub(crate) struct Quarantine {
 struct Reading {
     /// The epoch it was taken in; `None` before the first one.
     epoch: Option<u64>,
-    /// Until when the node does not vote, and the uptime it reported.
-    out: Option<(Until, Duration)>,
+    /// Until when the node does not vote (`None`: for ever, the
+    /// quarantine too long to express as an instant), and the uptime it
+    /// reported.
+    out: Option<(Option<Instant>, Duration)>,
     /// The server it was read from.
     run_id: Option<Arc<str>>,
-}
-
-#[derive(Debug, Clone, Copy)]
-enum Until {
-    At(Instant),
-    /// The quarantine is too long to express as an instant.
-    Forever,
 }
 
 /// Whether a node may vote now.
@@ -72,11 +67,7 @@ impl Quarantine {
 
     fn standing_of(&self, last: &Reading, now: Instant) -> Standing {
         if let Some((until, uptime)) = last.out {
-            let out = match until {
-                Until::At(t) => now < t,
-                Until::Forever => true,
-            };
-            if out {
+            if until.is_none_or(|t| now < t) {
                 return Standing::Quarantined { uptime };
             }
         }
@@ -145,8 +136,7 @@ impl Quarantine {
         last.run_id = Some(run_id);
         match required.checked_sub(uptime) {
             Some(left) if !left.is_zero() => {
-                let until = now.checked_add(left).map_or(Until::Forever, Until::At);
-                last.out = Some((until, uptime));
+                last.out = Some((now.checked_add(left), uptime));
                 Standing::Quarantined { uptime }
             }
             _ => {

@@ -1,7 +1,6 @@
 //! A node's standing under restart quarantine: its uptime read, and each
 //! vote checked to come from the server that was read.
 
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use redis::{ErrorKind, ServerErrorKind, Value};
@@ -28,7 +27,7 @@ impl Node {
         window: Window,
     ) -> NodeResult<Value> {
         let Some(voter) = self.restart.voter(Instant::now()) else {
-            return Err(self.not_voting());
+            return Err(self.out(self.restart.standing(Instant::now())));
         };
         let (vote, seen) = self
             .counted(window, || async {
@@ -53,11 +52,12 @@ impl Node {
         Err(self.failure(kind))
     }
 
-    /// The failure of a node that may not vote now.
-    fn not_voting(&self) -> NodeFailure {
-        let kind = match self.restart.standing(Instant::now()) {
+    /// The failure of a node whose `standing` does not let it vote (a
+    /// standing that votes here changed as it was read: as unknown).
+    fn out(&self, standing: Standing) -> NodeFailure {
+        let kind = match standing {
             Standing::Quarantined { uptime } => NodeFailureKind::Quarantined { uptime },
-            _ => NodeFailureKind::Connection(
+            Standing::Votes | Standing::Unknown => NodeFailureKind::Connection(
                 "the connection was replaced while the node's uptime was read".to_owned(),
             ),
         };
@@ -74,43 +74,32 @@ impl Node {
         required: Duration,
         window: Window,
     ) -> NodeResult<()> {
-        let standing = match self.restart.standing(Instant::now()) {
-            Standing::Unknown => {
-                let (epoch, uptime, run_id) = self.uptime(window).await?;
+        let mut standing = self.restart.standing(Instant::now());
+        if standing == Standing::Unknown {
+            // The uptime and `run_id`, with the epoch of the connection they
+            // were read on (taken once that connection is open, before the
+            // command is sent).
+            let info = Command::server_info();
+            let (epoch, info): (u64, String) = self
+                .counted(window, || async {
+                    self.conn.open().await?;
+                    let epoch = self.restart.epoch();
+                    Ok((epoch, parse(self.conn.send(info.cmd()).await?)?))
+                })
+                .await?;
+            let read = quarantine::parse_uptime(&info).zip(admission::parse_run_id(&info));
+            let (uptime, run_id) = read.ok_or_else(|| {
+                self.failure(NodeFailureKind::Protocol(
+                    "INFO server without uptime_in_seconds or run_id".to_owned(),
+                ))
+            })?;
+            standing =
                 self.restart
-                    .observed(epoch, uptime, run_id, required, Instant::now())
-            }
-            known => known,
-        };
-        let kind = match standing {
-            Standing::Votes => return Ok(()),
-            Standing::Quarantined { uptime } => NodeFailureKind::Quarantined { uptime },
-            Standing::Unknown => NodeFailureKind::Connection(
-                "the connection was replaced while the node's uptime was read".to_owned(),
-            ),
-        };
-        self.counters.failed(&kind, None);
-        Err(self.failure(kind))
-    }
-
-    /// The node's uptime and `run_id`, with the epoch of the connection
-    /// they were read on (taken once that connection is open, before the
-    /// command is sent).
-    async fn uptime(&self, window: Window) -> NodeResult<(u64, Duration, Arc<str>)> {
-        let info = Command::server_info();
-        let (epoch, info): (u64, String) = self
-            .counted(window, || async {
-                self.conn.open().await?;
-                let epoch = self.restart.epoch();
-                Ok((epoch, parse(self.conn.send(info.cmd()).await?)?))
-            })
-            .await?;
-        let read = quarantine::parse_uptime(&info).zip(admission::parse_run_id(&info));
-        let (uptime, run_id) = read.ok_or_else(|| {
-            self.failure(NodeFailureKind::Protocol(
-                "INFO server without uptime_in_seconds or run_id".to_owned(),
-            ))
-        })?;
-        Ok((epoch, uptime, run_id.into()))
+                    .observed(epoch, uptime, run_id.into(), required, Instant::now());
+        }
+        match standing {
+            Standing::Votes => Ok(()),
+            other => Err(self.out(other)),
+        }
     }
 }

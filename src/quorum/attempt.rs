@@ -14,7 +14,7 @@ use crate::quorum::traced::in_span;
 use crate::error::NodeFailure;
 use crate::keys::Keys;
 use crate::node::commands::{Announce, Command};
-use crate::node::fence::{self, Commit};
+use crate::node::fence;
 use crate::node::reply::Vote;
 use crate::quorum::claim::Claim;
 use crate::quorum::engine::Engine;
@@ -246,10 +246,7 @@ async fn fenced(
         fanout::each(command, |_, node, command, window| async move {
             node.commit_fence(&command, window).await
         }),
-        |_, commit| match commit {
-            Commit::Raised => Vote::Yes,
-            Commit::NotHeld | Commit::Behind => Vote::No,
-        },
+        |_, &raised| if raised { Vote::Yes } else { Vote::No },
     )
     .await;
     if commit.reached() {

@@ -14,7 +14,7 @@
 //!   the lowest kept slot, `round × L + slot` — on one counter and round
 //!   key per semaphore on each node, counted where that slot still carries
 //!   the token and the node has not committed the slot in that round or a
-//!   later one (`reply::commit_permit`, `reply::counts`); the permits are
+//!   later one (`scripts::commit_permit`, `reply::counts`); the permits are
 //!   handed out once a majority counted. [`Rule::RaiseFromBelow`] runs the
 //!   rule before (`max + 1`, raised from strictly below).
 //! - [`Design::Counter`], the obvious one and wrong (negative control):

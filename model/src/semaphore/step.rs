@@ -8,7 +8,7 @@ use super::{
 use crate::fences::Fences;
 use crate::fencing::Rule;
 use crate::slots::{self, Slots};
-use crate::{fence, reply};
+use crate::{fence, reply, scripts};
 
 impl State {
     pub(super) fn initial(cfg: &Config) -> Self {
@@ -212,15 +212,15 @@ impl State {
                 let ok = held
                     && match cfg.rule {
                         Rule::RaiseFromBelow => {
-                            let held = reply::Held {
-                                key: Some(reply::Key { token, life: () }),
+                            let held = scripts::Held {
+                                key: Some(scripts::Key { token, life: () }),
                                 counter: n.counter.into(),
                             };
-                            let command = reply::Command::Commit {
+                            let command = scripts::Command::Commit {
                                 token,
                                 fence: fence.into(),
                             };
-                            let (answer, after) = reply::answer(held, command);
+                            let (answer, after) = scripts::answer(held, command);
                             n.counter = u8::try_from(after.counter).expect("small");
                             reply::counts(reply::Kind::Commit, answer) == Some(true)
                         }
@@ -229,7 +229,7 @@ impl State {
                             true
                         }
                         Rule::Rounds | Rule::RoundsAnySlot => {
-                            let at = reply::Round {
+                            let at = scripts::Round {
                                 counter: n.counter.into(),
                                 // Without the slots, a round's key always
                                 // has room for one more.
@@ -240,7 +240,7 @@ impl State {
                             };
                             let per_round = cfg.permits.into();
                             let (answer, after) =
-                                reply::commit_permit(true, at, fence.into(), per_round);
+                                scripts::commit_permit(true, at, fence.into(), per_round);
                             n.counter = u8::try_from(after.counter).expect("small");
                             n.round = u8::try_from(after.committed.unwrap_or(0)).expect("small");
                             reply::counts(reply::Kind::Commit, answer) == Some(true)

@@ -14,13 +14,6 @@ pub(crate) struct Lua {
 }
 
 impl Lua {
-    const fn new(source: &'static str, script: fn() -> Script) -> Self {
-        Self {
-            source,
-            script: LazyLock::new(script),
-        }
-    }
-
     /// The SHA-1 that `EVALSHA` names it by.
     pub(crate) fn hash(&self) -> &str {
         self.script.get_hash()
@@ -53,9 +46,10 @@ impl Lua {
 macro_rules! script {
     ($(#[$doc:meta])* $name:ident = $($file:literal),+) => {
         $(#[$doc])*
-        pub(crate) static $name: Lua = Lua::new(concat!($(include_str!($file)),+), || {
-            Script::new(concat!($(include_str!($file)),+))
-        });
+        pub(crate) static $name: Lua = Lua {
+            source: concat!($(include_str!($file)),+),
+            script: LazyLock::new(|| Script::new($name.source)),
+        };
     };
 }
 
@@ -107,21 +101,19 @@ script!(
 );
 
 /// Every script, for preloading on connect.
-pub(crate) fn all() -> [&'static Lua; 11] {
-    [
-        &RELEASE,
-        &EXTEND,
-        &ACQUIRE_MULTI,
-        &ACQUIRE_FENCED,
-        &ACQUIRE_SLOTS,
-        &FENCE_COMMIT,
-        &HOLDS,
-        &PEEK,
-        &PROCLAIM,
-        &LEADER,
-        &RETIRE,
-    ]
-}
+pub(crate) static ALL: [&Lua; 11] = [
+    &RELEASE,
+    &EXTEND,
+    &ACQUIRE_MULTI,
+    &ACQUIRE_FENCED,
+    &ACQUIRE_SLOTS,
+    &FENCE_COMMIT,
+    &HOLDS,
+    &PEEK,
+    &PROCLAIM,
+    &LEADER,
+    &RETIRE,
+];
 
 #[cfg(test)]
 mod tests {
