@@ -6,7 +6,6 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::health;
 use super::nodes::{self, IntoNode, Source};
 use crate::config::{Config, Retry};
 use crate::error::{Error, Result};
@@ -394,27 +393,22 @@ impl Builder {
         let labels: Vec<String> = self.nodes.iter().map(|n| n.source.shown()).collect();
         nodes::check_nodes(&labels)?;
         let registry = Registry::new(&labels);
-        let check_eviction = !self.config.allow_eviction;
-        let quarantine = self.config.restart_quarantine.is_some();
-        let nodes = self
-            .nodes
-            .into_iter()
-            .zip(&labels)
-            .enumerate()
+        let config = self.config;
+        let (timeout, quarantine) = (config.connect_timeout, config.restart_quarantine.is_some());
+        let entries = self.nodes.into_iter().zip(&labels).enumerate();
+        let nodes = entries
             .map(|(i, (node, label))| {
-                let client = client(node.source, &self.config)?;
-                let gate = Arc::new(Gate::new(i, registry.clone(), check_eviction));
-                let timeout = self.config.connect_timeout;
+                let client = client(node.source, &config)?;
+                let gate = Arc::new(Gate::new(i, registry.clone(), !config.allow_eviction));
                 Ok(Node::new(label, client, timeout, gate, quarantine))
             })
             .collect::<Result<Arc<[_]>>>()?;
-        let handoff = self
-            .config
+        let handoff = config
             .fast_handoff
-            .then(|| Arc::new(Handoff::listening(&nodes, self.config.connect_timeout)));
+            .then(|| Arc::new(Handoff::listening(&nodes, timeout)));
         let engine = Arc::new(Engine {
             nodes,
-            config: self.config,
+            config,
             handoff,
             leases: Arc::default(),
             background: Background::default(),
@@ -425,12 +419,13 @@ impl Builder {
         if let Some(message) = admission::build_refusal(&labels, refused) {
             return Err(Error::invalid(message));
         }
-        if engine.config.require_quorum {
-            if let Some(error) = health::probe(&engine).await.not_ready() {
+        let redlock = Redlock { engine };
+        if redlock.engine.config.require_quorum {
+            if let Some(error) = redlock.health().await.not_ready() {
                 return Err(error);
             }
         }
-        Ok(Redlock { engine })
+        Ok(redlock)
     }
 }
 

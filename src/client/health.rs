@@ -6,8 +6,7 @@ use std::fmt;
 use std::time::{Duration, Instant};
 
 use crate::error::{Error, NodeFailure, NodeFailureKind};
-use crate::node::{Node, Window};
-use crate::quorum::engine::Engine;
+use crate::node::Window;
 use crate::redlock::Redlock;
 
 /// Every node's readiness, from [`Redlock::health`](crate::Redlock::health).
@@ -150,44 +149,31 @@ impl Redlock {
     /// # }
     /// ```
     pub async fn health(&self) -> Health {
-        probe(&self.engine).await
-    }
-}
-
-/// Probes every node at once: a `PING` (opening the connection, and so
-/// authenticating and admitting it, when there is none) and, with restart
-/// quarantine, its standing; each within the connect timeout.
-pub(crate) async fn probe(engine: &Engine) -> Health {
-    let timeout = engine.config.connect_timeout;
-    let quarantine = engine.config.restart_quarantine;
-    let nodes = futures::future::join_all(engine.nodes.iter().map(|node| async move {
-        let result = probe_one(node, timeout, quarantine).await;
-        NodeHealth::from_probe(node.label(), result)
-    }))
-    .await;
-    Health {
-        nodes,
-        needed: engine.needed(),
-    }
-}
-
-/// One node's `PING` round trip, or why there was none.
-async fn probe_one(
-    node: &Node,
-    timeout: Duration,
-    quarantine: Option<Duration>,
-) -> Result<Duration, NodeFailure> {
-    let window = Window::from_now(timeout);
-    let checks = async {
-        let start = Instant::now();
-        node.ping(window).await?;
-        let latency = start.elapsed();
-        if let Some(required) = quarantine {
-            node.check_standing(required, window).await?;
+        let engine = &self.engine;
+        let timeout = engine.config.connect_timeout;
+        let quarantine = engine.config.restart_quarantine;
+        // Per node: a `PING` (opening the connection, and so authenticating
+        // and admitting it, when there is none) and, with restart
+        // quarantine, its standing; all at once, each within the timeout.
+        let nodes = futures::future::join_all(engine.nodes.iter().map(|node| async move {
+            let window = Window::from_now(timeout);
+            let checks = async {
+                let start = Instant::now();
+                node.ping(window).await?;
+                let latency = start.elapsed();
+                if let Some(required) = quarantine {
+                    node.check_standing(required, window).await?;
+                }
+                Ok(latency)
+            };
+            NodeHealth::from_probe(node.label(), node.within(window, checks).await)
+        }))
+        .await;
+        Health {
+            nodes,
+            needed: engine.needed(),
         }
-        Ok(latency)
-    };
-    node.within(window, checks).await
+    }
 }
 
 #[cfg(test)]
