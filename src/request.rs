@@ -215,7 +215,13 @@ impl Options {
         let retry = self.retry.unwrap_or(engine.config.retry);
         let granted = retry::acquire(engine, claim, self.ttl, retry).await?;
         let lock = Lock::new(engine.clone(), granted);
-        lock.renewed(self.renewal.clone()).await
+        if let Some(renewal) = self.renewal.clone() {
+            if let Err(e) = lock.auto_renew(renewal) {
+                let _ = lock.release().await;
+                return Err(e);
+            }
+        }
+        Ok(lock)
     }
 }
 

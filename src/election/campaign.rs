@@ -9,6 +9,7 @@ use crate::config::Retry;
 use crate::error::{Error, Result};
 use crate::keys::Keys;
 use crate::lease::renewal::Renewal;
+use crate::lease::schedule::Timing;
 use crate::node::election::Record;
 use crate::quorum::claim::Election;
 use crate::quorum::election;
@@ -202,9 +203,7 @@ impl Campaign {
         let cfg = &options.engine.config;
         let checked = cfg.check_ttl(options.ttl)?;
         let renewal = options.renewal.clone().unwrap_or_default();
-        renewal
-            .timing(checked, cfg.node_timeout)
-            .map_err(Error::invalid)?;
+        Timing::checked(&renewal, checked, cfg.node_timeout).map_err(Error::invalid)?;
         let ttl = checked.duration;
         let start = Instant::now();
         let first = options.retry.unwrap_or(UNTIL_ELECTED);

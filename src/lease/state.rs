@@ -29,9 +29,12 @@ use crate::validity::{self, Term};
 
 /// The shared state of one held lock.
 pub(crate) struct Lease {
-    keys: Keys,
-    granted: Instant,
-    counters: Arc<LeaseCounters>,
+    /// What the lock covers.
+    pub(super) keys: Keys,
+    /// When the lock was handed to the holder.
+    pub(super) granted: Instant,
+    /// The renewal and signal counters of the client.
+    pub(super) counters: Arc<LeaseCounters>,
     /// What the grant counts as (a lock, `k` permits).
     holding: Holding,
     /// The term: the one source of truth, watched by every sleeper.
@@ -39,23 +42,25 @@ pub(crate) struct Lease {
     term: watch::Sender<Term>,
     state: Mutex<State>,
     /// Cancelled when the signal first fires.
-    fired: CancellationToken,
+    pub(super) fired: CancellationToken,
     /// Cancelled on release or drop; every renewal task stops on it.
     released: CancellationToken,
     /// A task drives the signal to expiry (see
     /// [`LostSignal::cancellation_token`](super::signal::LostSignal::cancellation_token)).
-    watched: AtomicBool,
+    pub(super) watched: AtomicBool,
     /// Set by the first [`end`](Self::end): the hold is counted once.
     let_go: AtomicBool,
 }
 
-struct State {
+#[derive(Default)]
+pub(super) struct State {
     /// Why the lock stopped counting as held: the first reason only.
     ended: Option<LostReason>,
-    signal: SignalState,
+    pub(super) signal: SignalState,
     /// The reason behind the signal's current kind.
-    reason: Option<LostReason>,
-    fired_at: Option<Instant>,
+    pub(super) reason: Option<LostReason>,
+    /// When the signal first fired.
+    pub(super) fired_at: Option<Instant>,
     /// Stops the current renewal task, if any.
     renewal: Option<CancellationToken>,
 }
@@ -75,13 +80,7 @@ impl Lease {
             counters,
             holding,
             term: watch::Sender::new(term),
-            state: Mutex::new(State {
-                ended: None,
-                signal: SignalState::default(),
-                reason: None,
-                fired_at: None,
-                renewal: None,
-            }),
+            state: Mutex::default(),
             fired: CancellationToken::new(),
             released: CancellationToken::new(),
             watched: AtomicBool::new(false),
@@ -89,23 +88,8 @@ impl Lease {
         }
     }
 
-    fn state(&self) -> MutexGuard<'_, State> {
+    pub(super) fn state(&self) -> MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    /// What the lock covers.
-    pub(crate) fn keys(&self) -> &Keys {
-        &self.keys
-    }
-
-    /// When the lock was handed to the holder.
-    pub(crate) fn granted(&self) -> Instant {
-        self.granted
-    }
-
-    /// The renewal and signal counters of the client.
-    pub(crate) fn counters(&self) -> &LeaseCounters {
-        &self.counters
     }
 
     /// The current term while the lock is held;
@@ -129,12 +113,10 @@ impl Lease {
 
     /// Time left; zero once lost or expired.
     pub(crate) fn validity(&self) -> Duration {
-        let s = self.state();
-        if s.ended.is_some() {
-            Duration::ZERO
-        } else {
-            validity::left(self.deadline(), Instant::now())
+        if self.state().ended.is_some() {
+            return Duration::ZERO;
         }
+        validity::left(self.deadline(), Instant::now())
     }
 
     /// A majority extended the lock to `next` ([`Term::extended`]): earlier
@@ -146,12 +128,8 @@ impl Lease {
         if let Some(earlier) = &s.ended {
             return Err(already_lost(earlier));
         }
-        self.term.send_if_modified(|term| {
-            let changed = *term != next;
-            *term = next;
-            changed
-        });
-        drop(s);
+        self.term
+            .send_if_modified(|term| std::mem::replace(term, next) != next);
         Ok(())
     }
 
@@ -160,19 +138,23 @@ impl Lease {
     /// [`AlreadyLost`](LostReason::AlreadyLost) reason changes nothing: its
     /// loss was reported when it happened.
     pub(crate) fn fail(&self, reason: LostReason) {
-        if matches!(reason, LostReason::AlreadyLost { .. }) {
-            return;
+        if !matches!(reason, LostReason::AlreadyLost { .. }) {
+            self.fire(reason, true);
         }
-        let mut s = self.state();
-        s.ended.get_or_insert_with(|| reason.clone());
-        let fired = self.fire_locked(&mut s, reason);
-        drop(s);
-        self.after_fire(fired);
     }
 
     /// Fires the signal without ending the lock (uncertain, limit reached).
     pub(crate) fn warn(&self, reason: LostReason) {
+        self.fire(reason, false);
+    }
+
+    /// Fires the signal with `reason`, ending the lock with it first when
+    /// `ends` (unless it ended already).
+    fn fire(&self, reason: LostReason, ends: bool) {
         let mut s = self.state();
+        if ends {
+            s.ended.get_or_insert_with(|| reason.clone());
+        }
         let fired = self.fire_locked(&mut s, reason);
         drop(s);
         self.after_fire(fired);
@@ -254,41 +236,6 @@ impl Lease {
         drop(s);
         self.after_fire(fired);
         result
-    }
-
-    /// Resolves when the signal first fires.
-    pub(crate) async fn fired(&self) {
-        self.fired.cancelled().await;
-    }
-
-    /// A child of the token cancelled when the signal first fires.
-    pub(crate) fn fired_token(&self) -> CancellationToken {
-        self.fired.child_token()
-    }
-
-    /// Marks the lease as watched for expiry; true if it was not before.
-    pub(crate) fn watch_expiry(&self) -> bool {
-        !self.watched.swap(true, Ordering::AcqRel)
-    }
-
-    /// Undoes [`watch_expiry`](Self::watch_expiry) when no watcher could start.
-    pub(crate) fn unwatch_expiry(&self) {
-        self.watched.store(false, Ordering::Release);
-    }
-
-    /// The signal's current kind, without checking for expiry.
-    pub(crate) fn kind(&self) -> Option<LossKind> {
-        self.state().signal.current()
-    }
-
-    /// The reason behind the signal's current kind.
-    pub(crate) fn reason(&self) -> Option<LostReason> {
-        self.state().reason.clone()
-    }
-
-    /// When the signal first fired.
-    pub(crate) fn fired_at(&self) -> Option<Instant> {
-        self.state().fired_at
     }
 }
 
@@ -411,7 +358,11 @@ mod tests {
                 earlier: Box::new(LostReason::TooSlow)
             })
         );
-        assert_eq!(lease.kind(), Some(LossKind::Released), "upgraded");
+        assert_eq!(
+            lease.state().signal.current(),
+            Some(LossKind::Released),
+            "upgraded"
+        );
     }
 
     #[test]
@@ -447,11 +398,11 @@ mod tests {
     #[test]
     fn expiry_is_noticed_lazily() {
         let lease = lease(Duration::ZERO);
-        assert_eq!(lease.kind(), None, "not checked yet");
+        assert_eq!(lease.state().signal.current(), None, "not checked yet");
         assert_eq!(lease.check(), Ok(LossKind::Expired));
-        assert_eq!(lease.reason(), Some(LostReason::Expired));
+        assert_eq!(lease.state().reason, Some(LostReason::Expired));
         assert!(lease.term().is_err());
-        assert_eq!(lease.counters().snapshot().expired, 1);
+        assert_eq!(lease.counters.snapshot().expired, 1);
     }
 
     #[test]
