@@ -12,11 +12,10 @@ use crate::lease::renewal::Renewal;
 use crate::lease::schedule::Timing;
 use crate::node::election::Record;
 use crate::quorum::claim::Election;
-use crate::quorum::election;
 use crate::quorum::engine::Engine;
 use crate::request::Options;
 
-use super::Leadership;
+use super::leadership::{self, Leadership};
 
 /// Wait without limit until elected: the default of [`Campaign::retry`].
 const UNTIL_ELECTED: Retry = Retry::Until(Duration::MAX);
@@ -217,10 +216,7 @@ impl Campaign {
                 token: lock.held.token.as_str().to_owned(),
                 value: self.value.clone(),
             };
-            let engine = &options.engine;
-            match election::proclaim(engine, &keys, &record, &lock.held.repairs, lock.deadline())
-                .await
-            {
+            match leadership::proclaim(&lock, &record).await {
                 Ok(()) => return Ok(Leadership::new(lock, self.name, record)),
                 Err(reason) => {
                     let error = lock.held.lost(reason);

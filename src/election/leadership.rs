@@ -7,7 +7,7 @@ use std::fmt;
 use std::future::Future;
 use std::ops::Deref;
 
-use crate::error::lost::LossKind;
+use crate::error::lost::{LossKind, LostReason};
 use crate::error::Result;
 use crate::lease::signal::LostSignal;
 use crate::lock::Lock;
@@ -137,15 +137,7 @@ impl Leadership {
         // Numbered before it is sent: a dropped proclamation still used up
         // its number, so a later one is never mistaken for an earlier one.
         self.record.seq = next.seq;
-        match election::proclaim(
-            &held.engine,
-            &held.keys,
-            &next,
-            &held.repairs,
-            self.deadline(),
-        )
-        .await
-        {
+        match proclaim(&self.lock, &next).await {
             Ok(()) => {
                 held.repairs.restore(next.clone());
                 self.record = next;
@@ -250,6 +242,20 @@ impl Leadership {
             });
         }
     }
+}
+
+/// Writes `record` on the nodes where `lock`, an election's leadership
+/// lock, still holds its token, and waits for a majority inside its validity.
+pub(super) async fn proclaim(lock: &Lock, record: &Record) -> Result<(), LostReason> {
+    let held = &lock.held;
+    election::proclaim(
+        &held.engine,
+        &held.keys,
+        record,
+        &held.repairs,
+        lock.deadline(),
+    )
+    .await
 }
 
 impl Deref for Leadership {

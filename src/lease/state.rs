@@ -165,15 +165,9 @@ impl Lease {
     pub(crate) fn end(&self) {
         let mut s = self.state();
         if !self.let_go.swap(true, Ordering::Relaxed) {
-            let lost = s
-                .ended
-                .as_ref()
-                .is_some_and(|r| r.kind() != LossKind::Released);
-            self.counters.of(self.holding.primitive).ended(
-                self.holding.count,
-                self.granted.elapsed(),
-                lost,
-            );
+            let lost = matches!(&s.ended, Some(r) if r.kind() != LossKind::Released);
+            let counters = self.counters.of(self.holding.primitive);
+            counters.ended(self.holding.count, self.granted.elapsed(), lost);
         }
         s.ended.get_or_insert(LostReason::Released);
         s.renewal = None;
