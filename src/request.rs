@@ -368,16 +368,13 @@ pub(crate) use request_methods;
 
 /// The keys of a lock over `resources`, checked.
 fn keys(mut resources: Vec<Vec<u8>>, fenced: bool) -> Result<Keys> {
-    if resources.len() == 1 {
-        let resource = resources.pop().unwrap_or_default();
-        return Keys::one(resource, fenced);
-    }
-    if fenced {
-        return Err(Error::invalid(
+    match (resources.len(), fenced) {
+        (1, _) => Keys::one(resources.pop().unwrap_or_default(), fenced),
+        (_, true) => Err(Error::invalid(
             "fencing tokens are for single-resource locks",
-        ));
+        )),
+        _ => Keys::many(resources),
     }
-    Keys::many(resources)
 }
 
 #[cfg(test)]

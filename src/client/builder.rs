@@ -6,7 +6,7 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::nodes::{self, IntoNode, Source};
+use super::nodes::{self, IntoNode, NodeSource, Source};
 use crate::config::{Config, Retry};
 use crate::error::{Error, Result};
 use crate::node::admission::{self, Gate, Registry};
@@ -84,11 +84,7 @@ impl Builder {
         I: IntoIterator,
         I::Item: IntoNode,
     {
-        let nodes = nodes.into_iter().enumerate().map(|(i, node)| Entry {
-            position: i + 1,
-            source: node.into_node().0,
-        });
-        Self::with(nodes.collect())
+        Self::with(nodes.into_iter().map(IntoNode::into_node).enumerate())
     }
 
     /// Starts configuring a client for the nodes of a comma-separated list
@@ -109,14 +105,9 @@ impl Builder {
     /// # }
     /// ```
     pub fn from_list(list: &str) -> Self {
-        let nodes = list.split(',').enumerate().filter_map(|(i, entry)| {
-            let entry = entry.trim();
-            (!entry.is_empty()).then(|| Entry {
-                position: i + 1,
-                source: entry.into_node().0,
-            })
-        });
-        Self::with(nodes.collect())
+        let entries = list.split(',').map(str::trim).enumerate();
+        let entries = entries.filter(|(_, entry)| !entry.is_empty());
+        Self::with(entries.map(|(i, entry)| (i, entry.into_node())))
     }
 
     /// Starts configuring a client for the nodes listed in the environment
@@ -140,16 +131,22 @@ impl Builder {
             Err(std::env::VarError::NotPresent) => "is not set",
             Err(std::env::VarError::NotUnicode(_)) => "is not valid Unicode",
         };
-        let mut builder = Self::with(Vec::new());
+        let mut builder = Self::with(std::iter::empty());
         builder.config.pending = Some(format!(
             "environment variable {name} {why}: it should hold the nodes' URLs, separated by commas"
         ));
         builder
     }
 
-    fn with(nodes: Vec<Entry>) -> Self {
+    /// A builder with the default settings for `nodes`, each with its
+    /// index in the list as written.
+    fn with(nodes: impl Iterator<Item = (usize, NodeSource)>) -> Self {
+        let nodes = nodes.map(|(i, node)| Entry {
+            position: i + 1,
+            source: node.0,
+        });
         Self {
-            nodes,
+            nodes: nodes.collect(),
             config: Config::default(),
         }
     }

@@ -106,10 +106,7 @@ impl NodeHealth {
 
     /// The readiness that the outcome of a probe of `node` shows.
     fn from_probe(node: &str, result: Result<Duration, NodeFailure>) -> Self {
-        let (latency, error) = match result {
-            Ok(latency) => (Some(latency), None),
-            Err(failure) => (None, Some(failure)),
-        };
+        let (latency, error) = (result.as_ref().ok().copied(), result.err());
         let kind = error.as_ref().map(|e| &e.kind);
         let reachable = !matches!(
             kind,

@@ -219,10 +219,7 @@ pub(crate) async fn keep_renewing<R, F>(
                 });
                 return;
             }
-            Step::Uncertain => {
-                progress.uncertain = true;
-                warn_uncertain(&lease, &last_failures);
-            }
+            Step::Uncertain => warn_uncertain(&lease, &mut progress, &last_failures),
             Step::Sleep(until) => {
                 tokio::select! {
                     biased;
@@ -247,8 +244,7 @@ pub(crate) async fn keep_renewing<R, F>(
                         _ = stop.cancelled() => return,
                         result = &mut attempt => break result,
                         _ = tokio::time::sleep_until(warn_at.into()), if !progress.uncertain => {
-                            progress.uncertain = true;
-                            warn_uncertain(&lease, &last_failures);
+                            warn_uncertain(&lease, &mut progress, &last_failures);
                         }
                         Ok(()) = watched.changed() => {
                             let term = *watched.borrow();
@@ -295,7 +291,9 @@ pub(crate) async fn keep_renewing<R, F>(
     }
 }
 
-fn warn_uncertain(lease: &Lease, failures: &[NodeFailure]) {
+/// Fires `Uncertain`: the margin was crossed with no renewal through.
+fn warn_uncertain(lease: &Lease, progress: &mut Progress, failures: &[NodeFailure]) {
+    progress.uncertain = true;
     let reason = LostReason::RenewalLate {
         validity_left: lease.validity(),
         failures: failures.to_vec(),
