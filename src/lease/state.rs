@@ -138,26 +138,17 @@ impl Lease {
     /// [`AlreadyLost`](LostReason::AlreadyLost) reason changes nothing: its
     /// loss was reported when it happened.
     pub(crate) fn fail(&self, reason: LostReason) {
-        if !matches!(reason, LostReason::AlreadyLost { .. }) {
-            self.fire(reason, true);
+        if matches!(reason, LostReason::AlreadyLost { .. }) {
+            return;
         }
+        let mut s = self.state();
+        s.ended.get_or_insert_with(|| reason.clone());
+        self.fire(&mut s, reason);
     }
 
     /// Fires the signal without ending the lock (uncertain, limit reached).
     pub(crate) fn warn(&self, reason: LostReason) {
-        self.fire(reason, false);
-    }
-
-    /// Fires the signal with `reason`, ending the lock with it first when
-    /// `ends` (unless it ended already).
-    fn fire(&self, reason: LostReason, ends: bool) {
-        let mut s = self.state();
-        if ends {
-            s.ended.get_or_insert_with(|| reason.clone());
-        }
-        let fired = self.fire_locked(&mut s, reason);
-        drop(s);
-        self.after_fire(fired);
+        self.fire(&mut self.state(), reason);
     }
 
     /// Release or drop: the lock counts as lost, renewal stops, and the
@@ -171,10 +162,9 @@ impl Lease {
         }
         s.ended.get_or_insert(LostReason::Released);
         s.renewal = None;
-        let fired = self.fire_locked(&mut s, LostReason::Released);
+        self.fire(&mut s, LostReason::Released);
         drop(s);
         self.released.cancel();
-        self.after_fire(fired);
     }
 
     /// Replaces any running renewal: returns the token the new task stops
@@ -197,22 +187,18 @@ impl Lease {
             .is_some_and(|t| !t.is_cancelled())
     }
 
-    fn fire_locked(&self, s: &mut State, reason: LostReason) -> Transition {
+    /// Reports `reason` to the signal (see [`SignalState::fire`]), with
+    /// the state locked; a first firing cancels [`fired`](Self::fired).
+    fn fire(&self, s: &mut State, reason: LostReason) {
         let kind = reason.kind();
         let transition = s.signal.fire(kind);
         if transition != Transition::Unchanged {
             s.reason = Some(reason);
             if transition == Transition::Fired {
                 s.fired_at = Some(Instant::now());
+                self.fired.cancel();
             }
             self.counters.signalled(kind);
-        }
-        transition
-    }
-
-    fn after_fire(&self, transition: Transition) {
-        if transition == Transition::Fired {
-            self.fired.cancel();
         }
     }
 
@@ -221,15 +207,11 @@ impl Lease {
     pub(crate) fn check(&self) -> Result<LossKind, Instant> {
         let mut s = self.state();
         let deadline = self.deadline();
-        let mut fired = Transition::Unchanged;
         if Instant::now() >= deadline && !s.signal.current().is_some_and(LossKind::is_final) {
             s.ended.get_or_insert(LostReason::Expired);
-            fired = self.fire_locked(&mut s, LostReason::Expired);
+            self.fire(&mut s, LostReason::Expired);
         }
-        let result = s.signal.first().ok_or(deadline);
-        drop(s);
-        self.after_fire(fired);
-        result
+        s.signal.first().ok_or(deadline)
     }
 }
 
