@@ -203,7 +203,6 @@ impl Campaign {
         let checked = cfg.check_ttl(options.ttl)?;
         let renewal = options.renewal.clone().unwrap_or_default();
         Timing::checked(&renewal, checked, cfg.node_timeout).map_err(Error::invalid)?;
-        let ttl = checked.duration;
         let start = Instant::now();
         let first = options.retry.unwrap_or(UNTIL_ELECTED);
         loop {
@@ -212,7 +211,7 @@ impl Campaign {
                 // Always set: the election's keys are fenced.
                 epoch: lock.fence().unwrap_or_default(),
                 seq: 1,
-                ttl,
+                ttl: checked.duration,
                 token: lock.held.token.as_str().to_owned(),
                 value: self.value.clone(),
             };
