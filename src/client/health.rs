@@ -46,10 +46,7 @@ impl Health {
 
     /// The error of a build that requires a quorum, when there is none.
     pub(crate) fn not_ready(&self) -> Option<Error> {
-        if self.quorum_ready() {
-            return None;
-        }
-        Some(Error::NotReady {
+        (!self.quorum_ready()).then(|| Error::NotReady {
             ready: self.ready(),
             needed: self.needed,
             nodes: self.nodes.len(),
@@ -61,13 +58,8 @@ impl Health {
 /// `3 of 5 nodes ready (3 needed)`, then each node that is not.
 impl fmt::Display for Health {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "{} of {} nodes ready ({} needed)",
-            self.ready(),
-            self.nodes.len(),
-            self.needed
-        )?;
+        let (ready, nodes, needed) = (self.ready(), self.nodes.len(), self.needed);
+        write!(f, "{ready} of {nodes} nodes ready ({needed} needed)")?;
         for error in self.nodes.iter().filter_map(|n| n.error.as_ref()) {
             write!(f, "; {error}")?;
         }
