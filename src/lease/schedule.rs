@@ -49,42 +49,33 @@ pub(crate) struct Timing {
 
 impl Timing {
     /// The durations for a lock on `ttl`, from the `settings`' interval
-    /// and margin (`None`: the default), or why these cannot work for it.
+    /// and margin (`None`: the default), or why these cannot work for it:
+    /// [`clamped`](Self::clamped)'s, unless a setting is out of range.
     pub(crate) fn checked(
         settings: &Renewal,
         ttl: Ttl,
         node_timeout: Duration,
     ) -> Result<Self, String> {
-        let (ttl, budget) = (ttl.duration, ttl.budget());
-        let margin = match settings.margin {
-            Some(m) if m >= budget => {
-                return Err(format!(
-                    "renewal margin {m:?} must be below the validity budget {budget:?} \
-                     of a {ttl:?} TTL"
-                ))
-            }
-            Some(m) => m,
-            None => default_margin(ttl, budget, node_timeout),
-        };
-        let interval = match settings.interval {
-            Some(i) if i.is_zero() => {
-                return Err("renewal interval must be larger than zero".to_owned())
-            }
-            Some(i) if i.saturating_add(margin) >= budget => {
-                return Err(format!(
-                    "renewal every {i:?} would come after the safety margin {margin:?}: \
-                     interval + margin must be below the validity budget {budget:?} \
-                     of a {ttl:?} TTL"
-                ))
-            }
-            Some(i) => i,
-            None => default_interval(ttl, budget, margin),
-        };
-        Ok(Self::new(interval, margin, node_timeout))
+        let timing = Self::clamped(settings, ttl, node_timeout);
+        let (ttl, budget, margin) = (ttl.duration, ttl.budget(), timing.margin);
+        match (settings.interval, settings.margin) {
+            (_, Some(m)) if m >= budget => Err(format!(
+                "renewal margin {m:?} must be below the validity budget {budget:?} \
+                 of a {ttl:?} TTL"
+            )),
+            (Some(i), _) if i.is_zero() => Err("renewal interval must be larger than zero".into()),
+            (Some(i), _) if i.saturating_add(margin) >= budget => Err(format!(
+                "renewal every {i:?} would come after the safety margin {margin:?}: \
+                 interval + margin must be below the validity budget {budget:?} \
+                 of a {ttl:?} TTL"
+            )),
+            _ => Ok(timing),
+        }
     }
 
-    /// As [`checked`](Self::checked), for a TTL that changed after the
-    /// settings were checked: out-of-range values are clamped, not refused.
+    /// The durations for a lock on `ttl` whatever the settings, for a TTL
+    /// that changed after they were [`checked`](Self::checked):
+    /// out-of-range values are clamped, not refused.
     pub(crate) fn clamped(settings: &Renewal, ttl: Ttl, node_timeout: Duration) -> Self {
         let (ttl, budget) = (ttl.duration, ttl.budget());
         let margin = settings
@@ -95,10 +86,6 @@ impl Timing {
             .interval
             .unwrap_or_else(|| default_interval(ttl, budget, margin))
             .max(MIN_SPACING);
-        Self::new(interval, margin, node_timeout)
-    }
-
-    fn new(interval: Duration, margin: Duration, node_timeout: Duration) -> Self {
         Self {
             interval,
             margin,
