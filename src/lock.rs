@@ -342,10 +342,8 @@ impl Lock {
     /// # }
     /// ```
     pub async fn is_held_remotely(&self) -> Result<bool> {
-        self.held
-            .engine
-            .holds(&self.held.keys, &self.held.token)
-            .await
+        let held = &self.held;
+        held.engine.holds(&held.keys, &held.token).await
     }
 
     /// Releases the lock on every node (compare-and-delete, so a key that
