@@ -14,7 +14,7 @@
 //! or dropped leaves it as it is, which is safe because no extension
 //! shortens a key on a node (see `Lock::extend`).
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -43,13 +43,12 @@ pub(crate) struct Lease {
     state: Mutex<State>,
     /// Cancelled when the signal first fires.
     pub(super) fired: CancellationToken,
-    /// Cancelled on release or drop; every renewal task stops on it.
+    /// Cancelled on release or drop (with the state locked); every renewal
+    /// task stops on it.
     released: CancellationToken,
     /// A task drives the signal to expiry (see
     /// [`LostSignal::cancellation_token`](super::signal::LostSignal::cancellation_token)).
     pub(super) watched: AtomicBool,
-    /// Set by the first [`end`](Self::end): the hold is counted once.
-    let_go: AtomicBool,
 }
 
 #[derive(Default)]
@@ -84,7 +83,6 @@ impl Lease {
             fired: CancellationToken::new(),
             released: CancellationToken::new(),
             watched: AtomicBool::new(false),
-            let_go: AtomicBool::new(false),
         }
     }
 
@@ -155,7 +153,9 @@ impl Lease {
     /// signal fires `Released` (unless it already fired with a final kind).
     pub(crate) fn end(&self) {
         let mut s = self.state();
-        if !self.let_go.swap(true, Ordering::Relaxed) {
+        // Cancelled by the first end only, with the state locked: the hold
+        // is counted once.
+        if !self.released.is_cancelled() {
             let lost = matches!(&s.ended, Some(r) if r.kind() != LossKind::Released);
             let counters = self.counters.of(self.holding.primitive);
             counters.ended(self.holding.count, self.granted.elapsed(), lost);
@@ -163,7 +163,6 @@ impl Lease {
         s.ended.get_or_insert(LostReason::Released);
         s.renewal = None;
         self.fire(&mut s, LostReason::Released);
-        drop(s);
         self.released.cancel();
     }
 
