@@ -235,14 +235,11 @@ impl Campaign {
 /// time limit; `None` for a count of retries (it was spent on the
 /// acquire) or no time left.
 fn rest(retry: Retry, start: Instant, now: Instant) -> Option<Retry> {
-    match retry {
-        Retry::Until(limit) => {
-            let spent = now.saturating_duration_since(start);
-            let left = limit.checked_sub(spent).filter(|l| !l.is_zero())?;
-            Some(Retry::Until(left))
-        }
-        Retry::Times(_) | Retry::TimesWithin(..) => None,
-    }
+    let Retry::Until(limit) = retry else {
+        return None;
+    };
+    let left = limit.checked_sub(now.saturating_duration_since(start))?;
+    (!left.is_zero()).then_some(Retry::Until(left))
 }
 
 impl fmt::Debug for Campaign {
