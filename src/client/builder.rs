@@ -42,15 +42,11 @@ use crate::redlock::Redlock;
 #[derive(Clone)]
 #[must_use = "a builder does nothing until build() is awaited"]
 pub struct Builder {
-    nodes: Vec<Entry>,
+    nodes: Vec<Source>,
     config: Config,
-}
-
-/// A node of the list and where it stands in it (from 1), for messages.
-#[derive(Clone)]
-struct Entry {
-    position: usize,
-    source: Source,
+    /// The first error found while the builder was made (a node that does
+    /// not parse, an unset environment variable), reported by `build`.
+    pending: Option<Error>,
 }
 
 impl Builder {
@@ -132,22 +128,30 @@ impl Builder {
             Err(std::env::VarError::NotUnicode(_)) => "is not valid Unicode",
         };
         let mut builder = Self::with(std::iter::empty());
-        builder.config.pending = Some(format!(
+        builder.pending = Some(Error::invalid(format!(
             "environment variable {name} {why}: it should hold the nodes' URLs, separated by commas"
-        ));
+        )));
         builder
     }
 
     /// A builder with the default settings for `nodes`, each with its
     /// index in the list as written.
     fn with(nodes: impl Iterator<Item = (usize, NodeSource)>) -> Self {
-        let nodes = nodes.map(|(i, node)| Entry {
-            position: i + 1,
-            source: node.0,
+        let mut pending = None;
+        let nodes = nodes.map(|(i, NodeSource(source))| {
+            if let (Source::Invalid(bad), None) = (&source, &pending) {
+                pending = Some(Error::InvalidNode {
+                    position: i + 1,
+                    address: bad.shown.clone(),
+                    reason: bad.reason.clone(),
+                });
+            }
+            source
         });
         Self {
             nodes: nodes.collect(),
             config: Config::default(),
+            pending,
         }
     }
 }
@@ -374,20 +378,11 @@ impl Builder {
     /// within the connect timeout; each other node is named with its
     /// failure.
     pub async fn build(self) -> Result<Redlock> {
-        if let Some(message) = &self.config.pending {
-            return Err(Error::invalid(message.clone()));
-        }
-        for entry in &self.nodes {
-            if let Source::Invalid(bad) = &entry.source {
-                return Err(Error::InvalidNode {
-                    position: entry.position,
-                    address: bad.shown.clone(),
-                    reason: bad.reason.clone(),
-                });
-            }
+        if let Some(error) = self.pending {
+            return Err(error);
         }
         self.config.validate()?;
-        let labels: Vec<String> = self.nodes.iter().map(|n| n.source.shown()).collect();
+        let labels: Vec<String> = self.nodes.iter().map(Source::shown).collect();
         nodes::check_nodes(&labels)?;
         let registry = Registry::new(&labels);
         let config = self.config;
@@ -395,7 +390,7 @@ impl Builder {
         let entries = self.nodes.into_iter().zip(&labels).enumerate();
         let nodes = entries
             .map(|(i, (node, label))| {
-                let client = client(node.source, &config)?;
+                let client = client(node, &config)?;
                 let gate = Arc::new(Gate::new(i, registry.clone(), !config.allow_eviction));
                 Ok(Node::new(label, client, timeout, gate, quarantine))
             })
@@ -450,7 +445,7 @@ fn client(source: Source, config: &Config) -> Result<redis::Client> {
 /// Shows each node as `host:port/db`: never a password.
 impl fmt::Debug for Builder {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let nodes: Vec<String> = self.nodes.iter().map(|n| n.source.shown()).collect();
+        let nodes: Vec<String> = self.nodes.iter().map(Source::shown).collect();
         f.debug_struct("Builder")
             .field("nodes", &nodes)
             .field("config", &self.config)
