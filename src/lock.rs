@@ -198,13 +198,11 @@ impl Lock {
     pub async fn extend(&self, ttl: Duration) -> Result<Duration> {
         let held = &self.held;
         let ttl = held.engine.config.check_ttl(ttl)?;
-        match held.extend(Some(ttl)).await {
-            Ok(deadline) => Ok(validity::left(deadline, Instant::now())),
-            Err(reason) => {
-                held.lease.fail(reason.clone());
-                Err(held.lost(reason))
-            }
-        }
+        let deadline = held.extend(Some(ttl)).await.map_err(|reason| {
+            held.lease.fail(reason.clone());
+            held.lost(reason)
+        })?;
+        Ok(validity::left(deadline, Instant::now()))
     }
     /// The lost-lock signal of this lock: fires once when the lock is lost,
     /// expires, can no longer be counted on, reaches its renewal cap, or is

@@ -215,17 +215,12 @@ impl Campaign {
                 token: lock.held.token.as_str().to_owned(),
                 value: self.value.clone(),
             };
-            match leadership::proclaim(&lock, &record).await {
-                Ok(()) => return Ok(Leadership::new(lock, self.name, record)),
-                Err(reason) => {
-                    let error = lock.held.lost(reason);
-                    let _ = lock.release().await;
-                    match rest(first, start, Instant::now()) {
-                        Some(left) => options.retry = Some(left),
-                        None => return Err(error),
-                    }
-                }
-            }
+            let Err(reason) = leadership::proclaim(&lock, &record).await else {
+                return Ok(Leadership::new(lock, self.name, record));
+            };
+            let error = lock.held.lost(reason);
+            let _ = lock.release().await;
+            options.retry = Some(rest(first, start, Instant::now()).ok_or(error)?);
         }
     }
 }

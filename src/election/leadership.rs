@@ -138,19 +138,15 @@ impl Leadership {
         // Numbered before it is sent: a dropped proclamation still used up
         // its number, so a later one is never mistaken for an earlier one.
         self.record.seq = next.seq;
-        match proclaim(&self.lock, &next).await {
-            Ok(()) => {
-                held.repairs.restore(next.clone());
-                self.record = next;
-                Ok(())
+        if let Err(reason) = proclaim(&self.lock, &next).await {
+            if reason.kind() == LossKind::Lost {
+                held.lease.fail(reason.clone());
             }
-            Err(reason) => {
-                if reason.kind() == LossKind::Lost {
-                    held.lease.fail(reason.clone());
-                }
-                Err(held.lost(reason))
-            }
+            return Err(held.lost(reason));
         }
+        held.repairs.restore(next.clone());
+        self.record = next;
+        Ok(())
     }
 
     /// Steps down: releases the leadership (compare-and-delete; the
