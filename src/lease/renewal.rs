@@ -231,7 +231,6 @@ pub(crate) async fn keep_renewing<R, F>(
             }
             Step::Renew => {
                 progress.last_attempt = Some(now);
-                let mut warn_at = schedule::uncertain_at(term.deadline, timing.margin);
                 let attempt = renew();
                 tokio::pin!(attempt);
                 // Wait for the attempt, but fire `Uncertain` on time if it
@@ -239,6 +238,9 @@ pub(crate) async fn keep_renewing<R, F>(
                 // the margin of the current term, which a manual extension
                 // may change while this attempt waits for its turn.
                 let result = loop {
+                    let term = *watched.borrow_and_update();
+                    let margin = Timing::clamped(&settings, term.ttl, node_timeout).margin;
+                    let warn_at = schedule::uncertain_at(term.deadline, margin);
                     tokio::select! {
                         biased;
                         _ = stop.cancelled() => return,
@@ -246,11 +248,7 @@ pub(crate) async fn keep_renewing<R, F>(
                         _ = tokio::time::sleep_until(warn_at.into()), if !progress.uncertain => {
                             warn_uncertain(&lease, &mut progress, &last_failures);
                         }
-                        Ok(()) = watched.changed() => {
-                            let term = *watched.borrow();
-                            let timing = Timing::clamped(&settings, term.ttl, node_timeout);
-                            warn_at = schedule::uncertain_at(term.deadline, timing.margin);
-                        }
+                        Ok(()) = watched.changed() => {}
                     }
                 };
                 match result {

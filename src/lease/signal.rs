@@ -236,9 +236,7 @@ impl LostSignal {
             match tokio::runtime::Handle::try_current() {
                 Ok(handle) => {
                     let signal = self.clone();
-                    handle.spawn(async move {
-                        signal.lost().await;
-                    });
+                    handle.spawn(async move { signal.lost().await });
                 }
                 Err(_) => self.lease.watched.store(false, Ordering::Release),
             }
