@@ -121,9 +121,6 @@ pub(crate) struct Config {
     pub(crate) allow_eviction: bool,
     /// Whether `build` fails without a ready quorum.
     pub(crate) require_quorum: bool,
-    /// An error found while the builder was made (an unset environment
-    /// variable), reported by `build`.
-    pub(crate) pending: Option<String>,
     /// Root CA and client certificate for `rediss://` nodes.
     #[cfg(feature = "tls")]
     pub(crate) tls: Option<redis::TlsCertificates>,
@@ -142,7 +139,6 @@ impl Default for Config {
             fast_handoff: true,
             allow_eviction: false,
             require_quorum: false,
-            pending: None,
             #[cfg(feature = "tls")]
             tls: None,
         }

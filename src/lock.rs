@@ -10,6 +10,7 @@ use crate::error::lost::LostReason;
 use crate::error::{Error, Result};
 use crate::keys::Keys;
 use crate::lease::renewal::{keep_renewing, Renewal};
+use crate::lease::schedule::Timing;
 use crate::lease::signal::LostSignal;
 use crate::lease::state::Lease;
 use crate::quorum::engine::Engine;
@@ -71,44 +72,26 @@ pub(crate) struct Held {
 
 impl Lock {
     pub(crate) fn new(engine: Arc<Engine>, granted: Granted) -> Self {
-        let Granted {
-            keys,
-            token,
-            deadline,
-            ttl,
-            sets,
-            fence,
-            holding,
-        } = granted;
-        let term = Term { deadline, ttl };
-        let lease = Lease::new(keys.clone(), term, engine.leases.clone(), holding);
-        let repairs = Arc::new(Repairs::new(engine.nodes.len()));
+        let term = Term {
+            deadline: granted.deadline,
+            ttl: granted.ttl,
+        };
+        let leases = engine.leases.clone();
+        let lease = Lease::new(granted.keys.clone(), term, leases, granted.holding);
+        let held = Held {
+            repairs: Arc::new(Repairs::new(engine.nodes.len())),
+            engine,
+            keys: granted.keys,
+            token: granted.token,
+            fence: granted.fence,
+            sets: granted.sets,
+            lease: Arc::new(lease),
+            extending: tokio::sync::Mutex::new(()),
+        };
         Self {
-            held: Arc::new(Held {
-                repairs,
-                engine,
-                keys,
-                token,
-                fence,
-                sets,
-                lease: Arc::new(lease),
-                extending: tokio::sync::Mutex::new(()),
-            }),
+            held: Arc::new(held),
             released: false,
         }
-    }
-
-    /// This lock, renewed on `renewal`'s schedule when one is given; when
-    /// renewal cannot start (settings that cannot work for the TTL), the
-    /// lock is released again and the error returned.
-    pub(crate) async fn renewed(self, renewal: Option<Renewal>) -> Result<Self> {
-        if let Some(renewal) = renewal {
-            if let Err(e) = self.auto_renew(renewal) {
-                let _ = self.release().await;
-                return Err(e);
-            }
-        }
-        Ok(self)
     }
 
     /// The resource name, byte for byte as it is stored as the Redis key.
@@ -215,13 +198,11 @@ impl Lock {
     pub async fn extend(&self, ttl: Duration) -> Result<Duration> {
         let held = &self.held;
         let ttl = held.engine.config.check_ttl(ttl)?;
-        match held.extend(Some(ttl)).await {
-            Ok(deadline) => Ok(validity::left(deadline, Instant::now())),
-            Err(reason) => {
-                held.lease.fail(reason.clone());
-                Err(held.lost(reason))
-            }
-        }
+        let deadline = held.extend(Some(ttl)).await.map_err(|reason| {
+            held.lease.fail(reason.clone());
+            held.lost(reason)
+        })?;
+        Ok(validity::left(deadline, Instant::now()))
     }
     /// The lost-lock signal of this lock: fires once when the lock is lost,
     /// expires, can no longer be counted on, reaches its renewal cap, or is
@@ -310,17 +291,11 @@ impl Lock {
         let held = &self.held;
         let term = held.lease.term().map_err(|reason| held.lost(reason))?;
         let node_timeout = held.engine.config.node_timeout;
-        renewal
-            .timing(term.ttl, node_timeout)
-            .map_err(Error::invalid)?;
+        Timing::checked(&renewal, term.ttl, node_timeout).map_err(Error::invalid)?;
         let handle = tokio::runtime::Handle::try_current()
             .map_err(|_| Error::invalid("auto_renew must be called inside a tokio runtime"))?;
         let stop = held.lease.start_renewal();
-        let span = tracing::debug_span!(
-            "renewal",
-            resource = %held.keys,
-            token = %held.token
-        );
+        let span = tracing::debug_span!("renewal", resource = %held.keys, token = %held.token);
         let extension = held.clone();
         let renewing = keep_renewing(
             held.lease.clone(),
@@ -365,10 +340,8 @@ impl Lock {
     /// # }
     /// ```
     pub async fn is_held_remotely(&self) -> Result<bool> {
-        self.held
-            .engine
-            .holds(&self.held.keys, &self.held.token)
-            .await
+        let held = &self.held;
+        held.engine.holds(&held.keys, &held.token).await
     }
 
     /// Releases the lock on every node (compare-and-delete, so a key that

@@ -32,41 +32,37 @@ use rand::TryRngCore;
 
 /// 128 random bits.
 pub(crate) fn bits128() -> u128 {
-    let mut bytes = [0u8; 16];
-    fill(&mut bytes);
-    u128::from_le_bytes(bytes)
+    u128::from_le_bytes(draw())
 }
 
 /// A number in `[0, 1)`, as the retry delay and the hand-off spread take.
 pub(crate) fn unit() -> f64 {
-    let mut bytes = [0u8; 8];
-    fill(&mut bytes);
     // The top 53 bits: every value a multiple of 2^-53, below 1.
-    (u64::from_le_bytes(bytes) >> 11) as f64 * (1.0 / (1u64 << 53) as f64)
+    (u64::from_le_bytes(draw()) >> 11) as f64 * (1.0 / (1u64 << 53) as f64)
 }
 
 /// An index in `[0, n)` (0 when `n` is 0). The modulo bias, below
 /// `n / 2^64`, does not matter for picking one of a few nodes.
 pub(crate) fn below(n: usize) -> usize {
-    let mut bytes = [0u8; 8];
-    fill(&mut bytes);
     let n = u64::try_from(n).unwrap_or(u64::MAX);
-    usize::try_from(u64::from_le_bytes(bytes).checked_rem(n).unwrap_or(0)).unwrap_or(0)
+    usize::try_from(u64::from_le_bytes(draw()).checked_rem(n).unwrap_or(0)).unwrap_or(0)
 }
 
-/// Fills `buf` from the operating system. Should the system refuse (a
+/// `N` bytes from the operating system. Should the system refuse (a
 /// kernel without `getrandom(2)` and no readable `/dev/urandom`), the bytes
 /// are derived from the process id, the time and a counter instead: no
 /// longer unpredictable, but still distinct between a parent and its
 /// children (they have different process ids) and from one draw to the
 /// next — what a lock token needs.
-fn fill(buf: &mut [u8]) {
-    if OsRng.try_fill_bytes(buf).is_err() {
+fn draw<const N: usize>() -> [u8; N] {
+    let mut buf = [0u8; N];
+    if OsRng.try_fill_bytes(&mut buf).is_err() {
         let nanos = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| d.as_nanos());
-        derived(buf, std::process::id(), nanos, next_count());
+        derived(&mut buf, std::process::id(), nanos, next_count());
     }
+    buf
 }
 
 /// A process-wide count of derived draws.
@@ -75,7 +71,7 @@ fn next_count() -> u64 {
     COUNT.fetch_add(1, Ordering::Relaxed)
 }
 
-/// The fallback of [`fill`]: `buf` from a hash of (`pid`, `nanos`,
+/// The fallback of [`draw`]: `buf` from a hash of (`pid`, `nanos`,
 /// `count`), 8 bytes per chunk.
 fn derived(buf: &mut [u8], pid: u32, nanos: u128, count: u64) {
     for (i, chunk) in buf.chunks_mut(8).enumerate() {

@@ -6,10 +6,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::config::Retry;
-use crate::election::{self, Campaign, Leader, Observer};
+use crate::election::{Campaign, Leader, Observer};
 use crate::error::{ResourceName, Result};
 use crate::keys::{Keys, Slots};
 use crate::lock::Lock;
+use crate::quorum::election;
 use crate::quorum::engine::Engine;
 use crate::request::LockRequest;
 use crate::semaphore::{SemaphoreRequest, SemaphoreStatus};
@@ -324,7 +325,8 @@ impl Redlock {
     /// ```
     pub async fn leader(&self, name: impl AsRef<[u8]>) -> Result<Option<Leader>> {
         let keys = Keys::election(name.as_ref())?;
-        Ok(election::read(&self.engine, &keys).await?.0)
+        let found = election::read(&self.engine, &keys).await?;
+        Ok(found.leader.map(Leader::from))
     }
 
     /// Follows who leads the election `name`: an [`Observer`], a stream

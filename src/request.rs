@@ -215,7 +215,13 @@ impl Options {
         let retry = self.retry.unwrap_or(engine.config.retry);
         let granted = retry::acquire(engine, claim, self.ttl, retry).await?;
         let lock = Lock::new(engine.clone(), granted);
-        lock.renewed(self.renewal.clone()).await
+        if let Some(renewal) = self.renewal.clone() {
+            if let Err(e) = lock.auto_renew(renewal) {
+                let _ = lock.release().await;
+                return Err(e);
+            }
+        }
+        Ok(lock)
     }
 }
 
@@ -362,16 +368,13 @@ pub(crate) use request_methods;
 
 /// The keys of a lock over `resources`, checked.
 fn keys(mut resources: Vec<Vec<u8>>, fenced: bool) -> Result<Keys> {
-    if resources.len() == 1 {
-        let resource = resources.pop().unwrap_or_default();
-        return Keys::one(resource, fenced);
-    }
-    if fenced {
-        return Err(Error::invalid(
+    match (resources.len(), fenced) {
+        (1, _) => Keys::one(resources.pop().unwrap_or_default(), fenced),
+        (_, true) => Err(Error::invalid(
             "fencing tokens are for single-resource locks",
-        ));
+        )),
+        _ => Keys::many(resources),
     }
-    Keys::many(resources)
 }
 
 #[cfg(test)]

@@ -6,8 +6,7 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::health;
-use super::nodes::{self, IntoNode, Source};
+use super::nodes::{self, IntoNode, NodeSource, Source};
 use crate::config::{Config, Retry};
 use crate::error::{Error, Result};
 use crate::node::admission::{self, Gate, Registry};
@@ -43,15 +42,11 @@ use crate::redlock::Redlock;
 #[derive(Clone)]
 #[must_use = "a builder does nothing until build() is awaited"]
 pub struct Builder {
-    nodes: Vec<Entry>,
+    nodes: Vec<Source>,
     config: Config,
-}
-
-/// A node of the list and where it stands in it (from 1), for messages.
-#[derive(Clone)]
-struct Entry {
-    position: usize,
-    source: Source,
+    /// The first error found while the builder was made (a node that does
+    /// not parse, an unset environment variable), reported by `build`.
+    pending: Option<Error>,
 }
 
 impl Builder {
@@ -85,11 +80,7 @@ impl Builder {
         I: IntoIterator,
         I::Item: IntoNode,
     {
-        let nodes = nodes.into_iter().enumerate().map(|(i, node)| Entry {
-            position: i + 1,
-            source: node.into_node().0,
-        });
-        Self::with(nodes.collect())
+        Self::with(nodes.into_iter().map(IntoNode::into_node).enumerate())
     }
 
     /// Starts configuring a client for the nodes of a comma-separated list
@@ -110,14 +101,9 @@ impl Builder {
     /// # }
     /// ```
     pub fn from_list(list: &str) -> Self {
-        let nodes = list.split(',').enumerate().filter_map(|(i, entry)| {
-            let entry = entry.trim();
-            (!entry.is_empty()).then(|| Entry {
-                position: i + 1,
-                source: entry.into_node().0,
-            })
-        });
-        Self::with(nodes.collect())
+        let entries = list.split(',').map(str::trim).enumerate();
+        let entries = entries.filter(|(_, entry)| !entry.is_empty());
+        Self::with(entries.map(|(i, entry)| (i, entry.into_node())))
     }
 
     /// Starts configuring a client for the nodes listed in the environment
@@ -141,17 +127,31 @@ impl Builder {
             Err(std::env::VarError::NotPresent) => "is not set",
             Err(std::env::VarError::NotUnicode(_)) => "is not valid Unicode",
         };
-        let mut builder = Self::with(Vec::new());
-        builder.config.pending = Some(format!(
+        let mut builder = Self::with(std::iter::empty());
+        builder.pending = Some(Error::invalid(format!(
             "environment variable {name} {why}: it should hold the nodes' URLs, separated by commas"
-        ));
+        )));
         builder
     }
 
-    fn with(nodes: Vec<Entry>) -> Self {
+    /// A builder with the default settings for `nodes`, each with its
+    /// index in the list as written.
+    fn with(nodes: impl Iterator<Item = (usize, NodeSource)>) -> Self {
+        let mut pending = None;
+        let nodes = nodes.map(|(i, NodeSource(source))| {
+            if let (Source::Invalid(bad), None) = (&source, &pending) {
+                pending = Some(Error::InvalidNode {
+                    position: i + 1,
+                    address: bad.shown.clone(),
+                    reason: bad.reason.clone(),
+                });
+            }
+            source
+        });
         Self {
-            nodes,
+            nodes: nodes.collect(),
             config: Config::default(),
+            pending,
         }
     }
 }
@@ -378,43 +378,29 @@ impl Builder {
     /// within the connect timeout; each other node is named with its
     /// failure.
     pub async fn build(self) -> Result<Redlock> {
-        if let Some(message) = &self.config.pending {
-            return Err(Error::invalid(message.clone()));
-        }
-        for entry in &self.nodes {
-            if let Source::Invalid(bad) = &entry.source {
-                return Err(Error::InvalidNode {
-                    position: entry.position,
-                    address: bad.shown.clone(),
-                    reason: bad.reason.clone(),
-                });
-            }
+        if let Some(error) = self.pending {
+            return Err(error);
         }
         self.config.validate()?;
-        let labels: Vec<String> = self.nodes.iter().map(|n| n.source.shown()).collect();
+        let labels: Vec<String> = self.nodes.iter().map(Source::shown).collect();
         nodes::check_nodes(&labels)?;
         let registry = Registry::new(&labels);
-        let check_eviction = !self.config.allow_eviction;
-        let quarantine = self.config.restart_quarantine.is_some();
-        let nodes = self
-            .nodes
-            .into_iter()
-            .zip(&labels)
-            .enumerate()
+        let config = self.config;
+        let (timeout, quarantine) = (config.connect_timeout, config.restart_quarantine.is_some());
+        let entries = self.nodes.into_iter().zip(&labels).enumerate();
+        let nodes = entries
             .map(|(i, (node, label))| {
-                let client = client(node.source, &self.config)?;
-                let gate = Arc::new(Gate::new(i, registry.clone(), check_eviction));
-                let timeout = self.config.connect_timeout;
+                let client = client(node, &config)?;
+                let gate = Arc::new(Gate::new(i, registry.clone(), !config.allow_eviction));
                 Ok(Node::new(label, client, timeout, gate, quarantine))
             })
             .collect::<Result<Arc<[_]>>>()?;
-        let handoff = self
-            .config
+        let handoff = config
             .fast_handoff
-            .then(|| Arc::new(Handoff::listening(&nodes, self.config.connect_timeout)));
+            .then(|| Arc::new(Handoff::listening(&nodes, timeout)));
         let engine = Arc::new(Engine {
             nodes,
-            config: self.config,
+            config,
             handoff,
             leases: Arc::default(),
             background: Background::default(),
@@ -425,12 +411,13 @@ impl Builder {
         if let Some(message) = admission::build_refusal(&labels, refused) {
             return Err(Error::invalid(message));
         }
-        if engine.config.require_quorum {
-            if let Some(error) = health::probe(&engine).await.not_ready() {
+        let redlock = Redlock { engine };
+        if redlock.engine.config.require_quorum {
+            if let Some(error) = redlock.health().await.not_ready() {
                 return Err(error);
             }
         }
-        Ok(Redlock { engine })
+        Ok(redlock)
     }
 }
 
@@ -458,7 +445,7 @@ fn client(source: Source, config: &Config) -> Result<redis::Client> {
 /// Shows each node as `host:port/db`: never a password.
 impl fmt::Debug for Builder {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let nodes: Vec<String> = self.nodes.iter().map(|n| n.source.shown()).collect();
+        let nodes: Vec<String> = self.nodes.iter().map(Source::shown).collect();
         f.debug_struct("Builder")
             .field("nodes", &nodes)
             .field("config", &self.config)

@@ -6,8 +6,7 @@ use std::fmt;
 use std::time::{Duration, Instant};
 
 use crate::error::{Error, NodeFailure, NodeFailureKind};
-use crate::node::{Node, Window};
-use crate::quorum::engine::Engine;
+use crate::node::Window;
 use crate::redlock::Redlock;
 
 /// Every node's readiness, from [`Redlock::health`](crate::Redlock::health).
@@ -47,10 +46,7 @@ impl Health {
 
     /// The error of a build that requires a quorum, when there is none.
     pub(crate) fn not_ready(&self) -> Option<Error> {
-        if self.quorum_ready() {
-            return None;
-        }
-        Some(Error::NotReady {
+        (!self.quorum_ready()).then(|| Error::NotReady {
             ready: self.ready(),
             needed: self.needed,
             nodes: self.nodes.len(),
@@ -62,13 +58,8 @@ impl Health {
 /// `3 of 5 nodes ready (3 needed)`, then each node that is not.
 impl fmt::Display for Health {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "{} of {} nodes ready ({} needed)",
-            self.ready(),
-            self.nodes.len(),
-            self.needed
-        )?;
+        let (ready, nodes, needed) = (self.ready(), self.nodes.len(), self.needed);
+        write!(f, "{ready} of {nodes} nodes ready ({needed} needed)")?;
         for error in self.nodes.iter().filter_map(|n| n.error.as_ref()) {
             write!(f, "; {error}")?;
         }
@@ -107,10 +98,7 @@ impl NodeHealth {
 
     /// The readiness that the outcome of a probe of `node` shows.
     fn from_probe(node: &str, result: Result<Duration, NodeFailure>) -> Self {
-        let (latency, error) = match result {
-            Ok(latency) => (Some(latency), None),
-            Err(failure) => (None, Some(failure)),
-        };
+        let (latency, error) = (result.as_ref().ok().copied(), result.err());
         let kind = error.as_ref().map(|e| &e.kind);
         let reachable = !matches!(
             kind,
@@ -150,44 +138,31 @@ impl Redlock {
     /// # }
     /// ```
     pub async fn health(&self) -> Health {
-        probe(&self.engine).await
-    }
-}
-
-/// Probes every node at once: a `PING` (opening the connection, and so
-/// authenticating and admitting it, when there is none) and, with restart
-/// quarantine, its standing; each within the connect timeout.
-pub(crate) async fn probe(engine: &Engine) -> Health {
-    let timeout = engine.config.connect_timeout;
-    let quarantine = engine.config.restart_quarantine;
-    let nodes = futures::future::join_all(engine.nodes.iter().map(|node| async move {
-        let result = probe_one(node, timeout, quarantine).await;
-        NodeHealth::from_probe(node.label(), result)
-    }))
-    .await;
-    Health {
-        nodes,
-        needed: engine.needed(),
-    }
-}
-
-/// One node's `PING` round trip, or why there was none.
-async fn probe_one(
-    node: &Node,
-    timeout: Duration,
-    quarantine: Option<Duration>,
-) -> Result<Duration, NodeFailure> {
-    let window = Window::from_now(timeout);
-    let checks = async {
-        let start = Instant::now();
-        node.ping(window).await?;
-        let latency = start.elapsed();
-        if let Some(required) = quarantine {
-            node.check_standing(required, window).await?;
+        let engine = &self.engine;
+        let timeout = engine.config.connect_timeout;
+        let quarantine = engine.config.restart_quarantine;
+        // Per node: a `PING` (opening the connection, and so authenticating
+        // and admitting it, when there is none) and, with restart
+        // quarantine, its standing; all at once, each within the timeout.
+        let nodes = futures::future::join_all(engine.nodes.iter().map(|node| async move {
+            let window = Window::from_now(timeout);
+            let checks = async {
+                let start = Instant::now();
+                node.ping(window).await?;
+                let latency = start.elapsed();
+                if let Some(required) = quarantine {
+                    node.check_standing(required, window).await?;
+                }
+                Ok(latency)
+            };
+            NodeHealth::from_probe(node.label(), node.within(window, checks).await)
+        }))
+        .await;
+        Health {
+            nodes,
+            needed: engine.needed(),
         }
-        Ok(latency)
-    };
-    node.within(window, checks).await
+    }
 }
 
 #[cfg(test)]

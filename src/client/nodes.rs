@@ -123,19 +123,7 @@ impl IntoNode for &str {
     }
 }
 
-impl IntoNode for &&str {
-    fn into_node(self) -> NodeSource {
-        (*self).into_node()
-    }
-}
-
 impl IntoNode for String {
-    fn into_node(self) -> NodeSource {
-        self.as_str().into_node()
-    }
-}
-
-impl IntoNode for &String {
     fn into_node(self) -> NodeSource {
         self.as_str().into_node()
     }
@@ -147,19 +135,15 @@ impl IntoNode for redis::ConnectionInfo {
     }
 }
 
-impl IntoNode for &redis::ConnectionInfo {
-    fn into_node(self) -> NodeSource {
-        self.clone().into_node()
-    }
-}
-
 impl IntoNode for redis::Client {
     fn into_node(self) -> NodeSource {
         NodeSource(Source::Client(self))
     }
 }
 
-impl IntoNode for &redis::Client {
+/// A node by reference (`&&str`, `&String`, `&redis::ConnectionInfo`,
+/// `&redis::Client`, `&NodeSource`): the node it refers to, cloned.
+impl<T: IntoNode + Clone> IntoNode for &T {
     fn into_node(self) -> NodeSource {
         self.clone().into_node()
     }
@@ -246,17 +230,11 @@ fn redacted(text: &str) -> String {
         Some(i) => text.split_at(i + 3),
         None => ("", text),
     };
-    let rest = match rest.rfind('@') {
-        Some(at) => {
-            let (user, host) = rest.split_at(at);
-            match user.split_once(':') {
-                Some((name, _)) => format!("{name}:***{host}"),
-                None => rest.to_owned(),
-            }
-        }
-        None => rest.to_owned(),
-    };
-    let rest = hide_query(&rest, "pass=");
+    let hidden = rest.rsplit_once('@').and_then(|(user, host)| {
+        let (name, _password) = user.split_once(':')?;
+        Some(format!("{name}:***@{host}"))
+    });
+    let rest = hide_query(&hidden.unwrap_or_else(|| rest.to_owned()), "pass=");
     format!("{scheme}{rest}")
 }
 
@@ -289,14 +267,12 @@ pub(crate) fn check_nodes(labels: &[String]) -> Result<()> {
         )));
     }
     let mut seen = HashSet::new();
-    for label in labels {
-        if !seen.insert(label) {
-            return Err(Error::invalid(format!(
-                "node {label} is listed twice; it would vote twice"
-            )));
-        }
+    match labels.iter().find(|label| !seen.insert(*label)) {
+        Some(label) => Err(Error::invalid(format!(
+            "node {label} is listed twice; it would vote twice"
+        ))),
+        None => Ok(()),
     }
-    Ok(())
 }
 
 /// A node's `host:port/db` (the host lower-cased; never its password).

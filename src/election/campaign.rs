@@ -9,13 +9,13 @@ use crate::config::Retry;
 use crate::error::{Error, Result};
 use crate::keys::Keys;
 use crate::lease::renewal::Renewal;
+use crate::lease::schedule::Timing;
 use crate::node::election::Record;
 use crate::quorum::claim::Election;
-use crate::quorum::election;
 use crate::quorum::engine::Engine;
 use crate::request::Options;
 
-use super::Leadership;
+use super::leadership::{self, Leadership};
 
 /// Wait without limit until elected: the default of [`Campaign::retry`].
 const UNTIL_ELECTED: Retry = Retry::Until(Duration::MAX);
@@ -202,10 +202,7 @@ impl Campaign {
         let cfg = &options.engine.config;
         let checked = cfg.check_ttl(options.ttl)?;
         let renewal = options.renewal.clone().unwrap_or_default();
-        renewal
-            .timing(checked, cfg.node_timeout)
-            .map_err(Error::invalid)?;
-        let ttl = checked.duration;
+        Timing::checked(&renewal, checked, cfg.node_timeout).map_err(Error::invalid)?;
         let start = Instant::now();
         let first = options.retry.unwrap_or(UNTIL_ELECTED);
         loop {
@@ -214,24 +211,16 @@ impl Campaign {
                 // Always set: the election's keys are fenced.
                 epoch: lock.fence().unwrap_or_default(),
                 seq: 1,
-                ttl,
+                ttl: checked.duration,
                 token: lock.held.token.as_str().to_owned(),
                 value: self.value.clone(),
             };
-            let engine = &options.engine;
-            match election::proclaim(engine, &keys, &record, &lock.held.repairs, lock.deadline())
-                .await
-            {
-                Ok(()) => return Ok(Leadership::new(lock, self.name, record)),
-                Err(reason) => {
-                    let error = lock.held.lost(reason);
-                    let _ = lock.release().await;
-                    match rest(first, start, Instant::now()) {
-                        Some(left) => options.retry = Some(left),
-                        None => return Err(error),
-                    }
-                }
-            }
+            let Err(reason) = leadership::proclaim(&lock, &record).await else {
+                return Ok(Leadership::new(lock, self.name, record));
+            };
+            let error = lock.held.lost(reason);
+            let _ = lock.release().await;
+            options.retry = Some(rest(first, start, Instant::now()).ok_or(error)?);
         }
     }
 }
@@ -241,14 +230,11 @@ impl Campaign {
 /// time limit; `None` for a count of retries (it was spent on the
 /// acquire) or no time left.
 fn rest(retry: Retry, start: Instant, now: Instant) -> Option<Retry> {
-    match retry {
-        Retry::Until(limit) => {
-            let spent = now.saturating_duration_since(start);
-            let left = limit.checked_sub(spent).filter(|l| !l.is_zero())?;
-            Some(Retry::Until(left))
-        }
-        Retry::Times(_) | Retry::TimesWithin(..) => None,
-    }
+    let Retry::Until(limit) = retry else {
+        return None;
+    };
+    let left = limit.checked_sub(now.saturating_duration_since(start))?;
+    (!left.is_zero()).then_some(Retry::Until(left))
 }
 
 impl fmt::Debug for Campaign {

@@ -6,11 +6,12 @@
 use std::fmt;
 use std::future::Future;
 use std::ops::Deref;
+use std::sync::Arc;
 
-use crate::error::lost::LossKind;
+use crate::error::lost::{LossKind, LostReason};
 use crate::error::Result;
 use crate::lease::signal::LostSignal;
-use crate::lock::Lock;
+use crate::lock::{Held, Lock};
 use crate::node::election::Record;
 use crate::quorum::election;
 
@@ -104,7 +105,7 @@ impl Leadership {
     /// # Errors
     ///
     /// [`Error::Lost`](crate::Error::Lost) when no majority took it in time:
-    /// with [`LostReason::Refused`](crate::LostReason::Refused) when so many
+    /// with [`LostReason::Refused`] when so many
     /// nodes no longer hold the leadership that it is certainly gone (the
     /// leadership then counts as lost and its signal fires),
     /// [`Unconfirmed`](crate::LostReason::Unconfirmed) when nodes failed,
@@ -137,27 +138,15 @@ impl Leadership {
         // Numbered before it is sent: a dropped proclamation still used up
         // its number, so a later one is never mistaken for an earlier one.
         self.record.seq = next.seq;
-        match election::proclaim(
-            &held.engine,
-            &held.keys,
-            &next,
-            &held.repairs,
-            self.deadline(),
-        )
-        .await
-        {
-            Ok(()) => {
-                held.repairs.restore(next.clone());
-                self.record = next;
-                Ok(())
+        if let Err(reason) = proclaim(&self.lock, &next).await {
+            if reason.kind() == LossKind::Lost {
+                held.lease.fail(reason.clone());
             }
-            Err(reason) => {
-                if reason.kind() == LossKind::Lost {
-                    held.lease.fail(reason.clone());
-                }
-                Err(held.lost(reason))
-            }
+            return Err(held.lost(reason));
         }
+        held.repairs.restore(next.clone());
+        self.record = next;
+        Ok(())
     }
 
     /// Steps down: releases the leadership (compare-and-delete; the
@@ -184,10 +173,7 @@ impl Leadership {
     /// # }
     /// ```
     pub async fn resign(self) -> Result<()> {
-        let retire = self.retirement();
-        let released = self.lock.release().await;
-        retire();
-        released
+        retiring(self.lock.held.clone(), self.lock.release()).await
     }
 
     /// Runs `work` while this process leads and returns what it returned:
@@ -232,24 +218,28 @@ impl Leadership {
         F: FnOnce(LostSignal) -> Fut,
         Fut: Future<Output = T>,
     {
-        let retire = self.retirement();
-        let output = self.lock.run(work).await;
-        retire();
-        output
+        retiring(self.lock.held.clone(), self.lock.run(work)).await
     }
+}
 
-    /// What deletes this leader's record after the release: spawned as
-    /// background work of the client (see
-    /// [`Redlock::settle`](crate::Redlock::settle)).
-    fn retirement(&self) -> impl FnOnce() {
-        let held = self.lock.held.clone();
-        move || {
-            let engine = held.engine.clone();
-            engine.background.spawn(async move {
-                election::retire(&held.engine, &held.keys, &held.token, &held.repairs).await;
-            });
-        }
-    }
+/// Waits for `step_down` (the leadership's release, alone or after the
+/// work run under it), then deletes this leader's record where it is still
+/// this leader's: spawned as background work of the client (see
+/// [`Redlock::settle`](crate::Redlock::settle)).
+async fn retiring<T>(held: Arc<Held>, step_down: impl Future<Output = T>) -> T {
+    let output = step_down.await;
+    let engine = held.engine.clone();
+    engine.background.spawn(async move {
+        election::retire(&held.engine, &held.keys, &held.token, &held.repairs).await;
+    });
+    output
+}
+
+/// Writes `record` on the nodes where `lock`, an election's leadership
+/// lock, still holds its token, and waits for a majority inside its validity.
+pub(super) async fn proclaim(lock: &Lock, record: &Record) -> Result<(), LostReason> {
+    let (held, deadline) = (&lock.held, lock.deadline());
+    election::proclaim(&held.engine, &held.keys, record, &held.repairs, deadline).await
 }
 
 impl Deref for Leadership {

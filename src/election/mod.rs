@@ -11,13 +11,7 @@ mod campaign;
 mod leadership;
 mod observe;
 
-use std::time::Duration;
-
-use crate::error::Result;
-use crate::keys::Keys;
 use crate::node::election::Record;
-use crate::quorum::election;
-use crate::quorum::engine::Engine;
 
 pub use campaign::Campaign;
 pub use leadership::Leadership;
@@ -52,14 +46,4 @@ impl From<Record> for Leader {
             value: record.value,
         }
     }
-}
-
-/// What one read at quorum finds (see [`election::read`]): the leader, and
-/// the TTL the newest record was proclaimed with, for an observer's pace.
-pub(crate) async fn read(
-    engine: &Engine,
-    keys: &Keys,
-) -> Result<(Option<Leader>, Option<Duration>)> {
-    let found = election::read(engine, keys).await?;
-    Ok((found.leader.map(Leader::from), found.hint))
 }

@@ -12,6 +12,7 @@ use futures::stream::{BoxStream, Stream, StreamExt};
 use tracing::debug;
 
 use crate::keys::Keys;
+use crate::quorum::election;
 use crate::quorum::engine::Engine;
 use crate::quorum::handoff::{Handoff, Watch};
 
@@ -145,10 +146,11 @@ impl Follow {
                 self.started = true;
                 self.subscribe().await;
             }
-            let Ok((leader, hint)) = super::read(&self.engine, &self.keys).await else {
+            let Ok(found) = election::read(&self.engine, &self.keys).await else {
                 continue;
             };
-            self.pace = pace(hint);
+            self.pace = pace(found.hint);
+            let leader = found.leader.map(Leader::from);
             if self.last.as_ref() != Some(&leader) {
                 self.follow_ups = 0;
                 self.last = Some(leader.clone());
@@ -160,9 +162,10 @@ impl Follow {
     /// Subscribes to the leadership's release announcements, when fast
     /// hand-off is on, and waits for the subscriptions to stand, so that a
     /// change right after the first item is announced to this observer:
-    /// at most [`subscribe_bound`] (a subscriber that cannot connect and
-    /// subscribe in that time leaves the observer to its reads until it
-    /// can).
+    /// at most the time to open a connection (the connect timeout) and
+    /// have one command answered (the node timeout); a subscriber that
+    /// cannot connect and subscribe in that time leaves the observer to its
+    /// reads until it can.
     async fn subscribe(&mut self) {
         if self.engine.handoff.is_none() {
             return;
@@ -170,7 +173,7 @@ impl Follow {
         let cfg = &self.engine.config;
         let handoff = Arc::new(Handoff::listening(&self.engine.nodes, cfg.connect_timeout));
         self.watch = Some(handoff.watch(&self.keys, cfg.node_timeout).await);
-        let bound = subscribe_bound(cfg.connect_timeout, cfg.node_timeout);
+        let bound = cfg.connect_timeout.saturating_add(cfg.node_timeout);
         if !handoff.subscribed(bound).await {
             debug!(
                 ?bound,
@@ -197,13 +200,6 @@ impl Follow {
             () = watch.released() => self.follow_ups = FOLLOW_UPS,
         }
     }
-}
-
-/// The longest an observer's first item waits for its subscriptions: a
-/// connection opened (the connect timeout) and one command answered (the
-/// node timeout).
-fn subscribe_bound(connect_timeout: Duration, node_timeout: Duration) -> Duration {
-    connect_timeout.saturating_add(node_timeout)
 }
 
 /// The wait between reads for a leadership of TTL `hint`: a third of it.

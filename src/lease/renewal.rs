@@ -21,7 +21,7 @@ use super::schedule::{self, Limits, Progress, Step, Timing};
 use super::state::Lease;
 use crate::error::lost::{LossKind, LostReason};
 use crate::error::NodeFailure;
-use crate::validity::{self, Term, Ttl};
+use crate::validity;
 
 /// Settings of automatic renewal, for [`Lock::auto_renew`](crate::Lock::auto_renew)
 /// and [`LockRequest::auto_renew`](crate::LockRequest::auto_renew).
@@ -62,10 +62,10 @@ use crate::validity::{self, Term, Ttl};
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 #[must_use = "settings do nothing until passed to auto_renew or LockRequest::auto_renew"]
 pub struct Renewal {
-    interval: Option<Duration>,
-    margin: Option<Duration>,
-    max_renewals: Option<u32>,
-    max_hold: Option<Duration>,
+    pub(super) interval: Option<Duration>,
+    pub(super) margin: Option<Duration>,
+    pub(super) max_renewals: Option<u32>,
+    pub(super) max_hold: Option<Duration>,
 }
 
 impl Renewal {
@@ -160,26 +160,6 @@ impl Renewal {
         self.max_hold = Some(limit);
         self
     }
-
-    /// The caps of these settings, for a lock granted at `granted`.
-    pub(crate) fn limits(&self, granted: Instant) -> Limits {
-        Limits {
-            max_renewals: self.max_renewals,
-            hold_until: self.max_hold.and_then(|limit| granted.checked_add(limit)),
-        }
-    }
-
-    /// The schedule's durations for a lock on `ttl`, or why these settings
-    /// cannot work for it.
-    pub(crate) fn timing(&self, ttl: Ttl, node_timeout: Duration) -> Result<Timing, String> {
-        Timing::checked(self.interval, self.margin, ttl, node_timeout)
-    }
-
-    /// As [`timing`](Self::timing), for a TTL that changed after the
-    /// settings were checked: out-of-range values are clamped, not refused.
-    pub(crate) fn timing_clamped(&self, ttl: Ttl, node_timeout: Duration) -> Timing {
-        Timing::clamped(self.interval, self.margin, ttl, node_timeout)
-    }
 }
 
 /// Follows the schedule of `settings` (for nodes answering within
@@ -201,7 +181,7 @@ pub(crate) async fn keep_renewing<R, F>(
     F: Future<Output = Result<Instant, LostReason>>,
 {
     let mut watched = lease.watch();
-    let limits = settings.limits(lease.granted());
+    let limits = Limits::new(&settings, lease.granted);
     let mut progress = Progress::default();
     let mut last_failures: Vec<NodeFailure> = Vec::new();
     loop {
@@ -213,13 +193,13 @@ pub(crate) async fn keep_renewing<R, F>(
         let Ok(term) = lease.term() else {
             return;
         };
-        let timing = settings.timing_clamped(term.ttl, node_timeout);
+        let timing = Timing::clamped(&settings, term.ttl, node_timeout);
         let now = Instant::now();
         match schedule::next_step(now, &term, &timing, &limits, &progress) {
             Step::Expired => {
                 warn!(
-                    resource = %lease.keys().name(),
-                    nodes = %Labels(&last_failures),
+                    resource = %lease.keys.name(),
+                    nodes = %labels(&last_failures),
                     "lock expired: its validity ran out before a renewal got through; \
                      the work on the resource must have stopped"
                 );
@@ -227,7 +207,7 @@ pub(crate) async fn keep_renewing<R, F>(
                 return;
             }
             Step::LimitReached => {
-                let held_for = now.saturating_duration_since(lease.granted());
+                let held_for = now.saturating_duration_since(lease.granted);
                 debug!(
                     renewals = progress.renewals,
                     ?held_for,
@@ -239,10 +219,7 @@ pub(crate) async fn keep_renewing<R, F>(
                 });
                 return;
             }
-            Step::Uncertain => {
-                progress.uncertain = true;
-                warn_uncertain(&lease, &last_failures);
-            }
+            Step::Uncertain => warn_uncertain(&lease, &mut progress, &last_failures),
             Step::Sleep(until) => {
                 tokio::select! {
                     biased;
@@ -254,7 +231,6 @@ pub(crate) async fn keep_renewing<R, F>(
             }
             Step::Renew => {
                 progress.last_attempt = Some(now);
-                let mut warn_at = warn_point(&term, &timing);
                 let attempt = renew();
                 tokio::pin!(attempt);
                 // Wait for the attempt, but fire `Uncertain` on time if it
@@ -262,32 +238,30 @@ pub(crate) async fn keep_renewing<R, F>(
                 // the margin of the current term, which a manual extension
                 // may change while this attempt waits for its turn.
                 let result = loop {
+                    let term = *watched.borrow_and_update();
+                    let margin = Timing::clamped(&settings, term.ttl, node_timeout).margin;
+                    let warn_at = schedule::uncertain_at(term.deadline, margin);
                     tokio::select! {
                         biased;
                         _ = stop.cancelled() => return,
                         result = &mut attempt => break result,
                         _ = tokio::time::sleep_until(warn_at.into()), if !progress.uncertain => {
-                            progress.uncertain = true;
-                            warn_uncertain(&lease, &last_failures);
+                            warn_uncertain(&lease, &mut progress, &last_failures);
                         }
-                        Ok(()) = watched.changed() => {
-                            let term = *watched.borrow();
-                            let timing = settings.timing_clamped(term.ttl, node_timeout);
-                            warn_at = warn_point(&term, &timing);
-                        }
+                        Ok(()) = watched.changed() => {}
                     }
                 };
                 match result {
                     Ok(deadline) => {
                         let valid = validity::left(deadline, Instant::now());
-                        lease.counters().renewed();
+                        lease.counters.renewed();
                         progress.renewals = progress.renewals.saturating_add(1);
                         progress.last_failed = false;
                         last_failures.clear();
                         debug!(?valid, renewals = progress.renewals, "renewed");
                     }
                     Err(reason) => {
-                        lease.counters().renewal_failed();
+                        lease.counters.renewal_failed();
                         if matches!(reason, LostReason::AlreadyLost { .. }) {
                             // Ended meanwhile, and reported by what ended it.
                             return;
@@ -298,8 +272,8 @@ pub(crate) async fn keep_renewing<R, F>(
                             last_failures = reason.node_failures().to_vec();
                         } else {
                             warn!(
-                                resource = %lease.keys().name(),
-                                nodes = %Labels(reason.node_failures()),
+                                resource = %lease.keys.name(),
+                                nodes = %labels(reason.node_failures()),
                                 kind = %reason.kind(),
                                 %reason,
                                 "lock lost: renewal found the lock gone; stop the work on the \
@@ -315,19 +289,16 @@ pub(crate) async fn keep_renewing<R, F>(
     }
 }
 
-/// When the safety margin of `term` is crossed.
-fn warn_point(term: &Term, timing: &Timing) -> Instant {
-    schedule::uncertain_at(term.deadline, timing.margin)
-}
-
-fn warn_uncertain(lease: &Lease, failures: &[NodeFailure]) {
+/// Fires `Uncertain`: the margin was crossed with no renewal through.
+fn warn_uncertain(lease: &Lease, progress: &mut Progress, failures: &[NodeFailure]) {
+    progress.uncertain = true;
     let reason = LostReason::RenewalLate {
         validity_left: lease.validity(),
         failures: failures.to_vec(),
     };
     warn!(
-        resource = %lease.keys().name(),
-        nodes = %Labels(failures),
+        resource = %lease.keys.name(),
+        nodes = %labels(failures),
         %reason,
         "lock uncertain: no renewal got through before the safety margin; stop the work on \
          the resource (renewal keeps trying)"
@@ -337,38 +308,27 @@ fn warn_uncertain(lease: &Lease, failures: &[NodeFailure]) {
 
 /// The nodes of `failures`, comma-separated, for a log field (`-` for
 /// none: the attempt was still waiting for replies).
-struct Labels<'a>(&'a [NodeFailure]);
-
-impl std::fmt::Display for Labels<'_> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        if self.0.is_empty() {
-            return f.write_str("-");
-        }
-        for (i, failure) in self.0.iter().enumerate() {
-            if i > 0 {
-                f.write_str(",")?;
-            }
-            f.write_str(&failure.node)?;
-        }
-        Ok(())
+fn labels(failures: &[NodeFailure]) -> String {
+    if failures.is_empty() {
+        return "-".to_owned();
     }
+    let nodes: Vec<&str> = failures.iter().map(|f| f.node.as_str()).collect();
+    nodes.join(",")
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::validity::Ttl;
 
     #[test]
     fn settings_reach_the_schedule() {
         let granted = Instant::now();
         let hour = Duration::from_secs(3600);
-        let limits = Renewal::new()
-            .max_renewals(3)
-            .max_hold(hour)
-            .limits(granted);
+        let limits = Limits::new(&Renewal::new().max_renewals(3).max_hold(hour), granted);
         assert_eq!(limits.max_renewals, Some(3));
         assert_eq!(limits.hold_until, Some(granted + hour));
-        let unbounded = Renewal::new().max_hold(Duration::MAX).limits(granted);
+        let unbounded = Limits::new(&Renewal::new().max_hold(Duration::MAX), granted);
         assert_eq!(unbounded, Limits::default(), "too far away is no cap");
 
         let ttl = Ttl {
@@ -376,14 +336,14 @@ mod tests {
             drift: Duration::from_millis(302),
         };
         let every = Renewal::every(Duration::from_secs(5)).margin(Duration::from_secs(4));
-        let timing = every.timing(ttl, Duration::from_millis(50)).unwrap();
+        let timing = Timing::checked(&every, ttl, Duration::from_millis(50)).unwrap();
         assert_eq!(
             (timing.interval, timing.margin),
             (Duration::from_secs(5), Duration::from_secs(4))
         );
         let too_late = Renewal::every(Duration::from_secs(29));
-        assert!(too_late.timing(ttl, Duration::from_millis(50)).is_err());
-        let clamped = too_late.timing_clamped(ttl, Duration::from_millis(50));
+        assert!(Timing::checked(&too_late, ttl, Duration::from_millis(50)).is_err());
+        let clamped = Timing::clamped(&too_late, ttl, Duration::from_millis(50));
         assert_eq!(clamped.interval, Duration::from_secs(29));
     }
 }

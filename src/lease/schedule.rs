@@ -6,6 +6,7 @@
 
 use std::time::{Duration, Instant};
 
+use super::renewal::Renewal;
 use crate::validity::{Term, Ttl};
 
 /// Shortest delay between two renewal attempts, whatever the settings.
@@ -47,61 +48,44 @@ pub(crate) struct Timing {
 }
 
 impl Timing {
-    /// The durations for a lock on `ttl`, from the settings' `interval`
-    /// and `margin` (`None`: the default), or why these cannot work for it.
+    /// The durations for a lock on `ttl`, from the `settings`' interval
+    /// and margin (`None`: the default), or why these cannot work for it:
+    /// [`clamped`](Self::clamped)'s, unless a setting is out of range.
     pub(crate) fn checked(
-        interval: Option<Duration>,
-        margin: Option<Duration>,
+        settings: &Renewal,
         ttl: Ttl,
         node_timeout: Duration,
     ) -> Result<Self, String> {
-        let (ttl, budget) = (ttl.duration, ttl.budget());
-        let margin = match margin {
-            Some(m) if m >= budget => {
-                return Err(format!(
-                    "renewal margin {m:?} must be below the validity budget {budget:?} \
-                     of a {ttl:?} TTL"
-                ))
-            }
-            Some(m) => m,
-            None => default_margin(ttl, budget, node_timeout),
-        };
-        let interval = match interval {
-            Some(i) if i.is_zero() => {
-                return Err("renewal interval must be larger than zero".to_owned())
-            }
-            Some(i) if i.saturating_add(margin) >= budget => {
-                return Err(format!(
-                    "renewal every {i:?} would come after the safety margin {margin:?}: \
-                     interval + margin must be below the validity budget {budget:?} \
-                     of a {ttl:?} TTL"
-                ))
-            }
-            Some(i) => i,
-            None => default_interval(ttl, budget, margin),
-        };
-        Ok(Self::new(interval, margin, node_timeout))
+        let timing = Self::clamped(settings, ttl, node_timeout);
+        let (ttl, budget, margin) = (ttl.duration, ttl.budget(), timing.margin);
+        match (settings.interval, settings.margin) {
+            (_, Some(m)) if m >= budget => Err(format!(
+                "renewal margin {m:?} must be below the validity budget {budget:?} \
+                 of a {ttl:?} TTL"
+            )),
+            (Some(i), _) if i.is_zero() => Err("renewal interval must be larger than zero".into()),
+            (Some(i), _) if i.saturating_add(margin) >= budget => Err(format!(
+                "renewal every {i:?} would come after the safety margin {margin:?}: \
+                 interval + margin must be below the validity budget {budget:?} \
+                 of a {ttl:?} TTL"
+            )),
+            _ => Ok(timing),
+        }
     }
 
-    /// As [`checked`](Self::checked), for a TTL that changed after the
-    /// settings were checked: out-of-range values are clamped, not refused.
-    pub(crate) fn clamped(
-        interval: Option<Duration>,
-        margin: Option<Duration>,
-        ttl: Ttl,
-        node_timeout: Duration,
-    ) -> Self {
+    /// The durations for a lock on `ttl` whatever the settings, for a TTL
+    /// that changed after they were [`checked`](Self::checked):
+    /// out-of-range values are clamped, not refused.
+    pub(crate) fn clamped(settings: &Renewal, ttl: Ttl, node_timeout: Duration) -> Self {
         let (ttl, budget) = (ttl.duration, ttl.budget());
-        let margin = margin
+        let margin = settings
+            .margin
             .unwrap_or_else(|| default_margin(ttl, budget, node_timeout))
             .min(budget);
-        let interval = interval
+        let interval = settings
+            .interval
             .unwrap_or_else(|| default_interval(ttl, budget, margin))
             .max(MIN_SPACING);
-        Self::new(interval, margin, node_timeout)
-    }
-
-    fn new(interval: Duration, margin: Duration, node_timeout: Duration) -> Self {
         Self {
             interval,
             margin,
@@ -118,6 +102,18 @@ pub(crate) struct Limits {
     /// When the hold-time cap is reached; `None` for no cap (or one so far
     /// away that it cannot be represented).
     pub(crate) hold_until: Option<Instant>,
+}
+
+impl Limits {
+    /// The caps of `settings`, for a lock granted at `granted`.
+    pub(crate) fn new(settings: &Renewal, granted: Instant) -> Self {
+        Self {
+            max_renewals: settings.max_renewals,
+            hold_until: settings
+                .max_hold
+                .and_then(|limit| granted.checked_add(limit)),
+        }
+    }
 }
 
 /// What renewal has done so far.
@@ -232,7 +228,7 @@ mod tests {
     }
 
     fn timing_for(ttl: Duration) -> Timing {
-        Timing::checked(None, None, term(ttl).ttl, NODE_TIMEOUT).expect("defaults work")
+        Timing::checked(&Renewal::new(), term(ttl).ttl, NODE_TIMEOUT).expect("defaults work")
     }
 
     #[test]
@@ -251,21 +247,29 @@ mod tests {
     #[test]
     fn default_margin_stays_inside_the_budget_for_tiny_ttls() {
         let tiny = term(60 * MS);
-        let t = Timing::checked(None, None, tiny.ttl, NODE_TIMEOUT).expect("defaults always work");
+        let t =
+            Timing::checked(&Renewal::new(), tiny.ttl, NODE_TIMEOUT).expect("defaults always work");
         let budget = tiny.ttl.budget();
         assert!(t.margin <= budget / 2, "{t:?}");
         assert!(t.interval + t.margin < budget, "{t:?}");
         assert!(!t.interval.is_zero());
         // A huge drift factor shortens the default interval too.
         let drifty = term_at(Instant::now(), S, 0.6);
-        let t = Timing::checked(None, None, drifty.ttl, NODE_TIMEOUT).unwrap();
+        let t = Timing::checked(&Renewal::new(), drifty.ttl, NODE_TIMEOUT).unwrap();
         assert!(t.interval + t.margin < drifty.ttl.budget(), "{t:?}");
     }
 
     #[test]
     fn settings_that_cannot_work_are_refused() {
         let second = term(S);
-        let check = |interval, margin| Timing::checked(interval, margin, second.ttl, NODE_TIMEOUT);
+        let check = |interval, margin| {
+            let settings = Renewal {
+                interval,
+                margin,
+                ..Renewal::new()
+            };
+            Timing::checked(&settings, second.ttl, NODE_TIMEOUT)
+        };
         let zero = check(Some(Duration::ZERO), None);
         assert!(zero.unwrap_err().contains("larger than zero"));
         let big_margin = check(None, Some(S));
@@ -282,7 +286,11 @@ mod tests {
             duration: S,
             drift: 12 * MS,
         };
-        let t = Timing::clamped(Some(Duration::ZERO), Some(10 * S), second, NODE_TIMEOUT);
+        let t = Timing::clamped(
+            &Renewal::every(Duration::ZERO).margin(10 * S),
+            second,
+            NODE_TIMEOUT,
+        );
         assert_eq!(t.margin, S - 12 * MS);
         assert_eq!(t.interval, MIN_SPACING);
         assert!(!t.retry.is_zero());

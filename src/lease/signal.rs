@@ -2,6 +2,7 @@
 //! when, and why, the lock ended or can no longer be counted on.
 
 use std::fmt;
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -105,7 +106,7 @@ impl LostSignal {
                 Err(deadline) => deadline,
             };
             tokio::select! {
-                _ = self.lease.fired() => {}
+                _ = self.lease.fired.cancelled() => {}
                 _ = tokio::time::sleep_until(deadline.into()) => {}
                 // The lease owns the sender, so this never ends in an error.
                 Ok(()) = term.changed() => {}
@@ -148,7 +149,7 @@ impl LostSignal {
     /// ```
     pub fn kind(&self) -> Option<LossKind> {
         let _ = self.lease.check();
-        self.lease.kind()
+        self.lease.state().signal.current()
     }
 
     /// The detailed reason behind [`kind`](LostSignal::kind), with the
@@ -167,7 +168,7 @@ impl LostSignal {
     /// ```
     pub fn reason(&self) -> Option<LostReason> {
         let _ = self.lease.check();
-        self.lease.reason()
+        self.lease.state().reason.clone()
     }
 
     /// When the signal first fired (monotonic clock), or `None` before.
@@ -186,7 +187,7 @@ impl LostSignal {
     /// ```
     pub fn fired_at(&self) -> Option<Instant> {
         let _ = self.lease.check();
-        self.lease.fired_at()
+        self.lease.state().fired_at
     }
 
     /// Time left in which the lock is known to be held, as
@@ -230,18 +231,17 @@ impl LostSignal {
     /// # }
     /// ```
     pub fn cancellation_token(&self) -> CancellationToken {
-        if self.lease.watch_expiry() {
+        // Marks the lease as watched for expiry, once.
+        if !self.lease.watched.swap(true, Ordering::AcqRel) {
             match tokio::runtime::Handle::try_current() {
                 Ok(handle) => {
                     let signal = self.clone();
-                    handle.spawn(async move {
-                        signal.lost().await;
-                    });
+                    handle.spawn(async move { signal.lost().await });
                 }
-                Err(_) => self.lease.unwatch_expiry(),
+                Err(_) => self.lease.watched.store(false, Ordering::Release),
             }
         }
-        self.lease.fired_token()
+        self.lease.fired.child_token()
     }
 
     /// The signal as an [`Error::Lost`] with its resource and reason, or
@@ -260,7 +260,7 @@ impl LostSignal {
     /// ```
     pub fn to_error(&self) -> Option<Error> {
         self.reason().map(|reason| Error::Lost {
-            resource: self.lease.keys().name(),
+            resource: self.lease.keys.name(),
             reason,
         })
     }
@@ -269,8 +269,8 @@ impl LostSignal {
 impl fmt::Debug for LostSignal {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("LostSignal")
-            .field("resource", &self.lease.keys().name())
-            .field("kind", &self.lease.kind())
+            .field("resource", &self.lease.keys.name())
+            .field("kind", &self.lease.state().signal.current())
             .field("deadline", &self.lease.deadline())
             .finish()
     }

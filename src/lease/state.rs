@@ -14,7 +14,7 @@
 //! or dropped leaves it as it is, which is safe because no extension
 //! shortens a key on a node (see `Lock::extend`).
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -29,9 +29,12 @@ use crate::validity::{self, Term};
 
 /// The shared state of one held lock.
 pub(crate) struct Lease {
-    keys: Keys,
-    granted: Instant,
-    counters: Arc<LeaseCounters>,
+    /// What the lock covers.
+    pub(super) keys: Keys,
+    /// When the lock was handed to the holder.
+    pub(super) granted: Instant,
+    /// The renewal and signal counters of the client.
+    pub(super) counters: Arc<LeaseCounters>,
     /// What the grant counts as (a lock, `k` permits).
     holding: Holding,
     /// The term: the one source of truth, watched by every sleeper.
@@ -39,23 +42,24 @@ pub(crate) struct Lease {
     term: watch::Sender<Term>,
     state: Mutex<State>,
     /// Cancelled when the signal first fires.
-    fired: CancellationToken,
-    /// Cancelled on release or drop; every renewal task stops on it.
+    pub(super) fired: CancellationToken,
+    /// Cancelled on release or drop (with the state locked); every renewal
+    /// task stops on it.
     released: CancellationToken,
     /// A task drives the signal to expiry (see
     /// [`LostSignal::cancellation_token`](super::signal::LostSignal::cancellation_token)).
-    watched: AtomicBool,
-    /// Set by the first [`end`](Self::end): the hold is counted once.
-    let_go: AtomicBool,
+    pub(super) watched: AtomicBool,
 }
 
-struct State {
+#[derive(Default)]
+pub(super) struct State {
     /// Why the lock stopped counting as held: the first reason only.
     ended: Option<LostReason>,
-    signal: SignalState,
+    pub(super) signal: SignalState,
     /// The reason behind the signal's current kind.
-    reason: Option<LostReason>,
-    fired_at: Option<Instant>,
+    pub(super) reason: Option<LostReason>,
+    /// When the signal first fired.
+    pub(super) fired_at: Option<Instant>,
     /// Stops the current renewal task, if any.
     renewal: Option<CancellationToken>,
 }
@@ -75,37 +79,15 @@ impl Lease {
             counters,
             holding,
             term: watch::Sender::new(term),
-            state: Mutex::new(State {
-                ended: None,
-                signal: SignalState::default(),
-                reason: None,
-                fired_at: None,
-                renewal: None,
-            }),
+            state: Mutex::default(),
             fired: CancellationToken::new(),
             released: CancellationToken::new(),
             watched: AtomicBool::new(false),
-            let_go: AtomicBool::new(false),
         }
     }
 
-    fn state(&self) -> MutexGuard<'_, State> {
+    pub(super) fn state(&self) -> MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    /// What the lock covers.
-    pub(crate) fn keys(&self) -> &Keys {
-        &self.keys
-    }
-
-    /// When the lock was handed to the holder.
-    pub(crate) fn granted(&self) -> Instant {
-        self.granted
-    }
-
-    /// The renewal and signal counters of the client.
-    pub(crate) fn counters(&self) -> &LeaseCounters {
-        &self.counters
     }
 
     /// The current term while the lock is held;
@@ -129,12 +111,10 @@ impl Lease {
 
     /// Time left; zero once lost or expired.
     pub(crate) fn validity(&self) -> Duration {
-        let s = self.state();
-        if s.ended.is_some() {
-            Duration::ZERO
-        } else {
-            validity::left(self.deadline(), Instant::now())
+        if self.state().ended.is_some() {
+            return Duration::ZERO;
         }
+        validity::left(self.deadline(), Instant::now())
     }
 
     /// A majority extended the lock to `next` ([`Term::extended`]): earlier
@@ -146,12 +126,8 @@ impl Lease {
         if let Some(earlier) = &s.ended {
             return Err(already_lost(earlier));
         }
-        self.term.send_if_modified(|term| {
-            let changed = *term != next;
-            *term = next;
-            changed
-        });
-        drop(s);
+        self.term
+            .send_if_modified(|term| std::mem::replace(term, next) != next);
         Ok(())
     }
 
@@ -165,40 +141,29 @@ impl Lease {
         }
         let mut s = self.state();
         s.ended.get_or_insert_with(|| reason.clone());
-        let fired = self.fire_locked(&mut s, reason);
-        drop(s);
-        self.after_fire(fired);
+        self.fire(&mut s, reason);
     }
 
     /// Fires the signal without ending the lock (uncertain, limit reached).
     pub(crate) fn warn(&self, reason: LostReason) {
-        let mut s = self.state();
-        let fired = self.fire_locked(&mut s, reason);
-        drop(s);
-        self.after_fire(fired);
+        self.fire(&mut self.state(), reason);
     }
 
     /// Release or drop: the lock counts as lost, renewal stops, and the
     /// signal fires `Released` (unless it already fired with a final kind).
     pub(crate) fn end(&self) {
         let mut s = self.state();
-        if !self.let_go.swap(true, Ordering::Relaxed) {
-            let lost = s
-                .ended
-                .as_ref()
-                .is_some_and(|r| r.kind() != LossKind::Released);
-            self.counters.of(self.holding.primitive).ended(
-                self.holding.count,
-                self.granted.elapsed(),
-                lost,
-            );
+        // Cancelled by the first end only, with the state locked: the hold
+        // is counted once.
+        if !self.released.is_cancelled() {
+            let lost = matches!(&s.ended, Some(r) if r.kind() != LossKind::Released);
+            let counters = self.counters.of(self.holding.primitive);
+            counters.ended(self.holding.count, self.granted.elapsed(), lost);
         }
         s.ended.get_or_insert(LostReason::Released);
         s.renewal = None;
-        let fired = self.fire_locked(&mut s, LostReason::Released);
-        drop(s);
+        self.fire(&mut s, LostReason::Released);
         self.released.cancel();
-        self.after_fire(fired);
     }
 
     /// Replaces any running renewal: returns the token the new task stops
@@ -221,22 +186,18 @@ impl Lease {
             .is_some_and(|t| !t.is_cancelled())
     }
 
-    fn fire_locked(&self, s: &mut State, reason: LostReason) -> Transition {
+    /// Reports `reason` to the signal (see [`SignalState::fire`]), with
+    /// the state locked; a first firing cancels [`fired`](Self::fired).
+    fn fire(&self, s: &mut State, reason: LostReason) {
         let kind = reason.kind();
         let transition = s.signal.fire(kind);
         if transition != Transition::Unchanged {
             s.reason = Some(reason);
             if transition == Transition::Fired {
                 s.fired_at = Some(Instant::now());
+                self.fired.cancel();
             }
             self.counters.signalled(kind);
-        }
-        transition
-    }
-
-    fn after_fire(&self, transition: Transition) {
-        if transition == Transition::Fired {
-            self.fired.cancel();
         }
     }
 
@@ -245,50 +206,11 @@ impl Lease {
     pub(crate) fn check(&self) -> Result<LossKind, Instant> {
         let mut s = self.state();
         let deadline = self.deadline();
-        let mut fired = Transition::Unchanged;
         if Instant::now() >= deadline && !s.signal.current().is_some_and(LossKind::is_final) {
             s.ended.get_or_insert(LostReason::Expired);
-            fired = self.fire_locked(&mut s, LostReason::Expired);
+            self.fire(&mut s, LostReason::Expired);
         }
-        let result = s.signal.first().ok_or(deadline);
-        drop(s);
-        self.after_fire(fired);
-        result
-    }
-
-    /// Resolves when the signal first fires.
-    pub(crate) async fn fired(&self) {
-        self.fired.cancelled().await;
-    }
-
-    /// A child of the token cancelled when the signal first fires.
-    pub(crate) fn fired_token(&self) -> CancellationToken {
-        self.fired.child_token()
-    }
-
-    /// Marks the lease as watched for expiry; true if it was not before.
-    pub(crate) fn watch_expiry(&self) -> bool {
-        !self.watched.swap(true, Ordering::AcqRel)
-    }
-
-    /// Undoes [`watch_expiry`](Self::watch_expiry) when no watcher could start.
-    pub(crate) fn unwatch_expiry(&self) {
-        self.watched.store(false, Ordering::Release);
-    }
-
-    /// The signal's current kind, without checking for expiry.
-    pub(crate) fn kind(&self) -> Option<LossKind> {
-        self.state().signal.current()
-    }
-
-    /// The reason behind the signal's current kind.
-    pub(crate) fn reason(&self) -> Option<LostReason> {
-        self.state().reason.clone()
-    }
-
-    /// When the signal first fired.
-    pub(crate) fn fired_at(&self) -> Option<Instant> {
-        self.state().fired_at
+        s.signal.first().ok_or(deadline)
     }
 }
 
@@ -411,7 +333,11 @@ mod tests {
                 earlier: Box::new(LostReason::TooSlow)
             })
         );
-        assert_eq!(lease.kind(), Some(LossKind::Released), "upgraded");
+        assert_eq!(
+            lease.state().signal.current(),
+            Some(LossKind::Released),
+            "upgraded"
+        );
     }
 
     #[test]
@@ -447,11 +373,11 @@ mod tests {
     #[test]
     fn expiry_is_noticed_lazily() {
         let lease = lease(Duration::ZERO);
-        assert_eq!(lease.kind(), None, "not checked yet");
+        assert_eq!(lease.state().signal.current(), None, "not checked yet");
         assert_eq!(lease.check(), Ok(LossKind::Expired));
-        assert_eq!(lease.reason(), Some(LostReason::Expired));
+        assert_eq!(lease.state().reason, Some(LostReason::Expired));
         assert!(lease.term().is_err());
-        assert_eq!(lease.counters().snapshot().expired, 1);
+        assert_eq!(lease.counters.snapshot().expired, 1);
     }
 
     #[test]

@@ -95,12 +95,11 @@ impl Lock {
         // or a drop of this future drops it, and its `Drop` stops renewal
         // and releases in the background.
         let outcome = {
-            let work = work(signal.clone());
-            tokio::pin!(work);
+            let work = std::pin::pin!(work(signal.clone()));
             tokio::select! {
                 biased;
                 _ = signal.lost() => None,
-                output = &mut work => Some(output),
+                output = work => Some(output),
             }
             // `work` is dropped here, before the release below.
         };
