@@ -10,8 +10,8 @@ use crate::node::commands::Command;
 use crate::node::reply::Vote;
 use crate::node::Node;
 use crate::quorum::engine::Engine;
-use crate::quorum::fanout::{self, Plan};
-use crate::quorum::rule::{self, Tally};
+use crate::quorum::fanout::Plan;
+use crate::quorum::rule;
 use crate::random;
 use crate::status::{NodeView, Status};
 
@@ -74,25 +74,16 @@ impl Engine {
     /// behind [`status`](Self::status) and a waiter's look.
     async fn views(&self, nodes: &Arc<[Node]>, keys: Arc<[Vec<u8>]>) -> Vec<Vec<NodeView>> {
         let timeout = rule::read_timeout(self.config.node_timeout, keys.len());
-        let (command, count) = (Command::peek(&keys), keys.len());
+        let count = keys.len();
         let plan = Plan {
-            needed: nodes.len(),
-            timeout,
-            until: None,
+            nodes: nodes.clone(),
+            ..self.everyone(timeout)
         };
-        // Every node is heard (or times out): a node that fails early must
-        // not end the read before the others answered.
-        let heard = |tally: &Tally| (tally.pending() == 0).then(|| tally.decision()).flatten();
-        let outcome = fanout::counted(
-            nodes,
-            &self.background,
-            plan,
-            fanout::each(command, |_, node, command, window| async move {
-                node.peek(&command, count, window).await
-            }),
-            &mut (|_: usize, _: &Vec<NodeView>| Vote::Yes, heard),
-        )
-        .await;
+        let call = |_, node: Node, command: Arc<Command>, window| async move {
+            node.peek(&command, count, window).await
+        };
+        let vote = &mut |_, _: &Vec<NodeView>| Vote::Yes;
+        let outcome = self.ask(plan, Command::peek(&keys), call, vote).await;
         let mut views: Vec<Vec<NodeView>> = nodes
             .iter()
             .map(|node| {

@@ -39,6 +39,7 @@ use crate::node::commands::Command;
 use crate::node::election::Record;
 use crate::node::{Node, Window};
 use crate::quorum::background::Background;
+use crate::quorum::engine::Engine;
 use crate::token::Token;
 use crate::validity;
 
@@ -124,25 +125,23 @@ pub(crate) struct Gate(watch::Sender<Option<Instant>>);
 
 impl Gate {
     /// A closed gate for one extension of `keys` held with `token`, and
-    /// the repairs behind it (one per node that answers "missing").
-    /// With `quarantine`, a node is repaired only while it may vote (a
-    /// restarted node stays out until its quarantine ends).
+    /// the repairs behind it (one per node that answers "missing"). With
+    /// the `engine`'s quarantine, a node is repaired only while it may vote
+    /// (a restarted node stays out until its quarantine ends).
     pub(crate) fn new(
+        engine: &Engine,
         keys: &Keys,
         token: &Token,
         repairs: &Arc<Repairs>,
-        background: &Background,
-        node_timeout: Duration,
-        quarantine: Option<Duration>,
     ) -> (Self, Arc<Pending>) {
         let (open, wait) = watch::channel(None);
         let pending = Pending {
             keys: keys.clone(),
             token: token.clone(),
             repairs: repairs.clone(),
-            background: background.clone(),
-            node_timeout,
-            quarantine,
+            background: engine.background.clone(),
+            node_timeout: engine.config.node_timeout,
+            quarantine: engine.config.restart_quarantine,
             wait,
         };
         (Self(open), Arc::new(pending))
@@ -159,7 +158,7 @@ impl Gate {
 pub(crate) struct Pending {
     keys: Keys,
     token: Token,
-    repairs: Arc<Repairs>,
+    pub(crate) repairs: Arc<Repairs>,
     background: Background,
     node_timeout: Duration,
     quarantine: Option<Duration>,
@@ -167,11 +166,6 @@ pub(crate) struct Pending {
 }
 
 impl Pending {
-    /// Whether node `i` holds the lock but may lack the leader's record.
-    pub(crate) fn lacks_record(&self, i: usize) -> bool {
-        self.repairs.lacks_record(i)
-    }
-
     /// `node` (the `i`th) answered "missing" (`lock_missing`), or holds
     /// the lock without a record of its leader: in the background, once
     /// the extension is confirmed (at once if it already is), `SET NX PX`
