@@ -460,6 +460,7 @@ impl Drop for Lock {
             held.token.clone(),
             held.sets.clone(),
             Some(held.repairs.clone()),
+            None,
         );
     }
 }

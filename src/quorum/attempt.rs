@@ -136,7 +136,7 @@ pub(crate) async fn once<C: Claim>(
             Ok(fence) if valid => {
                 debug!(?elapsed, yes = failure.tally.yes(), ?fence, "granted");
                 if let Some((spare, on)) = claim.beyond(&votes, &set.replies) {
-                    engine.spawn_release_on(spare, token.clone(), &sets, &on);
+                    engine.spawn_release(spare, token.clone(), sets.clone(), None, Some(&on));
                 }
                 return Ok(Granted {
                     keys: won.keys,
@@ -241,8 +241,8 @@ struct CleanupOnDrop {
 impl Drop for CleanupOnDrop {
     fn drop(&mut self) {
         if let Some(sets) = self.sets.take() {
-            self.engine
-                .spawn_release(self.keys.clone(), self.token.clone(), sets, None);
+            let (keys, token) = (self.keys.clone(), self.token.clone());
+            self.engine.spawn_release(keys, token, sets, None, None);
         }
     }
 }

@@ -87,13 +87,9 @@ impl Handoff {
     /// Subscriptions on the [`listened`] nodes of `nodes`, from a node
     /// picked at random; nothing is connected before the first watch.
     pub(crate) fn listening(nodes: &[Node], connect_timeout: Duration) -> Self {
-        let clients = listened(nodes.len(), crate::random::below(nodes.len()))
+        let clients: Vec<_> = listened(nodes.len(), crate::random::below(nodes.len()))
             .map(|i| (nodes[i].label().to_owned(), nodes[i].client().clone()))
             .collect();
-        Self::new(clients, connect_timeout)
-    }
-
-    pub(crate) fn new(clients: Vec<(String, Client)>, connect_timeout: Duration) -> Self {
         let sinks = vec![None; clients.len()];
         Self {
             clients,
@@ -222,6 +218,7 @@ impl Handoff {
 
 /// A waiter's registration; dropping it ends the subscription when no
 /// other waiter of this client needs it.
+#[derive(Debug)]
 pub(crate) struct Watch {
     handoff: Arc<Handoff>,
     channels: Vec<(Vec<u8>, Arc<Notify>)>,
@@ -246,14 +243,6 @@ impl Drop for Watch {
     }
 }
 
-impl std::fmt::Debug for Watch {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Watch")
-            .field("channels", &self.channels.len())
-            .finish()
-    }
-}
-
 /// Keeps one node's subscriber connection up: connects, subscribes to every
 /// channel in use, forwards announcements, reconnects after errors.
 async fn run_node(handoff: Weak<Handoff>, i: usize, stop: CancellationToken) {
@@ -267,15 +256,11 @@ async fn run_node(handoff: Weak<Handoff>, i: usize, stop: CancellationToken) {
             _ = stop.cancelled() => return,
             r = tokio::time::timeout(connect_timeout, client.get_async_pubsub()) => r,
         };
-        let pubsub = match connected {
-            Ok(Ok(p)) => p,
-            Ok(Err(e)) => {
-                debug!(node = %label, error = %e, "hand-off subscriber cannot connect");
-                wait_or_stop(&stop, &mut backoff).await;
-                continue;
-            }
-            Err(_) => {
-                debug!(node = %label, "hand-off subscriber connect timed out");
+        let connected = connected.map_err(|_| "timed out".to_owned());
+        let pubsub = match connected.and_then(|r| r.map_err(|e| e.to_string())) {
+            Ok(p) => p,
+            Err(error) => {
+                debug!(node = %label, %error, "hand-off subscriber cannot connect");
                 wait_or_stop(&stop, &mut backoff).await;
                 continue;
             }

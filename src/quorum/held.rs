@@ -82,53 +82,31 @@ impl Engine {
     }
 
     /// Releases in the background (a dropped lock, a cancelled attempt),
-    /// when a tokio runtime is present; announced, since nothing tells
-    /// whether a waiter needs it.
+    /// when a tokio runtime is present, waiting for every node; announced,
+    /// since nothing tells whether a waiter needs it. With `on`, only on
+    /// the nodes at those indices: the part of a semaphore's grant that it
+    /// did not keep, on the nodes that may hold some. Each release is
+    /// queued behind that node's `SET` of `sets` (one per node of this
+    /// engine).
     pub(crate) fn spawn_release(
         self: &Arc<Self>,
         keys: Keys,
         token: Token,
-        sets: Vec<SetFuture>,
+        mut sets: Vec<SetFuture>,
         repairs: Option<Arc<Repairs>>,
+        on: Option<&[usize]>,
     ) {
-        let plan = self.everyone(self.config.node_timeout);
-        self.spawn_release_among(plan, keys, token, sets, repairs);
-    }
-
-    /// Releases `keys` in the background on the nodes at the indices `on`
-    /// only, each queued behind its `SET` of `sets` (one per node of this
-    /// engine), announced: the part of a semaphore's grant that it did not
-    /// keep, on the nodes that may hold some.
-    pub(crate) fn spawn_release_on(
-        self: &Arc<Self>,
-        keys: Keys,
-        token: Token,
-        sets: &[SetFuture],
-        on: &[usize],
-    ) {
-        let nodes: Arc<[Node]> = on
-            .iter()
-            .filter_map(|&i| self.nodes.get(i).cloned())
-            .collect();
-        let sets: Vec<SetFuture> = on.iter().filter_map(|&i| sets.get(i).cloned()).collect();
-        if nodes.is_empty() || nodes.len() != sets.len() {
-            return;
+        let mut plan = self.everyone(self.config.node_timeout);
+        if let Some(on) = on {
+            plan.nodes = on
+                .iter()
+                .filter_map(|&i| self.nodes.get(i).cloned())
+                .collect();
+            sets = on.iter().filter_map(|&i| sets.get(i).cloned()).collect();
+            if plan.nodes.is_empty() || plan.nodes.len() != sets.len() {
+                return;
+            }
         }
-        let plan = Plan {
-            nodes,
-            ..self.everyone(self.config.node_timeout)
-        };
-        self.spawn_release_among(plan, keys, token, sets, None);
-    }
-
-    fn spawn_release_among(
-        self: &Arc<Self>,
-        plan: Plan,
-        keys: Keys,
-        token: Token,
-        sets: Vec<SetFuture>,
-        repairs: Option<Arc<Repairs>>,
-    ) {
         let engine = self.clone();
         self.background.spawn(async move {
             let repairs = repairs.as_ref();

@@ -38,95 +38,80 @@ pub(crate) async fn acquire(
 ) -> Result<Granted> {
     let start = Instant::now();
     let counters = engine.leases.of(claim.holding().primitive);
-    let result = attempts(engine, claim, ttl, retry).await;
+    let result: Result<Granted> = async {
+        let deadline = retry.deadline(Instant::now());
+        let cfg = &engine.config;
+        let ttl = cfg.check_ttl(ttl)?;
+        let mut attempts: u32 = 0;
+        let mut watch: Option<Watch> = None;
+        let mut spread = HANDOFF_JITTER;
+        let mut woken = false;
+        loop {
+            attempts = attempts.saturating_add(1);
+            let began = Instant::now();
+            let attempt = attempt::once(engine, &claim, Token::generate(), ttl).await;
+            counters.attempted(began.elapsed());
+            let mut failure = match attempt {
+                Ok(granted) => return Ok(granted),
+                Err(failure) => failure,
+            };
+            // Drawn from the OS: workers forked from one process must not
+            // back off in step (see `random`).
+            let delay = rule::backoff(cfg.retry_delay_min, cfg.retry_delay_max, random::unit());
+            // A delay too large to add to an instant never fits.
+            let out_of_time =
+                deadline.is_some_and(|d| Instant::now().checked_add(delay).is_none_or(|t| t >= d));
+            // Nodes that refuse the credentials, the rights or the key's type
+            // refuse the next attempt too: no retry reaches a quorum.
+            let nodes = engine.nodes.len();
+            let misconfigured = misconfigured(&failure.failures, nodes, failure.tally.needed());
+            if !retry.allows(attempts)
+                || out_of_time
+                || misconfigured
+                || failure.fence_exhausted.is_some()
+            {
+                if let Some(key) = claim.keys().fence_key() {
+                    name_counter(&mut failure.failures, key);
+                }
+                let resource = match claim.resources() {
+                    Some(keys) if is_contended(&failure) => engine.held_resource(keys).await,
+                    _ => claim.name(),
+                };
+                return Err(error(nodes, resource, ttl.duration, attempts, failure));
+            }
+            let held = failure.tally.no() > 0;
+            if held && woken {
+                // Woken by a release, and another waiter was faster.
+                spread = widened(spread);
+            }
+            woken = false;
+            match (&engine.handoff, &watch) {
+                (Some(handoff), None) if held => {
+                    // Subscribe, then retry at once: a release that came
+                    // before the subscription is not missed.
+                    watch = Some(handoff.watch(claim.keys(), cfg.node_timeout).await);
+                }
+                (_, Some(w)) if held => {
+                    let patience = Patience {
+                        delay,
+                        // With a count of retries to keep, each retry comes
+                        // after the retry delay as configured.
+                        stretch: retry.count().is_none(),
+                        deadline,
+                    };
+                    woken = wait_for_release(engine, &claim, w, patience, &mut spread).await;
+                }
+                _ => tokio::time::sleep(delay).await,
+            }
+        }
+    }
+    .await;
     let outcome = match &result {
         Ok(_) => Outcome::Granted,
         Err(e) => Outcome::of(e),
     };
     counters.acquired(outcome, start.elapsed());
     result
-}
-
-/// [`acquire`] without the counting of its outcome.
-async fn attempts(
-    engine: &Arc<Engine>,
-    claim: impl Claim,
-    ttl: Duration,
-    retry: Retry,
-) -> Result<Granted> {
-    let deadline = retry.deadline(Instant::now());
-    let cfg = &engine.config;
-    let ttl = cfg.check_ttl(ttl)?;
-    let mut attempts: u32 = 0;
-    let mut watch: Option<Watch> = None;
-    let mut spread = HANDOFF_JITTER;
-    let mut woken = false;
-    loop {
-        attempts = attempts.saturating_add(1);
-        let token = Token::generate();
-        let began = Instant::now();
-        let attempt = attempt::once(engine, &claim, token, ttl).await;
-        engine
-            .leases
-            .of(claim.holding().primitive)
-            .attempted(began.elapsed());
-        let failure = match attempt {
-            Ok(granted) => return Ok(granted),
-            Err(failure) => failure,
-        };
-        // Drawn from the OS: workers forked from one process must not
-        // back off in step (see `random`).
-        let delay = rule::backoff(cfg.retry_delay_min, cfg.retry_delay_max, random::unit());
-        // A delay too large to add to an instant never fits.
-        let out_of_time =
-            deadline.is_some_and(|d| Instant::now().checked_add(delay).is_none_or(|t| t >= d));
-        // Nodes that refuse the credentials, the rights or the key's type
-        // refuse the next attempt too: no retry reaches a quorum.
-        let misconfigured = misconfigured(
-            &failure.failures,
-            engine.nodes.len(),
-            failure.tally.needed(),
-        );
-        if !retry.allows(attempts)
-            || out_of_time
-            || misconfigured
-            || failure.fence_exhausted.is_some()
-        {
-            let mut failure = failure;
-            if let Some(key) = claim.keys().fence_key() {
-                name_counter(&mut failure.failures, key);
-            }
-            let resource = match claim.resources() {
-                Some(keys) if is_contended(&failure) => engine.held_resource(keys).await,
-                _ => claim.name(),
-            };
-            return Err(error(engine, resource, ttl.duration, attempts, failure));
-        }
-        let held = failure.tally.no() > 0;
-        if held && woken {
-            // Woken by a release, and another waiter was faster.
-            spread = widened(spread);
-        }
-        woken = false;
-        match (&engine.handoff, &watch) {
-            (Some(handoff), None) if held => {
-                // Subscribe, then retry at once: a release that came before
-                // the subscription is not missed.
-                watch = Some(handoff.watch(claim.keys(), cfg.node_timeout).await);
-            }
-            (_, Some(w)) if held => {
-                let patience = Patience {
-                    delay,
-                    // With a count of retries to keep, each retry comes
-                    // after the retry delay as configured.
-                    stretch: retry.count().is_none(),
-                    deadline,
-                };
-                woken = wait_for_release(engine, &claim, w, patience, &mut spread).await;
-            }
-            _ => tokio::time::sleep(delay).await,
-        }
-    }
 }
 
 /// Longest pause between a release announcement and a woken waiter's look
@@ -260,13 +245,12 @@ fn is_contended(f: &AttemptFailure) -> bool {
 /// about `resource` (for a refused lock over several resources, the one
 /// found held).
 fn error(
-    engine: &Engine,
+    nodes: usize,
     resource: ResourceName,
     ttl: Duration,
     attempts: u32,
     f: AttemptFailure,
 ) -> Error {
-    let nodes = engine.nodes.len();
     if let Some(highest) = f.fence_exhausted {
         return Error::FenceExhausted { resource, highest };
     }
@@ -278,26 +262,26 @@ fn error(
             attempts,
         };
     }
-    if !is_contended(&f) {
-        Error::Unavailable {
+    let (granted, needed, failures) = (f.tally.yes(), f.tally.needed(), f.failures);
+    if f.tally.outage() || f.tally.no() == 0 {
+        return Error::Unavailable {
             operation: Operation::Acquire,
             resource,
-            granted: f.tally.yes(),
-            needed: f.tally.needed(),
+            granted,
+            needed,
             nodes,
             attempts,
-            failures: f.failures,
-        }
-    } else {
-        Error::Contended {
-            resource,
-            held_elsewhere: f.tally.no(),
-            granted: f.tally.yes(),
-            needed: f.tally.needed(),
-            nodes,
-            attempts,
-            failures: f.failures,
-        }
+            failures,
+        };
+    }
+    Error::Contended {
+        resource,
+        held_elsewhere: f.tally.no(),
+        granted,
+        needed,
+        nodes,
+        attempts,
+        failures,
     }
 }
 
