@@ -76,10 +76,7 @@ pub(crate) async fn once<C: Claim>(
         // (until the attempt takes `guard.sets`).
         let start = Instant::now();
         let valid_until = validity::deadline(start, ttl.duration, ttl.drift).unwrap_or(start);
-        let timeout = engine
-            .config
-            .node_timeout
-            .min(validity::budget(ttl.duration, ttl.drift));
+        let timeout = engine.config.node_timeout.min(ttl.budget());
         let sets = SetFuture::for_attempt(engine.nodes.len());
         let keys = claim.keys();
         let mut guard = CleanupOnDrop {
@@ -102,7 +99,7 @@ pub(crate) async fn once<C: Claim>(
         };
         let plan = Plan {
             timeout,
-            ..engine.majority(None)
+            ..engine.majority()
         };
         let set = engine.ask(plan, command, call, &mut votes).await;
         let granted = set.reached();
@@ -113,19 +110,18 @@ pub(crate) async fn once<C: Claim>(
             exhausted: None,
             fence_exhausted: None,
         };
-        let fence = match granted {
-            true => {
-                fenced(
-                    engine,
-                    &won,
-                    &set.replies,
-                    &token,
-                    valid_until,
-                    &mut failure,
-                )
-                .await
-            }
-            false => Err(()),
+        let fence = if granted {
+            fenced(
+                engine,
+                &won,
+                &set.replies,
+                &token,
+                valid_until,
+                &mut failure,
+            )
+            .await
+        } else {
+            Err(())
         };
         // One clock read: the validity left is the deadline's, at `now`.
         let now = Instant::now();
@@ -153,13 +149,7 @@ pub(crate) async fn once<C: Claim>(
             Err(()) => {}
         }
         let tally = &failure.tally;
-        debug!(
-            ?elapsed,
-            yes = tally.yes(),
-            no = tally.no(),
-            failed = tally.failed(),
-            "attempt failed"
-        );
+        debug!(?elapsed, ?tally, "attempt failed");
         // Release every key before the next attempt (a key left from this
         // one would refuse it), but wait at most `timeout`: a hung node gets
         // its release in the background, queued behind its `SET`. Lost to a

@@ -71,7 +71,7 @@ pub(crate) async fn read(engine: &Engine, keys: &Keys) -> Result<Found, Error> {
         node.read_leader(&command, window).await
     };
     let mut support = Support::default();
-    let plan = engine.majority(None);
+    let plan = engine.majority();
     let outcome = engine
         .ask(plan, Command::read_leader(keys), call, &mut support)
         .await;
@@ -142,31 +142,6 @@ pub(crate) struct Support {
 }
 
 impl Support {
-    /// One node's reading.
-    pub(crate) fn add(&mut self, reading: &Reading) {
-        if let Some(r) = &reading.record {
-            if self.newest.is_none_or(|(epoch, _)| r.epoch >= epoch) {
-                self.newest = Some((r.epoch, r.ttl));
-            }
-        }
-        let Some(record) = reading.current() else {
-            return;
-        };
-        match self
-            .leaders
-            .iter_mut()
-            .find(|(seen, _)| seen.token == record.token)
-        {
-            Some((seen, count)) => {
-                *count += 1;
-                if record.seq > seen.seq {
-                    *seen = record.clone();
-                }
-            }
-            None => self.leaders.push((record.clone(), 1)),
-        }
-    }
-
     /// The TTL of the newest record seen.
     pub(crate) fn hint(&self) -> Option<Duration> {
         self.newest.map(|(_, ttl)| ttl)
@@ -200,14 +175,31 @@ impl Support {
     }
 }
 
+/// Each node's reading, as [`Support`] counts it.
 impl Count<Reading> for Support {
     fn vote(&mut self, _: usize, reading: &Reading) -> Vote {
-        self.add(reading);
-        if reading.current().is_some() {
-            Vote::Yes
-        } else {
-            Vote::No
+        if let Some(r) = &reading.record {
+            if self.newest.is_none_or(|(epoch, _)| r.epoch >= epoch) {
+                self.newest = Some((r.epoch, r.ttl));
+            }
         }
+        let Some(record) = reading.current() else {
+            return Vote::No;
+        };
+        match self
+            .leaders
+            .iter_mut()
+            .find(|(seen, _)| seen.token == record.token)
+        {
+            Some((seen, count)) => {
+                *count += 1;
+                if record.seq > seen.seq {
+                    *seen = record.clone();
+                }
+            }
+            None => self.leaders.push((record.clone(), 1)),
+        }
+        Vote::Yes
     }
 
     fn decide(&self, tally: &Tally) -> Option<Decision> {
@@ -241,13 +233,7 @@ mod tests {
         for reading in readings {
             match reading {
                 Some(r) => {
-                    support.add(r);
-                    let vote = if r.current().is_some() {
-                        Vote::Yes
-                    } else {
-                        Vote::No
-                    };
-                    tally.record(vote);
+                    tally.record(support.vote(0, r));
                 }
                 None => {
                     tally.record(Vote::Failed);
@@ -314,7 +300,7 @@ mod tests {
         ];
         let mut support = Support::default();
         for r in readings.iter().flatten() {
-            support.add(r);
+            support.vote(0, r);
         }
         let trusting = readings
             .iter()

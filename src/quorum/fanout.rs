@@ -112,14 +112,13 @@ where
 }
 
 impl Engine {
-    /// A majority of every node within the node timeout, undecided at
-    /// `until`.
-    pub(crate) fn majority(&self, until: Option<Instant>) -> Plan {
+    /// A majority of every node within the node timeout.
+    pub(crate) fn majority(&self) -> Plan {
         Plan {
             nodes: self.nodes.clone(),
             needed: Some(self.needed()),
             timeout: self.config.node_timeout,
-            until,
+            until: None,
         }
     }
 
@@ -128,17 +127,18 @@ impl Engine {
         Plan {
             needed: None,
             timeout,
-            ..self.majority(None)
+            ..self.majority()
         }
     }
 
-    /// A majority before `deadline` (a held lock's validity), each node
-    /// given at most what is left of it.
+    /// A majority before `deadline` (a held lock's validity), undecided
+    /// after it, each node given at most what is left of it.
     pub(crate) fn before(&self, deadline: Instant) -> Plan {
         let left = validity::left(deadline, Instant::now());
         Plan {
             timeout: self.config.node_timeout.min(left),
-            ..self.majority(Some(deadline))
+            until: Some(deadline),
+            ..self.majority()
         }
     }
 
@@ -221,7 +221,7 @@ impl Engine {
             background: self.background.clone(),
             nodes: nodes.clone(),
             window,
-            uncounted: all(nodes.len()),
+            uncounted: (0..nodes.len()).fold(0, |mask, i| mask | 1 << i),
         };
         let mut outcome = Outcome {
             tally: Tally::new(nodes.len(), needed.unwrap_or(nodes.len())),
@@ -282,15 +282,6 @@ impl Engine {
             }
         }
         outcome
-    }
-}
-
-/// A mask of the first `n` nodes.
-fn all(n: usize) -> u64 {
-    if n >= MAX_NODES {
-        u64::MAX
-    } else {
-        (1u64 << n) - 1
     }
 }
 

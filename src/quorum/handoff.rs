@@ -44,6 +44,7 @@ struct State {
     started: bool,
 }
 
+#[derive(Default)]
 struct Channel {
     notify: Arc<Notify>,
     watchers: usize,
@@ -135,11 +136,7 @@ impl Handoff {
                 let name = channel(resource);
                 let entry = state.channels.entry(name.clone()).or_insert_with(|| {
                     fresh.push(name.clone());
-                    Channel {
-                        notify: Arc::new(Notify::new()),
-                        watchers: 0,
-                        last: Vec::new(),
-                    }
+                    Channel::default()
                 });
                 entry.watchers += 1;
                 watch.channels.push((name, entry.notify.clone()));
@@ -147,16 +144,13 @@ impl Handoff {
             state.sinks.iter().flatten().cloned().collect::<Vec<_>>()
         };
         if !fresh.is_empty() {
-            let mut subscribing: FuturesUnordered<_> = sinks
-                .into_iter()
-                .map(|mut sink| {
-                    let fresh = fresh.clone();
-                    async move {
-                        let _ = tokio::time::timeout(timeout, sink.subscribe(fresh)).await;
-                    }
-                })
-                .collect();
-            while subscribing.next().await.is_some() {}
+            let subscribing = sinks.into_iter().map(|mut sink| {
+                let fresh = fresh.clone();
+                async move {
+                    let _ = tokio::time::timeout(timeout, sink.subscribe(fresh)).await;
+                }
+            });
+            futures::future::join_all(subscribing).await;
         }
         watch
     }

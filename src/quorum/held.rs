@@ -72,7 +72,7 @@ impl Engine {
         repairs: &Arc<Repairs>,
     ) -> Result<(), Error> {
         let span = tracing::debug_span!("release", resource = %keys, token = %token);
-        let plan = self.majority(None);
+        let plan = self.majority();
         let release = self.release_among(plan, keys, token, sets, Some(repairs), Announce::Waiters);
         let outcome = release.instrument(span).await;
         if outcome.reached() {
@@ -187,12 +187,7 @@ impl Engine {
         let vote = |_: usize, &held: &bool| if held { Vote::Yes } else { Vote::No };
         let count = &mut (vote, remote_check::decision);
         let outcome = self
-            .ask(
-                self.majority(None),
-                Command::holds(keys, token),
-                call,
-                count,
-            )
+            .ask(self.majority(), Command::holds(keys, token), call, count)
             .await;
         match remote_check::verdict(&outcome.tally) {
             Some(Remote::Held) => Ok(true),
