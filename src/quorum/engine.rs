@@ -43,28 +43,22 @@ impl Engine {
     /// that does not answer is not an error here (it may come up later).
     pub(crate) async fn connect_all(&self) {
         let quarantine = self.config.restart_quarantine;
+        let call = |_, node: Node, _, window| async move {
+            let connected = async {
+                node.ping(window).await?;
+                node.load_scripts(window).await?;
+                match quarantine {
+                    // Reads the uptime now, so a fresh node is known before
+                    // the first acquire.
+                    Some(required) => node.check_standing(required, window).await,
+                    None => Ok(()),
+                }
+            };
+            Ok(connected.await)
+        };
         let plan = self.everyone(self.config.connect_timeout);
-        let outcome = self
-            .ask(
-                plan,
-                Arc::new(()),
-                |_, node, _, window| {
-                    async move {
-                        let mut result = node.ping(window).await;
-                        if result.is_ok() {
-                            result = node.load_scripts(window).await;
-                        }
-                        if let (Ok(()), Some(required)) = (&result, quarantine) {
-                            // Reads the uptime now, so a fresh node is known
-                            // before the first acquire.
-                            result = node.check_standing(required, window).await;
-                        }
-                        Ok(result)
-                    }
-                },
-                &mut |_, _: &_| Vote::Yes,
-            )
-            .await;
+        let vote = &mut |_, _: &_| Vote::Yes;
+        let outcome = self.ask(plan, Arc::new(()), call, vote).await;
         for (i, result) in outcome.replies {
             if let Err(failure) = result {
                 debug!(node = %self.nodes[i].label(), %failure, "node not reachable yet");

@@ -240,12 +240,14 @@ impl Drop for Watch {
 /// Keeps one node's subscriber connection up: connects, subscribes to every
 /// channel in use, forwards announcements, reconnects after errors.
 async fn run_node(handoff: Weak<Handoff>, i: usize, stop: CancellationToken) {
+    let Some((label, client, connect_timeout)) = handoff.upgrade().map(|h| {
+        let (label, client) = h.clients[i].clone();
+        (label, client, h.connect_timeout)
+    }) else {
+        return;
+    };
     let mut backoff = Duration::from_millis(50);
     loop {
-        let Some(h) = handoff.upgrade() else { return };
-        let (label, client) = h.clients[i].clone();
-        let connect_timeout = h.connect_timeout;
-        drop(h);
         let connected = tokio::select! {
             _ = stop.cancelled() => return,
             r = tokio::time::timeout(connect_timeout, client.get_async_pubsub()) => r,

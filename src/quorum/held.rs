@@ -125,7 +125,7 @@ impl Engine {
     /// get it back with `SET NX` until the new deadline
     /// ([`crate::quorum::repair`]).
     pub(crate) async fn extend(
-        &self,
+        self: &Arc<Self>,
         keys: &Keys,
         token: &Token,
         repairs: &Arc<Repairs>,

@@ -38,7 +38,6 @@ use crate::keys::Keys;
 use crate::node::commands::Command;
 use crate::node::election::Record;
 use crate::node::{Node, Window};
-use crate::quorum::background::Background;
 use crate::quorum::engine::Engine;
 use crate::token::Token;
 use crate::validity;
@@ -129,19 +128,17 @@ impl Gate {
     /// the `engine`'s quarantine, a node is repaired only while it may vote
     /// (a restarted node stays out until its quarantine ends).
     pub(crate) fn new(
-        engine: &Engine,
+        engine: &Arc<Engine>,
         keys: &Keys,
         token: &Token,
         repairs: &Arc<Repairs>,
     ) -> (Self, Arc<Pending>) {
         let (open, wait) = watch::channel(None);
         let pending = Pending {
+            engine: engine.clone(),
             keys: keys.clone(),
             token: token.clone(),
             repairs: repairs.clone(),
-            background: engine.background.clone(),
-            node_timeout: engine.config.node_timeout,
-            quarantine: engine.config.restart_quarantine,
             wait,
         };
         (Self(open), Arc::new(pending))
@@ -156,12 +153,10 @@ impl Gate {
 /// What a node's repair needs, shared by the nodes of one extension.
 #[derive(Debug)]
 pub(crate) struct Pending {
+    engine: Arc<Engine>,
     keys: Keys,
     token: Token,
     pub(crate) repairs: Arc<Repairs>,
-    background: Background,
-    node_timeout: Duration,
-    quarantine: Option<Duration>,
     wait: watch::Receiver<Option<Instant>>,
 }
 
@@ -176,7 +171,7 @@ impl Pending {
         if lock_missing {
             self.repairs.recorded(i, false);
         }
-        let background = self.background.clone();
+        let background = self.engine.background.clone();
         background.spawn(async move {
             let mut wait = self.wait.clone();
             // Not confirmed: the gate was dropped closed, and `wait_for` fails.
@@ -195,9 +190,10 @@ impl Pending {
             let Some(ttl) = ttl_left(deadline, Instant::now()) else {
                 return;
             };
-            let window = Window::from_now(self.node_timeout.min(ttl));
+            let config = &self.engine.config;
+            let window = Window::from_now(config.node_timeout.min(ttl));
             let admitted = async {
-                if let Some(required) = self.quarantine {
+                if let Some(required) = config.restart_quarantine {
                     node.check_standing(required, window).await?;
                 }
                 let set = if lock_missing {
