@@ -205,13 +205,8 @@ impl Engine {
         Fut: Future<Output = NodeResult<T>> + Send + 'static,
         T: Send + 'static,
     {
-        let Plan {
-            nodes,
-            needed,
-            timeout,
-            until,
-        } = plan;
-        let window = Window::from_now(timeout);
+        let nodes = &plan.nodes;
+        let window = Window::from_now(plan.timeout);
         let pending = nodes.iter().enumerate().map(|(i, node)| {
             let reply = call(i, node.clone(), command.clone(), window);
             async move { (i, reply.await) }
@@ -224,19 +219,21 @@ impl Engine {
             uncounted: (0..nodes.len()).fold(0, |mask, i| mask | 1 << i),
         };
         let mut outcome = Outcome {
-            tally: Tally::new(nodes.len(), needed.unwrap_or(nodes.len())),
+            tally: Tally::new(nodes.len(), plan.needed.unwrap_or(nodes.len())),
             decision: None,
             replies: Vec::with_capacity(nodes.len()),
             failures: Vec::new(),
         };
-        let stop = until.map_or(window.deadline, |until| until.min(window.deadline));
+        let stop = plan
+            .until
+            .map_or(window.deadline, |until| until.min(window.deadline));
         let timer = tokio::time::sleep_until(stop.into());
         tokio::pin!(timer);
         loop {
             // Before any reply (nothing needed: the calls are background
             // work), then after each one; a plan that waits for every node
             // decides once none is pending.
-            let hearing = needed.is_none() && outcome.tally.pending() > 0;
+            let hearing = plan.needed.is_none() && outcome.tally.pending() > 0;
             if let Some(decision) = count.decide(&outcome.tally).filter(|_| !hearing) {
                 outcome.decision = Some(decision);
                 break;
@@ -248,15 +245,14 @@ impl Engine {
                         outcome.decision = count.decide(&outcome.tally);
                         break;
                     };
+                    counted(nodes, &mut gather.uncounted, i, reply.as_ref().err());
                     let vote = match reply {
                         Ok(reply) => {
-                            gather.uncounted &= !(1 << i);
                             let vote = count.vote(i, &reply);
                             outcome.replies.push((i, reply));
                             vote
                         }
                         Err(failure) => {
-                            count_late(&nodes, &mut gather.uncounted, i, &failure);
                             debug!(%failure, "node failed");
                             outcome.failures.push(failure);
                             Vote::Failed
@@ -265,12 +261,12 @@ impl Engine {
                     outcome.tally.record(vote);
                 }
                 () = &mut timer => {
-                    if until.is_some_and(|until| until <= window.deadline) {
+                    if plan.until.is_some_and(|until| until <= window.deadline) {
                         break; // undecided
                     }
                     // The nodes' window closed: whoever has not answered failed.
                     for i in bits(std::mem::take(&mut gather.uncounted)) {
-                        let failure = nodes[i].failure(NodeFailureKind::Timeout(timeout));
+                        let failure = nodes[i].failure(NodeFailureKind::Timeout(plan.timeout));
                         nodes[i].counters().failed(&failure.kind, None);
                         debug!(%failure, "node failed");
                         outcome.failures.push(failure);
@@ -307,10 +303,11 @@ where
     uncounted: u64,
 }
 
-/// Node `i` ended in `failure`: a late answer (a timeout the node did not
-/// count) is counted here, once.
-fn count_late(nodes: &[Node], uncounted: &mut u64, i: usize, failure: &NodeFailure) {
-    if failure.kind.is_timeout() && *uncounted & (1 << i) != 0 {
+/// Node `i` answered, or ended in `failure`: counted now. A late answer (a
+/// timeout the node did not count) is counted here, once.
+fn counted(nodes: &[Node], uncounted: &mut u64, i: usize, failure: Option<&NodeFailure>) {
+    let late = failure.filter(|f| f.kind.is_timeout() && *uncounted & (1 << i) != 0);
+    if let Some(failure) = late {
         nodes[i].counters().failed(&failure.kind, None);
     }
     *uncounted &= !(1 << i);
@@ -338,10 +335,7 @@ where
         self.background.spawn(async move {
             let in_time = tokio::time::timeout_at(window.deadline.into(), async {
                 while let Some((i, result)) = pending.next().await {
-                    match result {
-                        Err(failure) => count_late(&nodes, &mut uncounted, i, &failure),
-                        Ok(_) => uncounted &= !(1 << i),
-                    }
+                    counted(&nodes, &mut uncounted, i, result.as_ref().err());
                 }
             })
             .await;

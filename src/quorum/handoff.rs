@@ -167,35 +167,6 @@ impl Handoff {
             .is_ok_and(|r| r.is_ok())
     }
 
-    fn unwatch(&self, channels: &[(Vec<u8>, Arc<Notify>)]) {
-        let mut gone = Vec::new();
-        let sinks = {
-            let mut state = self.state();
-            for (name, _) in channels {
-                if let Some(entry) = state.channels.get_mut(name) {
-                    entry.watchers = entry.watchers.saturating_sub(1);
-                    if entry.watchers == 0 {
-                        state.channels.remove(name);
-                        gone.push(name.clone());
-                    }
-                }
-            }
-            state.sinks.iter().flatten().cloned().collect::<Vec<_>>()
-        };
-        if gone.is_empty() {
-            return;
-        }
-        if let Ok(handle) = tokio::runtime::Handle::try_current() {
-            let timeout = self.connect_timeout;
-            for mut sink in sinks {
-                let gone = gone.clone();
-                handle.spawn(async move {
-                    let _ = tokio::time::timeout(timeout, sink.unsubscribe(gone)).await;
-                });
-            }
-        }
-    }
-
     fn announce(&self, channel: &[u8], release: &[u8]) {
         if let Some(entry) = self.state().channels.get_mut(channel) {
             if entry.last == release {
@@ -231,9 +202,35 @@ impl Watch {
     }
 }
 
+/// Ends the subscription to each channel no other waiter watches.
 impl Drop for Watch {
     fn drop(&mut self) {
-        self.handoff.unwatch(&self.channels);
+        let mut gone = Vec::new();
+        let sinks = {
+            let mut state = self.handoff.state();
+            for (name, _) in &self.channels {
+                if let Some(entry) = state.channels.get_mut(name) {
+                    entry.watchers = entry.watchers.saturating_sub(1);
+                    if entry.watchers == 0 {
+                        state.channels.remove(name);
+                        gone.push(name.clone());
+                    }
+                }
+            }
+            state.sinks.iter().flatten().cloned().collect::<Vec<_>>()
+        };
+        if gone.is_empty() {
+            return;
+        }
+        if let Ok(handle) = tokio::runtime::Handle::try_current() {
+            let timeout = self.handoff.connect_timeout;
+            for mut sink in sinks {
+                let gone = gone.clone();
+                handle.spawn(async move {
+                    let _ = tokio::time::timeout(timeout, sink.unsubscribe(gone)).await;
+                });
+            }
+        }
     }
 }
 
