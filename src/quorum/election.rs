@@ -75,17 +75,15 @@ pub(crate) async fn read(engine: &Engine, keys: &Keys) -> Result<Found, Error> {
     let outcome = engine
         .ask(plan, Command::read_leader(keys), call, &mut support)
         .await;
-    let hint = support.hint();
-    match support.verdict(&outcome.tally) {
-        Some(Verdict::Leader(record)) => Ok(Found {
-            leader: Some(record),
-            hint,
-        }),
-        Some(Verdict::None) => Ok(Found { leader: None, hint }),
+    let leader = match support.verdict(&outcome.tally) {
+        Some(Verdict::Leader(record)) => Some(record),
+        Some(Verdict::None) => None,
         Some(Verdict::Unknown) | None => {
-            Err(engine.unavailable(Operation::Check, keys.name(), outcome))
+            return Err(engine.unavailable(Operation::Check, keys.name(), outcome));
         }
-    }
+    };
+    let hint = support.hint();
+    Ok(Found { leader, hint })
 }
 
 /// Deletes a resigning leader's record where it is still `token`'s, on

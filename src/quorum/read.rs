@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use crate::error::{NodeFailureKind, ResourceName};
+use crate::error::ResourceName;
 use crate::keys::Keys;
 use crate::node::commands::Command;
 use crate::node::reply::Vote;
@@ -50,18 +50,13 @@ impl Engine {
     /// Reads each of `keys` on every node, in parallel: one status per key.
     pub(crate) async fn statuses(&self, keys: Arc<[Vec<u8>]>) -> Vec<Status> {
         let views = self.views(&self.nodes, keys.clone()).await;
-        let mut per_key: Vec<Vec<(String, NodeView)>> = vec![Vec::new(); keys.len()];
-        for (node, node_views) in self.nodes.iter().zip(views) {
-            for (k, view) in node_views.into_iter().enumerate() {
-                if let Some(list) = per_key.get_mut(k) {
-                    list.push((node.label().to_owned(), view));
-                }
-            }
-        }
-        keys.iter()
-            .zip(per_key)
-            .map(|(key, nodes)| Status::new(ResourceName::new(key), nodes, self.needed()))
-            .collect()
+        let status = |(k, key): (usize, &Vec<u8>)| {
+            let nodes = self.nodes.iter().zip(&views);
+            let nodes = nodes
+                .filter_map(|(node, views)| Some((node.label().to_owned(), views.get(k)?.clone())));
+            Status::new(ResourceName::new(key), nodes.collect(), self.needed())
+        };
+        keys.iter().enumerate().map(status).collect()
     }
 
     /// What each of `nodes` holds for each of `keys` (read-only; every
@@ -84,16 +79,12 @@ impl Engine {
         };
         let vote = &mut |_, _: &Vec<NodeView>| Vote::Yes;
         let outcome = self.ask(plan, Command::peek(&keys), call, vote).await;
-        let mut views: Vec<Vec<NodeView>> = nodes
-            .iter()
-            .map(|node| {
-                let silent = node.failure(NodeFailureKind::Timeout(timeout));
-                vec![NodeView::Failed(silent); keys.len()]
-            })
-            .collect();
+        // Waiting for everyone, each node answered or failed (a timeout at
+        // the latest).
+        let mut views = vec![Vec::new(); nodes.len()];
         for failure in outcome.failures {
             if let Some(i) = nodes.iter().position(|n| n.label() == failure.node) {
-                views[i] = vec![NodeView::Failed(failure); keys.len()];
+                views[i] = vec![NodeView::Failed(failure); count];
             }
         }
         for (i, answered) in outcome.replies {
