@@ -1,8 +1,8 @@
 //! One acquisition attempt, the same for every [`Claim`]: its command on
 //! every node, decided as its votes count; for a fenced claim, followed by
 //! the commit of the fencing token. Both phases are fan-outs
-//! ([`fanout`]); the deadline the holder gets is [`validity::deadline`]
-//! from the attempt's start.
+//! ([`Engine::ask`]); the deadline the holder gets is
+//! [`validity::deadline`] from the attempt's start.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
