@@ -92,13 +92,9 @@ pub(crate) async fn acquire(
                     watch = Some(handoff.watch(claim.keys(), cfg.node_timeout).await);
                 }
                 (_, Some(w)) if held => {
-                    let patience = Patience {
-                        delay,
-                        // With a count of retries to keep, each retry comes
-                        // after the retry delay as configured.
-                        stretch: retry.count().is_none(),
-                        deadline,
-                    };
+                    // With a count of retries to keep, each retry comes
+                    // after the retry delay as configured.
+                    let patience = patience(delay, retry.count().is_none(), deadline);
                     woken = wait_for_release(engine, &claim, w, patience, &mut spread).await;
                 }
                 _ => tokio::time::sleep(delay).await,
@@ -134,35 +130,30 @@ fn widened(spread: Duration) -> Duration {
 /// missed (a subscriber reconnecting) costs at most this much.
 const PATIENCE_MAX: Duration = Duration::from_secs(1);
 
-/// How long a waiter waits for an announcement before it tries anyway.
-#[derive(Debug, Clone, Copy)]
-struct Patience {
-    /// The retry delay drawn for this wait.
+/// How long a waiter waits for an announcement before it tries anyway,
+/// given that the key was seen set for `held_for` more at `now`: its
+/// retry `delay` (drawn for this wait), or with `stretch` (no count of
+/// retries to keep) up to the holder's remaining time.
+///
+/// Announcements tell a waiter about releases; what they cannot tell is
+/// a holder that vanished (its keys expire, nobody announces) or an
+/// announcement missed. So a waiter tries again when the holder's keys
+/// expire, but at the latest after [`PATIENCE_MAX`] (or its retry
+/// delay, if longer), and never before its retry delay: it does not
+/// poll every 0–200 ms as a waiter without announcements must. Never
+/// past the caller's `deadline`.
+fn patience(
     delay: Duration,
-    /// Whether the wait may stretch to the holder's remaining time (no
-    /// count of retries to keep).
     stretch: bool,
-    /// The end of the caller's wait, if any.
     deadline: Option<Instant>,
-}
-
-impl Patience {
-    /// The wait, given that the key was seen set for `held_for` more.
-    ///
-    /// Announcements tell a waiter about releases; what they cannot tell is
-    /// a holder that vanished (its keys expire, nobody announces) or an
-    /// announcement missed. So a waiter tries again when the holder's keys
-    /// expire, but at the latest after [`PATIENCE_MAX`] (or its retry
-    /// delay, if longer), and never before its retry delay: it does not
-    /// poll every 0–200 ms as a waiter without announcements must. Never
-    /// past the caller's deadline.
-    fn wait(&self, held_for: Duration, now: Instant) -> Duration {
-        let wait = if self.stretch {
-            held_for.clamp(self.delay, PATIENCE_MAX.max(self.delay))
+) -> impl Fn(Duration, Instant) -> Duration {
+    move |held_for, now| {
+        let wait = if stretch {
+            held_for.clamp(delay, PATIENCE_MAX.max(delay))
         } else {
-            self.delay
+            delay
         };
-        match self.deadline {
+        match deadline {
             Some(deadline) => wait.min(deadline.saturating_duration_since(now)),
             None => wait,
         }
@@ -187,14 +178,14 @@ async fn wait_for_release(
     engine: &Engine,
     claim: &impl Claim,
     watch: &Watch,
-    patience: Patience,
+    patience: impl Fn(Duration, Instant) -> Duration,
     spread: &mut Duration,
 ) -> bool {
     let look = || async { claim.hint(engine.look(claim.keys()).await) };
     let first_wait = match look().await {
         NodeView::Free => return true,
         // Held: until it expires at most; no answer: the retry delay.
-        view => patience.wait(view.held_for().unwrap_or_default(), Instant::now()),
+        view => patience(view.held_for().unwrap_or_default(), Instant::now()),
     };
     let fallback = tokio::time::sleep(first_wait);
     tokio::pin!(fallback);
@@ -213,7 +204,7 @@ async fn wait_for_release(
         };
         // Set again by a faster waiter, for this long at most.
         let now = Instant::now();
-        if let Some(until) = now.checked_add(patience.wait(held_for, now)) {
+        if let Some(until) = now.checked_add(patience(held_for, now)) {
             if until > fallback.deadline().into_std() {
                 fallback.as_mut().reset(until.into());
             }
@@ -291,46 +282,38 @@ mod tests {
 
     const MS: Duration = Duration::from_millis(1);
 
-    fn patience(delay: Duration, stretch: bool, deadline: Option<Instant>) -> Patience {
-        Patience {
-            delay,
-            stretch,
-            deadline,
-        }
-    }
-
     #[test]
     fn a_patient_waiter_waits_for_the_holders_keys_within_bounds() {
         let now = Instant::now();
         let p = patience(100 * MS, true, None);
         // The holder's keys expire in 400 ms: that is when it looks again.
-        assert_eq!(p.wait(400 * MS, now), 400 * MS);
+        assert_eq!(p(400 * MS, now), 400 * MS);
         // Never sooner than its retry delay, never later than a second.
-        assert_eq!(p.wait(3 * MS, now), 100 * MS);
-        assert_eq!(p.wait(Duration::from_secs(30), now), PATIENCE_MAX);
-        assert_eq!(p.wait(Duration::MAX, now), PATIENCE_MAX);
+        assert_eq!(p(3 * MS, now), 100 * MS);
+        assert_eq!(p(Duration::from_secs(30), now), PATIENCE_MAX);
+        assert_eq!(p(Duration::MAX, now), PATIENCE_MAX);
         // A retry delay above a second is kept as it is.
         let slow = patience(4000 * MS, true, None);
-        assert_eq!(slow.wait(Duration::from_secs(30), now), 4000 * MS);
-        assert_eq!(slow.wait(MS, now), 4000 * MS);
+        assert_eq!(slow(Duration::from_secs(30), now), 4000 * MS);
+        assert_eq!(slow(MS, now), 4000 * MS);
     }
 
     #[test]
     fn a_waiter_with_a_retry_count_keeps_its_retry_delay() {
         let now = Instant::now();
         let p = patience(150 * MS, false, None);
-        assert_eq!(p.wait(Duration::from_secs(30), now), 150 * MS);
-        assert_eq!(p.wait(MS, now), 150 * MS);
+        assert_eq!(p(Duration::from_secs(30), now), 150 * MS);
+        assert_eq!(p(MS, now), 150 * MS);
     }
 
     #[test]
     fn no_wait_goes_past_the_callers_deadline() {
         let now = Instant::now();
         let p = patience(100 * MS, true, Some(now + 250 * MS));
-        assert_eq!(p.wait(Duration::from_secs(30), now), 250 * MS);
+        assert_eq!(p(Duration::from_secs(30), now), 250 * MS);
         let past = patience(100 * MS, true, Some(now));
-        assert_eq!(past.wait(Duration::from_secs(30), now + MS), Duration::ZERO);
+        assert_eq!(past(Duration::from_secs(30), now + MS), Duration::ZERO);
         let huge = patience(Duration::MAX, true, None);
-        assert_eq!(huge.wait(MS, now), Duration::MAX);
+        assert_eq!(huge(MS, now), Duration::MAX);
     }
 }
