@@ -210,8 +210,7 @@ async fn fenced(
     if commit.reached() {
         return Ok(Some(proposed));
     }
-    let (yes, no) = (commit.tally.yes(), commit.tally.no());
-    debug!(yes, no, "fence commit failed");
+    debug!(tally = ?commit.tally, "fence commit failed");
     failure.failures.extend(commit.failures);
     failure.tally = commit.tally;
     Err(())

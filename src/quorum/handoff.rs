@@ -250,15 +250,14 @@ async fn run_node(handoff: Weak<Handoff>, i: usize, stop: CancellationToken) {
             r = tokio::time::timeout(connect_timeout, client.get_async_pubsub()) => r,
         };
         let connected = connected.map_err(|_| "timed out".to_owned());
-        let pubsub = match connected.and_then(|r| r.map_err(|e| e.to_string())) {
-            Ok(p) => p,
+        let (mut sink, mut stream) = match connected.and_then(|r| r.map_err(|e| e.to_string())) {
+            Ok(pubsub) => pubsub.split(),
             Err(error) => {
                 debug!(node = %label, %error, "hand-off subscriber cannot connect");
                 wait_or_stop(&stop, &mut backoff).await;
                 continue;
             }
         };
-        let (mut sink, mut stream) = pubsub.split();
         let mut subscribed = true;
         let current: Vec<Vec<u8>> = {
             let Some(h) = handoff.upgrade() else { return };
@@ -285,10 +284,8 @@ async fn run_node(handoff: Weak<Handoff>, i: usize, stop: CancellationToken) {
             }
         }
         backoff = Duration::from_millis(50);
-        if subscribed {
-            if let Some(h) = handoff.upgrade() {
-                h.ready.send_modify(|n| *n += 1);
-            }
+        if let (true, Some(h)) = (subscribed, handoff.upgrade()) {
+            h.ready.send_modify(|n| *n += 1);
         }
         loop {
             let msg = tokio::select! {
