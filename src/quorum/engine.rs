@@ -1,8 +1,9 @@
 //! The engine behind a [`Redlock`](crate::Redlock): the client's shared
 //! state — the nodes, the tuning, the lease counters, the background work —
-//! and what an operation needs of it (its plan, its error). The operations
-//! are beside it: an acquire in [`crate::quorum::attempt`], those on a held
-//! lock in [`crate::quorum::held`], the reads in [`crate::quorum::read`].
+//! and the error of an operation that reached no quorum. The operations
+//! are beside it: the fan-out and its plans in [`crate::quorum::fanout`],
+//! an acquire in [`crate::quorum::attempt`], those on a held lock in
+//! [`crate::quorum::held`], the reads in [`crate::quorum::read`].
 
 use std::sync::Arc;
 
