@@ -433,6 +433,7 @@ impl Drop for Lock {
             held.token.clone(),
             held.sets.clone(),
             Some(held.repairs.clone()),
+            None,
         );
     }
 }

@@ -371,7 +371,7 @@ impl Redlock {
     /// # }
     /// ```
     pub async fn settle(&self, limit: Duration) -> bool {
-        self.engine.settle(limit).await
+        self.engine.background.settle(limit).await
     }
 
     /// Reads who holds `resource` on every node, without taking anything:

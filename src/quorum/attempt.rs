@@ -1,24 +1,24 @@
 //! One acquisition attempt, the same for every [`Claim`]: its command on
 //! every node, decided as its votes count; for a fenced claim, followed by
 //! the commit of the fencing token. Both phases are fan-outs
-//! ([`fanout`]); the deadline the holder gets is [`validity::deadline`]
-//! from the attempt's start.
+//! ([`Engine::ask`]); the deadline the holder gets is
+//! [`validity::deadline`] from the attempt's start.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use tracing::debug;
-
-use crate::quorum::traced::in_span;
+use tracing::{debug, Instrument};
 
 use crate::error::NodeFailure;
 use crate::keys::Keys;
 use crate::node::commands::{Announce, Command};
 use crate::node::fence;
+use crate::node::grant::Grant;
 use crate::node::reply::Vote;
-use crate::quorum::claim::Claim;
+use crate::node::Node;
+use crate::quorum::claim::{Claim, Won};
 use crate::quorum::engine::Engine;
-use crate::quorum::fanout::{self, Outcome, Plan};
+use crate::quorum::fanout::Plan;
 use crate::quorum::rule::Tally;
 use crate::quorum::set_order::SetFuture;
 use crate::stats::locks::Holding;
@@ -69,17 +69,14 @@ pub(crate) async fn once<C: Claim>(
     ttl: Ttl,
 ) -> Result<Granted, AttemptFailure> {
     let span = tracing::debug_span!("acquire_attempt", resource = %claim.name(), token = %token);
-    in_span(span, async move {
+    async move {
         // The clock the validity counts from, the validity's end, how long
         // each node may take, the `SET`s a release on each node waits
         // behind, and the release of every key spawned if this is dropped
         // (until the attempt takes `guard.sets`).
         let start = Instant::now();
         let valid_until = validity::deadline(start, ttl.duration, ttl.drift).unwrap_or(start);
-        let timeout = engine
-            .config
-            .node_timeout
-            .min(validity::budget(ttl.duration, ttl.drift));
+        let timeout = engine.config.node_timeout.min(ttl.budget());
         let sets = SetFuture::for_attempt(engine.nodes.len());
         let keys = claim.keys();
         let mut guard = CleanupOnDrop {
@@ -88,60 +85,43 @@ pub(crate) async fn once<C: Claim>(
             token: token.clone(),
             sets: Some(sets.clone()),
         };
-        let plan = Plan {
-            timeout,
-            ..engine.majority(None)
-        };
         let (command, shape, mut votes) = claim.ask(&token, ttl.duration, engine.needed());
         let quarantine = engine.config.restart_quarantine;
-        let set = fanout::counted(
-            &engine.nodes,
-            &engine.background,
-            plan,
-            fanout::each(command, |i, node, command, window| {
-                let over = sets[i].mark_over_on_drop();
-                async move {
-                    let _over = over;
-                    if let Some(required) = quarantine {
-                        node.check_standing(required, window).await?;
-                    }
-                    node.acquire(&command, shape, window).await
+        let call = |i: usize, node: Node, command: Arc<Command>, window| {
+            let over = sets[i].mark_over_on_drop();
+            async move {
+                let _over = over;
+                if let Some(required) = quarantine {
+                    node.check_standing(required, window).await?;
                 }
-            }),
-            &mut votes,
-        )
-        .await;
-
+                node.acquire(&command, shape, window).await
+            }
+        };
+        let plan = Plan {
+            timeout,
+            ..engine.majority()
+        };
+        let set = engine.ask(plan, command, call, &mut votes).await;
         let granted = set.reached();
-        let Outcome {
-            tally,
-            failures,
-            replies,
-            ..
-        } = set;
-        let won = claim.won(&votes, tally);
+        let won = claim.won(&votes, set.tally);
         let mut failure = AttemptFailure {
-            tally: won.tally,
-            failures,
+            tally: won.tally.clone(),
+            failures: set.failures,
             exhausted: None,
             fence_exhausted: None,
         };
-        let fence = match granted {
-            true => {
-                let counters = replies.iter().filter(|(_, g)| g.granted());
-                let counters = counters.map(|(_, g)| g.counter);
-                let proposed = fence::propose(counters, won.slot, won.per_round);
-                fenced(
-                    engine,
-                    &won.keys,
-                    &token,
-                    proposed,
-                    valid_until,
-                    &mut failure,
-                )
-                .await
-            }
-            false => Err(()),
+        let fence = if granted {
+            fenced(
+                engine,
+                &won,
+                &set.replies,
+                &token,
+                valid_until,
+                &mut failure,
+            )
+            .await
+        } else {
+            Err(())
         };
         // One clock read: the validity left is the deadline's, at `now`.
         let now = Instant::now();
@@ -151,8 +131,8 @@ pub(crate) async fn once<C: Claim>(
         match fence {
             Ok(fence) if valid => {
                 debug!(?elapsed, yes = failure.tally.yes(), ?fence, "granted");
-                if let Some((spare, on)) = claim.beyond(&votes, &replies) {
-                    engine.spawn_release_on(spare, token.clone(), &sets, &on);
+                if let Some((spare, on)) = claim.beyond(&votes, &set.replies) {
+                    engine.spawn_release(spare, token.clone(), sets.clone(), None, Some(&on));
                 }
                 return Ok(Granted {
                     keys: won.keys,
@@ -169,91 +149,65 @@ pub(crate) async fn once<C: Claim>(
             Err(()) => {}
         }
         let tally = &failure.tally;
-        debug!(
-            ?elapsed,
-            yes = tally.yes(),
-            no = tally.no(),
-            failed = tally.failed(),
-            "attempt failed"
-        );
-        clean_up(engine, keys, &token, sets, tally, timeout).await;
+        debug!(?elapsed, ?tally, "attempt failed");
+        // Release every key before the next attempt (a key left from this
+        // one would refuse it), but wait at most `timeout`: a hung node gets
+        // its release in the background, queued behind its `SET`. Lost to a
+        // holder, the cleanup is silent: that holder announces when it lets
+        // go, and waking the waiters now would only send them to its keys.
+        let announce = match tally.held_elsewhere() {
+            true => Announce::Silently,
+            false => Announce::Waiters,
+        };
+        let plan = engine.everyone(engine.config.node_timeout);
+        let cleanup = engine.release_among(plan, keys, &token, sets, None, announce);
+        let _ = tokio::time::timeout(timeout, cleanup).await;
         Err(failure)
-    })
+    }
+    .instrument(span)
     .await
 }
 
-/// The end of a failed attempt: release `keys` everywhere before the next
-/// attempt (a key left from this one would refuse it), but wait at most
-/// `timeout`: a hung node gets its release in the background, queued
-/// behind its `SET`. Lost to a holder (`tally`), the cleanup is silent:
-/// that holder announces when it lets go, and waking the waiters now would
-/// only send them to its keys.
-async fn clean_up(
-    engine: &Engine,
-    keys: &Keys,
-    token: &Token,
-    sets: Vec<SetFuture>,
-    tally: &Tally,
-    timeout: Duration,
-) {
-    let (nodes, all) = (&engine.nodes, engine.nodes.len());
-    let announce = if tally.held_elsewhere() {
-        Announce::Silently
-    } else {
-        Announce::Waiters
-    };
-    let cleanup = engine.release_among(nodes, keys, token, sets, None, all, announce);
-    let _ = tokio::time::timeout(timeout, cleanup).await;
-}
-
-/// The fencing token of a granted attempt on `keys`: none without a
-/// counter; otherwise the token `proposed` above the counters the granting
-/// nodes read ([`fence::propose`]), committed: every node still holding
-/// the token commits it — a lock's raises its counter to it from strictly
-/// below, a permit's counts once per round and slot; only those count, so
-/// two commits of one token cannot both reach a majority
-/// (`docs/fencing.md`). Decided at quorum, and before the validity ends.
+/// The fencing token of a granted attempt: none without a counter;
+/// otherwise the token proposed above the counters the granting nodes read
+/// (`replies`, [`fence::propose`]) for the slot `won`, committed: every
+/// node still holding the token commits it — a lock's raises its counter
+/// to it from strictly below, a permit's counts once per round and slot;
+/// only those count, so two commits of one token cannot both reach a
+/// majority (`docs/fencing.md`). Decided at quorum, and before the
+/// validity ends.
 ///
 /// `Err` fails the attempt: `failure` then holds the commit's tally and
 /// failures, or the highest counter when no token is left.
 async fn fenced(
     engine: &Engine,
-    keys: &Keys,
+    won: &Won,
+    replies: &[(usize, Grant)],
     token: &Token,
-    proposed: Result<u64, u64>,
     valid_until: Instant,
     failure: &mut AttemptFailure,
 ) -> Result<Option<u64>, ()> {
-    if keys.fence_key().is_none() {
+    if won.keys.fence_key().is_none() {
         return Ok(None);
     }
-    let proposed = proposed.map_err(|highest| {
+    let counters = replies.iter().filter(|(_, g)| g.granted());
+    let counters = counters.map(|(_, g)| g.counter);
+    let proposed = fence::propose(counters, won.slot, won.per_round).map_err(|highest| {
         debug!(highest, "fencing tokens exhausted");
         failure.fence_exhausted = Some(highest);
     })?;
-    let command = Command::commit_fence(keys, token, proposed);
-    let plan = Plan {
-        timeout: engine
-            .config
-            .node_timeout
-            .min(validity::left(valid_until, Instant::now())),
-        ..engine.majority(Some(valid_until))
+    let call = |_, node: Node, command: Arc<Command>, window| async move {
+        node.commit_fence(&command, window).await
     };
-    let commit = fanout::ask(
-        &engine.nodes,
-        &engine.background,
-        plan,
-        fanout::each(command, |_, node, command, window| async move {
-            node.commit_fence(&command, window).await
-        }),
-        |_, &raised| if raised { Vote::Yes } else { Vote::No },
-    )
-    .await;
+    let vote = &mut |_, &raised: &bool| if raised { Vote::Yes } else { Vote::No };
+    let command = Command::commit_fence(&won.keys, token, proposed);
+    let commit = engine
+        .ask(engine.before(valid_until), command, call, vote)
+        .await;
     if commit.reached() {
         return Ok(Some(proposed));
     }
-    let (yes, no) = (commit.tally.yes(), commit.tally.no());
-    debug!(yes, no, "fence commit failed");
+    debug!(tally = ?commit.tally, "fence commit failed");
     failure.failures.extend(commit.failures);
     failure.tally = commit.tally;
     Err(())
@@ -263,18 +217,18 @@ async fn fenced(
 /// it is dropped (e.g. by `tokio::time::timeout`), so its keys do not
 /// linger until their TTL.
 struct CleanupOnDrop {
-    pub(crate) engine: Arc<Engine>,
-    pub(crate) keys: Keys,
-    pub(crate) token: Token,
+    engine: Arc<Engine>,
+    keys: Keys,
+    token: Token,
     /// Taken once the attempt ended and needs no cleanup on drop.
-    pub(crate) sets: Option<Vec<SetFuture>>,
+    sets: Option<Vec<SetFuture>>,
 }
 
 impl Drop for CleanupOnDrop {
     fn drop(&mut self) {
         if let Some(sets) = self.sets.take() {
-            self.engine
-                .spawn_release(self.keys.clone(), self.token.clone(), sets, None);
+            let (keys, token) = (self.keys.clone(), self.token.clone());
+            self.engine.spawn_release(keys, token, sets, None, None);
         }
     }
 }

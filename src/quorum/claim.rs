@@ -88,17 +88,7 @@ pub(crate) struct Won {
 }
 
 /// A lock's votes: each grant as the node voted, decided at a majority.
-pub(crate) struct Majority;
-
-impl Count<Grant> for Majority {
-    fn vote(&mut self, _: usize, grant: &Grant) -> Vote {
-        grant.vote
-    }
-
-    fn decide(&self, tally: &Tally) -> Option<Decision> {
-        tally.decision()
-    }
-}
+pub(crate) type Majority = fn(usize, &Grant) -> Vote;
 
 /// A lock over these keys.
 impl Claim for Keys {
@@ -121,7 +111,9 @@ impl Claim for Keys {
             Some(_) => Shape::Fenced,
             None => Shape::Lock,
         };
-        (Command::acquire(self, token, ttl), shape, Majority)
+        (Command::acquire(self, token, ttl), shape, |_, grant| {
+            grant.vote
+        })
     }
 
     fn won(&self, _: &Majority, tally: Tally) -> Won {
@@ -168,16 +160,14 @@ pub(crate) struct Permits {
 
 /// The slot rule as a fan-out's count: a node that set slots votes yes
 /// (and its slots are counted), one that refused votes no.
-pub(crate) struct SlotCount(SlotVotes);
-
-impl Count<Grant> for SlotCount {
+impl Count<Grant> for SlotVotes {
     fn vote(&mut self, _: usize, grant: &Grant) -> Vote {
-        self.0.record(&grant.positions);
+        self.record(&grant.positions);
         grant.vote
     }
 
     fn decide(&self, tally: &Tally) -> Option<Decision> {
-        self.0.decide(tally.pending())
+        SlotVotes::decide(self, tally.pending())
     }
 }
 
@@ -185,7 +175,7 @@ impl Count<Grant> for SlotCount {
 /// is released: in the background where a node said it set more, with the
 /// holder's release where a node answered late.
 impl Claim for Permits {
-    type Votes = SlotCount;
+    type Votes = SlotVotes;
 
     fn holding(&self) -> Holding {
         Holding {
@@ -205,22 +195,22 @@ impl Claim for Permits {
     /// The nodes look at the slots from one drawn at random: concurrent
     /// acquires mostly ask for different free slots instead of splitting
     /// one slot's votes between them.
-    fn ask(&self, token: &Token, ttl: Duration, needed: usize) -> (Arc<Command>, Shape, SlotCount) {
+    fn ask(&self, token: &Token, ttl: Duration, needed: usize) -> (Arc<Command>, Shape, SlotVotes) {
         let (listed, want) = (self.slots.count(), self.want);
         let first = random::below(listed);
         let command = Command::take_slots(&self.slots, first, want, token, ttl);
         let votes = SlotVotes::new(listed, first, want, needed);
-        (command, Shape::Slots { listed, want }, SlotCount(votes))
+        (command, Shape::Slots { listed, want }, votes)
     }
 
-    fn won(&self, votes: &SlotCount, tally: Tally) -> Won {
-        let kept = votes.0.kept();
+    fn won(&self, votes: &SlotVotes, tally: Tally) -> Won {
+        let kept = votes.kept();
         Won {
             keys: self.slots.held(&kept),
             // The token names the holder's first slot within its round.
             slot: kept.first().map_or(0, |&s| s as u64),
             per_round: fence::ROUND,
-            tally: votes.0.summary(&tally),
+            tally: votes.summary(&tally),
         }
     }
 
@@ -229,10 +219,10 @@ impl Claim for Permits {
     /// with the holder's release, which clears every slot carrying the
     /// token.) While permits are free every node sets the same slots, and
     /// there are none.
-    fn beyond(&self, votes: &SlotCount, replies: &[(usize, Grant)]) -> Option<(Keys, Vec<usize>)> {
-        let kept = votes.0.kept();
+    fn beyond(&self, votes: &SlotVotes, replies: &[(usize, Grant)]) -> Option<(Keys, Vec<usize>)> {
+        let kept = votes.kept();
         let answers = replies.iter().map(|(i, g)| (*i, g.positions.as_slice()));
-        let beyond = votes.0.beyond(&kept, answers);
+        let beyond = votes.beyond(&kept, answers);
         (!beyond.is_empty()).then(|| (self.slots.except(&kept), beyond))
     }
 

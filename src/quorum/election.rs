@@ -1,7 +1,8 @@
 //! Leader election at quorum: a leader's proclamation (its record written
 //! on a majority, where its leadership lock still holds its token), the
 //! read of who leads (the record a majority supports), and a resigning
-//! leader's record removed — each one use of [`fanout`].
+//! leader's record removed — each one use of
+//! [`fanout`](crate::quorum::fanout).
 //!
 //! The read's rule ([`Support::verdict`]) is pure: a node supports a
 //! record when its lock key holds the record's token; a leader is one whose
@@ -19,12 +20,12 @@ use crate::keys::Keys;
 use crate::node::commands::Command;
 use crate::node::election::{Reading, Record};
 use crate::node::reply::Vote;
+use crate::node::Node;
 use crate::quorum::engine::Engine;
-use crate::quorum::fanout::{self, Count, Plan};
+use crate::quorum::fanout::Count;
 use crate::quorum::repair::Repairs;
 use crate::quorum::rule::{Decision, Tally};
 use crate::token::Token;
-use crate::validity;
 
 /// Writes `record` on every node where `keys`' lock holds its token,
 /// decided at a majority before `deadline` (the leadership's validity).
@@ -43,37 +44,19 @@ pub(crate) async fn proclaim(
     repairs: &Arc<Repairs>,
     deadline: Instant,
 ) -> Result<(), LostReason> {
-    let left = validity::left(deadline, Instant::now());
-    if left.is_zero() {
-        return Err(LostReason::Expired);
-    }
-    let command = Command::proclaim(keys, record);
-    let plan = Plan {
-        timeout: engine.config.node_timeout.min(left),
-        ..engine.majority(Some(deadline))
-    };
-    let outcome = fanout::ask(
-        &engine.nodes,
-        &engine.background,
-        plan,
-        fanout::each(command, |i, node, command, window| {
-            let repairs = repairs.clone();
-            async move {
-                let carried = node.proclaim(&command, window).await?;
-                if carried {
-                    repairs.recorded(i, true);
-                }
-                Ok(carried)
+    let call = |i, node: Node, command: Arc<Command>, window| {
+        let repairs = repairs.clone();
+        async move {
+            let carried = node.proclaim(&command, window).await?;
+            if carried {
+                repairs.recorded(i, true);
             }
-        }),
-        |_, &carried| if carried { Vote::Yes } else { Vote::No },
-    )
-    .await;
-    if outcome.reached() {
-        Ok(())
-    } else {
-        Err(outcome.lost())
-    }
+            Ok(carried)
+        }
+    };
+    let vote = |_, &carried: &bool| if carried { Vote::Yes } else { Vote::No };
+    let command = Command::proclaim(keys, record);
+    engine.confirm(deadline, command, call, vote).await
 }
 
 /// Who leads the election of `keys`, read on every node (read-only) and
@@ -84,29 +67,23 @@ pub(crate) async fn proclaim(
 /// [`Error::Unavailable`] (operation [`Operation::Check`]) when the nodes
 /// that failed or did not answer could have made a leader or unmade one.
 pub(crate) async fn read(engine: &Engine, keys: &Keys) -> Result<Found, Error> {
-    let command = Command::read_leader(keys);
+    let call = |_, node: Node, command: Arc<Command>, window| async move {
+        node.read_leader(&command, window).await
+    };
     let mut support = Support::default();
-    let outcome = fanout::counted(
-        &engine.nodes,
-        &engine.background,
-        engine.majority(None),
-        fanout::each(command, |_, node, command, window| async move {
-            node.read_leader(&command, window).await
-        }),
-        &mut support,
-    )
-    .await;
-    let hint = support.hint();
-    match support.verdict(&outcome.tally) {
-        Some(Verdict::Leader(record)) => Ok(Found {
-            leader: Some(record),
-            hint,
-        }),
-        Some(Verdict::None) => Ok(Found { leader: None, hint }),
+    let plan = engine.majority();
+    let outcome = engine
+        .ask(plan, Command::read_leader(keys), call, &mut support)
+        .await;
+    let leader = match support.verdict(&outcome.tally) {
+        Some(Verdict::Leader(record)) => Some(record),
+        Some(Verdict::None) => None,
         Some(Verdict::Unknown) | None => {
-            Err(engine.unavailable(Operation::Check, keys.name(), outcome))
+            return Err(engine.unavailable(Operation::Check, keys.name(), outcome));
         }
-    }
+    };
+    let hint = support.hint();
+    Ok(Found { leader, hint })
 }
 
 /// Deletes a resigning leader's record where it is still `token`'s, on
@@ -114,24 +91,21 @@ pub(crate) async fn read(engine: &Engine, keys: &Keys) -> Result<Found, Error> {
 /// left behind counts nowhere once its lock is released), so its outcome
 /// is not reported.
 pub(crate) async fn retire(engine: &Engine, keys: &Keys, token: &Token, repairs: &Arc<Repairs>) {
+    let call = |i, node: Node, command: Arc<Command>, window| {
+        let repairs = repairs.clone();
+        async move {
+            // A repair of the record still pending on this node (its
+            // release timed out before taking it) lands first or not
+            // at all: never after the record is deleted.
+            repairs.close(i).await;
+            node.retire(&command, window).await
+        }
+    };
+    let plan = engine.everyone(engine.config.node_timeout);
     let command = Command::retire(keys, token);
-    fanout::ask(
-        &engine.nodes,
-        &engine.background,
-        engine.everyone(engine.config.node_timeout),
-        fanout::each(command, |i, node, command, window| {
-            let repairs = repairs.clone();
-            async move {
-                // A repair of the record still pending on this node (its
-                // release timed out before taking it) lands first or not
-                // at all: never after the record is deleted.
-                repairs.close(i).await;
-                node.retire(&command, window).await
-            }
-        }),
-        |_, _| Vote::Yes,
-    )
-    .await;
+    engine
+        .ask(plan, command, call, &mut |_, _: &_| Vote::Yes)
+        .await;
 }
 
 /// What a read found: the leader's record, if a majority supports one, and
@@ -166,31 +140,6 @@ pub(crate) struct Support {
 }
 
 impl Support {
-    /// One node's reading.
-    pub(crate) fn add(&mut self, reading: &Reading) {
-        if let Some(r) = &reading.record {
-            if self.newest.is_none_or(|(epoch, _)| r.epoch >= epoch) {
-                self.newest = Some((r.epoch, r.ttl));
-            }
-        }
-        let Some(record) = reading.current() else {
-            return;
-        };
-        match self
-            .leaders
-            .iter_mut()
-            .find(|(seen, _)| seen.token == record.token)
-        {
-            Some((seen, count)) => {
-                *count += 1;
-                if record.seq > seen.seq {
-                    *seen = record.clone();
-                }
-            }
-            None => self.leaders.push((record.clone(), 1)),
-        }
-    }
-
     /// The TTL of the newest record seen.
     pub(crate) fn hint(&self) -> Option<Duration> {
         self.newest.map(|(_, ttl)| ttl)
@@ -224,14 +173,31 @@ impl Support {
     }
 }
 
+/// Each node's reading, as [`Support`] counts it.
 impl Count<Reading> for Support {
     fn vote(&mut self, _: usize, reading: &Reading) -> Vote {
-        self.add(reading);
-        if reading.current().is_some() {
-            Vote::Yes
-        } else {
-            Vote::No
+        if let Some(r) = &reading.record {
+            if self.newest.is_none_or(|(epoch, _)| r.epoch >= epoch) {
+                self.newest = Some((r.epoch, r.ttl));
+            }
         }
+        let Some(record) = reading.current() else {
+            return Vote::No;
+        };
+        match self
+            .leaders
+            .iter_mut()
+            .find(|(seen, _)| seen.token == record.token)
+        {
+            Some((seen, count)) => {
+                *count += 1;
+                if record.seq > seen.seq {
+                    *seen = record.clone();
+                }
+            }
+            None => self.leaders.push((record.clone(), 1)),
+        }
+        Vote::Yes
     }
 
     fn decide(&self, tally: &Tally) -> Option<Decision> {
@@ -265,13 +231,7 @@ mod tests {
         for reading in readings {
             match reading {
                 Some(r) => {
-                    support.add(r);
-                    let vote = if r.current().is_some() {
-                        Vote::Yes
-                    } else {
-                        Vote::No
-                    };
-                    tally.record(vote);
+                    tally.record(support.vote(0, r));
                 }
                 None => {
                     tally.record(Vote::Failed);
@@ -338,7 +298,7 @@ mod tests {
         ];
         let mut support = Support::default();
         for r in readings.iter().flatten() {
-            support.add(r);
+            support.vote(0, r);
         }
         let trusting = readings
             .iter()

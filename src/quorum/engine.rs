@@ -1,11 +1,11 @@
 //! The engine behind a [`Redlock`](crate::Redlock): the client's shared
 //! state — the nodes, the tuning, the lease counters, the background work —
-//! and what an operation needs of it (its plan, its error). The operations
-//! are beside it: an acquire in [`crate::quorum::attempt`], those on a held
-//! lock in [`crate::quorum::held`], the reads in [`crate::quorum::read`].
+//! and the error of an operation that reached no quorum. The operations
+//! are beside it: the fan-out and its plans in [`crate::quorum::fanout`],
+//! an acquire in [`crate::quorum::attempt`], those on a held lock in
+//! [`crate::quorum::held`], the reads in [`crate::quorum::read`].
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
 
 use tracing::debug;
 
@@ -14,7 +14,7 @@ use crate::error::{Error, Operation, ResourceName};
 use crate::node::reply::Vote;
 use crate::node::Node;
 use crate::quorum::background::Background;
-use crate::quorum::fanout::{self, Outcome, Plan};
+use crate::quorum::fanout::Outcome;
 use crate::quorum::handoff::Handoff;
 use crate::quorum::rule;
 use crate::stats::counters::LeaseCounters;
@@ -29,7 +29,7 @@ pub(crate) struct Engine {
     pub(crate) handoff: Option<Arc<Handoff>>,
     /// Renewal and lost-signal counters of every lock taken through this engine.
     pub(crate) leases: Arc<LeaseCounters>,
-    /// Work left running after a call returned, for [`Engine::settle`].
+    /// Work left running after a call returned, for [`Redlock::settle`](crate::Redlock::settle).
     pub(crate) background: Background,
 }
 
@@ -39,50 +39,26 @@ impl Engine {
         rule::majority(self.nodes.len())
     }
 
-    /// A majority within the node timeout, undecided at `until`.
-    pub(crate) fn majority(&self, until: Option<Instant>) -> Plan {
-        Plan {
-            needed: self.needed(),
-            timeout: self.config.node_timeout,
-            until,
-        }
-    }
-
-    /// Every node's answer (a failure counts as an answer) within `timeout`.
-    pub(crate) fn everyone(&self, timeout: Duration) -> Plan {
-        Plan {
-            needed: self.nodes.len(),
-            timeout,
-            until: None,
-        }
-    }
-
     /// Opens every connection, waiting at most the connect timeout; a node
     /// that does not answer is not an error here (it may come up later).
     pub(crate) async fn connect_all(&self) {
         let quarantine = self.config.restart_quarantine;
-        let outcome = fanout::ask(
-            &self.nodes,
-            &self.background,
-            self.everyone(self.config.connect_timeout),
-            |_, node, window| {
-                let node = node.clone();
-                async move {
-                    let mut result = node.ping(window).await;
-                    if result.is_ok() {
-                        result = node.load_scripts(window).await;
-                    }
-                    if let (Ok(()), Some(required)) = (&result, quarantine) {
-                        // Reads the uptime now, so a fresh node is known
-                        // before the first acquire.
-                        result = node.check_standing(required, window).await;
-                    }
-                    Ok(result)
+        let call = |_, node: Node, _, window| async move {
+            let connected = async {
+                node.ping(window).await?;
+                node.load_scripts(window).await?;
+                match quarantine {
+                    // Reads the uptime now, so a fresh node is known before
+                    // the first acquire.
+                    Some(required) => node.check_standing(required, window).await,
+                    None => Ok(()),
                 }
-            },
-            |_, _| Vote::Yes,
-        )
-        .await;
+            };
+            Ok(connected.await)
+        };
+        let plan = self.everyone(self.config.connect_timeout);
+        let vote = &mut |_, _: &_| Vote::Yes;
+        let outcome = self.ask(plan, Arc::new(()), call, vote).await;
         for (i, result) in outcome.replies {
             if let Err(failure) = result {
                 debug!(node = %self.nodes[i].label(), %failure, "node not reachable yet");
@@ -94,11 +70,6 @@ impl Engine {
     pub(crate) fn stats(&self) -> Stats {
         let nodes = self.nodes.iter().map(|n| n.counters().snapshot());
         self.leases.stats(nodes.collect())
-    }
-
-    /// Waits for this engine's background work; see [`Background::settle`].
-    pub(crate) async fn settle(&self, limit: Duration) -> bool {
-        self.background.settle(limit).await
     }
 
     /// The error for an operation on a held lock that reached no quorum.

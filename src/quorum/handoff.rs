@@ -44,6 +44,7 @@ struct State {
     started: bool,
 }
 
+#[derive(Default)]
 struct Channel {
     notify: Arc<Notify>,
     watchers: usize,
@@ -87,13 +88,9 @@ impl Handoff {
     /// Subscriptions on the [`listened`] nodes of `nodes`, from a node
     /// picked at random; nothing is connected before the first watch.
     pub(crate) fn listening(nodes: &[Node], connect_timeout: Duration) -> Self {
-        let clients = listened(nodes.len(), crate::random::below(nodes.len()))
+        let clients: Vec<_> = listened(nodes.len(), crate::random::below(nodes.len()))
             .map(|i| (nodes[i].label().to_owned(), nodes[i].client().clone()))
             .collect();
-        Self::new(clients, connect_timeout)
-    }
-
-    pub(crate) fn new(clients: Vec<(String, Client)>, connect_timeout: Duration) -> Self {
         let sinks = vec![None; clients.len()];
         Self {
             clients,
@@ -139,11 +136,7 @@ impl Handoff {
                 let name = channel(resource);
                 let entry = state.channels.entry(name.clone()).or_insert_with(|| {
                     fresh.push(name.clone());
-                    Channel {
-                        notify: Arc::new(Notify::new()),
-                        watchers: 0,
-                        last: Vec::new(),
-                    }
+                    Channel::default()
                 });
                 entry.watchers += 1;
                 watch.channels.push((name, entry.notify.clone()));
@@ -151,16 +144,13 @@ impl Handoff {
             state.sinks.iter().flatten().cloned().collect::<Vec<_>>()
         };
         if !fresh.is_empty() {
-            let mut subscribing: FuturesUnordered<_> = sinks
-                .into_iter()
-                .map(|mut sink| {
-                    let fresh = fresh.clone();
-                    async move {
-                        let _ = tokio::time::timeout(timeout, sink.subscribe(fresh)).await;
-                    }
-                })
-                .collect();
-            while subscribing.next().await.is_some() {}
+            let subscribing = sinks.into_iter().map(|mut sink| {
+                let fresh = fresh.clone();
+                async move {
+                    let _ = tokio::time::timeout(timeout, sink.subscribe(fresh)).await;
+                }
+            });
+            futures::future::join_all(subscribing).await;
         }
         watch
     }
@@ -175,35 +165,6 @@ impl Handoff {
         tokio::time::timeout(limit, ready.wait_for(|&n| n >= all))
             .await
             .is_ok_and(|r| r.is_ok())
-    }
-
-    fn unwatch(&self, channels: &[(Vec<u8>, Arc<Notify>)]) {
-        let mut gone = Vec::new();
-        let sinks = {
-            let mut state = self.state();
-            for (name, _) in channels {
-                if let Some(entry) = state.channels.get_mut(name) {
-                    entry.watchers = entry.watchers.saturating_sub(1);
-                    if entry.watchers == 0 {
-                        state.channels.remove(name);
-                        gone.push(name.clone());
-                    }
-                }
-            }
-            state.sinks.iter().flatten().cloned().collect::<Vec<_>>()
-        };
-        if gone.is_empty() {
-            return;
-        }
-        if let Ok(handle) = tokio::runtime::Handle::try_current() {
-            let timeout = self.connect_timeout;
-            for mut sink in sinks {
-                let gone = gone.clone();
-                handle.spawn(async move {
-                    let _ = tokio::time::timeout(timeout, sink.unsubscribe(gone)).await;
-                });
-            }
-        }
     }
 
     fn announce(&self, channel: &[u8], release: &[u8]) {
@@ -222,6 +183,7 @@ impl Handoff {
 
 /// A waiter's registration; dropping it ends the subscription when no
 /// other waiter of this client needs it.
+#[derive(Debug)]
 pub(crate) struct Watch {
     handoff: Arc<Handoff>,
     channels: Vec<(Vec<u8>, Arc<Notify>)>,
@@ -240,47 +202,62 @@ impl Watch {
     }
 }
 
+/// Ends the subscription to each channel no other waiter watches.
 impl Drop for Watch {
     fn drop(&mut self) {
-        self.handoff.unwatch(&self.channels);
-    }
-}
-
-impl std::fmt::Debug for Watch {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Watch")
-            .field("channels", &self.channels.len())
-            .finish()
+        let mut gone = Vec::new();
+        let sinks = {
+            let mut state = self.handoff.state();
+            for (name, _) in &self.channels {
+                if let Some(entry) = state.channels.get_mut(name) {
+                    entry.watchers = entry.watchers.saturating_sub(1);
+                    if entry.watchers == 0 {
+                        state.channels.remove(name);
+                        gone.push(name.clone());
+                    }
+                }
+            }
+            state.sinks.iter().flatten().cloned().collect::<Vec<_>>()
+        };
+        if gone.is_empty() {
+            return;
+        }
+        if let Ok(handle) = tokio::runtime::Handle::try_current() {
+            let timeout = self.handoff.connect_timeout;
+            for mut sink in sinks {
+                let gone = gone.clone();
+                handle.spawn(async move {
+                    let _ = tokio::time::timeout(timeout, sink.unsubscribe(gone)).await;
+                });
+            }
+        }
     }
 }
 
 /// Keeps one node's subscriber connection up: connects, subscribes to every
 /// channel in use, forwards announcements, reconnects after errors.
 async fn run_node(handoff: Weak<Handoff>, i: usize, stop: CancellationToken) {
+    let Some((label, client, connect_timeout)) = handoff.upgrade().map(|h| {
+        let (label, client) = h.clients[i].clone();
+        (label, client, h.connect_timeout)
+    }) else {
+        return;
+    };
     let mut backoff = Duration::from_millis(50);
     loop {
-        let Some(h) = handoff.upgrade() else { return };
-        let (label, client) = h.clients[i].clone();
-        let connect_timeout = h.connect_timeout;
-        drop(h);
         let connected = tokio::select! {
             _ = stop.cancelled() => return,
             r = tokio::time::timeout(connect_timeout, client.get_async_pubsub()) => r,
         };
-        let pubsub = match connected {
-            Ok(Ok(p)) => p,
-            Ok(Err(e)) => {
-                debug!(node = %label, error = %e, "hand-off subscriber cannot connect");
-                wait_or_stop(&stop, &mut backoff).await;
-                continue;
-            }
-            Err(_) => {
-                debug!(node = %label, "hand-off subscriber connect timed out");
+        let connected = connected.map_err(|_| "timed out".to_owned());
+        let (mut sink, mut stream) = match connected.and_then(|r| r.map_err(|e| e.to_string())) {
+            Ok(pubsub) => pubsub.split(),
+            Err(error) => {
+                debug!(node = %label, %error, "hand-off subscriber cannot connect");
                 wait_or_stop(&stop, &mut backoff).await;
                 continue;
             }
         };
-        let (mut sink, mut stream) = pubsub.split();
         let mut subscribed = true;
         let current: Vec<Vec<u8>> = {
             let Some(h) = handoff.upgrade() else { return };
@@ -307,10 +284,8 @@ async fn run_node(handoff: Weak<Handoff>, i: usize, stop: CancellationToken) {
             }
         }
         backoff = Duration::from_millis(50);
-        if subscribed {
-            if let Some(h) = handoff.upgrade() {
-                h.ready.send_modify(|n| *n += 1);
-            }
+        if let (true, Some(h)) = (subscribed, handoff.upgrade()) {
+            h.ready.send_modify(|n| *n += 1);
         }
         loop {
             let msg = tokio::select! {

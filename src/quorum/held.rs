@@ -5,7 +5,7 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use tracing::debug;
+use tracing::{debug, Instrument};
 
 use crate::error::lost::LostReason;
 use crate::error::{Error, Operation};
@@ -14,71 +14,52 @@ use crate::node::commands::{Announce, Command};
 use crate::node::reply::Vote;
 use crate::node::{Extended, Node};
 use crate::quorum::engine::Engine;
-use crate::quorum::fanout::{self, Outcome, Plan};
+use crate::quorum::fanout::{Outcome, Plan};
 use crate::quorum::remote_check::{self, Remote};
 use crate::quorum::repair::{Gate, Repairs};
 use crate::quorum::set_order::SetFuture;
-use crate::quorum::traced::in_span;
 use crate::token::Token;
 use crate::validity::{self, Late, Term, Ttl};
 
 impl Engine {
-    /// Compare-and-delete on `nodes` (some or all of this engine's), each
-    /// queued behind that node's `SET` of `sets` (one per node of `nodes`),
-    /// announced to waiters as `announce` says; decided once `needed` nodes
-    /// confirmed (or that became impossible), the rest goes on in the
-    /// background. With a held lock's `repairs` (`nodes` being all of the
-    /// engine's), each node's release also waits for a repair running
-    /// there and stops any later one.
+    /// Compare-and-delete on the nodes of `plan`, each queued behind that
+    /// node's `SET` of `sets` (one per node of the plan), announced to
+    /// waiters as `announce` says; the rest goes on in the background once
+    /// the plan is decided. With a held lock's `repairs` (the plan being
+    /// on all of the engine's nodes), each node's release also waits for a
+    /// repair running there and stops any later one.
     ///
-    /// With `needed` = every node (the cleanup of a failed attempt), a
-    /// failure is an answer too: this waits for every node's answer (within
-    /// the node timeout), so that a node that failed fast does not end the
-    /// wait before a healthy node's release was even sent — the caller's
-    /// next attempt would then reach that node before it.
-    #[allow(clippy::too_many_arguments)]
+    /// A plan that waits for [`everyone`](Self::everyone) (the cleanup of
+    /// a failed attempt) keeps a node that failed fast from ending the wait
+    /// before a healthy node's release was even sent — the caller's next
+    /// attempt would then reach that node before it.
     pub(crate) async fn release_among(
         &self,
-        nodes: &Arc<[Node]>,
+        plan: Plan,
         keys: &Keys,
         token: &Token,
         sets: Vec<SetFuture>,
         repairs: Option<&Arc<Repairs>>,
-        needed: usize,
         announce: Announce,
     ) -> Outcome<bool> {
         let command = Command::release(keys, token, announce);
         let mut sets = sets.into_iter();
-        let plan = Plan {
-            needed,
-            timeout: self.config.node_timeout,
-            until: None,
-        };
-        let everyone = needed >= nodes.len();
-        fanout::ask(
-            nodes,
-            &self.background,
-            plan,
-            fanout::each(command, |i, node, command, window| {
-                let (keys, set, repairs) = (keys.clone(), sets.next(), repairs.cloned());
-                async move {
-                    if let Some(set) = set {
-                        set.over().await;
-                    }
-                    if let Some(repairs) = repairs {
-                        repairs.close(i).await;
-                    }
-                    match node.release(&keys, &command, window).await {
-                        Err(failure) if everyone && !failure.kind.is_timeout() => Ok(false),
-                        result => result,
-                    }
+        let call = |i, node: Node, command: Arc<Command>, window| {
+            let (keys, set, repairs) = (keys.clone(), sets.next(), repairs.cloned());
+            async move {
+                if let Some(set) = set {
+                    set.over().await;
                 }
-            }),
-            // Deleted now, or already gone: either way the key no longer
-            // carries the token.
-            |_, _| Vote::Yes,
-        )
-        .await
+                if let Some(repairs) = repairs {
+                    repairs.close(i).await;
+                }
+                node.release(&keys, &command, window).await
+            }
+        };
+        // Deleted now, or already gone: either way the key no longer
+        // carries the token.
+        self.ask(plan, command, call, &mut |_, _: &bool| Vote::Yes)
+            .await
     }
 
     /// Release for a held lock: `Ok` once a majority confirmed that the key
@@ -91,78 +72,47 @@ impl Engine {
         repairs: &Arc<Repairs>,
     ) -> Result<(), Error> {
         let span = tracing::debug_span!("release", resource = %keys, token = %token);
-        in_span(span, async move {
-            let outcome = self
-                .release_among(
-                    &self.nodes,
-                    keys,
-                    token,
-                    sets,
-                    Some(repairs),
-                    self.needed(),
-                    Announce::Waiters,
-                )
-                .await;
-            if outcome.reached() {
-                return Ok(());
-            }
-            Err(self.unavailable(Operation::Release, keys.name(), outcome))
-        })
-        .await
+        let plan = self.majority();
+        let release = self.release_among(plan, keys, token, sets, Some(repairs), Announce::Waiters);
+        let outcome = release.instrument(span).await;
+        if outcome.reached() {
+            return Ok(());
+        }
+        Err(self.unavailable(Operation::Release, keys.name(), outcome))
     }
 
     /// Releases in the background (a dropped lock, a cancelled attempt),
-    /// when a tokio runtime is present; announced, since nothing tells
-    /// whether a waiter needs it.
+    /// when a tokio runtime is present, waiting for every node; announced,
+    /// since nothing tells whether a waiter needs it. With `on`, only on
+    /// the nodes at those indices: the part of a semaphore's grant that it
+    /// did not keep, on the nodes that may hold some. Each release is
+    /// queued behind that node's `SET` of `sets` (one per node of this
+    /// engine).
     pub(crate) fn spawn_release(
         self: &Arc<Self>,
         keys: Keys,
         token: Token,
-        sets: Vec<SetFuture>,
+        mut sets: Vec<SetFuture>,
         repairs: Option<Arc<Repairs>>,
+        on: Option<&[usize]>,
     ) {
-        let engine = self.clone();
-        self.background.spawn(async move {
-            let all = engine.nodes.len();
-            engine
-                .release_among(
-                    &engine.nodes,
-                    &keys,
-                    &token,
-                    sets,
-                    repairs.as_ref(),
-                    all,
-                    Announce::Waiters,
-                )
-                .await;
-        });
-    }
-
-    /// Releases `keys` in the background on the nodes at the indices `on`
-    /// only, each queued behind its `SET` of `sets` (one per node of this
-    /// engine), announced: the part of a semaphore's grant that it did not
-    /// keep, on the nodes that may hold some.
-    pub(crate) fn spawn_release_on(
-        self: &Arc<Self>,
-        keys: Keys,
-        token: Token,
-        sets: &[SetFuture],
-        on: &[usize],
-    ) {
-        let nodes: Arc<[Node]> = on
-            .iter()
-            .filter_map(|&i| self.nodes.get(i).cloned())
-            .collect();
-        let sets: Vec<SetFuture> = on.iter().filter_map(|&i| sets.get(i).cloned()).collect();
-        if nodes.is_empty() || nodes.len() != sets.len() {
-            return;
+        let mut plan = self.everyone(self.config.node_timeout);
+        if let Some(on) = on {
+            plan.nodes = on
+                .iter()
+                .filter_map(|&i| self.nodes.get(i).cloned())
+                .collect();
+            sets = on.iter().filter_map(|&i| sets.get(i).cloned()).collect();
+            if plan.nodes.is_empty() || plan.nodes.len() != sets.len() {
+                return;
+            }
         }
         let engine = self.clone();
         self.background.spawn(async move {
-            let all = nodes.len();
-            engine
-                .release_among(&nodes, &keys, &token, sets, None, all, Announce::Waiters)
-                .await;
+            let repairs = repairs.as_ref();
+            let release =
+                engine.release_among(plan, &keys, &token, sets, repairs, Announce::Waiters);
+            release.await;
         });
     }
 
@@ -170,11 +120,12 @@ impl Engine {
     /// shortened), measured from `start` (taken before this is called);
     /// the new term ([`Term::extended`]) when a majority extended before
     /// `deadline` (the lock's, while the extension is in flight), the
-    /// reason the lock is lost otherwise. Once the new term is known, the
-    /// nodes that answered that the key is missing get it back with `SET
-    /// NX` until the new deadline ([`crate::quorum::repair`]).
+    /// reason the lock is lost otherwise ([`Engine::confirm`]). Once the
+    /// new term is known, the nodes that answered that the key is missing
+    /// get it back with `SET NX` until the new deadline
+    /// ([`crate::quorum::repair`]).
     pub(crate) async fn extend(
-        &self,
+        self: &Arc<Self>,
         keys: &Keys,
         token: &Token,
         repairs: &Arc<Repairs>,
@@ -183,55 +134,32 @@ impl Engine {
         deadline: Instant,
     ) -> Result<Term, LostReason> {
         let span = tracing::debug_span!("extend", resource = %keys, token = %token);
-        in_span(span, async move {
-            let remaining = validity::left(deadline, start);
-            if remaining.is_zero() {
-                return Err(LostReason::Expired);
-            }
+        async move {
             let command = Command::extend(keys, token, ttl.duration);
-            let (gate, pending) = Gate::new(
-                keys,
-                token,
-                repairs,
-                &self.background,
-                self.config.node_timeout,
-                self.config.restart_quarantine,
-            );
-            let plan = Plan {
-                timeout: self.config.node_timeout.min(remaining),
-                ..self.majority(Some(deadline))
-            };
-            let outcome = fanout::ask(
-                &self.nodes,
-                &self.background,
-                plan,
-                fanout::each(command, |i, node, command, window| {
-                    let pending = pending.clone();
-                    async move {
-                        let extended = node.extend(&command, window).await?;
-                        match extended {
-                            Extended::Missing => pending.repair(i, node, true),
-                            Extended::Yes if pending.lacks_record(i) => {
-                                pending.repair(i, node, false);
-                            }
-                            _ => {}
+            let (gate, pending) = Gate::new(self, keys, token, repairs);
+            let call = |i, node: Node, command: Arc<Command>, window| {
+                let pending = pending.clone();
+                async move {
+                    let extended = node.extend(&command, window).await?;
+                    match extended {
+                        Extended::Missing => pending.repair(i, node, true),
+                        Extended::Yes if pending.repairs.lacks_record(i) => {
+                            pending.repair(i, node, false);
                         }
-                        Ok(extended)
+                        _ => {}
                     }
-                }),
-                |i, &extended| {
-                    if extended == Extended::Yes {
-                        Vote::Yes
-                    } else {
-                        debug!(node = %self.nodes[i].label(), ?extended, "token gone on node");
-                        Vote::No
-                    }
-                },
-            )
-            .await;
-            if !outcome.reached() {
-                return Err(outcome.lost());
-            }
+                    Ok(extended)
+                }
+            };
+            let vote = |i: usize, &extended: &Extended| {
+                if extended == Extended::Yes {
+                    Vote::Yes
+                } else {
+                    debug!(node = %self.nodes[i].label(), ?extended, "token gone on node");
+                    Vote::No
+                }
+            };
+            self.confirm(deadline, command, call, vote).await?;
             let now = Instant::now();
             let term = Term::extended(deadline, start, ttl, now).map_err(|late| match late {
                 Late::Expired => LostReason::Expired,
@@ -242,7 +170,8 @@ impl Engine {
             let elapsed = now.saturating_duration_since(start);
             debug!(?elapsed, ?valid, "extended");
             Ok(term)
-        })
+        }
+        .instrument(span)
         .await
     }
 
@@ -252,18 +181,14 @@ impl Engine {
     /// can carry it, an error when the nodes that failed or did not answer
     /// could have tipped it either way.
     pub(crate) async fn holds(&self, keys: &Keys, token: &Token) -> Result<bool, Error> {
-        let command = Command::holds(keys, token);
+        let call = |_, node: Node, command: Arc<Command>, window| async move {
+            node.holds(&command, window).await
+        };
         let vote = |_: usize, &held: &bool| if held { Vote::Yes } else { Vote::No };
-        let outcome = fanout::counted(
-            &self.nodes,
-            &self.background,
-            self.majority(None),
-            fanout::each(command, |_, node, command, window| async move {
-                node.holds(&command, window).await
-            }),
-            &mut (vote, remote_check::decision),
-        )
-        .await;
+        let count = &mut (vote, remote_check::decision);
+        let outcome = self
+            .ask(self.majority(), Command::holds(keys, token), call, count)
+            .await;
         match remote_check::verdict(&outcome.tally) {
             Some(Remote::Held) => Ok(true),
             Some(Remote::NotHeld) => Ok(false),

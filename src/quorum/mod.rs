@@ -15,4 +15,3 @@ pub(crate) mod retry;
 pub(crate) mod rule;
 pub(crate) mod set_order;
 pub(crate) mod slots;
-pub(crate) mod traced;

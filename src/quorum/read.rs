@@ -4,14 +4,14 @@
 
 use std::sync::Arc;
 
-use crate::error::{NodeFailureKind, ResourceName};
+use crate::error::ResourceName;
 use crate::keys::Keys;
 use crate::node::commands::Command;
 use crate::node::reply::Vote;
 use crate::node::Node;
 use crate::quorum::engine::Engine;
-use crate::quorum::fanout::{self, Plan};
-use crate::quorum::rule::{self, Tally};
+use crate::quorum::fanout::Plan;
+use crate::quorum::rule;
 use crate::random;
 use crate::status::{NodeView, Status};
 
@@ -50,18 +50,13 @@ impl Engine {
     /// Reads each of `keys` on every node, in parallel: one status per key.
     pub(crate) async fn statuses(&self, keys: Arc<[Vec<u8>]>) -> Vec<Status> {
         let views = self.views(&self.nodes, keys.clone()).await;
-        let mut per_key: Vec<Vec<(String, NodeView)>> = vec![Vec::new(); keys.len()];
-        for (node, node_views) in self.nodes.iter().zip(views) {
-            for (k, view) in node_views.into_iter().enumerate() {
-                if let Some(list) = per_key.get_mut(k) {
-                    list.push((node.label().to_owned(), view));
-                }
-            }
-        }
-        keys.iter()
-            .zip(per_key)
-            .map(|(key, nodes)| Status::new(ResourceName::new(key), nodes, self.needed()))
-            .collect()
+        let status = |(k, key): (usize, &Vec<u8>)| {
+            let nodes = self.nodes.iter().zip(&views);
+            let nodes = nodes
+                .filter_map(|(node, views)| Some((node.label().to_owned(), views.get(k)?.clone())));
+            Status::new(ResourceName::new(key), nodes.collect(), self.needed())
+        };
+        keys.iter().enumerate().map(status).collect()
     }
 
     /// What each of `nodes` holds for each of `keys` (read-only; every
@@ -74,35 +69,22 @@ impl Engine {
     /// behind [`status`](Self::status) and a waiter's look.
     async fn views(&self, nodes: &Arc<[Node]>, keys: Arc<[Vec<u8>]>) -> Vec<Vec<NodeView>> {
         let timeout = rule::read_timeout(self.config.node_timeout, keys.len());
-        let (command, count) = (Command::peek(&keys), keys.len());
+        let count = keys.len();
         let plan = Plan {
-            needed: nodes.len(),
-            timeout,
-            until: None,
+            nodes: nodes.clone(),
+            ..self.everyone(timeout)
         };
-        // Every node is heard (or times out): a node that fails early must
-        // not end the read before the others answered.
-        let heard = |tally: &Tally| (tally.pending() == 0).then(|| tally.decision()).flatten();
-        let outcome = fanout::counted(
-            nodes,
-            &self.background,
-            plan,
-            fanout::each(command, |_, node, command, window| async move {
-                node.peek(&command, count, window).await
-            }),
-            &mut (|_: usize, _: &Vec<NodeView>| Vote::Yes, heard),
-        )
-        .await;
-        let mut views: Vec<Vec<NodeView>> = nodes
-            .iter()
-            .map(|node| {
-                let silent = node.failure(NodeFailureKind::Timeout(timeout));
-                vec![NodeView::Failed(silent); keys.len()]
-            })
-            .collect();
+        let call = |_, node: Node, command: Arc<Command>, window| async move {
+            node.peek(&command, count, window).await
+        };
+        let vote = &mut |_, _: &Vec<NodeView>| Vote::Yes;
+        let outcome = self.ask(plan, Command::peek(&keys), call, vote).await;
+        // Waiting for everyone, each node answered or failed (a timeout at
+        // the latest).
+        let mut views = vec![Vec::new(); nodes.len()];
         for failure in outcome.failures {
             if let Some(i) = nodes.iter().position(|n| n.label() == failure.node) {
-                views[i] = vec![NodeView::Failed(failure); keys.len()];
+                views[i] = vec![NodeView::Failed(failure); count];
             }
         }
         for (i, answered) in outcome.replies {

@@ -38,7 +38,7 @@ use crate::keys::Keys;
 use crate::node::commands::Command;
 use crate::node::election::Record;
 use crate::node::{Node, Window};
-use crate::quorum::background::Background;
+use crate::quorum::engine::Engine;
 use crate::token::Token;
 use crate::validity;
 
@@ -124,25 +124,21 @@ pub(crate) struct Gate(watch::Sender<Option<Instant>>);
 
 impl Gate {
     /// A closed gate for one extension of `keys` held with `token`, and
-    /// the repairs behind it (one per node that answers "missing").
-    /// With `quarantine`, a node is repaired only while it may vote (a
-    /// restarted node stays out until its quarantine ends).
+    /// the repairs behind it (one per node that answers "missing"). With
+    /// the `engine`'s quarantine, a node is repaired only while it may vote
+    /// (a restarted node stays out until its quarantine ends).
     pub(crate) fn new(
+        engine: &Arc<Engine>,
         keys: &Keys,
         token: &Token,
         repairs: &Arc<Repairs>,
-        background: &Background,
-        node_timeout: Duration,
-        quarantine: Option<Duration>,
     ) -> (Self, Arc<Pending>) {
         let (open, wait) = watch::channel(None);
         let pending = Pending {
+            engine: engine.clone(),
             keys: keys.clone(),
             token: token.clone(),
             repairs: repairs.clone(),
-            background: background.clone(),
-            node_timeout,
-            quarantine,
             wait,
         };
         (Self(open), Arc::new(pending))
@@ -157,21 +153,14 @@ impl Gate {
 /// What a node's repair needs, shared by the nodes of one extension.
 #[derive(Debug)]
 pub(crate) struct Pending {
+    engine: Arc<Engine>,
     keys: Keys,
     token: Token,
-    repairs: Arc<Repairs>,
-    background: Background,
-    node_timeout: Duration,
-    quarantine: Option<Duration>,
+    pub(crate) repairs: Arc<Repairs>,
     wait: watch::Receiver<Option<Instant>>,
 }
 
 impl Pending {
-    /// Whether node `i` holds the lock but may lack the leader's record.
-    pub(crate) fn lacks_record(&self, i: usize) -> bool {
-        self.repairs.lacks_record(i)
-    }
-
     /// `node` (the `i`th) answered "missing" (`lock_missing`), or holds
     /// the lock without a record of its leader: in the background, once
     /// the extension is confirmed (at once if it already is), `SET NX PX`
@@ -182,7 +171,7 @@ impl Pending {
         if lock_missing {
             self.repairs.recorded(i, false);
         }
-        let background = self.background.clone();
+        let background = self.engine.background.clone();
         background.spawn(async move {
             let mut wait = self.wait.clone();
             // Not confirmed: the gate was dropped closed, and `wait_for` fails.
@@ -201,9 +190,10 @@ impl Pending {
             let Some(ttl) = ttl_left(deadline, Instant::now()) else {
                 return;
             };
-            let window = Window::from_now(self.node_timeout.min(ttl));
+            let config = &self.engine.config;
+            let window = Window::from_now(config.node_timeout.min(ttl));
             let admitted = async {
-                if let Some(required) = self.quarantine {
+                if let Some(required) = config.restart_quarantine {
                     node.check_standing(required, window).await?;
                 }
                 let set = if lock_missing {

@@ -38,95 +38,76 @@ pub(crate) async fn acquire(
 ) -> Result<Granted> {
     let start = Instant::now();
     let counters = engine.leases.of(claim.holding().primitive);
-    let result = attempts(engine, claim, ttl, retry).await;
+    let result: Result<Granted> = async {
+        let deadline = retry.deadline(Instant::now());
+        let cfg = &engine.config;
+        let ttl = cfg.check_ttl(ttl)?;
+        let mut attempts: u32 = 0;
+        let mut watch: Option<Watch> = None;
+        let mut spread = HANDOFF_JITTER;
+        let mut woken = false;
+        loop {
+            attempts = attempts.saturating_add(1);
+            let began = Instant::now();
+            let attempt = attempt::once(engine, &claim, Token::generate(), ttl).await;
+            counters.attempted(began.elapsed());
+            let mut failure = match attempt {
+                Ok(granted) => return Ok(granted),
+                Err(failure) => failure,
+            };
+            // Drawn from the OS: workers forked from one process must not
+            // back off in step (see `random`).
+            let delay = rule::backoff(cfg.retry_delay_min, cfg.retry_delay_max, random::unit());
+            // A delay too large to add to an instant never fits.
+            let out_of_time =
+                deadline.is_some_and(|d| Instant::now().checked_add(delay).is_none_or(|t| t >= d));
+            // Nodes that refuse the credentials, the rights or the key's type
+            // refuse the next attempt too: no retry reaches a quorum.
+            let nodes = engine.nodes.len();
+            let misconfigured = misconfigured(&failure.failures, nodes, failure.tally.needed());
+            if !retry.allows(attempts)
+                || out_of_time
+                || misconfigured
+                || failure.fence_exhausted.is_some()
+            {
+                if let Some(key) = claim.keys().fence_key() {
+                    name_counter(&mut failure.failures, key);
+                }
+                let resource = match claim.resources() {
+                    Some(keys) if is_contended(&failure) => engine.held_resource(keys).await,
+                    _ => claim.name(),
+                };
+                return Err(error(nodes, resource, ttl.duration, attempts, failure));
+            }
+            let held = failure.tally.no() > 0;
+            if held && woken {
+                // Woken by a release, and another waiter was faster.
+                spread = widened(spread);
+            }
+            woken = false;
+            match (&engine.handoff, &watch) {
+                (Some(handoff), None) if held => {
+                    // Subscribe, then retry at once: a release that came
+                    // before the subscription is not missed.
+                    watch = Some(handoff.watch(claim.keys(), cfg.node_timeout).await);
+                }
+                (_, Some(w)) if held => {
+                    // With a count of retries to keep, each retry comes
+                    // after the retry delay as configured.
+                    let patience = patience(delay, retry.count().is_none(), deadline);
+                    woken = wait_for_release(engine, &claim, w, patience, &mut spread).await;
+                }
+                _ => tokio::time::sleep(delay).await,
+            }
+        }
+    }
+    .await;
     let outcome = match &result {
         Ok(_) => Outcome::Granted,
         Err(e) => Outcome::of(e),
     };
     counters.acquired(outcome, start.elapsed());
     result
-}
-
-/// [`acquire`] without the counting of its outcome.
-async fn attempts(
-    engine: &Arc<Engine>,
-    claim: impl Claim,
-    ttl: Duration,
-    retry: Retry,
-) -> Result<Granted> {
-    let deadline = retry.deadline(Instant::now());
-    let cfg = &engine.config;
-    let ttl = cfg.check_ttl(ttl)?;
-    let mut attempts: u32 = 0;
-    let mut watch: Option<Watch> = None;
-    let mut spread = HANDOFF_JITTER;
-    let mut woken = false;
-    loop {
-        attempts = attempts.saturating_add(1);
-        let token = Token::generate();
-        let began = Instant::now();
-        let attempt = attempt::once(engine, &claim, token, ttl).await;
-        engine
-            .leases
-            .of(claim.holding().primitive)
-            .attempted(began.elapsed());
-        let failure = match attempt {
-            Ok(granted) => return Ok(granted),
-            Err(failure) => failure,
-        };
-        // Drawn from the OS: workers forked from one process must not
-        // back off in step (see `random`).
-        let delay = rule::backoff(cfg.retry_delay_min, cfg.retry_delay_max, random::unit());
-        // A delay too large to add to an instant never fits.
-        let out_of_time =
-            deadline.is_some_and(|d| Instant::now().checked_add(delay).is_none_or(|t| t >= d));
-        // Nodes that refuse the credentials, the rights or the key's type
-        // refuse the next attempt too: no retry reaches a quorum.
-        let misconfigured = misconfigured(
-            &failure.failures,
-            engine.nodes.len(),
-            failure.tally.needed(),
-        );
-        if !retry.allows(attempts)
-            || out_of_time
-            || misconfigured
-            || failure.fence_exhausted.is_some()
-        {
-            let mut failure = failure;
-            if let Some(key) = claim.keys().fence_key() {
-                name_counter(&mut failure.failures, key);
-            }
-            let resource = match claim.resources() {
-                Some(keys) if is_contended(&failure) => engine.held_resource(keys).await,
-                _ => claim.name(),
-            };
-            return Err(error(engine, resource, ttl.duration, attempts, failure));
-        }
-        let held = failure.tally.no() > 0;
-        if held && woken {
-            // Woken by a release, and another waiter was faster.
-            spread = widened(spread);
-        }
-        woken = false;
-        match (&engine.handoff, &watch) {
-            (Some(handoff), None) if held => {
-                // Subscribe, then retry at once: a release that came before
-                // the subscription is not missed.
-                watch = Some(handoff.watch(claim.keys(), cfg.node_timeout).await);
-            }
-            (_, Some(w)) if held => {
-                let patience = Patience {
-                    delay,
-                    // With a count of retries to keep, each retry comes
-                    // after the retry delay as configured.
-                    stretch: retry.count().is_none(),
-                    deadline,
-                };
-                woken = wait_for_release(engine, &claim, w, patience, &mut spread).await;
-            }
-            _ => tokio::time::sleep(delay).await,
-        }
-    }
 }
 
 /// Longest pause between a release announcement and a woken waiter's look
@@ -149,35 +130,30 @@ fn widened(spread: Duration) -> Duration {
 /// missed (a subscriber reconnecting) costs at most this much.
 const PATIENCE_MAX: Duration = Duration::from_secs(1);
 
-/// How long a waiter waits for an announcement before it tries anyway.
-#[derive(Debug, Clone, Copy)]
-struct Patience {
-    /// The retry delay drawn for this wait.
+/// How long a waiter waits for an announcement before it tries anyway,
+/// given that the key was seen set for `held_for` more at `now`: its
+/// retry `delay` (drawn for this wait), or with `stretch` (no count of
+/// retries to keep) up to the holder's remaining time.
+///
+/// Announcements tell a waiter about releases; what they cannot tell is
+/// a holder that vanished (its keys expire, nobody announces) or an
+/// announcement missed. So a waiter tries again when the holder's keys
+/// expire, but at the latest after [`PATIENCE_MAX`] (or its retry
+/// delay, if longer), and never before its retry delay: it does not
+/// poll every 0–200 ms as a waiter without announcements must. Never
+/// past the caller's `deadline`.
+fn patience(
     delay: Duration,
-    /// Whether the wait may stretch to the holder's remaining time (no
-    /// count of retries to keep).
     stretch: bool,
-    /// The end of the caller's wait, if any.
     deadline: Option<Instant>,
-}
-
-impl Patience {
-    /// The wait, given that the key was seen set for `held_for` more.
-    ///
-    /// Announcements tell a waiter about releases; what they cannot tell is
-    /// a holder that vanished (its keys expire, nobody announces) or an
-    /// announcement missed. So a waiter tries again when the holder's keys
-    /// expire, but at the latest after [`PATIENCE_MAX`] (or its retry
-    /// delay, if longer), and never before its retry delay: it does not
-    /// poll every 0–200 ms as a waiter without announcements must. Never
-    /// past the caller's deadline.
-    fn wait(&self, held_for: Duration, now: Instant) -> Duration {
-        let wait = if self.stretch {
-            held_for.clamp(self.delay, PATIENCE_MAX.max(self.delay))
+) -> impl Fn(Duration, Instant) -> Duration {
+    move |held_for, now| {
+        let wait = if stretch {
+            held_for.clamp(delay, PATIENCE_MAX.max(delay))
         } else {
-            self.delay
+            delay
         };
-        match self.deadline {
+        match deadline {
             Some(deadline) => wait.min(deadline.saturating_duration_since(now)),
             None => wait,
         }
@@ -202,14 +178,14 @@ async fn wait_for_release(
     engine: &Engine,
     claim: &impl Claim,
     watch: &Watch,
-    patience: Patience,
+    patience: impl Fn(Duration, Instant) -> Duration,
     spread: &mut Duration,
 ) -> bool {
     let look = || async { claim.hint(engine.look(claim.keys()).await) };
     let first_wait = match look().await {
         NodeView::Free => return true,
         // Held: until it expires at most; no answer: the retry delay.
-        view => patience.wait(view.held_for().unwrap_or_default(), Instant::now()),
+        view => patience(view.held_for().unwrap_or_default(), Instant::now()),
     };
     let fallback = tokio::time::sleep(first_wait);
     tokio::pin!(fallback);
@@ -228,7 +204,7 @@ async fn wait_for_release(
         };
         // Set again by a faster waiter, for this long at most.
         let now = Instant::now();
-        if let Some(until) = now.checked_add(patience.wait(held_for, now)) {
+        if let Some(until) = now.checked_add(patience(held_for, now)) {
             if until > fallback.deadline().into_std() {
                 fallback.as_mut().reset(until.into());
             }
@@ -260,13 +236,12 @@ fn is_contended(f: &AttemptFailure) -> bool {
 /// about `resource` (for a refused lock over several resources, the one
 /// found held).
 fn error(
-    engine: &Engine,
+    nodes: usize,
     resource: ResourceName,
     ttl: Duration,
     attempts: u32,
     f: AttemptFailure,
 ) -> Error {
-    let nodes = engine.nodes.len();
     if let Some(highest) = f.fence_exhausted {
         return Error::FenceExhausted { resource, highest };
     }
@@ -278,26 +253,26 @@ fn error(
             attempts,
         };
     }
-    if !is_contended(&f) {
-        Error::Unavailable {
+    let (granted, needed, failures) = (f.tally.yes(), f.tally.needed(), f.failures);
+    if f.tally.outage() || f.tally.no() == 0 {
+        return Error::Unavailable {
             operation: Operation::Acquire,
             resource,
-            granted: f.tally.yes(),
-            needed: f.tally.needed(),
+            granted,
+            needed,
             nodes,
             attempts,
-            failures: f.failures,
-        }
-    } else {
-        Error::Contended {
-            resource,
-            held_elsewhere: f.tally.no(),
-            granted: f.tally.yes(),
-            needed: f.tally.needed(),
-            nodes,
-            attempts,
-            failures: f.failures,
-        }
+            failures,
+        };
+    }
+    Error::Contended {
+        resource,
+        held_elsewhere: f.tally.no(),
+        granted,
+        needed,
+        nodes,
+        attempts,
+        failures,
     }
 }
 
@@ -307,46 +282,38 @@ mod tests {
 
     const MS: Duration = Duration::from_millis(1);
 
-    fn patience(delay: Duration, stretch: bool, deadline: Option<Instant>) -> Patience {
-        Patience {
-            delay,
-            stretch,
-            deadline,
-        }
-    }
-
     #[test]
     fn a_patient_waiter_waits_for_the_holders_keys_within_bounds() {
         let now = Instant::now();
         let p = patience(100 * MS, true, None);
         // The holder's keys expire in 400 ms: that is when it looks again.
-        assert_eq!(p.wait(400 * MS, now), 400 * MS);
+        assert_eq!(p(400 * MS, now), 400 * MS);
         // Never sooner than its retry delay, never later than a second.
-        assert_eq!(p.wait(3 * MS, now), 100 * MS);
-        assert_eq!(p.wait(Duration::from_secs(30), now), PATIENCE_MAX);
-        assert_eq!(p.wait(Duration::MAX, now), PATIENCE_MAX);
+        assert_eq!(p(3 * MS, now), 100 * MS);
+        assert_eq!(p(Duration::from_secs(30), now), PATIENCE_MAX);
+        assert_eq!(p(Duration::MAX, now), PATIENCE_MAX);
         // A retry delay above a second is kept as it is.
         let slow = patience(4000 * MS, true, None);
-        assert_eq!(slow.wait(Duration::from_secs(30), now), 4000 * MS);
-        assert_eq!(slow.wait(MS, now), 4000 * MS);
+        assert_eq!(slow(Duration::from_secs(30), now), 4000 * MS);
+        assert_eq!(slow(MS, now), 4000 * MS);
     }
 
     #[test]
     fn a_waiter_with_a_retry_count_keeps_its_retry_delay() {
         let now = Instant::now();
         let p = patience(150 * MS, false, None);
-        assert_eq!(p.wait(Duration::from_secs(30), now), 150 * MS);
-        assert_eq!(p.wait(MS, now), 150 * MS);
+        assert_eq!(p(Duration::from_secs(30), now), 150 * MS);
+        assert_eq!(p(MS, now), 150 * MS);
     }
 
     #[test]
     fn no_wait_goes_past_the_callers_deadline() {
         let now = Instant::now();
         let p = patience(100 * MS, true, Some(now + 250 * MS));
-        assert_eq!(p.wait(Duration::from_secs(30), now), 250 * MS);
+        assert_eq!(p(Duration::from_secs(30), now), 250 * MS);
         let past = patience(100 * MS, true, Some(now));
-        assert_eq!(past.wait(Duration::from_secs(30), now + MS), Duration::ZERO);
+        assert_eq!(past(Duration::from_secs(30), now + MS), Duration::ZERO);
         let huge = patience(Duration::MAX, true, None);
-        assert_eq!(huge.wait(MS, now), Duration::MAX);
+        assert_eq!(huge(MS, now), Duration::MAX);
     }
 }
