@@ -37,6 +37,7 @@ use tracing::debug;
 use crate::keys::Keys;
 use crate::node::commands::Command;
 use crate::node::election::Record;
+use crate::node::reply::Kind;
 use crate::node::{Node, Window};
 use crate::quorum::engine::Engine;
 use crate::token::Token;
@@ -203,7 +204,7 @@ impl Pending {
                 };
                 if let Some(record) = self.repairs.record() {
                     let command = Command::proclaim(&self.keys, &record);
-                    let carried = node.proclaim(&command, window).await?;
+                    let carried = node.says(&command, Kind::Proclaim, window).await?;
                     self.repairs.recorded(i, carried);
                 }
                 Ok(set)
