@@ -75,9 +75,7 @@ pub(crate) async fn once<C: Claim>(
             let over = sets[i].mark_over_on_drop();
             async move {
                 let _over = over;
-                if let Some(required) = quarantine {
-                    node.check_standing(required, window).await?;
-                }
+                node.check_standing(quarantine, window).await?;
                 node.acquire(&command, shape, window).await
             }
         };

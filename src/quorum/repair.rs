@@ -194,9 +194,8 @@ impl Pending {
             let config = &self.engine.config;
             let window = Window::from_now(config.node_timeout.min(ttl));
             let admitted = async {
-                if let Some(required) = config.restart_quarantine {
-                    node.check_standing(required, window).await?;
-                }
+                node.check_standing(config.restart_quarantine, window)
+                    .await?;
                 let set = if lock_missing {
                     node.repair(&self.keys, &self.token, ttl, window).await?
                 } else {
