@@ -106,7 +106,7 @@ impl Leadership {
     /// # Errors
     ///
     /// [`Error::Lost`](crate::Error::Lost) when no majority took it in time:
-    /// with [`LostReason::Refused`] when so many
+    /// with [`LostReason::Refused`](crate::LostReason::Refused) when so many
     /// nodes no longer hold the leadership that it is certainly gone (the
     /// leadership then counts as lost and its signal fires),
     /// [`Unconfirmed`](crate::LostReason::Unconfirmed) when nodes failed,
