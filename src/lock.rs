@@ -6,19 +6,12 @@ use std::time::{Duration, Instant};
 
 use tracing::Instrument;
 
-use crate::error::lost::LostReason;
 use crate::error::{Error, Result};
-use crate::keys::Keys;
 use crate::lease::renewal::{keep_renewing, Renewal};
 use crate::lease::schedule::Timing;
 use crate::lease::signal::LostSignal;
-use crate::lease::state::Lease;
-use crate::quorum::engine::Engine;
-use crate::quorum::repair::Repairs;
-use crate::quorum::retry::Granted;
-use crate::quorum::set_order::SetFuture;
-use crate::token::Token;
-use crate::validity::{self, Term, Ttl};
+use crate::quorum::held::Held;
+use crate::validity;
 
 mod run;
 
@@ -53,41 +46,8 @@ pub struct Lock {
     released: bool,
 }
 
-/// The state a lock shares with whatever extends it.
-pub(crate) struct Held {
-    pub(crate) engine: Arc<Engine>,
-    pub(crate) keys: Keys,
-    pub(crate) token: Token,
-    fence: Option<u64>,
-    sets: Vec<SetFuture>,
-    /// Term, whether it ended, and the lost-lock signal.
-    pub(crate) lease: Arc<Lease>,
-    /// Serialises extensions, so the term recorded is the one of the
-    /// extension confirmed last.
-    pub(crate) extending: tokio::sync::Mutex<()>,
-    /// The repairs of the lock's keys, each ordered before the release on
-    /// its node.
-    pub(crate) repairs: Arc<Repairs>,
-}
-
 impl Lock {
-    pub(crate) fn new(engine: Arc<Engine>, granted: Granted) -> Self {
-        let term = Term {
-            deadline: granted.deadline,
-            ttl: granted.ttl,
-        };
-        let leases = engine.leases.clone();
-        let lease = Lease::new(granted.keys.clone(), term, leases, granted.holding);
-        let held = Held {
-            repairs: Arc::new(Repairs::new(engine.nodes.len())),
-            engine,
-            keys: granted.keys,
-            token: granted.token,
-            fence: granted.fence,
-            sets: granted.sets,
-            lease: Arc::new(lease),
-            extending: tokio::sync::Mutex::new(()),
-        };
+    pub(crate) fn new(held: Held) -> Self {
         Self {
             held: Arc::new(held),
             released: false,
@@ -340,8 +300,7 @@ impl Lock {
     /// # }
     /// ```
     pub async fn is_held_remotely(&self) -> Result<bool> {
-        let held = &self.held;
-        held.engine.holds(&held.keys, &held.token).await
+        self.held.holds().await
     }
 
     /// Releases the lock on every node (compare-and-delete, so a key that
@@ -374,50 +333,8 @@ impl Lock {
     /// ```
     pub async fn release(mut self) -> Result<()> {
         self.released = true;
-        let held = &self.held;
-        held.lease.end();
-        held.engine
-            .release(&held.keys, &held.token, held.sets.clone(), &held.repairs)
-            .await
-    }
-}
-
-impl Held {
-    /// One extension — [`Lock::extend`] and every renewal — to a checked
-    /// `ttl`, or to the lease's current TTL for `None` (read once it is
-    /// this call's turn). Serialised with every other extension of the
-    /// lock. The term moves by [`Term::extended`] only:
-    /// nothing changes while the extension is in flight, nor when it fails
-    /// or is dropped; once a majority confirmed before the current
-    /// deadline, the deadline is `start + ttl − drift` from this call's
-    /// start. Returns the new deadline; the caller decides what a failure
-    /// means (the lease is left as it is). [`LostReason::AlreadyLost`] when
-    /// the lock ended before or during it.
-    pub(crate) async fn extend(&self, ttl: Option<Ttl>) -> Result<Instant, LostReason> {
-        let _serial = self.extending.lock().await;
-        let current = self.lease.term()?;
-        let ttl = ttl.unwrap_or(current.ttl);
-        let start = Instant::now();
-        let next = self
-            .engine
-            .extend(
-                &self.keys,
-                &self.token,
-                &self.repairs,
-                ttl,
-                start,
-                current.deadline,
-            )
-            .await?;
-        self.lease.extended(next)?;
-        Ok(next.deadline)
-    }
-
-    pub(crate) fn lost(&self, reason: LostReason) -> Error {
-        Error::Lost {
-            resource: self.keys.name(),
-            reason,
-        }
+        self.held.lease.end();
+        self.held.release().await
     }
 }
 

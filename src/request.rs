@@ -213,8 +213,7 @@ impl Options {
     pub(crate) async fn acquire(&self, claim: impl Claim) -> Result<Lock> {
         let engine = &self.engine;
         let retry = self.retry.unwrap_or(engine.config.retry);
-        let granted = retry::acquire(engine, claim, self.ttl, retry).await?;
-        let lock = Lock::new(engine.clone(), granted);
+        let lock = Lock::new(retry::acquire(engine, claim, self.ttl, retry).await?);
         if let Some(renewal) = self.renewal.clone() {
             if let Err(e) = lock.auto_renew(renewal) {
                 let _ = lock.release().await;

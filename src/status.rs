@@ -97,18 +97,6 @@ impl NodeView {
 }
 
 impl Status {
-    pub(crate) fn new(
-        resource: ResourceName,
-        nodes: Vec<(String, NodeView)>,
-        quorum: usize,
-    ) -> Self {
-        Self {
-            resource,
-            nodes,
-            quorum,
-        }
-    }
-
     /// Each value held, with its expiry, in the order of the nodes.
     fn held(&self) -> impl DoubleEndedIterator<Item = (&str, Option<Duration>)> + '_ {
         self.nodes.iter().filter_map(|(_, view)| match view {
@@ -216,7 +204,11 @@ mod tests {
             .enumerate()
             .map(|(i, v)| (format!("127.0.0.1:700{i}/0"), v))
             .collect();
-        Status::new(ResourceName::new(b"r"), nodes, 2)
+        Status {
+            resource: ResourceName::new(b"r"),
+            nodes,
+            quorum: 2,
+        }
     }
 
     #[test]

@@ -150,9 +150,7 @@ impl Redlock {
                 let start = Instant::now();
                 node.ping(window).await?;
                 let latency = start.elapsed();
-                if let Some(required) = quarantine {
-                    node.check_standing(required, window).await?;
-                }
+                node.check_standing(quarantine, window).await?;
                 Ok(latency)
             };
             NodeHealth::from_probe(node.label(), node.within(window, checks).await)

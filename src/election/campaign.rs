@@ -11,11 +11,11 @@ use crate::keys::Keys;
 use crate::lease::renewal::Renewal;
 use crate::lease::schedule::Timing;
 use crate::node::election::Record;
-use crate::quorum::claim::Election;
+use crate::quorum::election;
 use crate::quorum::engine::Engine;
 use crate::request::Options;
 
-use super::leadership::{self, Leadership};
+use super::leadership::Leadership;
 
 /// Wait without limit until elected: the default of [`Campaign::retry`].
 const UNTIL_ELECTED: Retry = Retry::Until(Duration::MAX);
@@ -206,7 +206,7 @@ impl Campaign {
         let start = Instant::now();
         let first = options.retry.unwrap_or(UNTIL_ELECTED);
         loop {
-            let lock = options.acquire(Election(keys.clone())).await?;
+            let lock = options.acquire(keys.clone()).await?;
             let record = Record {
                 // Always set: the election's keys are fenced.
                 epoch: lock.fence().unwrap_or_default(),
@@ -215,7 +215,7 @@ impl Campaign {
                 token: lock.held.token.as_str().to_owned(),
                 value: self.value.clone(),
             };
-            let Err(reason) = leadership::proclaim(&lock, &record).await else {
+            let Err(reason) = election::proclaim(&lock.held, &record).await else {
                 return Ok(Leadership::new(lock, self.name, record));
             };
             let error = lock.held.lost(reason);

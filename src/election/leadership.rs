@@ -8,12 +8,13 @@ use std::future::Future;
 use std::ops::Deref;
 use std::sync::Arc;
 
-use crate::error::lost::{LossKind, LostReason};
+use crate::error::lost::LossKind;
 use crate::error::Result;
 use crate::lease::signal::LostSignal;
-use crate::lock::{Held, Lock};
+use crate::lock::Lock;
 use crate::node::election::Record;
 use crate::quorum::election;
+use crate::quorum::held::Held;
 
 /// This process leads an election; from [`Campaign::lead`](crate::Campaign::lead).
 ///
@@ -105,7 +106,7 @@ impl Leadership {
     /// # Errors
     ///
     /// [`Error::Lost`](crate::Error::Lost) when no majority took it in time:
-    /// with [`LostReason::Refused`] when so many
+    /// with [`LostReason::Refused`](crate::LostReason::Refused) when so many
     /// nodes no longer hold the leadership that it is certainly gone (the
     /// leadership then counts as lost and its signal fires),
     /// [`Unconfirmed`](crate::LostReason::Unconfirmed) when nodes failed,
@@ -138,7 +139,7 @@ impl Leadership {
         // Numbered before it is sent: a dropped proclamation still used up
         // its number, so a later one is never mistaken for an earlier one.
         self.record.seq = next.seq;
-        if let Err(reason) = proclaim(&self.lock, &next).await {
+        if let Err(reason) = election::proclaim(held, &next).await {
             if reason.kind() == LossKind::Lost {
                 held.lease.fail(reason.clone());
             }
@@ -230,16 +231,9 @@ async fn retiring<T>(held: Arc<Held>, step_down: impl Future<Output = T>) -> T {
     let output = step_down.await;
     let engine = held.engine.clone();
     engine.background.spawn(async move {
-        election::retire(&held.engine, &held.keys, &held.token, &held.repairs).await;
+        election::retire(&held).await;
     });
     output
-}
-
-/// Writes `record` on the nodes where `lock`, an election's leadership
-/// lock, still holds its token, and waits for a majority inside its validity.
-pub(super) async fn proclaim(lock: &Lock, record: &Record) -> Result<(), LostReason> {
-    let (held, deadline) = (&lock.held, lock.deadline());
-    election::proclaim(&held.engine, &held.keys, record, &held.repairs, deadline).await
 }
 
 impl Deref for Leadership {

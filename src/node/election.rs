@@ -15,7 +15,6 @@ use std::time::Duration;
 use crate::keys::Keys;
 use crate::node::commands::Command;
 use crate::node::lua;
-use crate::node::reply::Kind;
 use crate::node::{Node, NodeResult, Window};
 use crate::token::Token;
 use crate::validity;
@@ -121,13 +120,6 @@ impl Command {
 }
 
 impl Node {
-    /// Writes a record ([`Command::proclaim`]): true when the node carries
-    /// it (or a later one of the same leader), false when the leadership is
-    /// not held with its token here.
-    pub(crate) async fn proclaim(&self, command: &Command, window: Window) -> NodeResult<bool> {
-        Ok(self.script(command, Kind::Proclaim, window).await?.0)
-    }
-
     /// Reads an election ([`Command::read_leader`]).
     pub(crate) async fn read_leader(
         &self,
@@ -137,12 +129,6 @@ impl Node {
         let (lock, record): (Option<Vec<u8>>, Option<Vec<u8>>) =
             self.counted(window, || self.run_parsed(command)).await?;
         Ok(Reading::new(lock.as_deref(), record.as_deref()))
-    }
-
-    /// Removes a resigning leader's record ([`Command::retire`]): whether
-    /// it was there.
-    pub(crate) async fn retire(&self, command: &Command, window: Window) -> NodeResult<bool> {
-        Ok(self.script(command, Kind::Retire, window).await?.0)
     }
 }
 

@@ -221,11 +221,17 @@ impl Node {
         Ok(views)
     }
 
-    /// Second phase of a fenced acquire: where the token is still held,
-    /// raise the counter from strictly below (see [`Command::commit_fence`]);
-    /// true when the node committed the token ([`Kind::Commit`]).
-    pub(crate) async fn commit_fence(&self, command: &Command, window: Window) -> NodeResult<bool> {
-        Ok(self.script(command, Kind::Commit, window).await?.0)
+    /// Runs `command`, a script that answers yes or no (the fencing
+    /// token's commit, the remote check, a proclamation, a retirement):
+    /// whether the node said yes, as [`reply::counts`] reads a reply of
+    /// `kind`.
+    pub(crate) async fn says(
+        &self,
+        command: &Command,
+        kind: Kind,
+        window: Window,
+    ) -> NodeResult<bool> {
+        Ok(self.script(command, kind, window).await?.0)
     }
 
     /// Compare-and-delete → true when our key(s) were deleted, false when
@@ -264,11 +270,6 @@ impl Node {
                  to the retry delay here"
             );
         }
-    }
-
-    /// Read-only: true when every key of the lock still carries the token.
-    pub(crate) async fn holds(&self, command: &Command, window: Window) -> NodeResult<bool> {
-        Ok(self.script(command, Kind::Holds, window).await?.0)
     }
 
     /// Compare-and-pexpire: whether our key(s) got the new TTL, and if

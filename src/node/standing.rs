@@ -65,15 +65,19 @@ impl Node {
         self.failure(kind)
     }
 
-    /// With a restart quarantine of `required`: whether this node may vote
-    /// now, reading its uptime first when it is unknown (at start and after
-    /// every connection loss or reconnect). `Err` when it may not, and when
-    /// the connection was replaced while the uptime was being read.
+    /// With a restart quarantine of `required` (none: `Ok` at once):
+    /// whether this node may vote now, reading its uptime first when it is
+    /// unknown (at start and after every connection loss or reconnect).
+    /// `Err` when it may not, and when the connection was replaced while
+    /// the uptime was being read.
     pub(crate) async fn check_standing(
         &self,
-        required: Duration,
+        required: Option<Duration>,
         window: Window,
     ) -> NodeResult<()> {
+        let Some(required) = required else {
+            return Ok(());
+        };
         let mut standing = self.restart.standing(Instant::now());
         if standing == Standing::Unknown {
             // The uptime and `run_id`, with the epoch of the connection they

@@ -11,37 +11,21 @@ use tracing::{debug, Instrument};
 
 use crate::error::NodeFailure;
 use crate::keys::Keys;
+use crate::lease::state::Lease;
 use crate::node::commands::{Announce, Command};
 use crate::node::fence;
 use crate::node::grant::Grant;
-use crate::node::reply::Vote;
+use crate::node::reply::{Kind, Vote};
 use crate::node::Node;
 use crate::quorum::claim::{Claim, Won};
 use crate::quorum::engine::Engine;
 use crate::quorum::fanout::Plan;
+use crate::quorum::held::Held;
+use crate::quorum::repair::Repairs;
 use crate::quorum::rule::Tally;
 use crate::quorum::set_order::SetFuture;
-use crate::stats::locks::Holding;
 use crate::token::Token;
-use crate::validity::{self, Ttl};
-
-/// A granted lock's parts, from which the caller builds the held lock.
-pub(crate) struct Granted {
-    /// What the lock covers.
-    pub(crate) keys: Keys,
-    /// The token the keys hold.
-    pub(crate) token: Token,
-    /// When the validity ends.
-    pub(crate) deadline: Instant,
-    /// The TTL the keys were set with, and its drift.
-    pub(crate) ttl: Ttl,
-    /// The attempt's `SET`s, which a release waits behind.
-    pub(crate) sets: Vec<SetFuture>,
-    /// The fencing token, when one was asked for.
-    pub(crate) fence: Option<u64>,
-    /// What the grant counts as: the counters its hold goes to.
-    pub(crate) holding: Holding,
-}
+use crate::validity::{self, Term, Ttl};
 
 /// Why an attempt failed, kept to build the final error after the retries.
 pub(crate) struct AttemptFailure {
@@ -67,7 +51,7 @@ pub(crate) async fn once<C: Claim>(
     claim: &C,
     token: Token,
     ttl: Ttl,
-) -> Result<Granted, AttemptFailure> {
+) -> Result<Held, AttemptFailure> {
     let span = tracing::debug_span!("acquire_attempt", resource = %claim.name(), token = %token);
     async move {
         // The clock the validity counts from, the validity's end, how long
@@ -91,9 +75,7 @@ pub(crate) async fn once<C: Claim>(
             let over = sets[i].mark_over_on_drop();
             async move {
                 let _over = over;
-                if let Some(required) = quarantine {
-                    node.check_standing(required, window).await?;
-                }
+                node.check_standing(quarantine, window).await?;
                 node.acquire(&command, shape, window).await
             }
         };
@@ -134,14 +116,25 @@ pub(crate) async fn once<C: Claim>(
                 if let Some((spare, on)) = claim.beyond(&votes, &set.replies) {
                     engine.spawn_release(spare, token.clone(), sets.clone(), None, Some(&on));
                 }
-                return Ok(Granted {
-                    keys: won.keys,
-                    token,
+                let term = Term {
                     deadline: valid_until,
                     ttl,
-                    sets,
+                };
+                let lease = Lease::new(
+                    won.keys.clone(),
+                    term,
+                    engine.leases.clone(),
+                    claim.holding(),
+                );
+                return Ok(Held {
+                    engine: engine.clone(),
+                    keys: won.keys,
+                    token,
                     fence,
-                    holding: claim.holding(),
+                    sets,
+                    lease: Arc::new(lease),
+                    extending: tokio::sync::Mutex::new(()),
+                    repairs: Arc::new(Repairs::new(engine.nodes.len())),
                 });
             }
             // Granted, but no validity left.
@@ -197,7 +190,7 @@ async fn fenced(
         failure.fence_exhausted = Some(highest);
     })?;
     let call = |_, node: Node, command: Arc<Command>, window| async move {
-        node.commit_fence(&command, window).await
+        node.says(&command, Kind::Commit, window).await
     };
     let vote = &mut |_, &raised: &bool| if raised { Vote::Yes } else { Vote::No };
     let command = Command::commit_fence(&won.keys, token, proposed);

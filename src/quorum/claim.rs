@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use crate::config::MAX_PERMITS;
 use crate::error::ResourceName;
-use crate::keys::{Keys, Slots};
+use crate::keys::{Keys, Slots, ELECTION_KEY_PREFIX};
 use crate::node::commands::Command;
 use crate::node::fence;
 use crate::node::grant::{Grant, Shape};
@@ -90,12 +90,16 @@ pub(crate) struct Won {
 /// A lock's votes: each grant as the node voted, decided at a majority.
 pub(crate) type Majority = fn(usize, &Grant) -> Vote;
 
-/// A lock over these keys.
+/// A lock over these keys; an election's leadership lock
+/// ([`Keys::election`]) is taken as a lock and counted as an election.
 impl Claim for Keys {
     type Votes = Majority;
 
     fn holding(&self) -> Holding {
-        Holding::LOCK
+        match self.first().starts_with(ELECTION_KEY_PREFIX) {
+            true => Holding::ELECTION,
+            false => Holding::LOCK,
+        }
     }
 
     fn keys(&self) -> &Keys {
@@ -123,30 +127,6 @@ impl Claim for Keys {
             per_round: 1,
             tally,
         }
-    }
-}
-
-/// The leadership lock of an election ([`Keys::election`]): taken as a
-/// lock, counted as an election.
-pub(crate) struct Election(pub(crate) Keys);
-
-impl Claim for Election {
-    type Votes = Majority;
-
-    fn holding(&self) -> Holding {
-        Holding::ELECTION
-    }
-
-    fn keys(&self) -> &Keys {
-        &self.0
-    }
-
-    fn ask(&self, token: &Token, ttl: Duration, needed: usize) -> (Arc<Command>, Shape, Majority) {
-        self.0.ask(token, ttl, needed)
-    }
-
-    fn won(&self, votes: &Majority, tally: Tally) -> Won {
-        self.0.won(votes, tally)
     }
 }
 

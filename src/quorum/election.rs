@@ -12,42 +12,35 @@
 //! later one.
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use crate::error::lost::LostReason;
 use crate::error::{Error, Operation};
 use crate::keys::Keys;
 use crate::node::commands::Command;
 use crate::node::election::{Reading, Record};
-use crate::node::reply::Vote;
+use crate::node::reply::{Kind, Vote};
 use crate::node::Node;
 use crate::quorum::engine::Engine;
 use crate::quorum::fanout::Count;
-use crate::quorum::repair::Repairs;
+use crate::quorum::held::Held;
 use crate::quorum::rule::{Decision, Tally};
-use crate::token::Token;
 
-/// Writes `record` on every node where `keys`' lock holds its token,
-/// decided at a majority before `deadline` (the leadership's validity).
+/// Writes `record` on every node where `held`, an election's leadership
+/// lock, holds its token, decided at a majority before its deadline.
 /// The reason otherwise: [`LostReason::Refused`] when so many nodes no
 /// longer hold the leadership that it is certainly gone,
 /// [`LostReason::Unconfirmed`] when failures left it open,
 /// [`LostReason::Expired`] when the validity ran out first.
 ///
 /// Each node that carries it (even one answering after the decision) is
-/// noted in `repairs`: a renewal writes the record where the lock holds
+/// noted in its repairs: a renewal writes the record where the lock holds
 /// and no record of this leader is known to be.
-pub(crate) async fn proclaim(
-    engine: &Engine,
-    keys: &Keys,
-    record: &Record,
-    repairs: &Arc<Repairs>,
-    deadline: Instant,
-) -> Result<(), LostReason> {
+pub(crate) async fn proclaim(held: &Held, record: &Record) -> Result<(), LostReason> {
     let call = |i, node: Node, command: Arc<Command>, window| {
-        let repairs = repairs.clone();
+        let repairs = held.repairs.clone();
         async move {
-            let carried = node.proclaim(&command, window).await?;
+            let carried = node.says(&command, Kind::Proclaim, window).await?;
             if carried {
                 repairs.recorded(i, true);
             }
@@ -55,8 +48,9 @@ pub(crate) async fn proclaim(
         }
     };
     let vote = |_, &carried: &bool| if carried { Vote::Yes } else { Vote::No };
-    let command = Command::proclaim(keys, record);
-    engine.confirm(deadline, command, call, vote).await
+    let command = Command::proclaim(&held.keys, record);
+    let deadline = held.lease.deadline();
+    held.engine.confirm(deadline, command, call, vote).await
 }
 
 /// Who leads the election of `keys`, read on every node (read-only) and
@@ -86,23 +80,24 @@ pub(crate) async fn read(engine: &Engine, keys: &Keys) -> Result<Found, Error> {
     Ok(Found { leader, hint })
 }
 
-/// Deletes a resigning leader's record where it is still `token`'s, on
-/// every node, within the node timeout; nothing depends on it (a record
+/// Deletes a resigning leader's record where it is still its token's
+/// (`held`'s), on every node, within the node timeout; nothing depends on it (a record
 /// left behind counts nowhere once its lock is released), so its outcome
 /// is not reported.
-pub(crate) async fn retire(engine: &Engine, keys: &Keys, token: &Token, repairs: &Arc<Repairs>) {
+pub(crate) async fn retire(held: &Held) {
     let call = |i, node: Node, command: Arc<Command>, window| {
-        let repairs = repairs.clone();
+        let repairs = held.repairs.clone();
         async move {
             // A repair of the record still pending on this node (its
             // release timed out before taking it) lands first or not
             // at all: never after the record is deleted.
             repairs.close(i).await;
-            node.retire(&command, window).await
+            node.says(&command, Kind::Retire, window).await
         }
     };
+    let engine = &held.engine;
     let plan = engine.everyone(engine.config.node_timeout);
-    let command = Command::retire(keys, token);
+    let command = Command::retire(&held.keys, &held.token);
     engine
         .ask(plan, command, call, &mut |_, _: &_| Vote::Yes)
         .await;

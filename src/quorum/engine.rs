@@ -47,12 +47,9 @@ impl Engine {
             let connected = async {
                 node.ping(window).await?;
                 node.load_scripts(window).await?;
-                match quarantine {
-                    // Reads the uptime now, so a fresh node is known before
-                    // the first acquire.
-                    Some(required) => node.check_standing(required, window).await,
-                    None => Ok(()),
-                }
+                // Reads the uptime now, so a fresh node is known before
+                // the first acquire.
+                node.check_standing(quarantine, window).await
             };
             Ok(connected.await)
         };

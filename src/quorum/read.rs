@@ -43,8 +43,11 @@ impl Engine {
     /// Reads the resource's key on every node, in parallel.
     pub(crate) async fn status(&self, resource: &[u8]) -> Status {
         let mut one = self.statuses(Arc::new([resource.to_vec()])).await;
-        one.pop()
-            .unwrap_or_else(|| Status::new(ResourceName::new(resource), Vec::new(), self.needed()))
+        one.pop().unwrap_or_else(|| Status {
+            resource: ResourceName::new(resource),
+            nodes: Vec::new(),
+            quorum: self.needed(),
+        })
     }
 
     /// Reads each of `keys` on every node, in parallel: one status per key.
@@ -54,7 +57,11 @@ impl Engine {
             let nodes = self.nodes.iter().zip(&views);
             let nodes = nodes
                 .filter_map(|(node, views)| Some((node.label().to_owned(), views.get(k)?.clone())));
-            Status::new(ResourceName::new(key), nodes.collect(), self.needed())
+            Status {
+                resource: ResourceName::new(key),
+                nodes: nodes.collect(),
+                quorum: self.needed(),
+            }
         };
         keys.iter().enumerate().map(status).collect()
     }

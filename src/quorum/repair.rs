@@ -37,6 +37,7 @@ use tracing::debug;
 use crate::keys::Keys;
 use crate::node::commands::Command;
 use crate::node::election::Record;
+use crate::node::reply::Kind;
 use crate::node::{Node, Window};
 use crate::quorum::engine::Engine;
 use crate::token::Token;
@@ -193,9 +194,8 @@ impl Pending {
             let config = &self.engine.config;
             let window = Window::from_now(config.node_timeout.min(ttl));
             let admitted = async {
-                if let Some(required) = config.restart_quarantine {
-                    node.check_standing(required, window).await?;
-                }
+                node.check_standing(config.restart_quarantine, window)
+                    .await?;
                 let set = if lock_missing {
                     node.repair(&self.keys, &self.token, ttl, window).await?
                 } else {
@@ -203,7 +203,7 @@ impl Pending {
                 };
                 if let Some(record) = self.repairs.record() {
                     let command = Command::proclaim(&self.keys, &record);
-                    let carried = node.proclaim(&command, window).await?;
+                    let carried = node.says(&command, Kind::Proclaim, window).await?;
                     self.repairs.recorded(i, carried);
                 }
                 Ok(set)

@@ -11,11 +11,11 @@ use crate::config::Retry;
 use crate::error::{
     misconfigured, Error, NodeFailure, NodeFailureKind, Operation, ResourceName, Result,
 };
-pub(crate) use crate::quorum::attempt::Granted;
 use crate::quorum::attempt::{self, AttemptFailure};
 use crate::quorum::claim::Claim;
 use crate::quorum::engine::Engine;
 use crate::quorum::handoff::Watch;
+use crate::quorum::held::Held;
 use crate::quorum::rule;
 use crate::random;
 use crate::stats::locks::Outcome;
@@ -35,10 +35,10 @@ pub(crate) async fn acquire(
     claim: impl Claim,
     ttl: Duration,
     retry: Retry,
-) -> Result<Granted> {
+) -> Result<Held> {
     let start = Instant::now();
     let counters = engine.leases.of(claim.holding().primitive);
-    let result: Result<Granted> = async {
+    let result: Result<Held> = async {
         let deadline = retry.deadline(Instant::now());
         let cfg = &engine.config;
         let ttl = cfg.check_ttl(ttl)?;
@@ -52,7 +52,7 @@ pub(crate) async fn acquire(
             let attempt = attempt::once(engine, &claim, Token::generate(), ttl).await;
             counters.attempted(began.elapsed());
             let mut failure = match attempt {
-                Ok(granted) => return Ok(granted),
+                Ok(held) => return Ok(held),
                 Err(failure) => failure,
             };
             // Drawn from the OS: workers forked from one process must not
@@ -73,11 +73,13 @@ pub(crate) async fn acquire(
                 if let Some(key) = claim.keys().fence_key() {
                     name_counter(&mut failure.failures, key);
                 }
-                let resource = match claim.resources() {
-                    Some(keys) if is_contended(&failure) => engine.held_resource(keys).await,
-                    _ => claim.name(),
-                };
-                return Err(error(nodes, resource, ttl.duration, attempts, failure));
+                let mut error = error(nodes, claim.name(), ttl.duration, attempts, failure);
+                if let (Error::Contended { resource, .. }, Some(keys)) =
+                    (&mut error, claim.resources())
+                {
+                    *resource = engine.held_resource(keys).await;
+                }
+                return Err(error);
             }
             let held = failure.tally.no() > 0;
             if held && woken {
@@ -224,11 +226,6 @@ fn name_counter(failures: &mut [NodeFailure], key: &[u8]) {
             }
         }
     }
-}
-
-/// Whether the last attempt ends in [`Error::Contended`].
-fn is_contended(f: &AttemptFailure) -> bool {
-    f.fence_exhausted.is_none() && f.exhausted.is_none() && !f.tally.outage() && f.tally.no() > 0
 }
 
 /// The error after the last attempt: fencing tokens exhausted, no validity

@@ -131,7 +131,11 @@ mod tests {
             .enumerate()
             .map(|(i, v)| (format!("n{i}"), v))
             .collect();
-        Status::new(ResourceName::new(b"slot"), nodes, 2)
+        Status {
+            resource: ResourceName::new(b"slot"),
+            nodes,
+            quorum: 2,
+        }
     }
 
     #[test]
