@@ -363,6 +363,15 @@ mod tests {
         // A lock's release clears its resources only.
         assert!(Keys::one(b"job", false).unwrap().released().is_none());
         assert_eq!(held.fence_key(), slots.fence_key());
+        // A fenced semaphore's round key sits beside its counter, and a
+        // holder's keys carry it; an unfenced one has none.
+        let round = Some(&b"quorumlock:semaphore:{pool}:fence:round"[..]);
+        assert_eq!(slots.every().round_key(), round);
+        assert_eq!(held.round_key(), round);
+        let unfenced = Slots::new(b"pool", 2, false).unwrap();
+        assert_eq!(unfenced.every().round_key(), None);
+        assert_eq!(Keys::one(b"job", true).unwrap().round_key(), None);
+        assert_eq!(slots.name(), b"pool");
         let rest = slots.except(&[2, 0]);
         assert_eq!(
             rest.resources(),
