@@ -281,6 +281,7 @@ mod tests {
     use super::*;
     use crate::keys::Keys;
     use crate::stats::counters::LeaseCounters;
+    use crate::stats::locks::{Holding, Primitive};
     use crate::validity::{Term, Ttl};
 
     const MS: Duration = Duration::from_millis(1);
@@ -292,7 +293,7 @@ mod tests {
             ttl: Ttl::new(valid, 0.01),
         };
         let keys = Keys::one(b"res", false).expect("a valid resource");
-        let holding = crate::stats::locks::Holding::LOCK;
+        let holding = Holding::one(Primitive::Lock);
         (
             Arc::new(Lease::new(keys, term, counters.clone(), holding)),
             counters,

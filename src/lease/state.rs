@@ -272,6 +272,7 @@ fn already_lost(earlier: &LostReason) -> LostReason {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::stats::locks::Primitive;
     use crate::validity::Ttl;
 
     const MS: Duration = Duration::from_millis(1);
@@ -286,7 +287,7 @@ mod tests {
             keys,
             term,
             Arc::new(LeaseCounters::default()),
-            Holding::LOCK,
+            Holding::one(Primitive::Lock),
         )
     }
 

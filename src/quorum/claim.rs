@@ -95,7 +95,7 @@ impl Claim for Keys {
     type Votes = Majority;
 
     fn holding(&self) -> Holding {
-        Holding::LOCK
+        Holding::one(Primitive::Lock)
     }
 
     fn keys(&self) -> &Keys {
@@ -134,7 +134,7 @@ impl Claim for Election {
     type Votes = Majority;
 
     fn holding(&self) -> Holding {
-        Holding::ELECTION
+        Holding::one(Primitive::Election)
     }
 
     fn keys(&self) -> &Keys {

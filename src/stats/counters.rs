@@ -214,14 +214,11 @@ impl LeaseCounters {
         &self.held[primitive as usize]
     }
 
-    /// An automatic renewal reached a quorum in time.
-    pub(crate) fn renewed(&self) {
-        bump(&self.renewals[0], RENEWALS, &[]);
-    }
-
-    /// An automatic renewal did not.
-    pub(crate) fn renewal_failed(&self) {
-        bump(&self.renewals[1], RENEWAL_FAILURES, &[]);
+    /// An automatic renewal reached a quorum in time (`renewed`), or did
+    /// not.
+    pub(crate) fn renewal(&self, renewed: bool) {
+        let i = usize::from(!renewed);
+        bump(&self.renewals[i], [RENEWALS, RENEWAL_FAILURES][i], &[]);
     }
 
     /// A lock's signal reached `kind` (first firing or upgrade).
@@ -335,9 +332,9 @@ mod tests {
     #[test]
     fn lease_counters_count_every_kind_but_release() {
         let c = LeaseCounters::default();
-        c.renewed();
-        c.renewed();
-        c.renewal_failed();
+        c.renewal(true);
+        c.renewal(true);
+        c.renewal(false);
         for k in [
             LossKind::Uncertain,
             LossKind::Expired,

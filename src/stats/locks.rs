@@ -74,17 +74,13 @@ pub(crate) struct Holding {
 }
 
 impl Holding {
-    /// One lock.
-    pub(crate) const LOCK: Holding = Holding {
-        primitive: Primitive::Lock,
-        count: 1,
-    };
-
-    /// One leadership.
-    pub(crate) const ELECTION: Holding = Holding {
-        primitive: Primitive::Election,
-        count: 1,
-    };
+    /// One of `primitive`: a lock, a leadership.
+    pub(crate) fn one(primitive: Primitive) -> Self {
+        Self {
+            primitive,
+            count: 1,
+        }
+    }
 }
 
 /// How an acquire call ended, then a grant that later ended lost: the
