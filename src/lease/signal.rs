@@ -331,7 +331,7 @@ mod tests {
         assert!(signal.fired_at().is_some());
         lease.end();
         assert_eq!(signal.kind(), Some(LossKind::Lost), "final kinds stay");
-        assert_eq!(counters.snapshot().lost, 1);
+        assert_eq!(counters.stats(Vec::new()).leases.lost, 1);
     }
 
     #[test]
@@ -360,7 +360,7 @@ mod tests {
         lease.end();
         assert_eq!(signal.kind(), Some(LossKind::Released));
         assert_eq!(signal.reason(), Some(LostReason::Released));
-        let s = counters.snapshot();
+        let s = counters.stats(Vec::new()).leases;
         assert_eq!((s.uncertain, s.lost, s.expired), (1, 0, 0));
     }
 

@@ -378,7 +378,7 @@ mod tests {
         assert_eq!(lease.check(), Ok(LossKind::Expired));
         assert_eq!(lease.state().reason, Some(LostReason::Expired));
         assert!(lease.term().is_err());
-        assert_eq!(lease.counters.snapshot().expired, 1);
+        assert_eq!(lease.counters.stats(Vec::new()).leases.expired, 1);
     }
 
     #[test]

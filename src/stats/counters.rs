@@ -236,25 +236,21 @@ impl LeaseCounters {
     /// A copy of every counter, with the nodes' copies.
     pub(crate) fn stats(&self, nodes: Vec<NodeStats>) -> Stats {
         let [locks, permits, elections] = self.held.each_ref().map(LockCounters::snapshot);
+        let [renewals, renewal_failures] = self.renewals.each_ref().map(load);
+        let [uncertain, lost, expired, limit_reached] = self.signals.each_ref().map(load);
         Stats {
             nodes,
-            leases: self.snapshot(),
+            leases: LeaseStats {
+                renewals,
+                renewal_failures,
+                uncertain,
+                lost,
+                expired,
+                limit_reached,
+            },
             locks,
             permits,
             elections,
-        }
-    }
-
-    pub(crate) fn snapshot(&self) -> LeaseStats {
-        let [renewals, renewal_failures] = self.renewals.each_ref().map(load);
-        let [uncertain, lost, expired, limit_reached] = self.signals.each_ref().map(load);
-        LeaseStats {
-            renewals,
-            renewal_failures,
-            uncertain,
-            lost,
-            expired,
-            limit_reached,
         }
     }
 }
@@ -344,7 +340,7 @@ mod tests {
         ] {
             c.signalled(k);
         }
-        let s = c.snapshot();
+        let s = c.stats(Vec::new()).leases;
         assert_eq!((s.renewals, s.renewal_failures), (2, 1));
         assert_eq!(
             (s.uncertain, s.lost, s.expired, s.limit_reached),
