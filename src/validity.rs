@@ -11,6 +11,8 @@
 
 use std::time::{Duration, Instant};
 
+use crate::error::lost::LostReason;
+
 /// The fixed part of the drift allowance the Redlock specification adds to
 /// `ttl × drift_factor` (2 ms).
 pub(crate) const DRIFT_FLOOR: Duration = Duration::from_millis(2);
@@ -93,17 +95,6 @@ pub(crate) struct Term {
     pub(crate) ttl: Ttl,
 }
 
-/// Why an extension that a majority confirmed still leaves the lock lost.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Late {
-    /// The majority was counted once the deadline that held while the
-    /// extension was in flight had passed.
-    Expired,
-    /// The extension's own validity (`ttl − drift` from its start) had run
-    /// out by then.
-    TooSlow,
-}
-
 impl Term {
     /// The term once a majority confirmed, at `now`, an extension to `ttl`
     /// whose commands were sent from `start` on, on a lock whose deadline
@@ -125,18 +116,24 @@ impl Term {
     /// (the drift covers its clock), and no command that arrives there
     /// afterwards — a dropped extension's retry included — brings that
     /// back: a majority of the keys outlive the new deadline.
+    ///
+    /// Else why the lock is lost although a majority confirmed:
+    /// [`Expired`](LostReason::Expired) when the majority was counted once
+    /// `held_until` had passed, [`TooSlow`](LostReason::TooSlow) when the
+    /// extension's own validity (`ttl − drift` from its start) had run out
+    /// by then.
     pub(crate) fn extended(
         held_until: Instant,
         start: Instant,
         ttl: Ttl,
         now: Instant,
-    ) -> Result<Term, Late> {
+    ) -> Result<Term, LostReason> {
         if now >= held_until {
-            return Err(Late::Expired);
+            return Err(LostReason::Expired);
         }
         match ttl.deadline(start) {
             Some(deadline) if now < deadline => Ok(Term { deadline, ttl }),
-            _ => Err(Late::TooSlow),
+            _ => Err(LostReason::TooSlow),
         }
     }
 }
@@ -276,7 +273,7 @@ mod tests {
         let long = ttl_of(Duration::from_secs(60), 602 * MS);
         assert_eq!(
             Term::extended(held_until, start, long, held_until),
-            Err(Late::Expired)
+            Err(LostReason::Expired)
         );
         assert_eq!(
             Term::extended(
@@ -285,16 +282,16 @@ mod tests {
                 ttl_of(300 * MS, 5 * MS),
                 start + 295 * MS
             ),
-            Err(Late::TooSlow)
+            Err(LostReason::TooSlow)
         );
         // A TTL the drift leaves nothing of, or too far to represent.
         assert_eq!(
             Term::extended(held_until, start, ttl_of(2 * MS, 2 * MS), start),
-            Err(Late::TooSlow)
+            Err(LostReason::TooSlow)
         );
         assert_eq!(
             Term::extended(held_until, start, ttl_of(Duration::MAX, MS), start),
-            Err(Late::TooSlow)
+            Err(LostReason::TooSlow)
         );
     }
 }

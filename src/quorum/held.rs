@@ -19,7 +19,7 @@ use crate::quorum::remote_check::{self, Remote};
 use crate::quorum::repair::{Gate, Repairs};
 use crate::quorum::set_order::SetFuture;
 use crate::token::Token;
-use crate::validity::{self, Late, Term, Ttl};
+use crate::validity::{self, Term, Ttl};
 
 impl Engine {
     /// Compare-and-delete on the nodes of `plan`, each queued behind that
@@ -161,10 +161,7 @@ impl Engine {
             };
             self.confirm(deadline, command, call, vote).await?;
             let now = Instant::now();
-            let term = Term::extended(deadline, start, ttl, now).map_err(|late| match late {
-                Late::Expired => LostReason::Expired,
-                Late::TooSlow => LostReason::TooSlow,
-            })?;
+            let term = Term::extended(deadline, start, ttl, now)?;
             gate.open(term.deadline);
             let valid = validity::left(term.deadline, now);
             let elapsed = now.saturating_duration_since(start);
