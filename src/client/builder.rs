@@ -427,15 +427,15 @@ fn client(source: Source, config: &Config) -> Result<redis::Client> {
         Source::Invalid(bad) => return Err(Error::invalid(bad.reason)),
     };
     let label = nodes::label(&info);
+    let unusable = |e| Error::invalid(format!("cannot use node {label}: {e}"));
     #[cfg(feature = "tls")]
     if let (Some(certs), redis::ConnectionAddr::TcpTls { .. }) = (&config.tls, info.addr()) {
         // rustls needs a process-wide crypto provider; install ring
         // unless the application installed one already.
         let _ = rustls::crypto::ring::default_provider().install_default();
-        return redis::Client::build_with_tls(info, certs.clone())
-            .map_err(|e| Error::invalid(format!("cannot use node {label}: {e}")));
+        return redis::Client::build_with_tls(info, certs.clone()).map_err(unusable);
     }
-    redis::Client::open(info).map_err(|e| Error::invalid(format!("cannot use node {label}: {e}")))
+    redis::Client::open(info).map_err(unusable)
 }
 
 /// Shows each node as `host:port/db`: never a password.
