@@ -273,19 +273,15 @@ pub(crate) fn label(info: &redis::ConnectionInfo) -> String {
     match info.addr() {
         redis::ConnectionAddr::Tcp(host, port)
         | redis::ConnectionAddr::TcpTls { host, port, .. } => {
-            format!("{}:{port}/{db}", bracketed(&host.to_ascii_lowercase()))
+            // An IPv6 address in brackets (`[::1]`), so that the port stays
+            // apart.
+            let host = host.to_ascii_lowercase();
+            let bracket = host.contains(':') && !host.starts_with('[');
+            let host = if bracket { format!("[{host}]") } else { host };
+            format!("{host}:{port}/{db}")
         }
         redis::ConnectionAddr::Unix(path) => format!("unix:{}/{db}", path.display()),
         other => format!("{other}/{db}"),
-    }
-}
-
-/// An IPv6 address in brackets (`[::1]`), so that the port stays apart.
-fn bracketed(host: &str) -> String {
-    if host.contains(':') && !host.starts_with('[') {
-        format!("[{host}]")
-    } else {
-        host.to_owned()
     }
 }
 

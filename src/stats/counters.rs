@@ -143,14 +143,13 @@ impl NodeCounters {
     /// elsewhere, not ours). Returns `yes`, to be used inline. The remote
     /// check changes nothing on the node: its answers are not votes here.
     pub(crate) fn vote(&self, op: Operation, yes: bool) -> bool {
-        let [acquire, extend, release] = &self.votes;
-        let votes = match op {
-            Operation::Acquire => acquire,
-            Operation::Extend => extend,
-            Operation::Release => release,
+        let op = match op {
+            Operation::Acquire => 0,
+            Operation::Extend => 1,
+            Operation::Release => 2,
             Operation::Check => return yes,
         };
-        votes[usize::from(!yes)].add();
+        self.votes[op][usize::from(!yes)].add();
         yes
     }
 
