@@ -12,15 +12,6 @@ use crate::validity::{Term, Ttl};
 /// Shortest delay between two renewal attempts, whatever the settings.
 const MIN_SPACING: Duration = Duration::from_millis(1);
 
-/// Delay before retrying after a failed attempt: a tenth of the interval,
-/// at least the node timeout, at most the interval.
-fn retry_delay(interval: Duration, node_timeout: Duration) -> Duration {
-    (interval / 10)
-        .max(node_timeout)
-        .min(interval)
-        .max(MIN_SPACING)
-}
-
 /// The durations the schedule works with, resolved for one TTL.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Timing {
@@ -82,7 +73,12 @@ impl Timing {
         Self {
             interval,
             margin,
-            retry: retry_delay(interval, node_timeout),
+            // After a failed attempt: a tenth of the interval, at least the
+            // node timeout, at most the interval.
+            retry: (interval / 10)
+                .max(node_timeout)
+                .min(interval)
+                .max(MIN_SPACING),
             lead: node_timeout,
         }
     }
@@ -291,6 +287,10 @@ mod tests {
 
     #[test]
     fn retry_delay_is_bounded() {
+        let retry_delay = |interval, node_timeout| {
+            let ttl = Ttl::new(Duration::from_secs(60), 0.01);
+            Timing::clamped(&Renewal::every(interval), ttl, node_timeout).retry
+        };
         assert_eq!(retry_delay(10 * S, NODE_TIMEOUT), S);
         assert_eq!(retry_delay(200 * MS, NODE_TIMEOUT), NODE_TIMEOUT);
         assert_eq!(retry_delay(20 * MS, NODE_TIMEOUT), 20 * MS);
