@@ -11,6 +11,8 @@
 
 use std::time::{Duration, Instant};
 
+use crate::error::lost::LostReason;
+
 /// The fixed part of the drift allowance the Redlock specification adds to
 /// `ttl × drift_factor` (2 ms).
 pub(crate) const DRIFT_FLOOR: Duration = Duration::from_millis(2);
@@ -29,35 +31,11 @@ pub(crate) fn drift(ttl: Duration, factor: f64) -> Duration {
         .saturating_add(DRIFT_FLOOR)
 }
 
-/// The validity one grant or extension of `ttl` buys: `ttl − drift`, zero
-/// when the drift leaves nothing.
-pub(crate) fn budget(ttl: Duration, drift: Duration) -> Duration {
-    ttl.saturating_sub(drift)
-}
-
-/// The end of the validity bought by an operation that started at `start`
-/// and set `ttl` on the nodes: `start + ttl − drift`. `None` when the drift
-/// leaves nothing of the TTL, or the instant cannot be represented.
-///
-/// `start` must be taken before the first command is sent: every node
-/// starts its TTL later, so the keys outlive this deadline.
-pub(crate) fn deadline(start: Instant, ttl: Duration, drift: Duration) -> Option<Instant> {
-    let budget = Some(budget(ttl, drift)).filter(|b| !b.is_zero())?;
-    start.checked_add(budget)
-}
-
 /// The validity left at `now` before `deadline`: `ttl − elapsed − drift`
 /// for the deadline of an operation that started `elapsed` before `now`;
 /// zero once it has passed (a lock with no validity left is not held).
 pub(crate) fn left(deadline: Instant, now: Instant) -> Duration {
     deadline.saturating_duration_since(now)
-}
-
-/// Truncates `ttl` to whole milliseconds, the unit of `PX`/`PEXPIRE`.
-/// Validity must be computed from what the server was told, not from the
-/// sub-millisecond remainder it never saw.
-pub(crate) fn whole_millis(ttl: Duration) -> Duration {
-    Duration::from_millis(millis(ttl))
 }
 
 /// `ttl` in whole milliseconds, saturating at `u64::MAX`.
@@ -77,19 +55,34 @@ pub(crate) struct Ttl {
 }
 
 impl Ttl {
-    /// `ttl` truncated to whole milliseconds, with the drift allowance of
-    /// `factor`.
+    /// `ttl` truncated to whole milliseconds, the unit of `PX`/`PEXPIRE`,
+    /// with the drift allowance of `factor`. Validity must be computed from
+    /// what the server was told, not from the sub-millisecond remainder it
+    /// never saw.
     pub(crate) fn new(ttl: Duration, factor: f64) -> Self {
-        let duration = whole_millis(ttl);
+        let duration = Duration::from_millis(millis(ttl));
         Self {
             duration,
             drift: drift(duration, factor),
         }
     }
 
-    /// The validity one grant or extension with this TTL buys: `ttl − drift`.
+    /// The validity one grant or extension with this TTL buys: `ttl − drift`,
+    /// zero when the drift leaves nothing.
     pub(crate) fn budget(self) -> Duration {
-        budget(self.duration, self.drift)
+        self.duration.saturating_sub(self.drift)
+    }
+
+    /// The end of the validity bought by an operation that started at
+    /// `start` and set this TTL on the nodes: `start + ttl − drift`. `None`
+    /// when the drift leaves nothing of the TTL, or the instant cannot be
+    /// represented.
+    ///
+    /// `start` must be taken before the first command is sent: every node
+    /// starts its TTL later, so the keys outlive this deadline.
+    pub(crate) fn deadline(self, start: Instant) -> Option<Instant> {
+        let budget = Some(self.budget()).filter(|b| !b.is_zero())?;
+        start.checked_add(budget)
     }
 }
 
@@ -100,17 +93,6 @@ pub(crate) struct Term {
     pub(crate) deadline: Instant,
     /// The TTL the keys were set with, and its drift.
     pub(crate) ttl: Ttl,
-}
-
-/// Why an extension that a majority confirmed still leaves the lock lost.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Late {
-    /// The majority was counted once the deadline that held while the
-    /// extension was in flight had passed.
-    Expired,
-    /// The extension's own validity (`ttl − drift` from its start) had run
-    /// out by then.
-    TooSlow,
 }
 
 impl Term {
@@ -134,18 +116,24 @@ impl Term {
     /// (the drift covers its clock), and no command that arrives there
     /// afterwards — a dropped extension's retry included — brings that
     /// back: a majority of the keys outlive the new deadline.
+    ///
+    /// Else why the lock is lost although a majority confirmed:
+    /// [`Expired`](LostReason::Expired) when the majority was counted once
+    /// `held_until` had passed, [`TooSlow`](LostReason::TooSlow) when the
+    /// extension's own validity (`ttl − drift` from its start) had run out
+    /// by then.
     pub(crate) fn extended(
         held_until: Instant,
         start: Instant,
         ttl: Ttl,
         now: Instant,
-    ) -> Result<Term, Late> {
+    ) -> Result<Term, LostReason> {
         if now >= held_until {
-            return Err(Late::Expired);
+            return Err(LostReason::Expired);
         }
-        match deadline(start, ttl.duration, ttl.drift) {
+        match ttl.deadline(start) {
             Some(deadline) if now < deadline => Ok(Term { deadline, ttl }),
-            _ => Err(Late::TooSlow),
+            _ => Err(LostReason::TooSlow),
         }
     }
 }
@@ -184,6 +172,7 @@ mod tests {
     #[test]
     fn the_budget_is_the_ttl_less_its_drift() {
         let ttl = Duration::from_secs(10);
+        let budget = |t, d| ttl_of(t, d).budget();
         assert_eq!(budget(ttl, drift(ttl, 0.01)), Duration::from_millis(9_898));
         assert_eq!(budget(2 * MS, 2 * MS), Duration::ZERO);
         assert_eq!(budget(MS, 2 * MS), Duration::ZERO, "never underflows");
@@ -194,7 +183,7 @@ mod tests {
         let start = Instant::now();
         let ttl = Duration::from_secs(10);
         let d = drift(ttl, 0.01);
-        let end = deadline(start, ttl, d).expect("representable");
+        let end = ttl_of(ttl, d).deadline(start).expect("representable");
         assert_eq!(
             left(end, start + 8 * MS),
             Duration::from_millis(10_000 - 8 - 102)
@@ -202,7 +191,9 @@ mod tests {
         assert_eq!(left(end, end - MS), MS);
         assert_eq!(left(end, end), Duration::ZERO, "exactly zero is none");
         assert_eq!(left(end, end + MS), Duration::ZERO, "never underflows");
-        let tight = deadline(start, 5 * MS, 2 * MS).expect("representable");
+        let tight = ttl_of(5 * MS, 2 * MS)
+            .deadline(start)
+            .expect("representable");
         assert_eq!(left(tight, start + 2 * MS), MS);
         assert_eq!(left(tight, start + 3 * MS), Duration::ZERO);
     }
@@ -213,23 +204,28 @@ mod tests {
         let ttl = Duration::from_secs(10);
         let d = drift(ttl, 0.01);
         assert_eq!(
-            deadline(start, ttl, d),
+            ttl_of(ttl, d).deadline(start),
             Some(start + Duration::from_millis(9_898))
         );
-        assert_eq!(deadline(start, 2 * MS, 2 * MS), None, "nothing left");
-        assert_eq!(deadline(start, MS, 2 * MS), None, "never underflows");
-        assert_eq!(deadline(start, Duration::MAX, MS), None, "never overflows");
+        assert_eq!(ttl_of(2 * MS, 2 * MS).deadline(start), None, "nothing left");
+        assert_eq!(ttl_of(MS, 2 * MS).deadline(start), None, "never underflows");
+        assert_eq!(
+            ttl_of(Duration::MAX, MS).deadline(start),
+            None,
+            "never overflows"
+        );
     }
 
     #[test]
     fn ttl_is_truncated_to_what_the_server_sees() {
+        let whole_millis = |t| Ttl::new(t, 0.0).duration;
         assert_eq!(whole_millis(Duration::from_micros(1_999)), MS);
         assert_eq!(whole_millis(Duration::from_micros(999)), Duration::ZERO);
         assert_eq!(millis(Duration::MAX), u64::MAX);
     }
 
     /// A TTL of `ttl` with a drift of `drift`.
-    fn ttl(ttl: Duration, drift: Duration) -> Ttl {
+    fn ttl_of(ttl: Duration, drift: Duration) -> Ttl {
         Ttl {
             duration: ttl,
             drift,
@@ -239,9 +235,12 @@ mod tests {
     #[test]
     fn a_ttl_is_whole_milliseconds_with_its_drift() {
         let t = Ttl::new(Duration::from_micros(10_000_999), 0.01);
-        assert_eq!(t, ttl(Duration::from_secs(10), Duration::from_millis(102)));
+        assert_eq!(
+            t,
+            ttl_of(Duration::from_secs(10), Duration::from_millis(102))
+        );
         assert_eq!(t.budget(), Duration::from_millis(9_898));
-        let tiny = ttl(Duration::from_secs(10), Duration::from_secs(11));
+        let tiny = ttl_of(Duration::from_secs(10), Duration::from_secs(11));
         assert_eq!(tiny.budget(), Duration::ZERO);
     }
 
@@ -250,7 +249,7 @@ mod tests {
         let start = Instant::now();
         let held_until = start + Duration::from_secs(10);
         let now = start + 5 * MS;
-        let short = ttl(300 * MS, 5 * MS);
+        let short = ttl_of(300 * MS, 5 * MS);
         assert_eq!(
             Term::extended(held_until, start, short, now),
             Ok(Term {
@@ -259,7 +258,7 @@ mod tests {
             }),
             "shorter than before"
         );
-        let long = ttl(Duration::from_secs(60), 602 * MS);
+        let long = ttl_of(Duration::from_secs(60), 602 * MS);
         assert_eq!(
             Term::extended(held_until, start, long, now).map(|t| t.deadline),
             Ok(start + Duration::from_millis(59_398)),
@@ -271,23 +270,28 @@ mod tests {
     fn a_majority_after_the_deadline_or_the_extension_s_own_validity_is_late() {
         let start = Instant::now();
         let held_until = start + Duration::from_secs(1);
-        let long = ttl(Duration::from_secs(60), 602 * MS);
+        let long = ttl_of(Duration::from_secs(60), 602 * MS);
         assert_eq!(
             Term::extended(held_until, start, long, held_until),
-            Err(Late::Expired)
+            Err(LostReason::Expired)
         );
         assert_eq!(
-            Term::extended(held_until, start, ttl(300 * MS, 5 * MS), start + 295 * MS),
-            Err(Late::TooSlow)
+            Term::extended(
+                held_until,
+                start,
+                ttl_of(300 * MS, 5 * MS),
+                start + 295 * MS
+            ),
+            Err(LostReason::TooSlow)
         );
         // A TTL the drift leaves nothing of, or too far to represent.
         assert_eq!(
-            Term::extended(held_until, start, ttl(2 * MS, 2 * MS), start),
-            Err(Late::TooSlow)
+            Term::extended(held_until, start, ttl_of(2 * MS, 2 * MS), start),
+            Err(LostReason::TooSlow)
         );
         assert_eq!(
-            Term::extended(held_until, start, ttl(Duration::MAX, MS), start),
-            Err(Late::TooSlow)
+            Term::extended(held_until, start, ttl_of(Duration::MAX, MS), start),
+            Err(LostReason::TooSlow)
         );
     }
 }

@@ -164,25 +164,22 @@ impl Builder {
     /// ([`Redlock::semaphore_status`](crate::Redlock::semaphore_status),
     /// [`Redlock::status`](crate::Redlock::status)) gives each node this
     /// plus `k / 1024` of it.
-    pub fn node_timeout(mut self, timeout: Duration) -> Self {
-        self.config.node_timeout = timeout;
-        self
+    pub fn node_timeout(self, timeout: Duration) -> Self {
+        self.set(|c| c.node_timeout = timeout)
     }
 
     /// How long to wait for a TCP (and TLS) connection to a node (default
     /// [`DEFAULT_CONNECT_TIMEOUT`](crate::DEFAULT_CONNECT_TIMEOUT), 500 ms).
     /// [`build`](Builder::build) waits at most this long for the first
     /// connections.
-    pub fn connect_timeout(mut self, timeout: Duration) -> Self {
-        self.config.connect_timeout = timeout;
-        self
+    pub fn connect_timeout(self, timeout: Duration) -> Self {
+        self.set(|c| c.connect_timeout = timeout)
     }
 
     /// Clock-drift factor (default [`DEFAULT_DRIFT_FACTOR`](crate::DEFAULT_DRIFT_FACTOR),
     /// 0.01): drift = `ttl × factor + 2 ms`. Must be in `[0, 1)`.
-    pub fn drift_factor(mut self, factor: f64) -> Self {
-        self.config.drift_factor = factor;
-        self
+    pub fn drift_factor(self, factor: f64) -> Self {
+        self.set(|c| c.drift_factor = factor)
     }
 
     /// How long [`Redlock::acquire`] keeps trying: a number of retries,
@@ -190,16 +187,13 @@ impl Builder {
     /// [`DEFAULT_RETRY`](crate::DEFAULT_RETRY), [`Retry::Times(3)`](Retry::Times));
     /// a request's [`LockRequest::retry`](crate::LockRequest::retry)
     /// replaces it.
-    pub fn retry(mut self, retry: Retry) -> Self {
-        self.config.retry = retry;
-        self
+    pub fn retry(self, retry: Retry) -> Self {
+        self.set(|c| c.retry = retry)
     }
 
     /// Bounds of the uniformly random delay between attempts (default 0–200 ms).
-    pub fn retry_delay(mut self, min: Duration, max: Duration) -> Self {
-        self.config.retry_delay_min = min;
-        self.config.retry_delay_max = max;
-        self
+    pub fn retry_delay(self, min: Duration, max: Duration) -> Self {
+        self.set(|c| (c.retry_delay_min, c.retry_delay_max) = (min, max))
     }
 
     /// Fast hand-off (default on): while [`Redlock::acquire`] waits for a
@@ -216,9 +210,8 @@ impl Builder {
     /// Best effort: for a user without rights on the channel (Redis 7's
     /// default for new ACL users) releases still succeed, the node logs one
     /// warning, and waiters fall back to the retry delay there.
-    pub fn fast_handoff(mut self, on: bool) -> Self {
-        self.config.fast_handoff = on;
-        self
+    pub fn fast_handoff(self, on: bool) -> Self {
+        self.set(|c| c.fast_handoff = on)
     }
 
     /// Restart quarantine (default off): a node that has been up for less
@@ -240,9 +233,8 @@ impl Builder {
     ///
     /// Release and extend still go to a quarantined node (they only remove
     /// or keep this client's own keys).
-    pub fn restart_quarantine(mut self, required: Option<Duration>) -> Self {
-        self.config.restart_quarantine = required;
-        self
+    pub fn restart_quarantine(self, required: Option<Duration>) -> Self {
+        self.set(|c| c.restart_quarantine = required)
     }
 
     /// Accepts nodes that can evict keys (default off): by default a node
@@ -266,9 +258,8 @@ impl Builder {
     /// # Ok(())
     /// # }
     /// ```
-    pub fn allow_eviction(mut self, allow: bool) -> Self {
-        self.config.allow_eviction = allow;
-        self
+    pub fn allow_eviction(self, allow: bool) -> Self {
+        self.set(|c| c.allow_eviction = allow)
     }
 
     /// Trusts `pem` (one or more PEM certificates) as the root CA of
@@ -332,8 +323,13 @@ impl Builder {
     /// # Ok(())
     /// # }
     /// ```
-    pub fn require_quorum(mut self, required: bool) -> Self {
-        self.config.require_quorum = required;
+    pub fn require_quorum(self, required: bool) -> Self {
+        self.set(|c| c.require_quorum = required)
+    }
+
+    /// The builder with `change` made to its settings.
+    fn set(mut self, change: impl FnOnce(&mut Config)) -> Self {
+        change(&mut self.config);
         self
     }
 
@@ -431,15 +427,15 @@ fn client(source: Source, config: &Config) -> Result<redis::Client> {
         Source::Invalid(bad) => return Err(Error::invalid(bad.reason)),
     };
     let label = nodes::label(&info);
+    let unusable = |e| Error::invalid(format!("cannot use node {label}: {e}"));
     #[cfg(feature = "tls")]
     if let (Some(certs), redis::ConnectionAddr::TcpTls { .. }) = (&config.tls, info.addr()) {
         // rustls needs a process-wide crypto provider; install ring
         // unless the application installed one already.
         let _ = rustls::crypto::ring::default_provider().install_default();
-        return redis::Client::build_with_tls(info, certs.clone())
-            .map_err(|e| Error::invalid(format!("cannot use node {label}: {e}")));
+        return redis::Client::build_with_tls(info, certs.clone()).map_err(unusable);
     }
-    redis::Client::open(info).map_err(|e| Error::invalid(format!("cannot use node {label}: {e}")))
+    redis::Client::open(info).map_err(unusable)
 }
 
 /// Shows each node as `host:port/db`: never a password.

@@ -198,8 +198,12 @@ pub(crate) fn parse(text: &str) -> Result<redis::ConnectionInfo, BadAddress> {
             )));
         }
     }
-    url.into_connection_info()
-        .map_err(|e| bad(format!("not a usable Redis address: {}", redis_reason(&e))))
+    url.into_connection_info().map_err(|e| {
+        // The redis crate's reason, without its error kind's name.
+        let reason = e.to_string().replace(" - InvalidClientConfig", "");
+        let reason = reason.replace("- InvalidClientConfig", "");
+        bad(format!("not a usable Redis address: {reason}"))
+    })
 }
 
 /// The url crate's reason, for a node address.
@@ -214,17 +218,10 @@ fn url_reason(e: url::ParseError) -> String {
     }
 }
 
-/// The redis crate's reason, without its error kind's name.
-fn redis_reason(e: &redis::RedisError) -> String {
-    e.to_string()
-        .replace(" - InvalidClientConfig", "")
-        .replace("- InvalidClientConfig", "")
-}
-
 /// `text` with the password hidden: the part of the user information after
-/// the first `:` (`redis://user:***@host`), and a unix URL's `pass=` query
-/// value. Whatever stands before the last `@` is user information, so a
-/// password with an unescaped `@` is hidden too.
+/// the first `:` (`redis://user:***@host`), and the value of a unix URL's
+/// `pass=` query pairs. Whatever stands before the last `@` is user
+/// information, so a password with an unescaped `@` is hidden too.
 fn redacted(text: &str) -> String {
     let (scheme, rest) = match text.find("://") {
         Some(i) => text.split_at(i + 3),
@@ -234,23 +231,18 @@ fn redacted(text: &str) -> String {
         let (name, _password) = user.split_once(':')?;
         Some(format!("{name}:***@{host}"))
     });
-    let rest = hide_query(&hidden.unwrap_or_else(|| rest.to_owned()), "pass=");
-    format!("{scheme}{rest}")
-}
-
-/// `text` with the value of every `name` query pair replaced by `***`.
-fn hide_query(text: &str, name: &str) -> String {
-    let Some((head, query)) = text.split_once('?') else {
-        return text.to_owned();
+    let rest = hidden.unwrap_or_else(|| rest.to_owned());
+    let Some((head, query)) = rest.split_once('?') else {
+        return format!("{scheme}{rest}");
     };
-    let pairs: Vec<String> = query
+    let pairs: Vec<&str> = query
         .split('&')
-        .map(|pair| match pair.strip_prefix(name) {
-            Some(_) => format!("{name}***"),
-            None => pair.to_owned(),
+        .map(|pair| match pair.strip_prefix("pass=") {
+            Some(_) => "pass=***",
+            None => pair,
         })
         .collect();
-    format!("{head}?{}", pairs.join("&"))
+    format!("{scheme}{head}?{}", pairs.join("&"))
 }
 
 /// Checks the node list: at least one node, at most [`MAX_NODES`], no node twice (the same
@@ -281,19 +273,15 @@ pub(crate) fn label(info: &redis::ConnectionInfo) -> String {
     match info.addr() {
         redis::ConnectionAddr::Tcp(host, port)
         | redis::ConnectionAddr::TcpTls { host, port, .. } => {
-            format!("{}:{port}/{db}", bracketed(&host.to_ascii_lowercase()))
+            // An IPv6 address in brackets (`[::1]`), so that the port stays
+            // apart.
+            let host = host.to_ascii_lowercase();
+            let bracket = host.contains(':') && !host.starts_with('[');
+            let host = if bracket { format!("[{host}]") } else { host };
+            format!("{host}:{port}/{db}")
         }
         redis::ConnectionAddr::Unix(path) => format!("unix:{}/{db}", path.display()),
         other => format!("{other}/{db}"),
-    }
-}
-
-/// An IPv6 address in brackets (`[::1]`), so that the port stays apart.
-fn bracketed(host: &str) -> String {
-    if host.contains(':') && !host.starts_with('[') {
-        format!("[{host}]")
-    } else {
-        host.to_owned()
     }
 }
 

@@ -4,7 +4,6 @@
 pub(crate) mod classify;
 mod failure;
 pub(crate) mod lost;
-pub(crate) mod reply_code;
 
 pub(crate) use failure::misconfigured;
 pub(crate) use failure::NodeFailures;

@@ -251,17 +251,16 @@ pub(crate) async fn keep_renewing<R, F>(
                         Ok(()) = watched.changed() => {}
                     }
                 };
+                lease.counters.renewal(result.is_ok());
                 match result {
                     Ok(deadline) => {
                         let valid = validity::left(deadline, Instant::now());
-                        lease.counters.renewed();
                         progress.renewals = progress.renewals.saturating_add(1);
                         progress.last_failed = false;
                         last_failures.clear();
                         debug!(?valid, renewals = progress.renewals, "renewed");
                     }
                     Err(reason) => {
-                        lease.counters.renewal_failed();
                         if matches!(reason, LostReason::AlreadyLost { .. }) {
                             // Ended meanwhile, and reported by what ended it.
                             return;

@@ -12,31 +12,6 @@ use crate::validity::{Term, Ttl};
 /// Shortest delay between two renewal attempts, whatever the settings.
 const MIN_SPACING: Duration = Duration::from_millis(1);
 
-/// Default safety margin: `max(ttl / 10, 2 × node_timeout)`, at most half
-/// the validity budget.
-fn default_margin(ttl: Duration, budget: Duration, node_timeout: Duration) -> Duration {
-    (ttl / 10)
-        .max(node_timeout.saturating_mul(2))
-        .min(budget / 2)
-}
-
-/// Default interval: a third of the TTL, shortened to half of what the
-/// margin leaves of the budget, so renewal always comes before the margin.
-fn default_interval(ttl: Duration, budget: Duration, margin: Duration) -> Duration {
-    (ttl / 3)
-        .min(budget.saturating_sub(margin) / 2)
-        .max(MIN_SPACING)
-}
-
-/// Delay before retrying after a failed attempt: a tenth of the interval,
-/// at least the node timeout, at most the interval.
-fn retry_delay(interval: Duration, node_timeout: Duration) -> Duration {
-    (interval / 10)
-        .max(node_timeout)
-        .min(interval)
-        .max(MIN_SPACING)
-}
-
 /// The durations the schedule works with, resolved for one TTL.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Timing {
@@ -78,18 +53,32 @@ impl Timing {
     /// out-of-range values are clamped, not refused.
     pub(crate) fn clamped(settings: &Renewal, ttl: Ttl, node_timeout: Duration) -> Self {
         let (ttl, budget) = (ttl.duration, ttl.budget());
+        // By default `max(ttl / 10, 2 × node_timeout)`, at most half the
+        // budget.
         let margin = settings
             .margin
-            .unwrap_or_else(|| default_margin(ttl, budget, node_timeout))
+            .unwrap_or_else(|| {
+                (ttl / 10)
+                    .max(node_timeout.saturating_mul(2))
+                    .min(budget / 2)
+            })
             .min(budget);
+        // By default a third of the TTL, shortened to half of what the
+        // margin leaves of the budget, so renewal always comes before the
+        // margin.
         let interval = settings
             .interval
-            .unwrap_or_else(|| default_interval(ttl, budget, margin))
+            .unwrap_or_else(|| (ttl / 3).min(budget.saturating_sub(margin) / 2))
             .max(MIN_SPACING);
         Self {
             interval,
             margin,
-            retry: retry_delay(interval, node_timeout),
+            // After a failed attempt: a tenth of the interval, at least the
+            // node timeout, at most the interval.
+            retry: (interval / 10)
+                .max(node_timeout)
+                .min(interval)
+                .max(MIN_SPACING),
             lead: node_timeout,
         }
     }
@@ -298,6 +287,10 @@ mod tests {
 
     #[test]
     fn retry_delay_is_bounded() {
+        let retry_delay = |interval, node_timeout| {
+            let ttl = Ttl::new(Duration::from_secs(60), 0.01);
+            Timing::clamped(&Renewal::every(interval), ttl, node_timeout).retry
+        };
         assert_eq!(retry_delay(10 * S, NODE_TIMEOUT), S);
         assert_eq!(retry_delay(200 * MS, NODE_TIMEOUT), NODE_TIMEOUT);
         assert_eq!(retry_delay(20 * MS, NODE_TIMEOUT), 20 * MS);

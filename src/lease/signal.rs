@@ -101,9 +101,10 @@ impl LostSignal {
         loop {
             // Seen before the check: a change after it wakes the wait below.
             term.mark_unchanged();
-            let deadline = match self.lease.check() {
-                Ok(kind) => return kind,
-                Err(deadline) => deadline,
+            // The deadline read under the same lock as the check.
+            let deadline = match self.lease.checked().signal.first() {
+                Some(kind) => return kind,
+                None => self.lease.deadline(),
             };
             tokio::select! {
                 _ = self.lease.fired.cancelled() => {}
@@ -130,7 +131,7 @@ impl LostSignal {
     /// # }
     /// ```
     pub fn is_fired(&self) -> bool {
-        self.lease.check().is_ok()
+        self.lease.checked().signal.first().is_some()
     }
 
     /// The latest kind, or `None` before the signal fires. Unlike
@@ -148,8 +149,7 @@ impl LostSignal {
     /// # }
     /// ```
     pub fn kind(&self) -> Option<LossKind> {
-        let _ = self.lease.check();
-        self.lease.state().signal.current()
+        self.lease.checked().signal.current()
     }
 
     /// The detailed reason behind [`kind`](LostSignal::kind), with the
@@ -167,8 +167,7 @@ impl LostSignal {
     /// # }
     /// ```
     pub fn reason(&self) -> Option<LostReason> {
-        let _ = self.lease.check();
-        self.lease.state().reason.clone()
+        self.lease.checked().reason.clone()
     }
 
     /// When the signal first fired (monotonic clock), or `None` before.
@@ -186,8 +185,7 @@ impl LostSignal {
     /// # }
     /// ```
     pub fn fired_at(&self) -> Option<Instant> {
-        let _ = self.lease.check();
-        self.lease.state().fired_at
+        self.lease.checked().fired_at
     }
 
     /// Time left in which the lock is known to be held, as
@@ -281,6 +279,7 @@ mod tests {
     use super::*;
     use crate::keys::Keys;
     use crate::stats::counters::LeaseCounters;
+    use crate::stats::locks::{Holding, Primitive};
     use crate::validity::{Term, Ttl};
 
     const MS: Duration = Duration::from_millis(1);
@@ -292,7 +291,7 @@ mod tests {
             ttl: Ttl::new(valid, 0.01),
         };
         let keys = Keys::one(b"res", false).expect("a valid resource");
-        let holding = crate::stats::locks::Holding::LOCK;
+        let holding = Holding::one(Primitive::Lock);
         (
             Arc::new(Lease::new(keys, term, counters.clone(), holding)),
             counters,
@@ -330,7 +329,7 @@ mod tests {
         assert!(signal.fired_at().is_some());
         lease.end();
         assert_eq!(signal.kind(), Some(LossKind::Lost), "final kinds stay");
-        assert_eq!(counters.snapshot().lost, 1);
+        assert_eq!(counters.stats(Vec::new()).leases.lost, 1);
     }
 
     #[test]
@@ -359,7 +358,7 @@ mod tests {
         lease.end();
         assert_eq!(signal.kind(), Some(LossKind::Released));
         assert_eq!(signal.reason(), Some(LostReason::Released));
-        let s = counters.snapshot();
+        let s = counters.stats(Vec::new()).leases;
         assert_eq!((s.uncertain, s.lost, s.expired), (1, 0, 0));
     }
 

@@ -201,16 +201,16 @@ impl Lease {
         }
     }
 
-    /// The first kind when the signal has fired — expiring the lease first
-    /// if its deadline has passed — or the deadline to wait for.
-    pub(crate) fn check(&self) -> Result<LossKind, Instant> {
+    /// The state, once the lease is expired if its deadline has passed:
+    /// what the signal reads.
+    pub(super) fn checked(&self) -> MutexGuard<'_, State> {
         let mut s = self.state();
         let deadline = self.deadline();
         if Instant::now() >= deadline && !s.signal.current().is_some_and(LossKind::is_final) {
             s.ended.get_or_insert(LostReason::Expired);
             self.fire(&mut s, LostReason::Expired);
         }
-        s.signal.first().ok_or(deadline)
+        s
     }
 }
 
@@ -272,6 +272,7 @@ fn already_lost(earlier: &LostReason) -> LostReason {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::stats::locks::Primitive;
     use crate::validity::Ttl;
 
     const MS: Duration = Duration::from_millis(1);
@@ -286,7 +287,7 @@ mod tests {
             keys,
             term,
             Arc::new(LeaseCounters::default()),
-            Holding::LOCK,
+            Holding::one(Primitive::Lock),
         )
     }
 
@@ -374,10 +375,10 @@ mod tests {
     fn expiry_is_noticed_lazily() {
         let lease = lease(Duration::ZERO);
         assert_eq!(lease.state().signal.current(), None, "not checked yet");
-        assert_eq!(lease.check(), Ok(LossKind::Expired));
+        assert_eq!(lease.checked().signal.first(), Some(LossKind::Expired));
         assert_eq!(lease.state().reason, Some(LostReason::Expired));
         assert!(lease.term().is_err());
-        assert_eq!(lease.counters.snapshot().expired, 1);
+        assert_eq!(lease.counters.stats(Vec::new()).leases.expired, 1);
     }
 
     #[test]

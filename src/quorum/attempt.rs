@@ -2,7 +2,7 @@
 //! every node, decided as its votes count; for a fenced claim, followed by
 //! the commit of the fencing token. Both phases are fan-outs
 //! ([`Engine::ask`]); the deadline the holder gets is
-//! [`validity::deadline`] from the attempt's start.
+//! [`Ttl::deadline`](crate::validity::Ttl::deadline) from the attempt's start.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -59,7 +59,7 @@ pub(crate) async fn once<C: Claim>(
         // behind, and the release of every key spawned if this is dropped
         // (until the attempt takes `guard.sets`).
         let start = Instant::now();
-        let valid_until = validity::deadline(start, ttl.duration, ttl.drift).unwrap_or(start);
+        let valid_until = ttl.deadline(start).unwrap_or(start);
         let timeout = engine.config.node_timeout.min(ttl.budget());
         let sets = SetFuture::for_attempt(engine.nodes.len());
         let keys = claim.keys();

@@ -96,10 +96,10 @@ impl Claim for Keys {
     type Votes = Majority;
 
     fn holding(&self) -> Holding {
-        match self.first().starts_with(ELECTION_KEY_PREFIX) {
-            true => Holding::ELECTION,
-            false => Holding::LOCK,
-        }
+        Holding::one(match self.first().starts_with(ELECTION_KEY_PREFIX) {
+            true => Primitive::Election,
+            false => Primitive::Lock,
+        })
     }
 
     fn keys(&self) -> &Keys {

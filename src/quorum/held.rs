@@ -20,7 +20,7 @@ use crate::quorum::remote_check::{self, Remote};
 use crate::quorum::repair::{Gate, Repairs};
 use crate::quorum::set_order::SetFuture;
 use crate::token::Token;
-use crate::validity::{self, Late, Term, Ttl};
+use crate::validity::{self, Term, Ttl};
 
 /// A lock held on a quorum of nodes, as its attempt granted it: the state
 /// a [`Lock`](crate::Lock) shares with whatever extends it.
@@ -189,11 +189,7 @@ impl Held {
                 .confirm(current.deadline, command, call, vote)
                 .await?;
             let now = Instant::now();
-            let term =
-                Term::extended(current.deadline, start, ttl, now).map_err(|late| match late {
-                    Late::Expired => LostReason::Expired,
-                    Late::TooSlow => LostReason::TooSlow,
-                })?;
+            let term = Term::extended(current.deadline, start, ttl, now)?;
             gate.open(term.deadline);
             let valid = validity::left(term.deadline, now);
             let elapsed = now.saturating_duration_since(start);

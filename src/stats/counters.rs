@@ -143,14 +143,13 @@ impl NodeCounters {
     /// elsewhere, not ours). Returns `yes`, to be used inline. The remote
     /// check changes nothing on the node: its answers are not votes here.
     pub(crate) fn vote(&self, op: Operation, yes: bool) -> bool {
-        let [acquire, extend, release] = &self.votes;
-        let votes = match op {
-            Operation::Acquire => acquire,
-            Operation::Extend => extend,
-            Operation::Release => release,
+        let op = match op {
+            Operation::Acquire => 0,
+            Operation::Extend => 1,
+            Operation::Release => 2,
             Operation::Check => return yes,
         };
-        votes[usize::from(!yes)].add();
+        self.votes[op][usize::from(!yes)].add();
         yes
     }
 
@@ -214,14 +213,11 @@ impl LeaseCounters {
         &self.held[primitive as usize]
     }
 
-    /// An automatic renewal reached a quorum in time.
-    pub(crate) fn renewed(&self) {
-        bump(&self.renewals[0], RENEWALS, &[]);
-    }
-
-    /// An automatic renewal did not.
-    pub(crate) fn renewal_failed(&self) {
-        bump(&self.renewals[1], RENEWAL_FAILURES, &[]);
+    /// An automatic renewal reached a quorum in time (`renewed`), or did
+    /// not.
+    pub(crate) fn renewal(&self, renewed: bool) {
+        let i = usize::from(!renewed);
+        bump(&self.renewals[i], [RENEWALS, RENEWAL_FAILURES][i], &[]);
     }
 
     /// A lock's signal reached `kind` (first firing or upgrade).
@@ -239,25 +235,21 @@ impl LeaseCounters {
     /// A copy of every counter, with the nodes' copies.
     pub(crate) fn stats(&self, nodes: Vec<NodeStats>) -> Stats {
         let [locks, permits, elections] = self.held.each_ref().map(LockCounters::snapshot);
+        let [renewals, renewal_failures] = self.renewals.each_ref().map(load);
+        let [uncertain, lost, expired, limit_reached] = self.signals.each_ref().map(load);
         Stats {
             nodes,
-            leases: self.snapshot(),
+            leases: LeaseStats {
+                renewals,
+                renewal_failures,
+                uncertain,
+                lost,
+                expired,
+                limit_reached,
+            },
             locks,
             permits,
             elections,
-        }
-    }
-
-    pub(crate) fn snapshot(&self) -> LeaseStats {
-        let [renewals, renewal_failures] = self.renewals.each_ref().map(load);
-        let [uncertain, lost, expired, limit_reached] = self.signals.each_ref().map(load);
-        LeaseStats {
-            renewals,
-            renewal_failures,
-            uncertain,
-            lost,
-            expired,
-            limit_reached,
         }
     }
 }
@@ -335,9 +327,9 @@ mod tests {
     #[test]
     fn lease_counters_count_every_kind_but_release() {
         let c = LeaseCounters::default();
-        c.renewed();
-        c.renewed();
-        c.renewal_failed();
+        c.renewal(true);
+        c.renewal(true);
+        c.renewal(false);
         for k in [
             LossKind::Uncertain,
             LossKind::Expired,
@@ -347,7 +339,7 @@ mod tests {
         ] {
             c.signalled(k);
         }
-        let s = c.snapshot();
+        let s = c.stats(Vec::new()).leases;
         assert_eq!((s.renewals, s.renewal_failures), (2, 1));
         assert_eq!(
             (s.uncertain, s.lost, s.expired, s.limit_reached),

@@ -29,10 +29,10 @@ pub(crate) struct LatencyCounters {
     /// Upper bounds in seconds, inclusive and increasing.
     bounds: &'static [f64],
     series: Histogram,
-    count: AtomicU64,
     sum_micros: AtomicU64,
     max_micros: AtomicU64,
-    /// One per bound, and one for everything above the last.
+    /// One per bound, and one for everything above the last: the count is
+    /// their sum.
     buckets: Box<[AtomicU64]>,
 }
 
@@ -43,7 +43,6 @@ impl LatencyCounters {
         Self {
             bounds,
             series,
-            count: AtomicU64::new(0),
             sum_micros: AtomicU64::new(0),
             max_micros: AtomicU64::new(0),
             buckets: (0..=bounds.len()).map(|_| AtomicU64::new(0)).collect(),
@@ -53,7 +52,6 @@ impl LatencyCounters {
     /// One duration.
     pub(crate) fn record(&self, elapsed: Duration) {
         let us = u64::try_from(elapsed.as_micros()).unwrap_or(u64::MAX);
-        self.count.fetch_add(1, Relaxed);
         self.sum_micros.fetch_add(us, Relaxed);
         self.max_micros.fetch_max(us, Relaxed);
         if let Some(b) = self.buckets.get(bucket_index(self.bounds, elapsed)) {
@@ -68,9 +66,10 @@ impl LatencyCounters {
             // Exact: every bound is a whole number of microseconds.
             Duration::try_from_secs_f64(secs).unwrap_or(Duration::MAX)
         });
-        let counts = self.buckets.iter().map(|n| n.load(Relaxed));
+        // Every duration is in one bucket: their counts add up to the count.
+        let counts: Vec<u64> = self.buckets.iter().map(|n| n.load(Relaxed)).collect();
         Latency {
-            count: self.count.load(Relaxed),
+            count: counts.iter().sum(),
             sum: Duration::from_micros(self.sum_micros.load(Relaxed)),
             max: Duration::from_micros(self.max_micros.load(Relaxed)),
             buckets: bounds.chain([Duration::MAX]).zip(counts).collect(),

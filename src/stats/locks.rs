@@ -15,8 +15,8 @@ use crate::stats::{Acquires, LockStats};
 
 /// What an acquisition takes and a lease holds, for counting: each has its
 /// own counters ([`Stats`](crate::Stats)' field) and its own series. A new
-/// primitive is one variant here, its rows of `METRICS` and its field of
-/// `Stats`.
+/// primitive is one variant here, its five rows of `METRICS` (after the last
+/// primitive's, in the same order) and its field of `Stats`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Primitive {
     /// A lock ([`Stats::locks`](crate::Stats::locks)).
@@ -33,32 +33,14 @@ impl Primitive {
     pub(crate) const ALL: [Primitive; 3] =
         [Primitive::Lock, Primitive::Permit, Primitive::Election];
 
-    /// The names of its series: acquire calls by outcome, the histograms
-    /// of one attempt, one call and one hold, the gauge of what is held.
+    /// The names of its series, which [`METRICS`] lists together, each
+    /// primitive's after the one before, from [`ACQUIRES`] on: acquire calls
+    /// by outcome, the histograms of one attempt, one call and one hold, the
+    /// gauge of what is held.
     pub(crate) fn series(self) -> [&'static str; 5] {
-        match self {
-            Primitive::Lock => [
-                ACQUIRES,
-                ATTEMPT_SECONDS,
-                WAIT_SECONDS,
-                HOLD_SECONDS,
-                LOCKS_HELD,
-            ],
-            Primitive::Permit => [
-                PERMIT_ACQUIRES,
-                PERMIT_ATTEMPT_SECONDS,
-                PERMIT_WAIT_SECONDS,
-                PERMIT_HOLD_SECONDS,
-                PERMITS_HELD,
-            ],
-            Primitive::Election => [
-                ELECTION_ACQUIRES,
-                ELECTION_ATTEMPT_SECONDS,
-                ELECTION_WAIT_SECONDS,
-                ELECTION_HOLD_SECONDS,
-                ELECTIONS_HELD,
-            ],
-        }
+        let lock = METRICS.iter().position(|m| m.name == ACQUIRES);
+        let first = lock.unwrap_or(0) + 5 * self as usize;
+        std::array::from_fn(|i| METRICS.get(first + i).map_or("", |m| m.name))
     }
 }
 
@@ -74,17 +56,13 @@ pub(crate) struct Holding {
 }
 
 impl Holding {
-    /// One lock.
-    pub(crate) const LOCK: Holding = Holding {
-        primitive: Primitive::Lock,
-        count: 1,
-    };
-
-    /// One leadership.
-    pub(crate) const ELECTION: Holding = Holding {
-        primitive: Primitive::Election,
-        count: 1,
-    };
+    /// One of `primitive`: a lock, a leadership.
+    pub(crate) fn one(primitive: Primitive) -> Self {
+        Self {
+            primitive,
+            count: 1,
+        }
+    }
 }
 
 /// How an acquire call ended, then a grant that later ended lost: the
@@ -269,6 +247,35 @@ mod tests {
         assert_eq!((s.held, s.hold.count), (1, 1));
         c.ended(3, MS, false); // more than held never wraps
         assert_eq!(c.snapshot().held, 0);
+    }
+
+    #[test]
+    fn each_primitive_has_the_series_of_its_rows_of_the_table() {
+        let lock = [
+            ACQUIRES,
+            ATTEMPT_SECONDS,
+            WAIT_SECONDS,
+            HOLD_SECONDS,
+            LOCKS_HELD,
+        ];
+        let permit = [
+            PERMIT_ACQUIRES,
+            PERMIT_ATTEMPT_SECONDS,
+            PERMIT_WAIT_SECONDS,
+            PERMIT_HOLD_SECONDS,
+            PERMITS_HELD,
+        ];
+        let election = [
+            ELECTION_ACQUIRES,
+            ELECTION_ATTEMPT_SECONDS,
+            ELECTION_WAIT_SECONDS,
+            ELECTION_HOLD_SECONDS,
+            ELECTIONS_HELD,
+        ];
+        assert_eq!(
+            Primitive::ALL.map(Primitive::series),
+            [lock, permit, election]
+        );
     }
 
     #[test]

@@ -196,6 +196,8 @@ table! {
     NODE_UP = "quorumlock_node_up", gauge ["node"]:
         "1 while the node's last command got a reply (an error reply included), 0 after a \
          timeout or a connection failure and before the first reply.";
+    // Each primitive's five series, one primitive after the other, in the
+    // order of `Primitive` and of these (`Primitive::series` reads them here).
     ACQUIRES = "quorumlock_lock_acquires_total", counter ["outcome"]:
         "Acquire calls by outcome (granted, contended, unavailable, misconfigured, other), and \
          granted locks that later ended lost (lost).";
