@@ -10,9 +10,9 @@ use quorumlock_testkit as support;
 mod common;
 
 use std::process::Stdio;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use common::{json, none_left, output, quorumlock, sleep_marker, text, wait_within, with_marker};
+use common::{json, output, quorumlock, sleep_marker, text, wait_within, with_marker};
 use support::{unique, Cluster};
 
 /// The leadership lock of the election `name`.
@@ -167,26 +167,12 @@ fn a_lost_leadership_stops_the_command_and_everything_it_started() {
     assert!(support::block_on_eventually(Duration::from_secs(5), || {
         with_marker(&marker).len() >= 2
     }));
-    // A renewal between two deletions repairs them: repeated until one
-    // renewal meets them all.
-    let until = Instant::now() + Duration::from_secs(15);
-    while Instant::now() < until && child.try_wait().expect("try_wait").is_none() {
+    let delete = || {
         for i in 0..3 {
             let _: () = cluster.exec(i, redis::cmd("DEL").arg(&key));
         }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    let status = wait_within(&mut child, Duration::from_secs(5));
-    let mut stderr = String::new();
-    if let Some(mut pipe) = child.stderr.take() {
-        let _ = std::io::Read::read_to_string(&mut pipe, &mut stderr);
-    }
-    assert_eq!(status.and_then(|s| s.code()), Some(79), "{stderr}");
-    assert!(stderr.contains("LEADERSHIP LOST"), "{stderr}");
-    assert!(
-        none_left(&marker, Duration::from_secs(3)),
-        "the background sleeps died too"
-    );
+    };
+    common::lost_under_deletions(&mut child, delete, "LEADERSHIP LOST", &marker);
     let mut cmd = quorumlock(&cluster);
     cmd.args(["leader", &name]);
     assert_eq!(output(cmd).status.code(), Some(1), "nobody leads");

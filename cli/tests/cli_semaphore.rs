@@ -9,7 +9,7 @@ use quorumlock_testkit as support;
 mod common;
 
 use std::process::{Child, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use common::{
     json, none_left, output, quorumlock, signal, sleep_marker, text, wait_within, with_marker,
@@ -198,24 +198,8 @@ fn a_lost_permit_stops_the_command_and_everything_it_started() {
     );
     assert!(with_marker(&marker).len() >= 2, "the command runs on");
     // A renewal that lands between two of these deletions sees a majority
-    // and repairs the deleted keys (the library's repair on renewal): the
-    // deletions are repeated until one renewal meets them all.
-    let until = Instant::now() + Duration::from_secs(15);
-    while Instant::now() < until && child.try_wait().expect("try_wait").is_none() {
-        delete(0..3);
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    let status = wait_within(&mut child, Duration::from_secs(5));
-    let mut stderr = String::new();
-    if let Some(mut pipe) = child.stderr.take() {
-        let _ = std::io::Read::read_to_string(&mut pipe, &mut stderr);
-    }
-    assert_eq!(status.and_then(|s| s.code()), Some(79), "{stderr}");
-    assert!(stderr.contains("PERMIT LOST"), "{stderr}");
-    assert!(
-        none_left(&marker, Duration::from_secs(3)),
-        "the background sleeps died too"
-    );
+    // and repairs the deleted keys (the library's repair on renewal).
+    common::lost_under_deletions(&mut child, || delete(0..3), "PERMIT LOST", &marker);
     assert!(released(&cluster, &name, 2));
 }
 

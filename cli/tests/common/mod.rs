@@ -86,3 +86,32 @@ pub fn json(out: &Output) -> Value {
     assert_eq!(stdout.lines().count(), 1, "one JSON line: {stdout:?}");
     serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("{stdout:?}: {e}"))
 }
+
+/// Runs `delete` every 100 ms until `child` exits (at most 15 s; a
+/// renewal that lands between two deletions repairs them, so they are
+/// repeated until one renewal meets them all), then asserts that it ended
+/// as a lost lock ends: exit 79, `banner` on stderr, and no process of
+/// `marker` left.
+pub fn lost_under_deletions(
+    child: &mut Child,
+    mut delete: impl FnMut(),
+    banner: &str,
+    marker: &str,
+) {
+    let until = Instant::now() + Duration::from_secs(15);
+    while Instant::now() < until && child.try_wait().expect("try_wait").is_none() {
+        delete();
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let status = wait_within(child, Duration::from_secs(5));
+    let mut stderr = String::new();
+    if let Some(mut pipe) = child.stderr.take() {
+        let _ = std::io::Read::read_to_string(&mut pipe, &mut stderr);
+    }
+    assert_eq!(status.and_then(|s| s.code()), Some(79), "{stderr}");
+    assert!(stderr.contains(banner), "{stderr}");
+    assert!(
+        none_left(marker, Duration::from_secs(3)),
+        "the background sleeps died too"
+    );
+}
