@@ -65,7 +65,6 @@ pub(crate) const fn counts(kind: Kind, reply: i64) -> Option<bool> {
     match (kind, reply) {
         (Kind::AcquireFenced, 0..) | (Kind::Commit, 1) => Some(true),
         (Kind::AcquireFenced | Kind::Commit | Kind::Extend, -1) => Some(false),
-        (Kind::AcquireFenced, _) => None,
         (Kind::Release, n) => Some(n != 0),
         // Every other script: 1 or 0.
         (_, 1) => Some(true),

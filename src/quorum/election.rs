@@ -237,6 +237,37 @@ mod tests {
     }
 
     #[test]
+    fn the_pace_is_the_newest_records_ttl_whatever_the_order() {
+        let mut support = Support::default();
+        for epoch in [2, 1, 3, 3] {
+            support.vote(0, &node(Some(record("aa", epoch, 1, "x")), false));
+        }
+        assert_eq!(support.hint(), Some(Duration::from_secs(3)));
+        assert_eq!(Support::default().hint(), None);
+    }
+
+    #[test]
+    fn a_read_is_decided_as_soon_as_its_verdict_is_known() {
+        let mut support = Support::default();
+        let mut tally = Tally::new(3, 2);
+        let yes = node(Some(record("aa", 1, 1, "x")), true);
+        tally.record(support.vote(0, &yes));
+        assert_eq!(support.decide(&tally), None, "one of three supports");
+        tally.record(support.vote(1, &yes));
+        assert_eq!(support.decide(&tally), Some(Decision::Reached));
+        let mut none = Support::default();
+        let mut tally = Tally::new(3, 2);
+        for i in 0..2 {
+            tally.record(none.vote(i, &node(None, false)));
+        }
+        assert_eq!(
+            none.decide(&tally),
+            Some(Decision::Reached),
+            "no one can lead"
+        );
+    }
+
+    #[test]
     fn a_leader_needs_a_majority_of_current_records() {
         let a = || Some(record("aa", 1, 1, "x"));
         let yes = || Some(node(a(), true));
