@@ -236,9 +236,19 @@ async fn a_resource_holding_a_hash_is_a_refusal_on_that_node_not_a_crash() {
     let name = unique("wrongtype");
     let _: () = cluster.exec(0, redis::cmd("HSET").arg(&name).arg("f").arg("v"));
     let lock = redlock.try_acquire(&name, TTL).await.expect("4 of 5 grant");
+    // The acquire returned at the third yes: its fourth SET may be on its
+    // way still.
+    assert!(cluster.held_on(&name, 4, Duration::from_secs(5)).await);
     // Extend and release hit WRONGTYPE on node 0: a failed vote there.
     lock.extend(TTL).await.expect("extend on the other four");
     lock.release().await.expect("release on the other four");
+    // The release returned at the third yes too: the fourth delete is
+    // awaited before the keys are changed by hand.
+    assert!(
+        cluster
+            .released(name.as_bytes(), Duration::from_secs(5))
+            .await
+    );
     let kind: String = cluster.exec(0, redis::cmd("TYPE").arg(&name));
     assert_eq!(kind, "hash", "the foreign hash is untouched");
 
