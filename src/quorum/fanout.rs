@@ -20,7 +20,7 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use futures::stream::{FuturesUnordered, StreamExt};
+use futures::stream::{FuturesUnordered, Stream, StreamExt};
 use tracing::debug;
 
 use crate::error::lost::LostReason;
@@ -212,7 +212,7 @@ impl Engine {
             async move { (i, reply.await) }
         });
         let mut gather = Gather {
-            pending: pending.collect(),
+            pending: Some(pending.collect()),
             background: self.background.clone(),
             nodes: nodes.clone(),
             window,
@@ -240,7 +240,7 @@ impl Engine {
             }
             tokio::select! {
                 biased;
-                reply = gather.pending.next() => {
+                reply = next(&mut gather.pending) => {
                     let Some((i, reply)) = reply else {
                         outcome.decision = count.decide(&outcome.tally);
                         break;
@@ -295,7 +295,9 @@ where
     F: Future<Output = (usize, NodeResult<T>)> + Send + 'static,
     T: Send + 'static,
 {
-    pending: FuturesUnordered<F>,
+    /// `None` once handed to the background (taking it leaves no empty
+    /// set to allocate in its place).
+    pending: Option<FuturesUnordered<F>>,
     background: Background,
     nodes: Arc<[Node]>,
     window: Window,
@@ -313,6 +315,14 @@ fn counted(nodes: &[Node], uncounted: &mut u64, i: usize, failure: Option<&NodeF
     *uncounted &= !(1 << i);
 }
 
+/// The next reply of `pending`; none once it was handed off.
+async fn next<S: Stream + Unpin>(pending: &mut Option<S>) -> Option<S::Item> {
+    match pending {
+        Some(pending) => pending.next().await,
+        None => None,
+    }
+}
+
 /// The indices of the bits set in `mask`.
 fn bits(mask: u64) -> impl Iterator<Item = usize> {
     (0..MAX_NODES).filter(move |i| mask & (1 << i) != 0)
@@ -327,10 +337,9 @@ where
     T: Send + 'static,
 {
     fn drop(&mut self) {
-        let mut pending = std::mem::take(&mut self.pending);
-        if pending.is_empty() {
+        let Some(mut pending) = self.pending.take().filter(|p| !p.is_empty()) else {
             return;
-        }
+        };
         let (nodes, window, mut uncounted) = (self.nodes.clone(), self.window, self.uncounted);
         self.background.spawn(async move {
             let in_time = tokio::time::timeout_at(window.deadline.into(), async {
