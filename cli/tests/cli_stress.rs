@@ -11,6 +11,8 @@
 
 use quorumlock_testkit as support;
 
+mod common;
+
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -74,21 +76,8 @@ fn sigterm_at_a_random_moment_leaves_no_process_and_no_key() {
             .spawn()
             .expect("spawn quorumlock");
         std::thread::sleep(delay);
-        let _ = Command::new("kill")
-            .args(["-TERM", &child.id().to_string()])
-            .status();
-        let deadline = Instant::now() + Duration::from_secs(10);
-        let status = loop {
-            if let Ok(Some(status)) = child.try_wait() {
-                break Some(status);
-            }
-            if Instant::now() >= deadline {
-                let _ = child.kill();
-                let _ = child.wait();
-                break None;
-            }
-            std::thread::sleep(Duration::from_millis(5));
-        };
+        common::signal(child.id(), "-TERM");
+        let status = common::wait_within(&mut child, Duration::from_secs(10));
         let status = status.unwrap_or_else(|| {
             panic!("run {run} (signal after {delay:?}, seed {seed}) ignored SIGTERM")
         });
