@@ -26,6 +26,14 @@ mod status;
 pub use permit::Permit;
 pub use status::{SemaphoreHolder, SemaphoreStatus};
 
+/// A number of permits or a slot's number, as the API gives them: `u32`,
+/// like [`Redlock::semaphore`](crate::Redlock::semaphore)'s and
+/// [`take`](SemaphoreRequest::take)'s. Lossless: a semaphore has at most
+/// [`MAX_PERMITS`](crate::MAX_PERMITS) slots.
+fn permits(n: usize) -> u32 {
+    u32::try_from(n).unwrap_or(u32::MAX)
+}
+
 /// Permits of a counting semaphore to take, with their options; from
 /// [`Redlock::semaphore`](crate::Redlock::semaphore).
 ///

@@ -8,7 +8,7 @@
 use quorumlock_testkit as support;
 
 use std::collections::HashSet;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -72,7 +72,7 @@ async fn exactly_held_by(
     let check = || {
         (0..permits).all(|i| {
             let values = cluster.values(slot_key(name, i).as_bytes());
-            match holders.iter().find(|h| h.slots().contains(&(i as usize))) {
+            match holders.iter().find(|h| h.slots().contains(&i)) {
                 Some(h) => values.iter().all(|v| {
                     v.as_deref()
                         .is_some_and(|t| t.starts_with(h.token_prefix().as_bytes()))
@@ -152,7 +152,7 @@ async fn taking_k_permits_is_all_or_nothing() {
         .acquire()
         .await
         .expect("1 fits");
-    let mut all: Vec<usize> = big.slots().iter().chain(small.slots()).copied().collect();
+    let mut all: Vec<u32> = big.slots().iter().chain(small.slots()).copied().collect();
     all.sort_unstable();
     assert_eq!(all, [0, 1, 2, 3], "distinct slots");
     exactly_held_by(&cluster, &name, 4, &[&big, &small]).await;
@@ -240,8 +240,8 @@ async fn holders_of_one_and_two_permits_never_hold_more_than_four() {
     let cluster = Cluster::shared(5);
     let redlock = cluster.redlock().await;
     let name = unique("sem-mixed");
-    let held = Arc::new(AtomicUsize::new(0));
-    let most = Arc::new(AtomicUsize::new(0));
+    let held = Arc::new(AtomicU32::new(0));
+    let most = Arc::new(AtomicU32::new(0));
     let mut tasks = Vec::new();
     for t in 0..TASKS {
         let (redlock, name, held, most) =
@@ -256,7 +256,7 @@ async fn holders_of_one_and_two_permits_never_hold_more_than_four() {
                     .acquire()
                     .await
                     .expect("every task gets its turns");
-                assert_eq!(permit.permits(), k as usize);
+                assert_eq!(permit.permits(), k);
                 let now = held.fetch_add(permit.permits(), Ordering::SeqCst) + permit.permits();
                 most.fetch_max(now, Ordering::SeqCst);
                 tokio::time::sleep(Duration::from_millis(10)).await;

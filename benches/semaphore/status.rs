@@ -43,7 +43,7 @@ pub async fn run(urls: &[String], reads: usize) -> Reads {
         let began = Instant::now();
         let status = rl.semaphore_status(&name, SLOTS).await.expect("status");
         samples.push(began.elapsed());
-        if (status.held(), status.free()) != (6, SLOTS as usize - 6) {
+        if (status.held(), status.free()) != (6, SLOTS - 6) {
             incomplete += 1;
         }
     }

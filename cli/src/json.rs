@@ -155,7 +155,7 @@ pub fn semaphore(resource: &str, permits: u32, status: &SemaphoreStatus, exit_co
         "permits": permits,
         "permits_held": held,
         "permits_free": free,
-        "permits_unknown": status.slots.len().saturating_sub(held + free),
+        "permits_unknown": permits.saturating_sub(held + free),
         "holders": holders,
         "quorum": first.map_or(0, |s| s.quorum),
         "nodes_total": nodes.len(),

@@ -44,7 +44,7 @@ pub struct Taken {
     /// The lock, the lock over the permits' slots, or the leadership.
     pub lock: Held,
     /// The permits' slots (each in `0..permits`); empty for the others.
-    pub slots: Vec<usize>,
+    pub slots: Vec<u32>,
 }
 
 /// A held lock, or a leadership: one [`Lock`] to renew and watch; a

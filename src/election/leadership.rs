@@ -103,6 +103,16 @@ impl Leadership {
     /// after a later one (a retry on a new connection) leaves the later
     /// one in place.
     ///
+    /// It takes `&mut self` because it changes the leadership: afterwards
+    /// [`value`](Leadership::value) returns the new value (by reference,
+    /// with no lock to take), and one leadership's proclamations run one at
+    /// a time, so that the value it reports is the last one a majority
+    /// confirmed, never one overtaken by a proclamation still in flight.
+    /// To proclaim from several tasks, keep the leadership in one task and
+    /// send it the values (or share an `Arc<tokio::sync::Mutex<Leadership>>`);
+    /// the methods that only read it ([`epoch`](Leadership::epoch),
+    /// [`validity`](crate::Lock::validity), the lost signal) take `&self`.
+    ///
     /// # Errors
     ///
     /// [`Error::Lost`](crate::Error::Lost) when no majority took it in time:

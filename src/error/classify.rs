@@ -50,6 +50,9 @@ pub(crate) fn classify(e: &RedisError) -> NodeFailureKind {
     NodeFailureKind::Connection(e.to_string())
 }
 
+/// What Redis 6.2 and 7 and Valkey say when a script calls a command,
+/// key or channel the user's ACL refuses.
+const SCRIPT_DENIED: &str = "The user executing the script can't";
 /// What 6.2 puts before the wrapped error.
 const WRAPPER: &str = "Error running script";
 /// What 6.2 puts before each location prefix (`@user_script:1:` and
@@ -61,8 +64,18 @@ impl NodeFailureKind {
     /// them, except for Redis 6.2's `ERR Error running script …` wrapper
     /// around an error with a code of its own, which yields the inner code
     /// and message.
+    ///
+    /// A command a script calls that the user's ACL refuses is a plain
+    /// `ERR` (`ERR The user executing the script can't run this command or
+    /// subcommand …`, wrapped on 6.2), where the same command sent alone
+    /// gets `NOPERM`: it reads as `NOPERM`, one code for the missing right.
     pub(crate) fn reply(code: &str, detail: &str) -> Self {
         let (code, message) = unwrap_script_error(code, detail).unwrap_or((code, detail));
+        let code = if code.eq_ignore_ascii_case("ERR") && message.contains(SCRIPT_DENIED) {
+            "NOPERM"
+        } else {
+            code
+        };
         NodeFailureKind::Redis {
             code: code.to_owned(),
             message: message.to_owned(),
@@ -113,6 +126,29 @@ mod tests {
             code: code.to_owned(),
             message: message.to_owned(),
         }
+    }
+
+    #[test]
+    fn a_script_refused_by_the_acl_reads_as_noperm() {
+        for line in [
+            // Redis 7 and Valkey.
+            "ERR The user executing the script can't run this command or subcommand script: \
+             a1a8aedd3370fb4bc99add510a79624f28883756, on @user_script:13.",
+            "ERR The user executing the script can't access at least one of the keys mentioned \
+             in the command script: 1f, on @user_script:4.",
+            // Redis 6.2.
+            "ERR Error running script (call to f_a1a8): @user_script:13: @user_script: 13: \
+             The user executing the script can't run this command or subcommand",
+        ] {
+            let failure = classify(&reply(line));
+            assert!(failure.is_redis_error("NOPERM"), "{line}: {failure:?}");
+            assert!(failure.is_misconfigured(), "{line}");
+        }
+        // Another ERR keeps its code.
+        assert!(classify(&reply(
+            "ERR user_script:1: Script attempted to access a non local key"
+        ))
+        .is_redis_error("ERR"));
     }
 
     #[test]

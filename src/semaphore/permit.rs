@@ -36,13 +36,16 @@ pub struct Permit {
     lock: Lock,
     semaphore: Slots,
     /// The slots held, in `0..semaphore.count()`.
-    slots: Vec<usize>,
+    slots: Vec<u32>,
 }
 
 impl Permit {
     pub(crate) fn new(lock: Lock, semaphore: Slots) -> Self {
         let slots = lock.resources();
-        let slots = slots.filter_map(|key| semaphore.index_of(key)).collect();
+        let slots = slots
+            .filter_map(|key| semaphore.index_of(key))
+            .map(super::permits)
+            .collect();
         Self {
             lock,
             semaphore,
@@ -56,19 +59,19 @@ impl Permit {
     }
 
     /// Permits held.
-    pub fn permits(&self) -> usize {
-        self.slots.len()
+    pub fn permits(&self) -> u32 {
+        super::permits(self.slots.len())
     }
 
     /// The semaphore's number of permits, as this client named it: the
     /// bound on the permits held at once.
-    pub fn limit(&self) -> usize {
-        self.semaphore.count()
+    pub fn limit(&self) -> u32 {
+        super::permits(self.semaphore.count())
     }
 
     /// The slots held, each in `0..limit()`: no other holder has one of them
     /// while these permits are valid (a worker index, a shard).
-    pub fn slots(&self) -> &[usize] {
+    pub fn slots(&self) -> &[u32] {
         &self.slots
     }
 

@@ -27,7 +27,7 @@ pub struct SemaphoreHolder {
     /// ([`Lock::token_prefix`](crate::Lock::token_prefix)).
     pub token_prefix: String,
     /// The slots it holds.
-    pub slots: Vec<usize>,
+    pub slots: Vec<u32>,
     /// The longest time until one of its slots expires on the last node of
     /// its majority (an upper bound of the permits' life).
     pub expires_in: Option<Duration>,
@@ -50,7 +50,7 @@ impl SemaphoreStatus {
     /// ```
     pub fn holders(&self) -> Vec<SemaphoreHolder> {
         let mut holders: Vec<SemaphoreHolder> = Vec::new();
-        for (i, slot) in self.slots.iter().enumerate() {
+        for (i, slot) in (0..).zip(&self.slots) {
             let Some((prefix, _)) = slot.leading_holder().filter(|_| slot.held_by_quorum()) else {
                 continue;
             };
@@ -71,16 +71,16 @@ impl SemaphoreStatus {
     }
 
     /// Permits held: the slots held by a quorum.
-    pub fn held(&self) -> usize {
-        self.slots.iter().filter(|s| s.held_by_quorum()).count()
+    pub fn held(&self) -> u32 {
+        super::permits(self.slots.iter().filter(|s| s.held_by_quorum()).count())
     }
 
     /// Permits known to be free: the slots that a quorum of nodes answered
     /// are absent. The rest (`slots − held − free`) cannot be told: too
     /// few nodes answered, or a minority holds them (an attempt in flight,
     /// or one that failed and is being cleaned up).
-    pub fn free(&self) -> usize {
-        self.slots.iter().filter(|s| s.free() >= s.quorum).count()
+    pub fn free(&self) -> u32 {
+        super::permits(self.slots.iter().filter(|s| s.free() >= s.quorum).count())
     }
 }
 
@@ -98,7 +98,7 @@ impl SemaphoreHolder {
 /// in 29.1s), 2 free`.
 impl fmt::Display for SemaphoreStatus {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let (held, free, slots) = (self.held(), self.free(), self.slots.len());
+        let (held, free, slots) = (self.held(), self.free(), super::permits(self.slots.len()));
         write!(f, "{}: {held} of {slots} permits held", self.name)?;
         let holders: Vec<String> = self.holders().iter().map(SemaphoreHolder::shown).collect();
         if !holders.is_empty() {

@@ -134,7 +134,7 @@ pub fn slot_overlaps(grants: &[Grant]) -> Vec<Overlap> {
         .iter()
         .flat_map(|g| {
             g.slots.iter().map(move |&s| Grant {
-                resource: g.resource * SLOT_STRIDE + s,
+                resource: g.resource * SLOT_STRIDE + s as usize,
                 ..g.clone()
             })
         })

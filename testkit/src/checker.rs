@@ -173,7 +173,7 @@ pub struct Grant {
     /// 400ms) at +35ms, deadline +300ms -> +390ms"`.
     pub extend: Option<String>,
     /// The semaphore slots held, for permits (empty for a lock).
-    pub slots: Vec<usize>,
+    pub slots: Vec<u32>,
 }
 
 impl Grant {
@@ -323,7 +323,7 @@ impl Session<'_> {
     }
 
     /// The grant is permits of a semaphore, on these slots.
-    pub fn slots(&mut self, slots: &[usize]) {
+    pub fn slots(&mut self, slots: &[u32]) {
         self.grant.slots = slots.to_vec();
     }
 

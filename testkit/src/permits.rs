@@ -230,7 +230,7 @@ async fn client(c: Client, p: Permits) {
                 );
                 session.requested_at(t0);
                 session.slots(permit.slots());
-                assert_eq!(permit.permits(), take as usize, "permits granted");
+                assert_eq!(permit.permits(), take, "permits granted");
                 tokio::time::sleep(turn.work / 2).await;
                 match turn.extend {
                     Some((new_ttl, then)) => {

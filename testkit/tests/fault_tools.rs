@@ -393,7 +393,7 @@ fn grant(id: u64, resource: usize, from_ms: u64, to_ms: u64, t0: Instant) -> Gra
 fn permit(
     id: u64,
     resource: usize,
-    slots: &[usize],
+    slots: &[u32],
     from_ms: u64,
     to_ms: u64,
     t0: Instant,
