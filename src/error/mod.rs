@@ -8,7 +8,7 @@ pub(crate) mod lost;
 pub(crate) use failure::misconfigured;
 pub(crate) use failure::NodeFailures;
 pub use failure::{NodeFailure, NodeFailureKind};
-pub use lost::{LossKind, LostReason};
+pub use lost::{LossKind, LostReason, Primitive};
 
 use std::fmt;
 use std::time::Duration;
@@ -140,7 +140,10 @@ pub enum Error {
     /// The lock is no longer held (or can no longer be known to be held).
     #[non_exhaustive]
     Lost {
-        /// The resource, printable.
+        /// What was held: a lock, permits of a semaphore, a leadership.
+        primitive: Primitive,
+        /// The name it was asked for by, printable: the lock's (first)
+        /// resource, the semaphore's or the election's name.
         resource: ResourceName,
         /// Why the lock counts as lost.
         reason: LostReason,
@@ -218,7 +221,11 @@ impl fmt::Display for Error {
                  admitted, {needed} needed{}",
                 NodeFailures(failures)
             ),
-            Error::Lost { resource, reason } => write!(f, "lock {resource} lost: {reason}"),
+            Error::Lost {
+                primitive,
+                resource,
+                reason,
+            } => write!(f, "{primitive} {resource} lost: {reason}"),
         }
     }
 }
