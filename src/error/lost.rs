@@ -8,6 +8,7 @@
 use std::fmt;
 use std::time::Duration;
 
+use crate::error::human::Human;
 use crate::error::{NodeFailure, NodeFailures};
 
 /// Why a lock's [`LostSignal`](crate::LostSignal) fired.
@@ -311,12 +312,14 @@ impl fmt::Display for LostReason {
                 failures,
             } => write!(
                 f,
-                "no renewal succeeded and only {validity_left:?} of validity was left{}",
+                "no renewal succeeded and only {} of validity was left{}",
+                Human::new(*validity_left),
                 NodeFailures(failures)
             ),
             LostReason::LimitReached { renewals, held_for } => write!(
                 f,
-                "renewal cap reached after {renewals} renewal(s) and {held_for:?} held"
+                "renewal cap reached after {renewals} renewal(s) and {} held",
+                Human::new(*held_for)
             ),
             LostReason::Released => f.write_str("it was released"),
         }

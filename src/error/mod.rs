@@ -3,6 +3,7 @@
 
 pub(crate) mod classify;
 mod failure;
+pub(crate) mod human;
 pub(crate) mod lost;
 
 pub(crate) use failure::misconfigured;
@@ -520,7 +521,7 @@ mod tests {
         };
         let text = err.to_string();
         assert!(
-            text.contains("127.0.0.1:7001/0: no answer within 50ms"),
+            text.contains("127.0.0.1:7001/0: no answer within 50 ms"),
             "{text}"
         );
         assert!(err.is_unavailable() && !err.is_contended() && !err.is_lost());
@@ -528,7 +529,7 @@ mod tests {
         let source = std::error::Error::source(&err).expect("the first failure");
         assert_eq!(
             source.to_string(),
-            "127.0.0.1:7001/0: no answer within 50ms"
+            "127.0.0.1:7001/0: no answer within 50 ms"
         );
     }
 }
