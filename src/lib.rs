@@ -21,7 +21,7 @@ mod status;
 mod token;
 mod validity;
 
-pub use client::{Builder, Health, IntoNode, NodeHealth, NodeSource};
+pub use client::{Builder, Health, HealthState, IntoNode, NodeHealth, NodeSource};
 pub use config::{
     Retry, DEFAULT_CONNECT_TIMEOUT, DEFAULT_DRIFT_FACTOR, DEFAULT_NODE_TIMEOUT, DEFAULT_RETRY,
     DEFAULT_RETRY_DELAY_MAX, DEFAULT_RETRY_DELAY_MIN, MAX_NODES, MAX_PERMITS, MAX_TTL,
