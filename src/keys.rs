@@ -5,7 +5,7 @@ use std::fmt;
 use std::sync::Arc;
 
 use crate::config::MAX_PERMITS;
-use crate::error::{Error, ResourceName, Result};
+use crate::error::{Error, LostReason, Primitive, ResourceName, Result};
 
 /// Prefix of the fencing counter keys: `quorumlock:fence:<resource>`.
 /// Resource names starting with it are reserved.
@@ -142,6 +142,47 @@ impl Keys {
     /// The resource for messages.
     pub(crate) fn name(&self) -> ResourceName {
         ResourceName::new(self.first())
+    }
+
+    /// What these keys are held as: a semaphore's slots
+    /// (`quorumlock:semaphore:{<name>}:<i>`) its permits, an election's
+    /// lock (`quorumlock:election:{<name>}`) its leadership, anything else
+    /// a lock.
+    pub(crate) fn primitive(&self) -> Primitive {
+        self.tagged()
+            .map_or(Primitive::Lock, |(primitive, _)| primitive)
+    }
+
+    /// A semaphore's or an election's keys: which, and the name between
+    /// the braces.
+    fn tagged(&self) -> Option<(Primitive, &[u8])> {
+        let first = self.first();
+        [
+            (Primitive::Permit, SEMAPHORE_KEY_PREFIX),
+            (Primitive::Election, ELECTION_KEY_PREFIX),
+        ]
+        .into_iter()
+        .find_map(|(primitive, prefix)| {
+            let tagged = first.strip_prefix(prefix)?.strip_prefix(b"{")?;
+            Some((
+                primitive,
+                &tagged[..tagged.iter().rposition(|&b| b == b'}')?],
+            ))
+        })
+    }
+
+    /// [`Error::Lost`] for these keys, naming what they are held as and
+    /// the name it was asked for by (a semaphore's, not its slot's key).
+    pub(crate) fn lost(&self, reason: LostReason) -> Error {
+        let (primitive, resource) = match self.tagged() {
+            Some((primitive, name)) => (primitive, ResourceName::new(name)),
+            None => (Primitive::Lock, self.name()),
+        };
+        Error::Lost {
+            primitive,
+            resource,
+            reason,
+        }
     }
 
     /// The keys a release clears when there is more to clear than the
@@ -321,6 +362,26 @@ impl fmt::Display for Keys {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_loss_names_what_was_held_by_the_name_it_was_asked_for() {
+        let lost = |keys: Keys| keys.lost(LostReason::Expired).to_string();
+        let permit = Slots::new(b"exp}orts", 4, false).unwrap().held(&[3]);
+        assert_eq!(permit.primitive(), Primitive::Permit);
+        assert_eq!(
+            lost(permit),
+            "permit of semaphore \"exp}orts\" lost: its validity ran out"
+        );
+        let leadership = Keys::election(b"scheduler").unwrap();
+        assert_eq!(leadership.primitive(), Primitive::Election);
+        assert!(
+            lost(leadership).starts_with("leadership of election \"scheduler\" lost: "),
+            "the election's name, not its key"
+        );
+        let lock = Keys::many([&b"a"[..], b"b"]).unwrap();
+        assert_eq!(lock.primitive(), Primitive::Lock);
+        assert!(lost(lock).starts_with("lock \"a\" lost: "));
+    }
 
     #[test]
     fn single_keys_carry_an_optional_fence_counter() {

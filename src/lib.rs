@@ -21,14 +21,15 @@ mod status;
 mod token;
 mod validity;
 
-pub use client::{Builder, Health, IntoNode, NodeHealth, NodeSource};
+pub use client::{Builder, Health, HealthState, IntoNode, NodeHealth, NodeSource};
 pub use config::{
     Retry, DEFAULT_CONNECT_TIMEOUT, DEFAULT_DRIFT_FACTOR, DEFAULT_NODE_TIMEOUT, DEFAULT_RETRY,
     DEFAULT_RETRY_DELAY_MAX, DEFAULT_RETRY_DELAY_MIN, MAX_NODES, MAX_PERMITS, MAX_TTL,
 };
 pub use election::{Campaign, Leader, Leadership, Observer};
 pub use error::{
-    Error, LossKind, LostReason, NodeFailure, NodeFailureKind, Operation, ResourceName, Result,
+    Error, LossKind, LostReason, NodeFailure, NodeFailureKind, Operation, Primitive, ResourceName,
+    Result,
 };
 pub use keys::{
     ELECTION_KEY_PREFIX, FENCE_KEY_PREFIX, RELEASE_CHANNEL_PREFIX, SEMAPHORE_KEY_PREFIX,

@@ -7,7 +7,8 @@
 //! through a scripted sequence; the permit series follow `stats().permits`,
 //! and a permit acquire moves none of the lock series; the election series
 //! follow `stats().elections`, and a campaign moves none of the lock or
-//! permit series.
+//! permit series. A permit lost under renewal counts as lost as a lock
+//! would, and a node that refuses the password is down.
 //!
 //! One test per binary: the recorder is process-global.
 
@@ -301,6 +302,35 @@ async fn prometheus_text_follows_stats_node_by_node() {
     assert_eq!(stats.elections.hold.count, 1, "one leadership");
     family_match(&resigned, &ELECTIONS, &stats.elections);
 
+    // A permit lost under renewal counts as lost, as a lock or a
+    // leadership would: two of three nodes stop answering, the renewal
+    // cannot confirm the permit before its safety margin, and `run` ends
+    // the work and returns the loss, which names the semaphore (not a
+    // slot's key). Catches a loss counted only when a majority answered
+    // that the keys are gone.
+    let sem = unique("metrics-lost");
+    let permit = redlock
+        .semaphore(&sem, 2, Duration::from_secs(3))
+        .acquire()
+        .await
+        .expect("a permit");
+    cluster.pause(1);
+    cluster.pause(2);
+    let lost = permit.run(|_| std::future::pending::<()>()).await;
+    cluster.resume(1);
+    cluster.resume(2);
+    let err = lost.expect_err("the renewal got no majority");
+    assert!(err.is_lost(), "{err}");
+    let named = format!("permit of semaphore \"{sem}\" lost: ");
+    assert!(err.to_string().starts_with(&named), "{err}");
+    redlock.settle(SOON).await;
+    let stats = redlock.stats();
+    let text = Scrape::parse(&handle.render());
+    assert_eq!(stats.permits.acquires.lost, 1, "{:?}", stats.permits);
+    assert_eq!(text.get(m::PERMIT_ACQUIRES, &[("outcome", "lost")]), 1);
+    family_match(&text, &PERMITS, &stats.permits);
+    assert_eq!(stats.permits.held, 0);
+
     // A stopped node's gauge drops to 0; the others stay at 1. Catches a
     // gauge set once at build, or not lowered by a connection failure.
     let all = redlock
@@ -326,6 +356,42 @@ async fn prometheus_text_follows_stats_node_by_node() {
     let up: Vec<bool> = stats.nodes.iter().map(|n| n.up).collect();
     assert_eq!(up, [true, true, false]);
     for (node, s) in nodes.iter().zip(&stats.nodes) {
+        assert_eq!(
+            text.get(m::NODE_UP, &[("node", node)]),
+            u64::from(s.up),
+            "{node}"
+        );
+    }
+
+    // A node that refuses the password answers, but votes on nothing: it
+    // is down, the others up. Catches a gauge that every error reply
+    // (WRONGPASS counted meanwhile) keeps at 1.
+    let locked = Cluster::local(3);
+    for (i, password) in ["another-pw", "the-pw", "the-pw"].into_iter().enumerate() {
+        locked.require_pass(i, password);
+    }
+    let redlock = quorumlock::Builder::new(locked.urls_as("default", "the-pw"))
+        .node_timeout(Duration::from_secs(1))
+        .one_attempt()
+        .build()
+        .await
+        .expect("build");
+    let lock = redlock
+        .acquire(unique("metrics-password"), TTL)
+        .await
+        .expect("2 of 3");
+    lock.release().await.expect("release");
+    redlock.settle(SOON).await;
+    let stats = redlock.stats();
+    assert!(
+        stats.nodes[0].redis_error_count("WRONGPASS") >= 1,
+        "{:?}",
+        stats.nodes[0]
+    );
+    let text = Scrape::parse(&handle.render());
+    let up: Vec<bool> = stats.nodes.iter().map(|n| n.up).collect();
+    assert_eq!(up, [false, true, true], "{:?}", stats.nodes);
+    for (node, s) in redlock.node_labels().iter().zip(&stats.nodes) {
         assert_eq!(
             text.get(m::NODE_UP, &[("node", node)]),
             u64::from(s.up),

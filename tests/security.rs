@@ -356,3 +356,98 @@ async fn releases_succeed_for_a_user_that_may_not_publish() {
         );
     }
 }
+
+/// `CONFIG SET requirepass new` on node `i`, logging in with `old`.
+fn change_password(cluster: &Cluster, i: usize, old: &str, new: &str) {
+    let url = cluster
+        .side_url(i)
+        .replacen("redis://", &format!("redis://:{old}@"), 1);
+    let mut c = redis::Client::open(url)
+        .expect("url")
+        .get_connection_with_timeout(Duration::from_secs(2))
+        .expect("side connection with the old password");
+    let _: () = redis::cmd("CONFIG")
+        .arg("SET")
+        .arg("requirepass")
+        .arg(new)
+        .query(&mut c)
+        .expect("requirepass");
+}
+
+/// `health()` says what a new connection would meet. The password of two
+/// of five nodes changes while the client is connected: its connections
+/// stay authenticated and keep voting, but a restarted replica would be
+/// refused there, so those two are not ready (credentials), the state is
+/// degraded and a quorum still ready; with all five changed, unavailable.
+/// Negative control: a `health()` that only pings the connections in use
+/// reports 5 of 5 ready and fails here.
+#[tokio::test]
+async fn health_reports_what_a_new_connection_meets_after_a_password_change() {
+    use quorumlock::HealthState;
+
+    let cluster = Cluster::local(5);
+    for i in 0..5 {
+        cluster.require_pass(i, "old-pw");
+    }
+    let redlock = quorumlock::Builder::new(cluster.urls_as("default", "old-pw"))
+        .node_timeout(Duration::from_secs(2))
+        .build()
+        .await
+        .expect("build");
+    // What a probe costs, every node ready (reported, not asserted).
+    let probes = 20;
+    let start = std::time::Instant::now();
+    for _ in 0..probes {
+        let health = redlock.health().await;
+        assert_eq!(health.state(), HealthState::Ready, "{health}");
+    }
+    support::report(&format!(
+        "health() of 5 local nodes: {:?} per call",
+        start.elapsed() / probes
+    ));
+
+    for i in [3, 4] {
+        change_password(&cluster, i, "old-pw", "new-pw");
+    }
+    let health = redlock.health().await;
+    assert_eq!(health.state(), HealthState::Degraded, "{health}");
+    assert!(health.quorum_ready(), "{health}");
+    assert_eq!(health.ready(), 3, "{health}");
+    for node in &health.nodes[3..] {
+        assert!(node.reachable && !node.authenticated, "{node:?}");
+        let error = node.error.as_ref().expect("why it is not ready");
+        assert!(error.kind.is_redis_error("WRONGPASS"), "{error}");
+    }
+    assert!(
+        health
+            .to_string()
+            .starts_with("3 of 5 nodes ready (3 needed): degraded; "),
+        "{health}"
+    );
+    // The connections in use still vote on all five.
+    let lock = redlock
+        .acquire(unique("lock:password"), Duration::from_secs(5))
+        .await
+        .expect("acquire");
+    lock.release().await.expect("release");
+    redlock.settle(Duration::from_secs(2)).await;
+    assert!(
+        redlock.stats().nodes.iter().all(|n| n.acquire.yes == 1),
+        "{:?}",
+        redlock.stats()
+    );
+
+    for i in 0..3 {
+        change_password(&cluster, i, "old-pw", "new-pw");
+    }
+    let health = redlock.health().await;
+    assert_eq!(health.state(), HealthState::Unavailable, "{health}");
+    assert!(!health.quorum_ready(), "{health}");
+    assert!(
+        health.nodes.iter().all(|n| n.reachable && !n.authenticated),
+        "{health}"
+    );
+    for i in 0..5 {
+        cluster.heal_pass(i, "new-pw");
+    }
+}

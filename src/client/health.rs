@@ -44,6 +44,31 @@ impl Health {
         self.ready() >= self.needed
     }
 
+    /// Every node ready, a quorum but not every node, or no quorum: see
+    /// [`HealthState`].
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # async fn demo(redlock: quorumlock::Redlock) {
+    /// use quorumlock::HealthState;
+    ///
+    /// let health = redlock.health().await;
+    /// match health.state() {
+    ///     HealthState::Ready => {}
+    ///     HealthState::Degraded => eprintln!("warning: {health}"),
+    ///     HealthState::Unavailable | _ => eprintln!("not ready: {health}"),
+    /// }
+    /// # }
+    /// ```
+    pub fn state(&self) -> HealthState {
+        match self.ready() {
+            n if n == self.nodes.len() => HealthState::Ready,
+            n if n >= self.needed => HealthState::Degraded,
+            _ => HealthState::Unavailable,
+        }
+    }
+
     /// The error of a build that requires a quorum, when there is none.
     pub(crate) fn not_ready(&self) -> Option<Error> {
         (!self.quorum_ready()).then(|| Error::NotReady {
@@ -55,15 +80,65 @@ impl Health {
     }
 }
 
-/// `3 of 5 nodes ready (3 needed)`, then each node that is not.
+/// `3 of 5 nodes ready (3 needed): degraded`, then each node that is not
+/// ready and why.
 impl fmt::Display for Health {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let (ready, nodes, needed) = (self.ready(), self.nodes.len(), self.needed);
-        write!(f, "{ready} of {nodes} nodes ready ({needed} needed)")?;
+        let state = self.state();
+        write!(
+            f,
+            "{ready} of {nodes} nodes ready ({needed} needed): {state}"
+        )?;
         for error in self.nodes.iter().filter_map(|n| n.error.as_ref()) {
             write!(f, "; {error}")?;
         }
         Ok(())
+    }
+}
+
+/// What [`Health::state`] makes of the nodes' readiness.
+///
+/// # Examples
+///
+/// ```
+/// use quorumlock::HealthState;
+///
+/// assert_eq!(HealthState::Degraded.to_string(), "degraded");
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum HealthState {
+    /// Every node is ready.
+    Ready,
+    /// A quorum of nodes is ready, not every node: locks are taken, but
+    /// fewer failures than before take the quorum away (alert, do not
+    /// take the service out of rotation).
+    Degraded,
+    /// Fewer nodes than a quorum are ready: no lock can be taken.
+    Unavailable,
+}
+
+impl HealthState {
+    /// `ready`, `degraded` or `unavailable`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// assert_eq!(quorumlock::HealthState::Unavailable.as_str(), "unavailable");
+    /// ```
+    pub fn as_str(self) -> &'static str {
+        match self {
+            HealthState::Ready => "ready",
+            HealthState::Degraded => "degraded",
+            HealthState::Unavailable => "unavailable",
+        }
+    }
+}
+
+impl fmt::Display for HealthState {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
     }
 }
 
@@ -76,8 +151,9 @@ pub struct NodeHealth {
     /// A connection was made and the node answered (false: nothing
     /// listening, a host that does not resolve, no answer in time).
     pub reachable: bool,
-    /// The node accepted this client's credentials (false after
-    /// `WRONGPASS` or `NOAUTH`).
+    /// The node accepts this client's credentials on a new connection
+    /// (false after `WRONGPASS` or `NOAUTH`), whatever the connection in
+    /// use still gets away with.
     pub authenticated: bool,
     /// The node may vote: it answered, and is neither refused (another
     /// listed node's server, an evicting `maxmemory-policy`) nor in restart
@@ -121,10 +197,21 @@ impl Redlock {
     /// Probes every node now: per node, whether it is reachable, accepts
     /// this client's credentials and is admitted to vote (not refused, not
     /// in restart quarantine), its `PING` latency and its error; and
-    /// whether that makes a quorum ([`Health::quorum_ready`]). For
-    /// readiness probes of a service. Each node is given at most the
-    /// connect timeout, all at once; a node without a connection is
-    /// connected. The probes count in [`stats`](Redlock::stats) as commands.
+    /// whether that makes a quorum ([`Health::quorum_ready`], and
+    /// [`Health::state`]: ready, degraded, unavailable). For readiness
+    /// probes of a service. Each node is given at most the connect
+    /// timeout, all at once.
+    ///
+    /// It reports what a **new** connection would meet: besides a `PING`
+    /// on the connection in use (opening it when there is none; counted in
+    /// [`stats`](Redlock::stats) as a command), each node gets a new
+    /// connection of its own, authenticated as configured, for a `PING`
+    /// (not counted). A password changed on a server leaves the connections
+    /// already open authenticated: the node keeps voting through this
+    /// client, but a restarted replica, or this one after a reconnect,
+    /// would be refused, and it shows here as not authenticated. The cost is
+    /// a connection per node and call (about a millisecond on a local
+    /// network).
     ///
     /// # Examples
     ///
@@ -144,6 +231,7 @@ impl Redlock {
         // Per node: a `PING` (opening the connection, and so authenticating
         // and admitting it, when there is none) and, with restart
         // quarantine, its standing; all at once, each within the timeout.
+        // A new connection's `PING` beside, for what a reconnect meets.
         let nodes = futures::future::join_all(engine.nodes.iter().map(|node| async move {
             let window = Window::from_now(timeout);
             let checks = async {
@@ -153,7 +241,11 @@ impl Redlock {
                 node.check_standing(quarantine, window).await?;
                 Ok(latency)
             };
-            NodeHealth::from_probe(node.label(), node.within(window, checks).await)
+            let (live, new) = futures::join!(
+                node.within(window, checks),
+                node.ping_new_connection(window)
+            );
+            NodeHealth::from_probe(node.label(), live.and_then(|latency| new.map(|()| latency)))
         }))
         .await;
         Health {
@@ -229,6 +321,55 @@ mod tests {
         assert_eq!(err.node_failures().len(), 2);
         assert!(health
             .to_string()
-            .starts_with("1 of 3 nodes ready (2 needed); h:1/0"));
+            .starts_with("1 of 3 nodes ready (2 needed): unavailable; h:1/0"));
+    }
+
+    #[test]
+    fn all_ready_a_quorum_or_none_is_ready_degraded_or_unavailable() {
+        let ok = || NodeHealth::from_probe("h:1/0", Ok(Duration::ZERO));
+        let wrong = || failed(redis("WRONGPASS"));
+        let state = |ready: usize| {
+            let mut nodes: Vec<_> = (0..5).map(|_| wrong()).collect();
+            nodes[..ready].fill_with(ok);
+            Health { nodes, needed: 3 }.state()
+        };
+        let states: Vec<_> = (0..=5).map(state).collect();
+        use HealthState::*;
+        assert_eq!(
+            states,
+            [
+                Unavailable,
+                Unavailable,
+                Unavailable,
+                Degraded,
+                Degraded,
+                Ready
+            ]
+        );
+        let names: Vec<_> = [Ready, Degraded, Unavailable].map(|s| s.to_string()).into();
+        assert_eq!(names, ["ready", "degraded", "unavailable"]);
+    }
+
+    #[test]
+    fn durations_read_humanly_and_never_as_zero() {
+        let health = Health {
+            nodes: vec![
+                NodeHealth::from_probe("a:1/0", Ok(Duration::from_micros(300))),
+                failed(NodeFailureKind::Timeout(Duration::from_millis(2000))),
+                failed(NodeFailureKind::Quarantined {
+                    uptime: Duration::ZERO,
+                }),
+                failed(NodeFailureKind::Quarantined {
+                    uptime: Duration::from_secs(200),
+                }),
+            ],
+            needed: 3,
+        };
+        assert_eq!(
+            health.to_string(),
+            "1 of 4 nodes ready (3 needed): unavailable; h:1/0: no answer within 2 s; \
+             h:1/0: restarted less than 1 s ago, not voting yet (restart quarantine); \
+             h:1/0: restarted 3 min 20 s ago, not voting yet (restart quarantine)"
+        );
     }
 }

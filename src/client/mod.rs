@@ -9,5 +9,5 @@ mod health;
 mod nodes;
 
 pub use builder::Builder;
-pub use health::{Health, NodeHealth};
+pub use health::{Health, HealthState, NodeHealth};
 pub use nodes::{IntoNode, NodeSource};

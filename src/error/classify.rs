@@ -21,10 +21,11 @@ use redis::{ErrorKind, RedisError};
 
 use crate::error::NodeFailureKind;
 
-/// The failure kind of a command that ended in `e`.
-pub(crate) fn classify(e: &RedisError) -> NodeFailureKind {
+/// The failure kind of a command that ended in `e` after `waited`: a
+/// timeout of the redis crate's own (connecting) is one of what was waited.
+pub(crate) fn classify(e: &RedisError, waited: Duration) -> NodeFailureKind {
     if e.is_timeout() {
-        return NodeFailureKind::Timeout(Duration::ZERO);
+        return NodeFailureKind::Timeout(waited);
     }
     if let Some(code) = e.code() {
         return NodeFailureKind::reply(code, e.detail().unwrap_or_default());
@@ -108,6 +109,8 @@ mod tests {
 
     use super::*;
 
+    const MS: Duration = Duration::from_millis(1);
+
     /// The error redis-rs makes of the error reply `-line`.
     fn reply(line: &str) -> RedisError {
         let value = redis::parse_redis_value(format!("-{line}\r\n").as_bytes())
@@ -154,13 +157,11 @@ mod tests {
     #[test]
     fn timeouts_read_as_timeouts() {
         for kind in [io::ErrorKind::TimedOut, io::ErrorKind::WouldBlock] {
-            let failure = classify(&io_error(kind));
-            assert_eq!(
-                failure,
-                NodeFailureKind::Timeout(Duration::ZERO),
-                "{kind:?}"
-            );
+            // The time waited, not a meaningless zero.
+            let failure = classify(&io_error(kind), 1500 * MS);
+            assert_eq!(failure, NodeFailureKind::Timeout(1500 * MS), "{kind:?}");
             assert!(failure.is_timeout());
+            assert_eq!(failure.to_string(), "no answer within 1.5 s");
         }
     }
 
@@ -218,7 +219,7 @@ mod tests {
             // A code alone.
             ("OOM", "OOM", ""),
         ] {
-            let failure = classify(&reply(line));
+            let failure = classify(&reply(line), MS);
             assert_eq!(failure, redis(code, message), "{line}");
             assert!(failure.is_redis_error(code), "{line}");
             assert!(!failure.is_timeout(), "{line}");
@@ -229,7 +230,7 @@ mod tests {
     fn a_script_error_wrapped_by_redis_6_2_reads_as_its_own_code() {
         let line = "ERR Error running script (call to f_d1ad): @user_script:1: \
                     WRONGTYPE Operation against a key holding the wrong kind of value";
-        let failure = classify(&reply(line));
+        let failure = classify(&reply(line), MS);
         assert_eq!(
             failure,
             redis(
@@ -246,7 +247,7 @@ mod tests {
             ErrorKind::AuthenticationFailed,
             "Password authentication failed",
         ));
-        let failure = classify(&e);
+        let failure = classify(&e, MS);
         assert!(failure.is_redis_error("WRONGPASS"), "{failure}");
         assert!(
             failure.to_string().contains("authentication failed"),
@@ -278,7 +279,7 @@ mod tests {
                 .into(),
         );
         for e in errors {
-            let failure = classify(&e);
+            let failure = classify(&e, MS);
             assert_eq!(failure, NodeFailureKind::Connection(e.to_string()));
             assert!(!failure.is_timeout(), "{e}");
         }

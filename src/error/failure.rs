@@ -1,10 +1,13 @@
 //! One node's failure to take part in an operation, and how a list of them
 //! reads in a message. Shared by [`Error`](crate::Error) and
-//! [`LostReason`](crate::LostReason); depends on nothing else in the crate.
+//! [`LostReason`](crate::LostReason); depends on nothing else in the crate
+//! but how durations read (`human`).
 
 use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
+
+use crate::error::human::Human;
 
 /// One node's failure to take part in an operation. Its
 /// [`source`](std::error::Error::source) is the redis crate's error, when
@@ -78,7 +81,7 @@ impl Eq for NodeFailure {}
 #[non_exhaustive]
 pub enum NodeFailureKind {
     /// No answer within the per-node timeout.
-    #[error("no answer within {0:?}")]
+    #[error("no answer within {}", Human::new(*.0))]
     Timeout(Duration),
     /// The connection was refused, dropped or could not be made.
     #[error("connection failed: {0}")]
@@ -96,7 +99,7 @@ pub enum NodeFailureKind {
     #[error("unexpected reply: {0}")]
     Protocol(String),
     /// The node was left out of the vote because it restarted too recently.
-    #[error("restarted {uptime:?} ago, not voting yet")]
+    #[error("restarted {} ago, not voting yet (restart quarantine)", Human::seconds(*uptime))]
     Quarantined {
         /// How long ago the node (re)started.
         uptime: Duration,

@@ -8,6 +8,7 @@
 use std::fmt;
 use std::time::Duration;
 
+use crate::error::human::Human;
 use crate::error::{NodeFailure, NodeFailures};
 
 /// Why a lock's [`LostSignal`](crate::LostSignal) fired.
@@ -87,6 +88,50 @@ impl LossKind {
 impl fmt::Display for LossKind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())
+    }
+}
+
+/// What a held lock is to its holder: a lock, permits of a semaphore, or
+/// the leadership of an election. [`Error::Lost`](crate::Error::Lost)
+/// names it, so a loss reads as the holder asked for it (`permit of
+/// semaphore "exports" lost: …`, not the key of one of its slots), and
+/// [`Stats`](crate::Stats) counts each apart.
+///
+/// # Examples
+///
+/// ```
+/// use quorumlock::Primitive;
+///
+/// assert_eq!(Primitive::Permit.to_string(), "permit of semaphore");
+/// assert_eq!(Primitive::Election.to_string(), "leadership of election");
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Primitive {
+    /// A lock ([`Redlock::lock`](crate::Redlock::lock)).
+    Lock,
+    /// Permits of a semaphore ([`Redlock::semaphore`](crate::Redlock::semaphore)).
+    Permit,
+    /// The leadership of an election, won by a campaign
+    /// ([`Redlock::campaign`](crate::Redlock::campaign)).
+    Election,
+}
+
+impl Primitive {
+    /// Every primitive, in declaration order.
+    pub(crate) const ALL: [Primitive; 3] =
+        [Primitive::Lock, Primitive::Permit, Primitive::Election];
+}
+
+/// What the holder holds, before the name it was asked for by: `lock`,
+/// `permit of semaphore`, `leadership of election`.
+impl fmt::Display for Primitive {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Primitive::Lock => "lock",
+            Primitive::Permit => "permit of semaphore",
+            Primitive::Election => "leadership of election",
+        })
     }
 }
 
@@ -267,12 +312,14 @@ impl fmt::Display for LostReason {
                 failures,
             } => write!(
                 f,
-                "no renewal succeeded and only {validity_left:?} of validity was left{}",
+                "no renewal succeeded and only {} of validity was left{}",
+                Human::new(*validity_left),
                 NodeFailures(failures)
             ),
             LostReason::LimitReached { renewals, held_for } => write!(
                 f,
-                "renewal cap reached after {renewals} renewal(s) and {held_for:?} held"
+                "renewal cap reached after {renewals} renewal(s) and {} held",
+                Human::new(*held_for)
             ),
             LostReason::Released => f.write_str("it was released"),
         }

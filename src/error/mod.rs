@@ -3,12 +3,13 @@
 
 pub(crate) mod classify;
 mod failure;
+pub(crate) mod human;
 pub(crate) mod lost;
 
 pub(crate) use failure::misconfigured;
 pub(crate) use failure::NodeFailures;
 pub use failure::{NodeFailure, NodeFailureKind};
-pub use lost::{LossKind, LostReason};
+pub use lost::{LossKind, LostReason, Primitive};
 
 use std::fmt;
 use std::time::Duration;
@@ -140,7 +141,10 @@ pub enum Error {
     /// The lock is no longer held (or can no longer be known to be held).
     #[non_exhaustive]
     Lost {
-        /// The resource, printable.
+        /// What was held: a lock, permits of a semaphore, a leadership.
+        primitive: Primitive,
+        /// The name it was asked for by, printable: the lock's (first)
+        /// resource, the semaphore's or the election's name.
         resource: ResourceName,
         /// Why the lock counts as lost.
         reason: LostReason,
@@ -218,7 +222,11 @@ impl fmt::Display for Error {
                  admitted, {needed} needed{}",
                 NodeFailures(failures)
             ),
-            Error::Lost { resource, reason } => write!(f, "lock {resource} lost: {reason}"),
+            Error::Lost {
+                primitive,
+                resource,
+                reason,
+            } => write!(f, "{primitive} {resource} lost: {reason}"),
         }
     }
 }
@@ -513,7 +521,7 @@ mod tests {
         };
         let text = err.to_string();
         assert!(
-            text.contains("127.0.0.1:7001/0: no answer within 50ms"),
+            text.contains("127.0.0.1:7001/0: no answer within 50 ms"),
             "{text}"
         );
         assert!(err.is_unavailable() && !err.is_contended() && !err.is_lost());
@@ -521,7 +529,7 @@ mod tests {
         let source = std::error::Error::source(&err).expect("the first failure");
         assert_eq!(
             source.to_string(),
-            "127.0.0.1:7001/0: no answer within 50ms"
+            "127.0.0.1:7001/0: no answer within 50 ms"
         );
     }
 }

@@ -257,10 +257,7 @@ impl LostSignal {
     /// # }
     /// ```
     pub fn to_error(&self) -> Option<Error> {
-        self.reason().map(|reason| Error::Lost {
-            resource: self.lease.keys.name(),
-            reason,
-        })
+        self.reason().map(|reason| self.lease.keys.lost(reason))
     }
 }
 

@@ -154,9 +154,13 @@ impl Lease {
     pub(crate) fn end(&self) {
         let mut s = self.state();
         // Cancelled by the first end only, with the state locked: the hold
-        // is counted once.
+        // is counted once. Lost, whatever the primitive: it ended for
+        // another reason than this, or its holder was told it could not
+        // count on it any more (what `run` ends the work and returns
+        // `Error::Lost` for).
         if !self.released.is_cancelled() {
-            let lost = matches!(&s.ended, Some(r) if r.kind() != LossKind::Released);
+            let ended = matches!(&s.ended, Some(r) if r.kind() != LossKind::Released);
+            let lost = ended || s.signal.told_lost();
             let counters = self.counters.of(self.holding.primitive);
             counters.ended(self.holding.count, self.granted.elapsed(), lost);
         }
@@ -250,6 +254,22 @@ impl SignalState {
             }
             Some(_) => Transition::Unchanged,
         }
+    }
+
+    /// Whether the signal told the holder that the lock is gone or can no
+    /// longer be counted on: it fired [`Uncertain`](LossKind::Uncertain),
+    /// [`Lost`](LossKind::Lost) or [`Expired`](LossKind::Expired), first or
+    /// later (a cap reached, a release: not on their own).
+    pub(crate) fn told_lost(&self) -> bool {
+        [self.first, self.current]
+            .into_iter()
+            .flatten()
+            .any(|kind| {
+                matches!(
+                    kind,
+                    LossKind::Uncertain | LossKind::Lost | LossKind::Expired
+                )
+            })
     }
 
     /// The kind the signal first fired with.
@@ -440,6 +460,37 @@ mod tests {
         }
         assert_eq!(s.current(), Some(LossKind::Expired));
         assert_eq!(s.first(), Some(LossKind::Uncertain));
+    }
+
+    #[test]
+    fn a_grant_ends_lost_once_its_holder_was_told_so() {
+        let lost = |fire: &dyn Fn(&Lease)| {
+            let lease = lease(Duration::from_secs(10));
+            fire(&lease);
+            lease.end();
+            lease.counters.stats(Vec::new()).locks.acquires.lost
+        };
+        let late = || LostReason::RenewalLate {
+            validity_left: 599 * MS,
+            failures: Vec::new(),
+        };
+        assert_eq!(lost(&|l| l.warn(late())), 1, "uncertain, then released");
+        assert_eq!(lost(&|l| l.fail(LostReason::TooSlow)), 1);
+        let capped = || LostReason::LimitReached {
+            renewals: 3,
+            held_for: MS,
+        };
+        assert_eq!(lost(&|l| l.warn(capped())), 0, "a cap is no loss");
+        assert_eq!(lost(&|_| {}), 0, "released");
+        for kind in ALL {
+            let mut s = SignalState::default();
+            s.fire(kind);
+            let told = matches!(
+                kind,
+                LossKind::Uncertain | LossKind::Lost | LossKind::Expired
+            );
+            assert_eq!(s.told_lost(), told, "{kind}");
+        }
     }
 
     #[test]

@@ -169,6 +169,35 @@ impl Node {
             .map(|_| ())
     }
 
+    /// Opens a new connection as this client would (its credentials, TLS
+    /// and database as configured), sends `PING` and closes it: what a
+    /// reconnect would meet now, which the connection in use may no longer
+    /// show (a password changed on the server leaves the connections
+    /// already open authenticated). Not counted in the stats and not
+    /// admitted: nothing votes on it.
+    pub(crate) async fn ping_new_connection(&self, window: Window) -> NodeResult<()> {
+        let start = Instant::now();
+        let ping = async {
+            let config = redis::AsyncConnectionConfig::new()
+                .set_connection_timeout(Some(window.timeout))
+                .set_response_timeout(Some(window.timeout));
+            let mut conn = self
+                .client
+                .get_multiplexed_async_connection_with_config(&config)
+                .await?;
+            let cmd = redis::cmd("PING");
+            redis::aio::ConnectionLike::req_packed_command(&mut conn, &cmd)
+                .await
+                .and_then(Value::extract_error)
+        };
+        let checked = async {
+            ping.await
+                .map(|_| ())
+                .map_err(|e| self.failure(classify(&e, start.elapsed())).caused_by(e))
+        };
+        self.within(window, checked).await
+    }
+
     /// Loads the scripts, so the first release does not meet `NOSCRIPT`.
     pub(crate) async fn load_scripts(&self, window: Window) -> NodeResult<()> {
         self.counted(window, || async {
@@ -396,7 +425,8 @@ impl Node {
             Err(e) => {
                 // A lost connection is the link's to report: it takes the
                 // connection down, and the next one starts a new epoch.
-                let kind = self.conn.gate().refusal(&e).unwrap_or_else(|| classify(&e));
+                let refusal = self.conn.gate().refusal(&e);
+                let kind = refusal.unwrap_or_else(|| classify(&e, latency));
                 self.counters.failed(&kind, Some(latency));
                 Err(self.failure(kind).caused_by(e))
             }

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use crate::config::MAX_PERMITS;
 use crate::error::ResourceName;
-use crate::keys::{Keys, Slots, ELECTION_KEY_PREFIX};
+use crate::keys::{Keys, Slots};
 use crate::node::commands::Command;
 use crate::node::fence;
 use crate::node::grant::{Grant, Shape};
@@ -96,10 +96,7 @@ impl Claim for Keys {
     type Votes = Majority;
 
     fn holding(&self) -> Holding {
-        Holding::one(match self.first().starts_with(ELECTION_KEY_PREFIX) {
-            true => Primitive::Election,
-            false => Primitive::Lock,
-        })
+        Holding::one(self.primitive())
     }
 
     fn keys(&self) -> &Keys {

@@ -227,9 +227,6 @@ impl Held {
 
     /// [`Error::Lost`], for `reason`.
     pub(crate) fn lost(&self, reason: LostReason) -> Error {
-        Error::Lost {
-            resource: self.keys.name(),
-            reason,
-        }
+        self.keys.lost(reason)
     }
 }

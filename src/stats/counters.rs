@@ -40,6 +40,10 @@ const CODES: [&str; 14] = [
     "OTHER",
 ];
 
+/// Error replies that refuse this client's credentials: the node answers,
+/// but votes on nothing until its password or ACL is fixed (down).
+const CREDENTIALS: [&str; 2] = ["WRONGPASS", "NOAUTH"];
+
 fn load(n: &AtomicU64) -> u64 {
     n.load(Relaxed)
 }
@@ -61,7 +65,7 @@ pub(crate) struct NodeCounters {
     latency: LatencyCounters,
     /// Indexed as [`CODES`].
     redis_errors: [AtomicU64; CODES.len()],
-    /// Whether the last command got a reply.
+    /// Whether the last command got an answer the node can vote after.
     up: AtomicBool,
 }
 
@@ -102,8 +106,8 @@ impl NodeCounters {
         self.set_up(true);
     }
 
-    /// The node answered (`true`) or did not; the gauge is set on a
-    /// change only.
+    /// The node answered so that it can vote (`true`) or did not; the
+    /// gauge is set on a change only.
     fn set_up(&self, up: bool) {
         if self.up.load(Relaxed) != up && self.up.swap(up, Relaxed) != up {
             self.up_series.set(if up { 1.0 } else { 0.0 });
@@ -133,9 +137,11 @@ impl NodeCounters {
             }
         }
         match kind {
-            K::Timeout(_) | K::Connection(_) => self.set_up(false),
-            K::Redis { .. } => self.set_up(true),
-            _ => {}
+            K::Timeout(_) | K::Connection(_) | K::SameServer { .. } | K::Evicts { .. } => {
+                self.set_up(false)
+            }
+            K::Redis { .. } => self.set_up(!CREDENTIALS.iter().any(|c| kind.is_redis_error(c))),
+            K::Protocol(_) | K::Quarantined { .. } | K::ServerChanged => {}
         }
     }
 
@@ -305,6 +311,26 @@ mod tests {
         );
         c.failed(&NodeFailureKind::Timeout(50 * MS), None);
         assert!(!c.snapshot().up, "down after a timeout");
+        let reply = |code: &str| NodeFailureKind::Redis {
+            code: code.into(),
+            message: String::new(),
+        };
+        for (kind, up) in [
+            (reply("WRONGTYPE"), true),
+            (reply("wrongpass"), false),
+            (reply("NOPERM"), true),
+            (reply("NOAUTH"), false),
+            (reply("OOM"), true),
+            (
+                NodeFailureKind::SameServer {
+                    other: "m:1/0".into(),
+                },
+                false,
+            ),
+        ] {
+            c.failed(&kind, Some(MS));
+            assert_eq!(c.snapshot().up, up, "{kind}");
+        }
         assert_eq!(s.latency.count, 4, "error replies are replies");
     }
 

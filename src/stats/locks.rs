@@ -8,40 +8,23 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::time::Duration;
 
 use crate::error::Error;
+pub(crate) use crate::error::Primitive;
 use crate::stats::latency::LatencyCounters;
 use crate::stats::metrics::*;
 use crate::stats::series::{self, Count, Gauge};
 use crate::stats::{Acquires, LockStats};
 
-/// What an acquisition takes and a lease holds, for counting: each has its
-/// own counters ([`Stats`](crate::Stats)' field) and its own series. A new
-/// primitive is one variant here, its five rows of `METRICS` (after the last
-/// primitive's, in the same order) and its field of `Stats`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Primitive {
-    /// A lock ([`Stats::locks`](crate::Stats::locks)).
-    Lock,
-    /// Permits of a semaphore ([`Stats::permits`](crate::Stats::permits)).
-    Permit,
-    /// The leadership of an election, won by a campaign
-    /// ([`Stats::elections`](crate::Stats::elections)).
-    Election,
-}
-
-impl Primitive {
-    /// Every primitive, in declaration order (the index of its counters).
-    pub(crate) const ALL: [Primitive; 3] =
-        [Primitive::Lock, Primitive::Permit, Primitive::Election];
-
-    /// The names of its series, which [`METRICS`] lists together, each
-    /// primitive's after the one before, from [`ACQUIRES`] on: acquire calls
-    /// by outcome, the histograms of one attempt, one call and one hold, the
-    /// gauge of what is held.
-    pub(crate) fn series(self) -> [&'static str; 5] {
-        let lock = METRICS.iter().position(|m| m.name == ACQUIRES);
-        let first = lock.unwrap_or(0) + 5 * self as usize;
-        std::array::from_fn(|i| METRICS.get(first + i).map_or("", |m| m.name))
-    }
+/// The names of `primitive`'s series, which [`METRICS`] lists together,
+/// each primitive's after the one before (in the order of
+/// [`Primitive::ALL`]), from [`ACQUIRES`] on: acquire calls by outcome, the
+/// histograms of one attempt, one call and one hold, the gauge of what is
+/// held. A new primitive is one variant of [`Primitive`], its five rows of
+/// `METRICS` (after the last primitive's, in the same order) and its field
+/// of `Stats`.
+pub(crate) fn series(primitive: Primitive) -> [&'static str; 5] {
+    let lock = METRICS.iter().position(|m| m.name == ACQUIRES);
+    let first = lock.unwrap_or(0) + 5 * primitive as usize;
+    std::array::from_fn(|i| METRICS.get(first + i).map_or("", |m| m.name))
 }
 
 /// What one grant holds, for counting: the primitive, and how much of the
@@ -116,7 +99,7 @@ pub(crate) struct LockCounters {
 impl LockCounters {
     /// The counters of `primitive`, each registering its series now.
     pub(crate) fn new(primitive: Primitive) -> Self {
-        let [acquires, attempt, wait, hold, held] = primitive.series();
+        let [acquires, attempt, wait, hold, held] = series(primitive);
         let histogram = |bounds, name| LatencyCounters::new(bounds, series::histogram(name, &[]));
         Self {
             acquires: OUTCOMES.map(|outcome| Count::new(acquires, &[("outcome", outcome)])),
@@ -272,15 +255,12 @@ mod tests {
             ELECTION_HOLD_SECONDS,
             ELECTIONS_HELD,
         ];
-        assert_eq!(
-            Primitive::ALL.map(Primitive::series),
-            [lock, permit, election]
-        );
+        assert_eq!(Primitive::ALL.map(series), [lock, permit, election]);
     }
 
     #[test]
     fn each_primitive_has_its_own_series() {
-        let mut all: Vec<&str> = Primitive::ALL.iter().flat_map(|&p| p.series()).collect();
+        let mut all: Vec<&str> = Primitive::ALL.iter().flat_map(|&p| series(p)).collect();
         let count = all.len();
         all.sort_unstable();
         all.dedup();

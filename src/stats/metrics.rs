@@ -194,13 +194,16 @@ table! {
     REPLY_SECONDS = "quorumlock_node_reply_duration_seconds", histogram(LATENCY_BUCKETS) ["node"]:
         "Time from sending a command to its reply (error replies included, timeouts not).";
     NODE_UP = "quorumlock_node_up", gauge ["node"]:
-        "1 while the node's last command got a reply (an error reply included), 0 after a \
-         timeout or a connection failure and before the first reply.";
+        "1 while the node's last command got an answer it can vote after (a reply, or an error \
+         reply about one key or command: WRONGTYPE, NOPERM, OOM, …); 0 after a timeout, a \
+         connection failure, refused credentials (WRONGPASS, NOAUTH), a node this client \
+         refuses (another node's server, an evicting policy), and before the first reply.";
     // Each primitive's five series, one primitive after the other, in the
-    // order of `Primitive` and of these (`Primitive::series` reads them here).
+    // order of `Primitive` and of these (`stats::locks::series` reads them here).
     ACQUIRES = "quorumlock_lock_acquires_total", counter ["outcome"]:
         "Acquire calls by outcome (granted, contended, unavailable, misconfigured, other), and \
-         granted locks that later ended lost (lost).";
+         granted locks whose holder was told before their release that they were lost, \
+         uncertain or expired (lost).";
     ATTEMPT_SECONDS = "quorumlock_lock_attempt_duration_seconds", histogram(LATENCY_BUCKETS) []:
         "Time one acquire attempt took, the release of a refused attempt's keys included.";
     WAIT_SECONDS = "quorumlock_lock_wait_duration_seconds", histogram(DURATION_BUCKETS) []:
@@ -211,7 +214,8 @@ table! {
         "Locks granted and not yet released or dropped.";
     PERMIT_ACQUIRES = "quorumlock_permit_acquires_total", counter ["outcome"]:
         "Semaphore acquire calls by outcome (granted, contended, unavailable, misconfigured, \
-         other), and granted permits that later ended lost (lost).";
+         other), and holders of permits told before their release that they were lost, \
+         uncertain or expired (lost).";
     PERMIT_ATTEMPT_SECONDS = "quorumlock_permit_attempt_duration_seconds",
         histogram(LATENCY_BUCKETS) []:
         "Time one semaphore acquire attempt took, the release of a refused attempt's slots \
@@ -228,7 +232,8 @@ table! {
         "Permits granted and not yet released or dropped (a holder of k permits counts k).";
     ELECTION_ACQUIRES = "quorumlock_election_acquires_total", counter ["outcome"]:
         "Campaign acquire calls by outcome (granted: elected; contended, unavailable, \
-         misconfigured, other), and leaderships that later ended lost (lost).";
+         misconfigured, other), and leaderships whose holder was told before the resignation \
+         that they were lost, uncertain or expired (lost).";
     ELECTION_ATTEMPT_SECONDS = "quorumlock_election_attempt_duration_seconds",
         histogram(LATENCY_BUCKETS) []:
         "Time one campaign acquire attempt took, the release of a refused attempt's keys \

@@ -116,9 +116,14 @@ pub struct Acquires {
     pub misconfigured: u64,
     /// Any other error (invalid input, no fencing token left).
     pub other: u64,
-    /// Granted locks that had already ended lost (renewal or an extension
-    /// found them lost, or their validity ran out under renewal) when they
-    /// were released or dropped; also counted in `granted`.
+    /// Grants whose holder had been told, before they were released or
+    /// dropped, that they were lost or could no longer be counted on: their
+    /// [`LostSignal`](crate::LostSignal) fired
+    /// [`Uncertain`](crate::LossKind::Uncertain), [`Lost`](crate::LossKind::Lost)
+    /// or [`Expired`](crate::LossKind::Expired) (what ends the work of
+    /// [`Lock::run`](crate::Lock::run) with [`Error::Lost`](crate::Error::Lost)),
+    /// or an extension failed. The same for locks, permits and leaderships;
+    /// also counted in `granted`.
     pub lost: u64,
 }
 
@@ -177,9 +182,13 @@ pub struct NodeStats {
     /// Time from sending a command to its reply (error replies included,
     /// timeouts and connection failures not).
     pub latency: Latency,
-    /// Whether the node's last command got a reply (an error reply
-    /// included): false after a timeout or a connection failure, and
-    /// before the first reply.
+    /// Whether the node's last command got an answer after which it can
+    /// vote: a reply, or an error reply about one key or command
+    /// (`WRONGTYPE`, `NOPERM`, `OOM`, …). False after a timeout, a
+    /// connection failure, a refusal of this client's credentials
+    /// (`WRONGPASS`, `NOAUTH`: the node votes on nothing until they are
+    /// fixed), a refusal by this client (another node's server, an
+    /// evicting policy), and before the first reply.
     pub up: bool,
 }
 
