@@ -143,14 +143,15 @@ mod tests {
             "ERR Error running script (call to f_a1a8): @user_script:13: @user_script: 13: \
              The user executing the script can't run this command or subcommand",
         ] {
-            let failure = classify(&reply(line));
+            let failure = classify(&reply(line), MS);
             assert!(failure.is_redis_error("NOPERM"), "{line}: {failure:?}");
             assert!(failure.is_misconfigured(), "{line}");
         }
         // Another ERR keeps its code.
-        assert!(classify(&reply(
-            "ERR user_script:1: Script attempted to access a non local key"
-        ))
+        assert!(classify(
+            &reply("ERR user_script:1: Script attempted to access a non local key"),
+            MS
+        )
         .is_redis_error("ERR"));
     }
 
