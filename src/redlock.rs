@@ -205,8 +205,9 @@ impl Redlock {
     /// retries, renewal); then [`acquire`](SemaphoreRequest::acquire) them
     /// or [`run`](SemaphoreRequest::run) work under them.
     ///
-    /// Every client of one semaphore must name the same number of permits:
-    /// the bound is the largest number any of them names.
+    /// Every client of one semaphore must name the same number of permits;
+    /// the nodes record the one its holders named and refuse another
+    /// ([`Error::LimitMismatch`](crate::Error::LimitMismatch)).
     ///
     /// # Examples
     ///
