@@ -13,9 +13,10 @@ pub const FENCE_KEY_PREFIX: &[u8] = b"quorumlock:fence:";
 
 /// Prefix of a counting semaphore's keys: its slots
 /// `quorumlock:semaphore:{<name>}:<i>`, its fencing counter
-/// `quorumlock:semaphore:{<name>}:fence` and the counter's round key
-/// `quorumlock:semaphore:{<name>}:fence:round`. Resource names starting with it
-/// are reserved.
+/// `quorumlock:semaphore:{<name>}:fence`, the counter's round key
+/// `quorumlock:semaphore:{<name>}:fence:round` and the limit every holder
+/// named, `quorumlock:semaphore:{<name>}:limit`. Resource names starting
+/// with it are reserved.
 pub const SEMAPHORE_KEY_PREFIX: &[u8] = b"quorumlock:semaphore:";
 
 /// Prefix of a leader election's keys: its leadership
@@ -45,6 +46,11 @@ struct Inner {
     /// holder's other slots, which a node that answered its grant late may
     /// have set. Never extended or counted as held.
     strays: Vec<Vec<u8>>,
+    /// A semaphore's limit record and the limit `L` its slots were taken
+    /// with, when these keys are every slot (a holder's, with its strays):
+    /// kept alive by an extension, deleted by a release that leaves no
+    /// slot (`extend.lua`, `release.lua`).
+    limit: Option<(Vec<u8>, u32)>,
 }
 
 impl Keys {
@@ -196,6 +202,12 @@ impl Keys {
         Some(self.slices().chain(strays).collect())
     }
 
+    /// A semaphore's limit record and its limit `L`, when these keys list
+    /// every slot of it.
+    pub(crate) fn limit(&self) -> Option<(&[u8], u32)> {
+        self.0.limit.as_ref().map(|(key, l)| (key.as_slice(), *l))
+    }
+
     /// The one channel name (after [`RELEASE_CHANNEL_PREFIX`]) a release
     /// of these keys announces on, when it is not each key's own.
     pub(crate) fn announce(&self) -> Option<&[u8]> {
@@ -214,7 +226,8 @@ impl Keys {
 
 /// A counting semaphore's keys: `permits` slots, each an ordinary lock key
 /// (`quorumlock:semaphore:{<name>}:<i>`), its fencing counter
-/// (`…:fence`) and the channel its releases are announced on
+/// (`…:fence`), the record of its limit (`…:limit`, the number of slots
+/// its holders named) and the channel its releases are announced on
 /// (`quorumlock:semaphore:{<name>}`). The braces are a hash tag: a Redis
 /// Cluster would keep one semaphore's keys in one slot. Cheap to clone.
 #[derive(Clone)]
@@ -247,6 +260,7 @@ impl Slots {
             round_key: fence_key.as_ref().map(|f| [f, &b":round"[..]].concat()),
             resources,
             fence_key,
+            limit: Some(([&base[..], b":limit"].concat(), permits)),
             announce: Some(base),
             strays: Vec::new(),
         };
@@ -276,6 +290,11 @@ impl Slots {
         self.every.fence_key()
     }
 
+    /// The record of the limit its holders named.
+    pub(crate) fn limit_key(&self) -> &[u8] {
+        self.every.limit().map(|(key, _)| key).unwrap_or_default()
+    }
+
     /// The slot whose key is `key`.
     pub(crate) fn index_of(&self, key: &[u8]) -> Option<usize> {
         self.every.slices().position(|k| k == key)
@@ -287,13 +306,13 @@ impl Slots {
     /// release also clears the other slots where they carry its token.
     pub(crate) fn held(&self, slots: &[usize]) -> Keys {
         let held = slots.iter().map(|&i| self.key(i).to_vec()).collect();
-        self.keys_of(held, self.rest(slots))
+        self.keys_of(held, self.rest(slots), true)
     }
 
     /// The keys of every slot but `kept`: what an attempt that keeps
     /// `kept` may also have set on some node.
     pub(crate) fn except(&self, kept: &[usize]) -> Keys {
-        self.keys_of(self.rest(kept), Vec::new())
+        self.keys_of(self.rest(kept), Vec::new(), false)
     }
 
     /// Every slot (built once).
@@ -308,8 +327,9 @@ impl Slots {
     }
 
     /// The [`Keys`] of some of the slots (`resources`, and `strays` a
-    /// release clears as well), with the semaphore's counter and channel.
-    fn keys_of(&self, resources: Vec<Vec<u8>>, strays: Vec<Vec<u8>>) -> Keys {
+    /// release clears as well), with the semaphore's counter and channel,
+    /// and its limit record when they are `all` the slots.
+    fn keys_of(&self, resources: Vec<Vec<u8>>, strays: Vec<Vec<u8>>, all: bool) -> Keys {
         let every = &self.every.0;
         Keys(Arc::new(Inner {
             resources,
@@ -317,6 +337,7 @@ impl Slots {
             round_key: every.round_key.clone(),
             announce: every.announce.clone(),
             strays,
+            limit: every.limit.clone().filter(|_| all),
         }))
     }
 }
@@ -433,6 +454,14 @@ mod tests {
         assert_eq!(unfenced.every().round_key(), None);
         assert_eq!(Keys::one(b"job", true).unwrap().round_key(), None);
         assert_eq!(slots.name(), b"pool");
+        // The limit record, under the same hash tag, goes with every slot
+        // (a holder's keys list them all), not with some.
+        let limit = (&b"quorumlock:semaphore:{pool}:limit"[..], 3);
+        assert_eq!(slots.limit_key(), limit.0);
+        assert_eq!(held.limit(), Some(limit));
+        assert_eq!(slots.every().limit(), Some(limit));
+        assert_eq!(slots.except(&[2, 0]).limit(), None);
+        assert_eq!(Keys::one(b"job", true).unwrap().limit(), None);
         let rest = slots.except(&[2, 0]);
         assert_eq!(
             rest.resources(),

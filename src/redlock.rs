@@ -205,8 +205,9 @@ impl Redlock {
     /// retries, renewal); then [`acquire`](SemaphoreRequest::acquire) them
     /// or [`run`](SemaphoreRequest::run) work under them.
     ///
-    /// Every client of one semaphore must name the same number of permits:
-    /// the bound is the largest number any of them names.
+    /// Every client of one semaphore must name the same number of permits;
+    /// the nodes record the one its holders named and refuse another
+    /// ([`Error::LimitMismatch`](crate::Error::LimitMismatch)).
     ///
     /// # Examples
     ///
@@ -232,7 +233,8 @@ impl Redlock {
     /// permits, on every node, without taking anything: per slot, what
     /// each node holds. One script per node reads every slot and answers
     /// for the held ones only: one round trip, whose reply grows with the
-    /// permits held. Each node has the
+    /// permits held, and the limit its holders named as the nodes record
+    /// it ([`SemaphoreStatus::limit`]). Each node has the
     /// [node timeout](crate::Builder::node_timeout) plus `permits / 1024`
     /// of it to answer (twice the node timeout at
     /// [`MAX_PERMITS`](crate::MAX_PERMITS)).
@@ -258,11 +260,13 @@ impl Redlock {
         permits: u32,
     ) -> Result<SemaphoreStatus> {
         let slots = Slots::new(name.as_ref(), permits, false)?;
-        let keys: Vec<Vec<u8>> = (0..slots.count()).map(|i| slots.key(i).to_vec()).collect();
-        Ok(SemaphoreStatus {
-            name: ResourceName::new(name.as_ref()),
-            slots: self.engine.statuses(keys.into()).await,
-        })
+        let mut keys: Vec<Vec<u8>> = (0..slots.count()).map(|i| slots.key(i).to_vec()).collect();
+        keys.push(slots.limit_key().to_vec());
+        let statuses = self.engine.statuses(keys.into()).await;
+        Ok(SemaphoreStatus::new(
+            ResourceName::new(name.as_ref()),
+            statuses,
+        ))
     }
 
     /// Describes a campaign for the leadership of the election `name`,

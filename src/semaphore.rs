@@ -37,11 +37,12 @@ fn permits(n: usize) -> u32 {
 /// Permits of a counting semaphore to take, with their options; from
 /// [`Redlock::semaphore`](crate::Redlock::semaphore).
 ///
-/// **At most `permits` are held at once**, across every client and host
-/// that uses the semaphore with the same number of permits, while each
-/// holder's validity lasts — under the lock's assumptions (see the
-/// README's guarantees). A client that names more permits than the others
-/// raises the bound to its number, never past it.
+/// **At most `permits` are held at once**, across every client and host,
+/// while each holder's validity lasts — under the lock's assumptions (see
+/// the README's guarantees). Every client must name the same number of
+/// permits: the nodes record the one the holders named, and refuse an
+/// acquire that names another while any permit is held
+/// ([`Error::LimitMismatch`]).
 ///
 /// | option | default |
 /// |---|---|
@@ -159,7 +160,9 @@ impl SemaphoreRequest {
     /// released again). After the last attempt: [`Error::Contended`] when
     /// the permits are held by others, [`Error::Unavailable`] /
     /// [`Error::ValidityExhausted`] when too few nodes answered in time,
-    /// [`Error::FenceExhausted`] when no fencing token is left.
+    /// [`Error::FenceExhausted`] when no fencing token is left. At once,
+    /// with nothing set: [`Error::LimitMismatch`] when the semaphore's
+    /// holders named another number of permits (a misconfiguration).
     ///
     /// # Cancel safety
     ///

@@ -347,10 +347,12 @@ const ACQUIRE_SLOTS: &str = concat!(
     include_str!("../src/node/lua/acquire_slots.lua")
 );
 
-/// The slots of one semaphore on one node: `count` keys and the counter.
+/// The slots of one semaphore on one node: `count` keys, the record of
+/// its limit and the counter.
 struct SlotsOnNode {
     conn: Connection,
     keys: Vec<String>,
+    limit: String,
     counter: String,
 }
 
@@ -363,15 +365,16 @@ impl SlotsOnNode {
         Self {
             conn,
             keys: (0..count).map(|i| format!("{base}:{i}")).collect(),
+            limit: format!("{base}:limit"),
             counter: format!("{base}:fence"),
         }
     }
 
     /// Slots `held` set to another token, the rest absent; the counter
-    /// set to `counter` (absent when `None`).
+    /// set to `counter` (absent when `None`); no limit recorded.
     fn set(&mut self, held: &[usize], counter: Option<&str>) {
         let mut pipe = redis::pipe();
-        pipe.del(&self.keys).del(&self.counter);
+        pipe.del(&self.keys).del(&self.counter).del(&self.limit);
         for &i in held {
             pipe.cmd("SET")
                 .arg(&self.keys[i])
@@ -414,6 +417,7 @@ impl SlotsOnNode {
         let mut keys: Vec<&str> = (0..n)
             .map(|k| self.keys[(first + k) % n].as_str())
             .collect();
+        keys.push(&self.limit);
         if fenced {
             keys.push(&self.counter);
         }
@@ -527,6 +531,128 @@ fn acquire_slots_reads_the_counter_and_refuses_one_out_of_range() {
         assert_eq!(node.read(), [None, None, None], "{bad}: nothing set");
         assert_eq!(node.counter().as_deref(), Some(bad));
     }
+    node.set(&[], None);
+}
+
+#[test]
+fn acquire_slots_records_the_limit_and_refuses_another_before_anything_is_set() {
+    let cluster = Cluster::shared(1);
+    let mut node = SlotsOnNode::new(&cluster, 3);
+    let limit = |node: &mut SlotsOnNode| -> (Option<String>, i64) {
+        redis::pipe()
+            .get(&node.limit)
+            .pttl(&node.limit)
+            .query(&mut node.conn)
+            .expect("read the record")
+    };
+    // A grant records the limit (the slots listed), with the slots' TTL.
+    node.set(&[], None);
+    assert_eq!(ints(&node.take(0, 1, false).expect("script")), [0, 1]);
+    let (recorded, ttl) = limit(&mut node);
+    assert_eq!(recorded.as_deref(), Some("3"));
+    assert!(ttl > 0 && ttl <= SHORT as i64, "{ttl}");
+    // A record of another limit refuses with it, fenced or not, before
+    // anything is set: no slot, the record and the counter as they were.
+    for (fenced, counter) in [(false, None), (true, Some("7"))] {
+        node.set(&[1], counter);
+        let _: () = redis::cmd("SET")
+            .arg(&node.limit)
+            .arg("2")
+            .query(&mut node.conn)
+            .expect("record 2");
+        let reply = ints(&node.take(0, 1, fenced).expect("script"));
+        assert_eq!(reply, [-2, 2], "fenced: {fenced}");
+        let theirs = Some((THEIRS.to_owned(), false));
+        assert_eq!(node.read(), [None, theirs, None], "nothing set");
+        assert_eq!(limit(&mut node), (Some("2".to_owned()), -1));
+        assert_eq!(node.counter().as_deref(), counter);
+    }
+    // The same limit recorded: granted, and the record lives at least as
+    // long as the slot set (never shortened).
+    node.set(&[], None);
+    let _: () = redis::cmd("SET")
+        .arg(&node.limit)
+        .arg("3")
+        .arg("PX")
+        .arg(LONG)
+        .query(&mut node.conn)
+        .expect("record 3");
+    assert_eq!(ints(&node.take(2, 1, false).expect("script")), [0, 1]);
+    assert!(limit(&mut node).1 > SHORT as i64, "never shortened");
+    node.set(&[], None);
+}
+
+#[test]
+fn the_limit_record_lives_with_the_slots_and_goes_with_the_last() {
+    let cluster = Cluster::shared(1);
+    let mut node = SlotsOnNode::new(&cluster, 2);
+    let pttl = |node: &mut SlotsOnNode| -> i64 {
+        redis::cmd("PTTL")
+            .arg(&node.limit)
+            .query(&mut node.conn)
+            .expect("PTTL")
+    };
+    // Slot 0 ours (with the record), slot 1 another's.
+    node.set(&[1], None);
+    ints(&node.take(0, 1, false).expect("script"));
+    // The extension of a permit (its slot, the record last, the limit as
+    // ARGV[3]) keeps the record at least as long as the slot.
+    let _: () = redis::cmd("PEXPIRE")
+        .arg(&node.limit)
+        .arg(1_000)
+        .query(&mut node.conn)
+        .expect("shorten");
+    let extend = |node: &mut SlotsOnNode, limit: &str| -> i64 {
+        redis::cmd("EVAL")
+            .arg(EXTEND)
+            .arg(2)
+            .arg(&node.keys[0])
+            .arg(&node.limit)
+            .arg(MINE)
+            .arg(LONG)
+            .arg(limit)
+            .query(&mut node.conn)
+            .expect("extend")
+    };
+    assert_eq!(extend(&mut node, "2"), 1);
+    assert!(pttl(&mut node) > SHORT as i64, "lengthened with the slot");
+    // Re-recorded where missing; never where another limit is recorded.
+    let _: () = redis::cmd("DEL")
+        .arg(&node.limit)
+        .query(&mut node.conn)
+        .expect("DEL");
+    assert_eq!(extend(&mut node, "2"), 1);
+    assert!(pttl(&mut node) > SHORT as i64, "recorded again");
+    let _: () = redis::cmd("SET")
+        .arg(&node.limit)
+        .arg("5")
+        .query(&mut node.conn)
+        .expect("SET");
+    assert_eq!(extend(&mut node, "2"), 1);
+    assert_eq!(pttl(&mut node), -1, "another limit is left as it is");
+    // A release of every slot with the record last (ARGV[4] = "1"): while
+    // another's slot lives the record stays; with the last slot it goes.
+    let release = |node: &mut SlotsOnNode, token: &str| -> i64 {
+        redis::cmd("EVAL")
+            .arg(RELEASE)
+            .arg(3)
+            .arg(&node.keys)
+            .arg(&node.limit)
+            .arg(token)
+            .arg("0")
+            .arg("channel")
+            .arg("1")
+            .query(&mut node.conn)
+            .expect("release")
+    };
+    assert_eq!(release(&mut node, MINE), 1);
+    assert_eq!(
+        pttl(&mut node),
+        -1,
+        "another's slot lives: the record stays"
+    );
+    assert_eq!(release(&mut node, THEIRS), 1);
+    assert_eq!(pttl(&mut node), -2, "the last slot gone: the record too");
     node.set(&[], None);
 }
 

@@ -26,9 +26,11 @@
 //! ```
 //!
 //! The negative controls over-admit on purpose — a client that names one
-//! permit more than the others, and a held slot's key deleted on a majority
-//! (outside the model) — and assert that the checker flags the third
-//! holder of two permits.
+//! permit more than the others where the record of the limit they named is
+//! deleted (as before the nodes checked it), and a held slot's key deleted
+//! on a majority (outside the model) — and assert that the checker flags
+//! the third holder of two permits; with the record kept, that client is
+//! refused.
 
 use quorumlock_testkit as support;
 
@@ -112,8 +114,11 @@ const PERMITS: u32 = 2;
 enum Break {
     /// Nothing: the third client is refused.
     None,
-    /// The third client names `L + 1` permits.
+    /// The third client names `L + 1` permits, with the record of the `L`
+    /// the others named deleted on every node.
     MorePermits,
+    /// The third client names `L + 1` permits, the record kept: refused.
+    MorePermitsRecorded,
     /// The first holder's slot key is deleted on a majority of the nodes.
     SlotDeleted,
 }
@@ -143,7 +148,13 @@ async fn control(how: Break) -> (Vec<support::checker::Grant>, bool) {
         held.push(permit);
     }
     match how {
-        Break::None | Break::MorePermits => {}
+        Break::None | Break::MorePermitsRecorded => {}
+        Break::MorePermits => {
+            let key = format!("quorumlock:semaphore:{{{name}}}:limit");
+            for i in 0..cluster.len() {
+                let _: i64 = cluster.exec(i, redis::cmd("DEL").arg(&key));
+            }
+        }
         Break::SlotDeleted => {
             let key = format!("quorumlock:semaphore:{{{name}}}:{}", held[0].slots()[0]);
             for i in 0..3 {
@@ -151,10 +162,9 @@ async fn control(how: Break) -> (Vec<support::checker::Grant>, bool) {
             }
         }
     }
-    let third = take(if how == Break::MorePermits {
-        PERMITS + 1
-    } else {
-        PERMITS
+    let third = take(match how {
+        Break::MorePermits | Break::MorePermitsRecorded => PERMITS + 1,
+        Break::None | Break::SlotDeleted => PERMITS,
     })
     .await;
     let granted = match third {
@@ -166,7 +176,10 @@ async fn control(how: Break) -> (Vec<support::checker::Grant>, bool) {
             true
         }
         Err(e) => {
-            assert!(e.is_contended(), "{e}");
+            match how {
+                Break::MorePermitsRecorded => assert!(e.is_misconfigured(), "{e}"),
+                _ => assert!(e.is_contended(), "{e}"),
+            }
             false
         }
     };
@@ -212,12 +225,15 @@ async fn negative_control_a_slot_deleted_on_a_majority_is_flagged() {
 
 /// The controls' arrangement without a break: the third client is
 /// refused and nothing is flagged — so the flags above come from the
-/// break, not the setup.
+/// break, not the setup. Naming `L + 1` with the record of the limit kept
+/// is refused too (a misconfiguration).
 #[tokio::test]
 async fn negative_control_setup_without_the_break_is_clean() {
-    let (grants, granted) = control(Break::None).await;
-    assert!(!granted);
-    assert_eq!(judge(Break::None, &grants), (0, 2, 0));
+    for how in [Break::None, Break::MorePermitsRecorded] {
+        let (grants, granted) = control(how).await;
+        assert!(!granted, "{how:?}");
+        assert_eq!(judge(how, &grants), (0, 2, 0), "{how:?}");
+    }
 }
 
 /// Repairs racing releases, for permits: each round a permit's slot key is

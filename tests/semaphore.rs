@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use quorumlock::{LossKind, Redlock, Renewal, Retry, MAX_FENCE, MAX_PERMITS};
+use quorumlock::{Error, LossKind, Redlock, Renewal, Retry, MAX_FENCE, MAX_PERMITS};
 use support::{eventually, unique, Cluster};
 
 const TTL: Duration = Duration::from_secs(10);
@@ -27,6 +27,32 @@ fn slot_key(name: &str, i: u32) -> String {
 /// The fencing counter of the semaphore `name`.
 fn fence_key(name: &str) -> String {
     format!("quorumlock:semaphore:{{{name}}}:fence")
+}
+
+/// Per node, every key of the semaphore `name` with its value, sorted: what
+/// a raw connection sees.
+fn semaphore_keys(cluster: &Cluster, name: &str) -> Vec<Vec<(String, String)>> {
+    let pattern = format!("quorumlock:semaphore:{{{name}}}:*");
+    (0..cluster.len())
+        .map(|node| {
+            let keys = cluster.keys(node, &pattern).expect("KEYS");
+            let mut pairs: Vec<(String, String)> = keys
+                .into_iter()
+                .map(|key| {
+                    let key = String::from_utf8(key).expect("a key");
+                    let value: String = cluster.exec(node, redis::cmd("GET").arg(&key));
+                    (key, value)
+                })
+                .collect();
+            pairs.sort();
+            pairs
+        })
+        .collect()
+}
+
+/// The record of the limit the holders of the semaphore `name` named.
+fn limit_key(name: &str) -> String {
+    format!("quorumlock:semaphore:{{{name}}}:limit")
 }
 
 /// Every `(slot, node)` of the nodes `nodes` where a key of the semaphore
@@ -114,6 +140,104 @@ async fn at_most_l_holders_and_a_release_lets_the_next_in() {
     let c = redlock.semaphore(&name, 2, TTL).acquire().await.expect("c");
     c.release().await.unwrap();
     b.release().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_client_naming_another_limit_is_refused_with_both_numbers_and_nothing_set() {
+    // Every client of a semaphore must name the same number of permits:
+    // the nodes record the one its holders named. An acquire naming 3 of a
+    // semaphore held with 2 would find a slot free (the third, which only
+    // it lists) and exceed the holders' bound; it is refused at once (no
+    // retry helps) as a misconfiguration naming both numbers, with nothing
+    // set on any node. The record goes with the last slot: once the holder
+    // released, nothing is left and a client naming 3 takes the semaphore.
+    let cluster = Cluster::shared(3);
+    let redlock = cluster.redlock().await;
+    let name = unique("sem-limit");
+    let a = redlock.semaphore(&name, 2, TTL).acquire().await.expect("a");
+    let before = semaphore_keys(&cluster, &name);
+    for keys in &before {
+        assert!(
+            keys.contains(&(limit_key(&name), "2".to_owned())),
+            "{keys:?}"
+        );
+    }
+    let err = redlock
+        .semaphore(&name, 3, TTL)
+        .retry(Retry::Times(5))
+        .acquire()
+        .await
+        .expect_err("3 permits named where the holders named 2");
+    assert!(
+        matches!(
+            err,
+            Error::LimitMismatch {
+                requested: 3,
+                recorded: 2,
+                ..
+            }
+        ),
+        "{err:?}"
+    );
+    assert!(err.is_misconfigured() && !err.is_contended(), "{err}");
+    let message = err.to_string();
+    assert!(
+        message.contains("2 permits") && message.contains("named 3"),
+        "{message}"
+    );
+    // One attempt for the holder, one for the refused acquire: no retry.
+    let permits = redlock.stats().permits;
+    assert_eq!(permits.attempt_latency.count, 2, "{message}");
+    assert_eq!(permits.acquires.misconfigured, 1, "{message}");
+    assert_eq!(semaphore_keys(&cluster, &name), before, "nothing set");
+    a.release().await.expect("release");
+    assert!(semaphore_keys(&cluster, &name).iter().all(Vec::is_empty));
+    let b = redlock
+        .semaphore(&name, 3, TTL)
+        .acquire()
+        .await
+        .expect("3 once all are gone");
+    b.release().await.expect("release");
+    assert!(semaphore_keys(&cluster, &name).iter().all(Vec::is_empty));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn renewal_keeps_the_limit_recorded_as_long_as_a_permit_lives() {
+    // A holder of 1 of 2 permits renewed past several TTLs: the record of
+    // its limit lives as long as its slot, so a client naming 3 is still
+    // refused (without renewal of the record it would expire after one
+    // TTL and let that client in), and goes with the holder's release.
+    let cluster = Cluster::shared(3);
+    let redlock = cluster.redlock().await;
+    let name = unique("sem-limit-renewed");
+    let ttl = Duration::from_millis(1500);
+    let permit = redlock
+        .semaphore(&name, 2, ttl)
+        .auto_renew(Renewal::every(Duration::from_millis(200)))
+        .acquire()
+        .await
+        .expect("1 of 2");
+    tokio::time::sleep(ttl * 3).await;
+    assert!(!permit.is_lost());
+    let err = redlock
+        .semaphore(&name, 3, ttl)
+        .retry(Retry::Times(0))
+        .acquire()
+        .await
+        .expect_err("3 permits named where the holder named 2");
+    assert!(
+        matches!(
+            err,
+            Error::LimitMismatch {
+                requested: 3,
+                recorded: 2,
+                ..
+            }
+        ),
+        "{err:?}"
+    );
+    permit.release().await.expect("release");
+    assert!(semaphore_keys(&cluster, &name).iter().all(Vec::is_empty));
 }
 
 #[tokio::test]
@@ -1063,12 +1187,16 @@ fn the_slots_script_admits_at_most_two_on_the_same_deliveries() {
             let mut set: [[Option<u32>; 3]; 3] = [[None; 3]; 3];
             for &(node, client) in &order {
                 let first = (firsts >> client) & 1;
-                let keys = [slot_key(&name, first), slot_key(&name, 1 - first)];
+                let keys = [
+                    slot_key(&name, first),
+                    slot_key(&name, 1 - first),
+                    limit_key(&name),
+                ];
                 let reply: Vec<i64> = cluster.exec(
                     node,
                     redis::cmd("EVAL")
                         .arg(ACQUIRE_SLOTS)
-                        .arg(2)
+                        .arg(3)
                         .arg(&keys)
                         .arg(token(client))
                         .arg(30_000)
@@ -1107,7 +1235,8 @@ fn the_slots_script_admits_at_most_two_on_the_same_deliveries() {
                     node,
                     redis::cmd("DEL")
                         .arg(slot_key(&name, 0))
-                        .arg(slot_key(&name, 1)),
+                        .arg(slot_key(&name, 1))
+                        .arg(limit_key(&name)),
                 );
             }
         }

@@ -31,7 +31,12 @@ pub fn classify(err: &Error, nodes: usize, quorum: usize) -> Verdict {
     let failures = err.node_failures();
     let summary = no_quorum(failures, nodes, quorum);
     if err.is_misconfigured() {
-        return Verdict::Config(summary);
+        // Without node failures (a semaphore's permits named differently)
+        // the error says it best.
+        return Verdict::Config(match failures.is_empty() {
+            true => err.to_string(),
+            false => summary,
+        });
     }
     if !err.is_unavailable() {
         return Verdict::Other(err.to_string());

@@ -12,7 +12,8 @@ pub const UNAVAILABLE: u8 = 69;
 /// Internal error (e.g. a signal handler could not be installed).
 pub const SOFTWARE: u8 = 70;
 /// A quorum can never be had with this configuration: wrong password,
-/// missing ACL permission, or a key of another type under the name.
+/// missing ACL permission, a key of another type under the name, or
+/// (`--permits`) another number of permits than the semaphore's holders.
 pub const CONFIG: u8 = 78;
 /// The lock is held by someone else, (`--permits`) too few permits are
 /// free, or (`elect`) another process leads (`--no-wait`, or `--wait` ran
@@ -35,7 +36,8 @@ Exit status of `run` and `elect`: the command's own status, or
         after --outage-wait)
     78  configuration error no retry cures: wrong password (WRONGPASS,
         NOAUTH), missing ACL permission (NOPERM), or the resource's key
-        holds a value of another type (WRONGTYPE) on too many nodes
+        holds a value of another type (WRONGTYPE) on too many nodes, or
+        --permits differs from the semaphore's holders'
     79  the lock (the permit, the leadership) was lost while the command,
         or a process it started, ran; all of them were sent SIGTERM
         (SIGKILL after --grace or at the end of the lock's validity) and

@@ -102,7 +102,8 @@ pub fn status(resource: &str, status: &Status, exit_code: u8) -> String {
 }
 
 /// The status of the semaphore `resource` of `permits` permits as one JSON
-/// object: its holders, the permits held, free and unknown, each slot's
+/// object: its holders, the permits held, free and unknown, the limit its
+/// holders named as a majority records it (null when none), each slot's
 /// state, and per node the first error it answered (null when none).
 pub fn semaphore(resource: &str, permits: u32, status: &SemaphoreStatus, exit_code: u8) -> String {
     let (held, free) = (status.held(), status.free());
@@ -156,6 +157,7 @@ pub fn semaphore(resource: &str, permits: u32, status: &SemaphoreStatus, exit_co
         "permits_held": held,
         "permits_free": free,
         "permits_unknown": permits.saturating_sub(held + free),
+        "permits_recorded": status.limit,
         "holders": holders,
         "quorum": first.map_or(0, |s| s.quorum),
         "nodes_total": nodes.len(),

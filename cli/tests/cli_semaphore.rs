@@ -1,8 +1,9 @@
 //! `quorumlock run --permits L` and `quorumlock status --permits L` against
 //! real nodes: at most L commands at once (and L really at once), a lost
 //! permit ending the command and everything it started as a lost lock
-//! does, the holders shown by `status`, bad `--permits` refused before
-//! anything is sent.
+//! does, the holders shown by `status`, another L than the holders' refused
+//! as a configuration error, bad `--permits` refused before anything is
+//! sent.
 
 use quorumlock_testkit as support;
 
@@ -311,6 +312,37 @@ fn status_shows_the_holders_and_a_full_semaphore_is_busy() {
         "{}",
         text(&out.stderr)
     );
+
+    // Another L is refused at once, even while waiting is allowed: a
+    // configuration error (78) naming both numbers; the third slot, which
+    // only it lists, stays free, and `status` with that L says what the
+    // holders named.
+    let mut other = quorumlock(&cluster);
+    other.args([
+        "run",
+        "--permits",
+        "3",
+        "--wait",
+        "60s",
+        &name,
+        "--",
+        "true",
+    ]);
+    let out = output(other);
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(78), "{stderr}");
+    assert!(
+        stderr.contains("held with 2 permits, this acquire named 3"),
+        "{stderr}"
+    );
+    assert_eq!(cluster.holders(&slot_key(&name, 2)), 0, "nothing set");
+    let mut cmd = quorumlock(&cluster);
+    cmd.args(["status", "--permits", "3", &name]);
+    let shown = text(&output(cmd).stdout);
+    assert!(shown.contains("its holders named 2 permits"), "{shown}");
+    let mut cmd = quorumlock(&cluster);
+    cmd.args(["status", "--json", "--permits", "3", &name]);
+    assert_eq!(json(&output(cmd))["permits_recorded"], 2);
 
     signal(holders[0].id(), "-TERM");
     let status = wait_within(&mut holders[0], Duration::from_secs(10));

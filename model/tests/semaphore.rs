@@ -2,7 +2,9 @@
 //! prints its state count (and, for a negative control, the
 //! counterexample's trace) on stderr.
 //!
-//! Negative controls: the counter design over-admits; the oldest fence
+//! Negative controls: the counter design over-admits, and so do slots
+//! without the record of the limit when clients name different ones; the
+//! oldest fence
 //! commit rule ("counter >= T counts"), rounds without the slot bitmap and
 //! a restart that loses the counter each repeat a fence.
 
@@ -74,6 +76,52 @@ fn semaphore_fenced_never_admits_more_than_l() {
             exclusion: true,
             ..FENCED
         }),
+    );
+}
+
+/// Clients naming 2 and 3 permits, taking 1 and 2: the nodes record the
+/// limit of the slots they hold and refuse the other, so the permits held
+/// stay within the smallest limit a holder named.
+#[test]
+fn semaphore_limits_named_apart_never_admit_more_than_the_smaller() {
+    assert_safe(
+        "semaphore: slots, limits 2 and 3 named, clients taking 1 and 2 permits",
+        &Semaphore(semaphore::Config {
+            limits: &[2, 3],
+            takes: &[1, 2],
+            ..semaphore::BASE
+        }),
+    );
+}
+
+/// The same with three clients, two naming 2 and one naming 3, one permit
+/// each.
+#[test]
+fn semaphore_limits_named_apart_never_admit_more_than_the_smaller_three_clients() {
+    assert_safe(
+        "semaphore: slots, limits 2, 2 and 3 named, 3 clients x 1 permit",
+        &Semaphore(semaphore::Config {
+            limits: &[2, 2, 3],
+            ..semaphore::BASE
+        }),
+    );
+}
+
+/// Negative control: without the record, the client naming 3 takes slots
+/// 1 and 2 while the one naming 2 holds slot 0 — three permits held where
+/// its holder's bound is two.
+#[test]
+fn semaphore_without_the_limit_record_over_admits() {
+    assert_found(
+        "semaphore: slots without the limit record, limits 2 and 3 named",
+        &Semaphore(semaphore::Config {
+            limits: &[2, 3],
+            takes: &[1, 2],
+            limit_check: false,
+            ..semaphore::BASE
+        }),
+        12,
+        too_many,
     );
 }
 

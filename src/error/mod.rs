@@ -27,7 +27,8 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 /// if err.is_contended() {
 ///     // someone else holds it: skip this run or wait
 /// } else if err.is_misconfigured() {
-///     // wrong password, missing ACL right, a key of another type: fix the setup
+///     // wrong password, missing ACL right, a key of another type, a
+///     // semaphore's permits named differently: fix the setup
 /// } else if err.is_unavailable() {
 ///     // not enough nodes answered: alert, retry later
 /// } else if err.is_invalid_input() {
@@ -105,6 +106,22 @@ pub enum Error {
         resource: ResourceName,
         /// The highest counter the granting nodes read.
         highest: u64,
+    },
+
+    /// A semaphore acquire named another number of permits than the
+    /// semaphore's holders: enough nodes record the limit its permits were
+    /// taken with, `recorded`, that no quorum could grant `requested`.
+    /// Nothing was set; it was not retried. A misconfiguration
+    /// ([`is_misconfigured`](Error::is_misconfigured)): every client of a
+    /// semaphore must name the same number of permits.
+    #[non_exhaustive]
+    LimitMismatch {
+        /// The semaphore, printable.
+        semaphore: ResourceName,
+        /// The permits this acquire named.
+        requested: u32,
+        /// The permits the nodes record, named by its holders.
+        recorded: u32,
     },
 
     /// The caller passed something that cannot work. Nothing was sent.
@@ -201,6 +218,15 @@ impl fmt::Display for Error {
                 f,
                 "no fencing token left for {resource}: a node's counter is at {highest}, tokens \
                  end at 2^53 - 1"
+            ),
+            Error::LimitMismatch {
+                semaphore,
+                requested,
+                recorded,
+            } => write!(
+                f,
+                "semaphore {semaphore} is held with {recorded} permits, this acquire named \
+                 {requested}: every client of a semaphore must name the same number of permits"
             ),
             Error::InvalidInput(message) => write!(f, "invalid input: {message}"),
             Error::InvalidNode {
@@ -318,7 +344,8 @@ impl Error {
     /// The error is an [`Error::Unavailable`] (or, from a
     /// [`require_quorum`](crate::Builder::require_quorum) build,
     /// [`Error::NotReady`]) whose [`is_unavailable`](Error::is_unavailable)
-    /// is false.
+    /// is false — or an [`Error::LimitMismatch`]: a semaphore acquire that
+    /// named another number of permits than the semaphore's holders.
     ///
     /// # Examples
     ///
@@ -336,6 +363,7 @@ impl Error {
             Error::Unavailable { needed, nodes, .. } | Error::NotReady { needed, nodes, .. } => {
                 failure::misconfigured(self.node_failures(), nodes, needed)
             }
+            Error::LimitMismatch { .. } => true,
             _ => false,
         }
     }
@@ -503,6 +531,19 @@ mod tests {
             failures: vec![],
         };
         assert!(!contended.is_misconfigured() && !contended.is_unavailable());
+        // Another limit recorded: fix the setup, not an outage or contention.
+        let mismatch = Error::LimitMismatch {
+            semaphore: ResourceName::new(b"pool"),
+            requested: 2,
+            recorded: 3,
+        };
+        assert!(mismatch.is_misconfigured());
+        assert!(!mismatch.is_unavailable() && !mismatch.is_contended());
+        let message = mismatch.to_string();
+        assert!(
+            message.contains("3 permits") && message.contains("named 2"),
+            "{message}"
+        );
     }
 
     #[test]

@@ -71,17 +71,26 @@ impl Command {
     /// Compare-and-delete; where a key was deleted, the release is
     /// announced to waiters on the resource's channel when `announce` says
     /// so.
+    /// A semaphore's limit record goes last, deleted once no slot is left.
     pub(crate) fn release(keys: &Keys, token: &Token, announce: Announce) -> Arc<Self> {
+        let limit = keys.limit().map(|(key, _)| key);
         let args = |cmd: &mut Cmd| {
             cmd.arg(token.as_str()).arg(announce == Announce::Waiters);
             if let Some(channel) = keys.announce() {
                 cmd.arg(channel);
             }
+            if limit.is_some() {
+                cmd.arg(true);
+            }
         };
         // A lock's keys are its resources: no list to build per release.
-        match keys.released() {
-            Some(with_strays) => Self::call(&lua::RELEASE, with_strays, args),
-            None => Self::call(&lua::RELEASE, keys.slices(), args),
+        match (keys.released(), limit) {
+            (None, None) => Self::call(&lua::RELEASE, keys.slices(), args),
+            (listed, limit) => {
+                let mut listed = listed.unwrap_or_else(|| keys.slices().collect());
+                listed.extend(limit);
+                Self::call(&lua::RELEASE, listed, args)
+            }
         }
     }
 
@@ -96,7 +105,8 @@ impl Command {
     ) -> Arc<Self> {
         let n = slots.count();
         let order = (0..n).map(|k| slots.key((first + k) % n));
-        let keys: Vec<&[u8]> = order.chain(slots.fence_key()).collect();
+        let limit = [slots.limit_key()];
+        let keys: Vec<&[u8]> = order.chain(limit).chain(slots.fence_key()).collect();
         Self::call(&lua::ACQUIRE_SLOTS, keys, |cmd| {
             cmd.arg(token.as_str())
                 .arg(validity::millis(ttl))
@@ -105,11 +115,22 @@ impl Command {
         })
     }
 
-    /// Compare-and-pexpire to `ttl`.
+    /// Compare-and-pexpire to `ttl`; a semaphore's limit record is kept
+    /// alive with its slots.
     pub(crate) fn extend(keys: &Keys, token: &Token, ttl: Duration) -> Arc<Self> {
-        Self::call(&lua::EXTEND, keys.slices(), |cmd| {
+        let args = |cmd: &mut Cmd| {
             cmd.arg(token.as_str()).arg(validity::millis(ttl));
-        })
+        };
+        match keys.limit() {
+            Some((record, limit)) => {
+                let keys: Vec<&[u8]> = keys.slices().chain([record]).collect();
+                Self::call(&lua::EXTEND, keys, |cmd| {
+                    args(cmd);
+                    cmd.arg(limit);
+                })
+            }
+            None => Self::call(&lua::EXTEND, keys.slices(), args),
+        }
     }
 
     /// The repair of a lock's keys on a node that found them missing:

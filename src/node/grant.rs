@@ -19,7 +19,8 @@ pub(crate) enum Shape {
     /// A fenced lock's: the fencing counter read with the `SET`, or −1.
     Fenced,
     /// A semaphore's `want` of `listed` slots: `{counter, p1, …, pk}`
-    /// (ascending positions, 1-based) or `{-1, free}`.
+    /// (ascending positions, 1-based), `{-1, free}` or `{-2, recorded}`
+    /// (another limit recorded).
     Slots { listed: usize, want: usize },
 }
 
@@ -27,12 +28,15 @@ pub(crate) enum Shape {
 /// atomically with the keys (0 when not fenced), and, for a semaphore, the
 /// slots it set to the token, as positions in the order the command
 /// listed them (empty when it refused: fewer than the slots wanted were
-/// free).
+/// free, or it records another limit).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Grant {
     pub(crate) vote: Vote,
     pub(crate) counter: u64,
     pub(crate) positions: Vec<usize>,
+    /// The semaphore's limit the node records, when it refused because
+    /// that is not the one asked with.
+    pub(crate) other_limit: Option<u32>,
 }
 
 impl Grant {
@@ -40,6 +44,7 @@ impl Grant {
         vote: Vote::No,
         counter: 0,
         positions: Vec::new(),
+        other_limit: None,
     };
 
     fn yes(counter: u64, positions: Vec<usize>) -> Self {
@@ -47,6 +52,7 @@ impl Grant {
             vote: Vote::Yes,
             counter,
             positions,
+            other_limit: None,
         }
     }
 
@@ -113,8 +119,9 @@ fn counter(n: i64) -> Result<u64, String> {
 }
 
 /// The reply of `acquire_slots.lua` over `listed` slots, `want` wanted:
-/// `{counter, p1, …, pk}` (ascending positions, 1-based) or `{-1, free}`;
-/// anything else says what it was.
+/// `{counter, p1, …, pk}` (ascending positions, 1-based), `{-1, free}` or
+/// `{-2, recorded}` (a limit other than `listed`); anything else says what
+/// it was.
 fn read(reply: &Value, listed: usize, want: usize) -> Result<Grant, String> {
     let Value::Array(items) = reply else {
         return Err(format!("semaphore acquire answered {reply:?}"));
@@ -129,6 +136,15 @@ fn read(reply: &Value, listed: usize, want: usize) -> Result<Grant, String> {
     let ints = ints.ok_or_else(|| format!("semaphore acquire answered {items:?}"))?;
     match ints.as_slice() {
         [-1, free] if usize::try_from(*free).is_ok_and(|f| f < want) => Ok(Grant::NO),
+        [-2, recorded] => match u32::try_from(*recorded) {
+            Ok(other) if usize::try_from(other).is_ok_and(|o| o != listed) => Ok(Grant {
+                other_limit: Some(other),
+                ..Grant::NO
+            }),
+            _ => Err(format!(
+                "semaphore acquire found limit {recorded} of {listed}"
+            )),
+        },
         [n, rest @ ..] if rest.len() == want => {
             let counter = counter(*n)?;
             let mut positions = Vec::with_capacity(want);
@@ -164,6 +180,17 @@ mod tests {
         assert!(g.granted());
         let refused = read(&ints(&[-1, 1]), 4, 2).unwrap();
         assert!(!refused.granted());
+        assert_eq!(refused.other_limit, None);
+    }
+
+    #[test]
+    fn a_node_recording_another_limit_refuses_and_names_it() {
+        let refused = read(&ints(&[-2, 3]), 2, 1).unwrap();
+        assert!(!refused.granted());
+        assert_eq!(refused.other_limit, Some(3));
+        // The node's own limit, or none, is never "another".
+        assert!(read(&ints(&[-2, 2]), 2, 1).is_err());
+        assert!(read(&ints(&[-2, -1]), 2, 1).is_err());
     }
 
     #[test]

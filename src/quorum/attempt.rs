@@ -36,6 +36,9 @@ pub(crate) struct AttemptFailure {
     /// Set, to the highest counter read, when no fencing token above it is
     /// left (see [`crate::MAX_FENCE`]); retrying cannot help.
     pub(crate) fence_exhausted: Option<u64>,
+    /// A semaphore's limit asked with and the one its nodes record
+    /// instead ([`Won::limit_mismatch`]); retrying cannot help.
+    pub(crate) limit_mismatch: Option<(u32, u32)>,
 }
 
 /// One attempt at `claim` with a fresh `token`: its command on every node
@@ -91,6 +94,7 @@ pub(crate) async fn once<C: Claim>(
             failures: set.failures,
             exhausted: None,
             fence_exhausted: None,
+            limit_mismatch: won.limit_mismatch,
         };
         let fence = if granted {
             fenced(

@@ -85,6 +85,10 @@ pub(crate) struct Won {
     pub(crate) per_round: u64,
     /// The tally an error reports.
     pub(crate) tally: Tally,
+    /// A semaphore's limit asked with and the one recorded on the nodes
+    /// instead, when that alone keeps the quorum out of reach
+    /// ([`SlotVotes::other_limit`]): a misconfiguration, not retried.
+    pub(crate) limit_mismatch: Option<(u32, u32)>,
 }
 
 /// A lock's votes: each grant as the node voted, decided at a majority.
@@ -123,6 +127,7 @@ impl Claim for Keys {
             slot: 0,
             per_round: 1,
             tally,
+            limit_mismatch: None,
         }
     }
 }
@@ -136,10 +141,14 @@ pub(crate) struct Permits {
 }
 
 /// The slot rule as a fan-out's count: a node that set slots votes yes
-/// (and its slots are counted), one that refused votes no.
+/// (and its slots are counted), one that refused votes no (and the limit
+/// it records, when it refused for that, is kept).
 impl Count<Grant> for SlotVotes {
     fn vote(&mut self, _: usize, grant: &Grant) -> Vote {
         self.record(&grant.positions);
+        if let Some(recorded) = grant.other_limit {
+            self.record_other_limit(recorded);
+        }
         grant.vote
     }
 
@@ -182,11 +191,13 @@ impl Claim for Permits {
 
     fn won(&self, votes: &SlotVotes, tally: Tally) -> Won {
         let kept = votes.kept();
+        let listed = u32::try_from(self.slots.count()).unwrap_or(u32::MAX);
         Won {
             keys: self.slots.held(&kept),
             // The token names the holder's first slot within its round.
             slot: kept.first().map_or(0, |&s| s as u64),
             per_round: fence::ROUND,
+            limit_mismatch: votes.other_limit(&tally).map(|recorded| (listed, recorded)),
             tally: votes.summary(&tally),
         }
     }

@@ -61,14 +61,16 @@ pub(crate) async fn acquire(
             // A delay too large to add to an instant never fits.
             let out_of_time =
                 deadline.is_some_and(|d| Instant::now().checked_add(delay).is_none_or(|t| t >= d));
-            // Nodes that refuse the credentials, the rights or the key's type
-            // refuse the next attempt too: no retry reaches a quorum.
+            // Nodes that refuse the credentials, the rights, the key's type
+            // or the semaphore's limit refuse the next attempt too: no retry
+            // reaches a quorum.
             let nodes = engine.nodes.len();
             let misconfigured = misconfigured(&failure.failures, nodes, failure.tally.needed());
             if !retry.allows(attempts)
                 || out_of_time
                 || misconfigured
                 || failure.fence_exhausted.is_some()
+                || failure.limit_mismatch.is_some()
             {
                 if let Some(key) = claim.keys().fence_key() {
                     name_counter(&mut failure.failures, key);
@@ -228,8 +230,9 @@ fn name_counter(failures: &mut [NodeFailure], key: &[u8]) {
     }
 }
 
-/// The error after the last attempt: fencing tokens exhausted, no validity
-/// left, too few nodes answering (an outage), or held by another owner;
+/// The error after the last attempt: fencing tokens exhausted, another
+/// limit recorded, no validity left, too few nodes answering (an outage),
+/// or held by another owner;
 /// about `resource` (for a refused lock over several resources, the one
 /// found held).
 fn error(
@@ -241,6 +244,13 @@ fn error(
 ) -> Error {
     if let Some(highest) = f.fence_exhausted {
         return Error::FenceExhausted { resource, highest };
+    }
+    if let Some((requested, recorded)) = f.limit_mismatch {
+        return Error::LimitMismatch {
+            semaphore: resource,
+            requested,
+            recorded,
+        };
     }
     if let Some(elapsed) = f.exhausted {
         return Error::ValidityExhausted {

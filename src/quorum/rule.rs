@@ -96,7 +96,13 @@ impl Tally {
     /// True when the failures alone make the quorum impossible: the cluster
     /// is unavailable rather than the lock being contended.
     pub(crate) fn outage(&self) -> bool {
-        self.nodes.saturating_sub(self.failed) < self.needed
+        self.out_of_reach(self.failed)
+    }
+
+    /// True when `refusing` nodes alone make the quorum impossible: more
+    /// than `nodes − needed` of them.
+    pub(crate) fn out_of_reach(&self, refusing: usize) -> bool {
+        self.nodes.saturating_sub(refusing) < self.needed
     }
 
     /// True when the refusals alone are a quorum: other tokens sit on a

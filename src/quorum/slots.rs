@@ -8,7 +8,12 @@
 //! Why this never admits more than `L`: each won slot is held exactly as a
 //! lock is (two tokens never both hold a majority of one key within
 //! validity), a holder keeps `k` distinct slots, and there are `L` slots
-//! (`docs/semaphore.md`). Counting admissions per node instead — "a
+//! (`docs/semaphore.md`) — every holder naming the same `L`, which the
+//! nodes check: a node records the `L` its slots were taken with and
+//! refuses an acquire that names another. Such a refusal is a no like
+//! contention's, and a misconfiguration once the nodes recording another
+//! limit alone keep the quorum out of reach ([`SlotVotes::other_limit`]).
+//! Counting admissions per node instead — "a
 //! majority of nodes admitted me" — over-admits: three holders on three
 //! nodes can each be admitted by a different pair.
 
@@ -25,6 +30,8 @@ pub(crate) struct SlotVotes {
     needed: usize,
     /// Per position in the command's order: the nodes that set it.
     yes: Vec<usize>,
+    /// The limits recorded by the nodes that refused for naming another.
+    other_limits: Vec<u32>,
 }
 
 impl SlotVotes {
@@ -36,7 +43,29 @@ impl SlotVotes {
             want,
             needed,
             yes: vec![0; slots],
+            other_limits: Vec::new(),
         }
+    }
+
+    /// A node refused: it records the limit `recorded`, not this
+    /// acquire's.
+    pub(crate) fn record_other_limit(&mut self, recorded: u32) {
+        self.other_limits.push(recorded);
+    }
+
+    /// The limit the nodes record instead of this acquire's (the one most
+    /// of them record), when the nodes recording another limit alone keep
+    /// the quorum of `tally` out of reach: no retry can be granted while
+    /// their slots live. A minority of them (a record left by a holder
+    /// named another limit before, whose slots still live there) only
+    /// votes no, as a holder does.
+    pub(crate) fn other_limit(&self, tally: &Tally) -> Option<u32> {
+        let others = &self.other_limits;
+        if !tally.out_of_reach(others.len()) {
+            return None;
+        }
+        let most = |&l: &u32| others.iter().filter(|&&o| o == l).count();
+        others.iter().copied().max_by_key(most)
     }
 
     /// A node set the slots at `positions` (in the command's order).
@@ -200,6 +229,22 @@ mod tests {
         let (second, first): (&[usize], &[usize]) = (&[1], &[0]);
         assert!(v.beyond(&[2], [(0, second)]).is_empty());
         assert_eq!(v.beyond(&[2], [(0, first)]), [0]);
+    }
+
+    #[test]
+    fn another_limit_is_reported_once_it_alone_keeps_the_quorum_out_of_reach() {
+        // 5 nodes, 3 needed: two nodes recording 3 are a minority.
+        let mut v = SlotVotes::new(2, 0, 1, 3);
+        let mut t = Tally::new(5, 3);
+        for _ in 0..2 {
+            v.record_other_limit(3);
+            t.record(Vote::No);
+        }
+        assert_eq!(v.other_limit(&t), None);
+        // A third: the quorum is out of reach, the limit most record named.
+        v.record_other_limit(4);
+        t.record(Vote::No);
+        assert_eq!(v.other_limit(&t), Some(3));
     }
 
     #[test]

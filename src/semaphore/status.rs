@@ -16,6 +16,11 @@ pub struct SemaphoreStatus {
     pub name: ResourceName,
     /// Per slot, in order: what each node holds for its key.
     pub slots: Vec<Status>,
+    /// The number of permits the semaphore's holders named, as a majority
+    /// of the nodes record it; `None` when none is recorded on a majority
+    /// (the record goes with the last permit). An acquire naming another
+    /// number is refused ([`Error::LimitMismatch`](crate::Error::LimitMismatch)).
+    pub limit: Option<u32>,
 }
 
 /// One holder of a semaphore's permits: a token on a majority of the
@@ -34,6 +39,15 @@ pub struct SemaphoreHolder {
 }
 
 impl SemaphoreStatus {
+    /// The status from what the nodes hold for each slot's key, then for
+    /// the limit's record (its value read as a holder's token is).
+    pub(crate) fn new(name: ResourceName, mut slots: Vec<Status>) -> Self {
+        let record = slots.pop();
+        let limit = record.as_ref().filter(|r| r.held_by_quorum());
+        let limit = limit.and_then(|r| r.leading_holder()?.0.parse().ok());
+        Self { name, slots, limit }
+    }
+
     /// The holders: each token held by a quorum on some slot, with its
     /// slots, in the order of their first slot.
     ///
@@ -95,7 +109,8 @@ impl SemaphoreHolder {
 }
 
 /// One line: `"exports": 2 of 4 permits held (3f9a0c1e… slots 0, 2, expires
-/// in 29.1s), 2 free`.
+/// in 29.1s), 2 free` — and, when its holders named another number of
+/// permits than the slots read, `; its holders named 3 permits`.
 impl fmt::Display for SemaphoreStatus {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let (held, free, slots) = (self.held(), self.free(), super::permits(self.slots.len()));
@@ -109,7 +124,12 @@ impl fmt::Display for SemaphoreStatus {
         if unknown > 0 {
             write!(f, ", {unknown} unknown")?;
         }
-        Ok(())
+        match self.limit {
+            Some(limit) if usize::try_from(limit).is_ok_and(|l| l != slots) => {
+                write!(f, "; its holders named {limit} permits")
+            }
+            _ => Ok(()),
+        }
     }
 }
 
@@ -140,15 +160,18 @@ mod tests {
 
     #[test]
     fn holders_are_grouped_by_token_over_their_slots() {
-        let status = SemaphoreStatus {
-            name: ResourceName::new(b"exports"),
-            slots: vec![
+        let status = SemaphoreStatus::new(
+            ResourceName::new(b"exports"),
+            vec![
                 slot(vec![held("aaaa", 3), held("aaaa", 5), NodeView::Free]),
                 slot(vec![NodeView::Free, NodeView::Free, held("bbbb", 1)]),
                 slot(vec![held("aaaa", 9), held("aaaa", 2), held("aaaa", 2)]),
                 slot(vec![held("cccc", 4), held("dddd", 4), NodeView::Free]),
+                // The limit's record: the one its holders named.
+                slot(vec![held("4", 9), held("4", 9), NodeView::Free]),
             ],
-        };
+        );
+        assert_eq!(status.limit, Some(4));
         let holders = status.holders();
         assert_eq!(holders.len(), 1);
         assert_eq!(holders[0].slots, [0, 2]);
@@ -158,5 +181,26 @@ mod tests {
             status.to_string(),
             "\"exports\": 2 of 4 permits held (aaaa… slots 0, 2, expires in 9.0s), 1 free, 1 unknown"
         );
+    }
+
+    #[test]
+    fn another_limit_recorded_is_shown() {
+        let read = |record: Vec<NodeView>| {
+            let free = || slot(vec![NodeView::Free; 3]);
+            SemaphoreStatus::new(
+                ResourceName::new(b"pool"),
+                vec![free(), free(), slot(record)],
+            )
+        };
+        let status = read(vec![held("3", 9), held("3", 9), NodeView::Free]);
+        assert_eq!(status.limit, Some(3));
+        assert_eq!(
+            status.to_string(),
+            "\"pool\": 0 of 2 permits held, 2 free; its holders named 3 permits"
+        );
+        // On a minority only: not the semaphore's.
+        let status = read(vec![held("3", 9), NodeView::Free, NodeView::Free]);
+        assert_eq!(status.limit, None);
+        assert_eq!(status.to_string(), "\"pool\": 0 of 2 permits held, 2 free");
     }
 }

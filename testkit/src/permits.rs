@@ -183,8 +183,9 @@ impl Load for Permits {
     }
 
     fn keys(&self, prefix: &str) -> String {
-        // The slots (which expire), not the fencing counter (which stays).
-        format!("quorumlock:semaphore:{{{prefix}:*}}:[0-9]*")
+        // The slots and the record of the limit (`…:limit`), which expire
+        // or go with the last slot; not the fencing counter (which stays).
+        format!("quorumlock:semaphore:{{{prefix}:*}}:[0-9l]*")
     }
 }
 

@@ -34,9 +34,14 @@ impl fmt::Display for Action {
                     Fault::Restart => write!(f, "the node restarts; then ")?,
                 }
                 match m {
-                    Msg::Acquire { token, node, k, .. } => {
-                        write!(f, "{}'s acquire of {k} runs on {}", c(token), n(node))
-                    }
+                    Msg::Acquire {
+                        token, node, k, l, ..
+                    } => write!(
+                        f,
+                        "{}'s acquire of {k} of {l} runs on {}",
+                        c(token),
+                        n(node)
+                    ),
                     Msg::Release { token, node, which } => {
                         write!(
                             f,
@@ -82,16 +87,16 @@ impl fmt::Display for Action {
 
 impl Msg {
     /// The message without its node, the client renamed.
-    fn encode(self, rename: impl Fn(Token) -> Token) -> [u8; 8] {
-        let (kind, a, b) = match self {
-            Msg::Acquire { k, start, .. } => (0, k, start),
-            Msg::Release { which, .. } => (1, which, 0),
-            Msg::Commit { fence, slot, .. } => (2, fence, slot),
-            Msg::AcquireReply { taken, counter, .. } => (3, taken, counter),
-            Msg::CommitReply { ok, .. } => (4, u8::from(ok), 0),
+    fn encode(self, rename: impl Fn(Token) -> Token) -> [u8; 9] {
+        let (kind, a, b, c) = match self {
+            Msg::Acquire { k, start, l, .. } => (0, k, start, l),
+            Msg::Release { which, .. } => (1, which, 0, 0),
+            Msg::Commit { fence, slot, .. } => (2, fence, slot, 0),
+            Msg::AcquireReply { taken, counter, .. } => (3, taken, counter, 0),
+            Msg::CommitReply { ok, .. } => (4, u8::from(ok), 0, 0),
         };
         let t = rename(self.token());
-        [kind, t.0, t.1, a, b, 0, 0, 0]
+        [kind, t.0, t.1, a, b, c, 0, 0, 0]
     }
 }
 
@@ -178,9 +183,10 @@ impl State {
     /// and (in the slot design, where every order is offered) of the slots
     /// up to a rotation.
     pub(super) fn canonical(&self, cfg: &Config) -> Vec<u8> {
-        // Fences that name slots tell the slots apart.
+        // Fences that name slots tell the slots apart, and so do clients
+        // naming different limits (each lists its own `0..L`).
         let rotations = match cfg.design {
-            Design::Slots if !(cfg.fenced && cfg.rule.rounds()) => cfg.permits,
+            Design::Slots if !(cfg.fenced && cfg.rule.rounds()) && cfg.one_limit() => cfg.permits,
             _ => 1,
         };
         let mut best = self.canonical_clients(cfg);
@@ -196,14 +202,16 @@ impl State {
     }
 
     /// The state as bytes, the same for states that differ only by the
-    /// names of the nodes, or of clients taking the same number of permits.
+    /// names of the nodes, or of clients taking the same number of permits
+    /// of the same limit.
     fn canonical_clients(&self, cfg: &Config) -> Vec<u8> {
         let takes = cfg.takes;
+        let alike = |i: usize, c: u8| {
+            takes[i] == takes[usize::from(c)] && cfg.limit(i as u8) == cfg.limit(c)
+        };
         let mut best: Vec<u8> = Vec::new();
         for order in client_orders(self.clients.len(), |o| {
-            o.iter()
-                .enumerate()
-                .all(|(i, &c)| takes[i] == takes[usize::from(c)])
+            o.iter().enumerate().all(|(i, &c)| alike(i, c))
         }) {
             let rename = |t: Token| {
                 if t == ORPHAN {
@@ -223,9 +231,9 @@ impl State {
             out.extend(renamed[..self.clients.len()].iter().flatten());
             out.extend(self.fences.encode());
             out.extend([self.early_left, self.restarts_left]);
-            let mut signatures: [Vec<[u8; 8]>; NODES] = Default::default();
+            let mut signatures: [Vec<[u8; 9]>; NODES] = Default::default();
             for (i, n) in self.nodes.iter().enumerate() {
-                let mut sig = [0u8; 8];
+                let mut sig = [0u8; 9];
                 for (j, slot) in n.slots.iter().enumerate() {
                     let t = slot.map_or((0xfe, 0xff), rename);
                     sig[2 * j] = t.0;
@@ -233,6 +241,7 @@ impl State {
                 }
                 sig[6] = n.counter;
                 sig[7] = n.round;
+                sig[8] = n.limit;
                 signatures[i].push(sig);
             }
             for m in &self.msgs {

@@ -1,5 +1,6 @@
 //! The semaphore model: `L` permits on 3 nodes, up to 3 clients taking
-//! `k` permits each, in two designs.
+//! `k` permits each, in two designs; each client names its `L` (the same
+//! one unless [`Config::limits`] says otherwise).
 //!
 //! - [`Design::Slots`], the library's: `L` slots, each a quorum-mutex key
 //!   on every node; one request per node per attempt (`acquire_slots`:
@@ -17,6 +18,10 @@
 //!   later one (`scripts::commit_permit`, `reply::counts`); the permits are
 //!   handed out once a majority counted. [`Rule::RaiseFromBelow`] runs the
 //!   rule before (`max + 1`, raised from strictly below).
+//!   A node records the `L` of the acquire that set its slots and refuses
+//!   an acquire naming another ([`Config::limit_check`]); the record goes
+//!   with the node's last slot (in the library it may outlive it by up to
+//!   a TTL, which only refuses more).
 //! - [`Design::Counter`], the obvious one and wrong (negative control):
 //!   each node admits while it has room for `k` more (the same node rule,
 //!   read as a count), and the client holds once a majority admitted it.
@@ -35,7 +40,8 @@
 //! Properties checked in every reachable state:
 //! (a) with no early expiry and no restart, the permits held by clients
 //!     inside validity (granted, validity not ended; fenced, from the
-//!     grant on, while the commit runs) total at most `L`;
+//!     grant on, while the commit runs) total at most the smallest `L`
+//!     a holder named;
 //! (b) fenced: fences are unique across the semaphore's holders, and a
 //!     fence whose acquire began after another fence was handed out is
 //!     larger ([`crate::fences`], the floor taken when the acquire
@@ -74,8 +80,16 @@ pub enum Design {
 #[derive(Debug, Clone, Copy)]
 pub struct Config {
     pub design: Design,
-    /// `L`.
+    /// `L`, named by every client unless [`limits`](Self::limits) lists
+    /// each one's.
     pub permits: u8,
+    /// The `L` each client names (one entry per client), when they differ;
+    /// empty: every client names [`permits`](Self::permits).
+    pub limits: &'static [u8],
+    /// The nodes record the `L` their slots were taken with and refuse an
+    /// acquire naming another (`acquire_slots.lua`); off, the script
+    /// without the record (negative control).
+    pub limit_check: bool,
     /// `k` of each client (one entry per client, at most 3).
     pub takes: &'static [u8],
     /// Attempts per client (a failed or finished attempt starts the next).
@@ -109,6 +123,8 @@ struct Node {
     /// for slot `s`; 0 when the key is absent, which is the only way the
     /// model has none set). [`Rule::Rounds`] only.
     round: u8,
+    /// The `L` recorded with the slots (0: none).
+    limit: u8,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -151,6 +167,8 @@ pub enum Msg {
         node: u8,
         k: u8,
         start: u8,
+        /// The `L` the client names: the slots it lists are `0..l`.
+        l: u8,
     },
     Release {
         token: Token,
@@ -202,7 +220,7 @@ pub enum Action {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Violation {
-    /// More than `L` permits held inside validity at once.
+    /// More permits held inside validity at once than a holder's `L`.
     TooManyPermits(u8),
     Fence(Broken),
 }
@@ -255,6 +273,30 @@ impl Msg {
     }
 }
 
+impl Config {
+    /// The `L` client `c` names.
+    fn limit(&self, c: u8) -> u8 {
+        self.limits
+            .get(usize::from(c))
+            .copied()
+            .unwrap_or(self.permits)
+    }
+
+    /// Whether every client names the same `L` ([`permits`](Self::permits)).
+    fn one_limit(&self) -> bool {
+        self.limits.iter().all(|&l| l == self.permits)
+    }
+}
+
+impl Node {
+    /// The record of the limit goes with the node's last slot.
+    fn forget_limit_when_empty(&mut self) {
+        if self.slots.iter().all(Option::is_none) {
+            self.limit = 0;
+        }
+    }
+}
+
 /// The semaphore model with one configuration.
 #[derive(Debug, Clone, Copy)]
 pub struct Semaphore(pub Config);
@@ -287,6 +329,8 @@ impl Model for Semaphore {
 pub const BASE: Config = Config {
     design: Design::Slots,
     permits: 2,
+    limits: &[],
+    limit_check: true,
     takes: &[1, 1, 1],
     attempts: 1,
     fenced: false,

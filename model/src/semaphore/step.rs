@@ -13,6 +13,10 @@ use crate::{fence, reply, scripts};
 impl State {
     pub(super) fn initial(cfg: &Config) -> Self {
         assert!(usize::from(cfg.permits) <= MAX_PERMITS && cfg.permits > 0);
+        assert!(cfg
+            .limits
+            .iter()
+            .all(|&l| usize::from(l) <= MAX_PERMITS && l > 0));
         State {
             nodes: [Node::default(); NODES],
             clients: vec![
@@ -47,6 +51,17 @@ impl State {
             .sum()
     }
 
+    /// The smallest `L` named by a client holding permits (as
+    /// [`permits`](Self::permits) counts them); `None` without holders.
+    fn bound(&self, cfg: &Config) -> Option<u8> {
+        let holding =
+            |c: &Client| matches!(c.phase, Phase::Committing { .. } | Phase::Holding { .. });
+        (0..self.clients.len() as u8)
+            .filter(|&c| holding(&self.clients[usize::from(c)]))
+            .map(|c| cfg.limit(c))
+            .min()
+    }
+
     fn end_attempt(&mut self, c: u8, cfg: &Config) {
         let client = &mut self.clients[usize::from(c)];
         if client.attempt + 1 < cfg.attempts {
@@ -65,12 +80,12 @@ impl State {
 
     pub(super) fn actions(&self, cfg: &Config) -> Vec<Action> {
         let mut out = Vec::new();
-        let starts = match cfg.design {
-            Design::Slots => cfg.permits,
-            Design::Counter => 1,
-        };
         for (i, client) in self.clients.iter().enumerate() {
             let i = i as u8;
+            let starts = match cfg.design {
+                Design::Slots => cfg.limit(i),
+                Design::Counter => 1,
+            };
             match client.phase {
                 Phase::Idle => out.extend((0..starts).map(|s| Action::Start(i, s))),
                 Phase::Acquiring { .. } | Phase::Committing { .. } => out.push(Action::GiveUp(i)),
@@ -124,12 +139,13 @@ impl State {
         match action {
             Action::Start(c, start) => {
                 let token = (c, s.clients[usize::from(c)].attempt);
-                let k = cfg.takes[usize::from(c)];
+                let (k, l) = (cfg.takes[usize::from(c)], cfg.limit(c));
                 s.send_all(|node| Msg::Acquire {
                     token,
                     node,
                     k,
                     start,
+                    l,
                 });
                 s.clients[usize::from(c)].phase = Phase::Acquiring {
                     start,
@@ -164,6 +180,7 @@ impl State {
                         s.restarts_left -= 1;
                     }
                 }
+                node.forget_limit_when_empty();
                 let at = s.msgs.iter().position(|x| *x == m).expect("in flight");
                 s.msgs.remove(at);
                 s.deliver(m, cfg)?;
@@ -172,23 +189,33 @@ impl State {
         s.prune();
         s.msgs.sort_unstable();
         let held = s.permits(cfg);
-        if cfg.exclusion && held > cfg.permits {
+        if cfg.exclusion && s.bound(cfg).is_some_and(|bound| held > bound) {
             return Err(Violation::TooManyPermits(held));
         }
         Ok(s)
     }
 
     fn deliver(&mut self, m: Msg, cfg: &Config) -> Result<(), Violation> {
-        let l = usize::from(cfg.permits);
         match m {
             Msg::Acquire {
                 token,
                 node,
                 k,
                 start,
+                l,
             } => {
                 let n = &mut self.nodes[usize::from(node)];
-                let taken = slots::acquire(&mut n.slots[..l], token, k, start).unwrap_or(0);
+                // Another `L` recorded: refused before anything is set.
+                let refused = cfg.limit_check && n.limit != 0 && n.limit != l;
+                let taken = match refused {
+                    true => 0,
+                    false => {
+                        slots::acquire(&mut n.slots[..usize::from(l)], token, k, start).unwrap_or(0)
+                    }
+                };
+                if taken != 0 {
+                    n.limit = l;
+                }
                 if token != ORPHAN {
                     self.msgs.push(Msg::AcquireReply {
                         token,
@@ -199,7 +226,9 @@ impl State {
                 }
             }
             Msg::Release { token, node, which } => {
-                slots::release(&mut self.nodes[usize::from(node)].slots[..l], token, which);
+                let n = &mut self.nodes[usize::from(node)];
+                slots::release(&mut n.slots, token, which);
+                n.forget_limit_when_empty();
             }
             Msg::Commit {
                 token,
@@ -238,7 +267,7 @@ impl State {
                                     _ => Some(0),
                                 },
                             };
-                            let per_round = cfg.permits.into();
+                            let per_round = cfg.limit(token.0).into();
                             let (answer, after) =
                                 scripts::commit_permit(true, at, fence.into(), per_round);
                             n.counter = u8::try_from(after.counter).expect("small");
@@ -308,7 +337,7 @@ impl State {
             yes[usize::from(i)] += 1;
         }
         let k = cfg.takes[usize::from(c)];
-        let l = cfg.permits;
+        let l = cfg.limit(c);
         let kept = match cfg.design {
             Design::Slots => slots::keep(&yes[..usize::from(l)], QUORUM, k, start),
             Design::Counter => (admitted >= QUORUM).then_some(0),

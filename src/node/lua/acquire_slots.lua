@@ -2,11 +2,15 @@
 -- first k free slots in the order given, each set to the token with a TTL
 -- (each slot is an ordinary lock key: set only where it is absent) and,
 -- for a fenced semaphore, the fencing counter read atomically with them.
--- KEYS[1..n] = the slots in the client's order, then the fencing counter
--- when ARGV[4] = "1"; ARGV[1] = token, ARGV[2] = TTL in ms, ARGV[3] = k.
+-- KEYS[1..L] = the slots in the client's order, then the semaphore's limit
+-- record, then the fencing counter when ARGV[4] = "1"; ARGV[1] = token,
+-- ARGV[2] = TTL in ms, ARGV[3] = k. The client's limit is L, the number of
+-- slots listed; the record holds the L its holders named, and lives at
+-- least as long as any slot set here.
 -- Returns {counter, p1, ..., pk} (the positions in KEYS of the slots set,
--- ascending; the counter is 0 when not fenced) or {-1, free} when fewer
--- than k slots are free (nothing set). A counter that fence_check.lua
+-- ascending; the counter is 0 when not fenced), {-1, free} when fewer
+-- than k slots are free (nothing set), or {-2, recorded} when the record
+-- holds another limit (nothing set). A counter that fence_check.lua
 -- refuses is refused before anything is set.
 local n = #KEYS
 local counter = 0
@@ -17,6 +21,12 @@ if ARGV[4] == "1" then
     if refused then
         return refused
     end
+end
+local limit = KEYS[n]
+n = n - 1
+local recorded = redis.call("GET", limit)
+if recorded and recorded ~= tostring(n) then
+    return {-2, tonumber(recorded) or 0}
 end
 local k = tonumber(ARGV[3])
 local free = {}
@@ -30,6 +40,9 @@ for i = 1, n do
 end
 if #free < k then
     return {-1, #free}
+end
+if redis.call("PTTL", limit) < tonumber(ARGV[2]) then
+    redis.call("SET", limit, n, "PX", ARGV[2])
 end
 local reply = {counter}
 for _, i in ipairs(free) do

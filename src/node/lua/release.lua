@@ -8,7 +8,9 @@
 -- waking the waiters then would only send them to that holder).
 -- ARGV[3], when given, names the one channel to announce on instead of
 -- each key's own (a semaphore's slots: its waiters wait for any of them),
--- announced once when a key was deleted.
+-- announced once when a key was deleted. ARGV[4] = "1" when the last key
+-- is a semaphore's limit record (the keys before it are then every slot):
+-- deleted when no slot is left.
 -- Returns the number of keys deleted (0 when none carried the token),
 -- negated if the node refused an announcement (one integer: the cheapest
 -- reply to read).
@@ -24,14 +26,26 @@ local function announce(name)
         refused = true
     end
 end
-for _, key in ipairs(KEYS) do
-    if redis.call("GET", key) == ARGV[1] then
+local n = #KEYS
+if ARGV[4] == "1" then
+    n = n - 1
+end
+local left = 0
+for i = 1, n do
+    local key = KEYS[i]
+    local held = redis.call("GET", key)
+    if held and held ~= ARGV[1] then
+        left = left + 1
+    elseif held then
         redis.call("DEL", key)
         deleted = deleted + 1
         if ARGV[2] ~= "0" and not ARGV[3] then
             announce(key)
         end
     end
+end
+if n < #KEYS and left == 0 then
+    redis.call("DEL", KEYS[#KEYS])
 end
 if ARGV[3] and ARGV[2] ~= "0" and deleted > 0 then
     announce(ARGV[3])
