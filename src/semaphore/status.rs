@@ -125,7 +125,7 @@ impl fmt::Display for SemaphoreStatus {
             write!(f, ", {unknown} unknown")?;
         }
         match self.limit {
-            Some(limit) if usize::try_from(limit).is_ok_and(|l| l != slots) => {
+            Some(limit) if limit != slots => {
                 write!(f, "; its holders named {limit} permits")
             }
             _ => Ok(()),
