@@ -5,7 +5,7 @@ use std::fmt;
 use std::sync::Arc;
 
 use crate::config::MAX_PERMITS;
-use crate::error::{Error, ResourceName, Result};
+use crate::error::{Error, Primitive, ResourceName, Result};
 
 /// Prefix of the fencing counter keys: `quorumlock:fence:<resource>`.
 /// Resource names starting with it are reserved.
@@ -139,9 +139,37 @@ impl Keys {
         self.0.round_key.as_deref()
     }
 
-    /// The resource for messages.
+    /// What these keys are: an election's leadership, a semaphore's slots,
+    /// or a lock.
+    pub(crate) fn primitive(&self) -> Primitive {
+        self.named().0
+    }
+
+    /// The resource for messages: a lock's first resource, or the name of
+    /// the semaphore or election these keys belong to (not its key).
     pub(crate) fn name(&self) -> ResourceName {
-        ResourceName::new(self.first())
+        let (primitive, name) = self.named();
+        ResourceName::of(primitive, name)
+    }
+
+    /// What these keys are, and the name given to it: within the braces
+    /// of a semaphore's channel or an election's leadership key.
+    fn named(&self) -> (Primitive, &[u8]) {
+        fn within<'k>(key: &'k [u8], prefix: &[u8]) -> Option<&'k [u8]> {
+            key.strip_prefix(prefix)?
+                .strip_prefix(b"{")?
+                .strip_suffix(b"}")
+        }
+        if let Some(name) = self
+            .announce()
+            .and_then(|a| within(a, SEMAPHORE_KEY_PREFIX))
+        {
+            return (Primitive::Permit, name);
+        }
+        match within(self.first(), ELECTION_KEY_PREFIX) {
+            Some(name) => (Primitive::Election, name),
+            None => (Primitive::Lock, self.first()),
+        }
     }
 
     /// The keys a release clears when there is more to clear than the
@@ -332,6 +360,23 @@ mod tests {
         assert!(Keys::one(b"quorumlock:fence:x", false).is_err());
         assert!(Keys::one(b"quorumlock:semaphore:{x}:0", false).is_err());
         assert!(Keys::one(b"quorumlock:election:{x}", false).is_err());
+    }
+
+    #[test]
+    fn keys_are_named_as_the_primitive_they_belong_to() {
+        let lock = Keys::one(b"job", true).unwrap();
+        assert_eq!(
+            (lock.primitive(), lock.name().as_str()),
+            (Primitive::Lock, "job")
+        );
+        let election = Keys::election(b"sched}uler").unwrap();
+        assert_eq!(election.primitive(), Primitive::Election);
+        assert_eq!(election.name().to_string(), "election \"sched}uler\"");
+        let slots = Slots::new(b"pool", 3, false).unwrap();
+        for keys in [slots.every().clone(), slots.held(&[1]), slots.except(&[1])] {
+            assert_eq!(keys.primitive(), Primitive::Permit);
+            assert_eq!(keys.name().to_string(), "semaphore \"pool\"");
+        }
     }
 
     #[test]

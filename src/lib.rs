@@ -28,7 +28,8 @@ pub use config::{
 };
 pub use election::{Campaign, Leader, Leadership, Observer};
 pub use error::{
-    Error, LossKind, LostReason, NodeFailure, NodeFailureKind, Operation, ResourceName, Result,
+    Error, LossKind, LostReason, NodeFailure, NodeFailureKind, Occupancy, Operation, ResourceName,
+    Result,
 };
 pub use keys::{
     ELECTION_KEY_PREFIX, FENCE_KEY_PREFIX, RELEASE_CHANNEL_PREFIX, SEMAPHORE_KEY_PREFIX,

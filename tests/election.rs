@@ -288,6 +288,13 @@ async fn a_campaign_without_retries_is_refused_while_another_leads() {
         .await
         .expect_err("another process leads");
     assert!(e.is_contended(), "{e}");
+    // The refusal names the election, not its key.
+    let text = e.to_string();
+    assert!(
+        text.starts_with(&format!("election \"{name}\" is held by another owner: ")),
+        "{text}"
+    );
+    assert!(!text.contains("quorumlock:election"), "{text}");
     let read = other.leader(&name).await.expect("read");
     assert_eq!(read.map(|l| l.value), Some(b"first".to_vec()));
     // Cancelled while waiting: nothing of the waiting campaign stays.

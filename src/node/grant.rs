@@ -27,12 +27,13 @@ pub(crate) enum Shape {
 /// atomically with the keys (0 when not fenced), and, for a semaphore, the
 /// slots it set to the token, as positions in the order the command
 /// listed them (empty when it refused: fewer than the slots wanted were
-/// free).
+/// free, and `free` says how many were).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Grant {
     pub(crate) vote: Vote,
     pub(crate) counter: u64,
     pub(crate) positions: Vec<usize>,
+    pub(crate) free: Option<usize>,
 }
 
 impl Grant {
@@ -40,6 +41,7 @@ impl Grant {
         vote: Vote::No,
         counter: 0,
         positions: Vec::new(),
+        free: None,
     };
 
     fn yes(counter: u64, positions: Vec<usize>) -> Self {
@@ -47,6 +49,7 @@ impl Grant {
             vote: Vote::Yes,
             counter,
             positions,
+            free: None,
         }
     }
 
@@ -128,7 +131,13 @@ fn read(reply: &Value, listed: usize, want: usize) -> Result<Grant, String> {
         .collect();
     let ints = ints.ok_or_else(|| format!("semaphore acquire answered {items:?}"))?;
     match ints.as_slice() {
-        [-1, free] if usize::try_from(*free).is_ok_and(|f| f < want) => Ok(Grant::NO),
+        &[-1, free] => match usize::try_from(free) {
+            Ok(free) if free < want => Ok(Grant {
+                free: Some(free),
+                ..Grant::NO
+            }),
+            _ => Err(format!("semaphore acquire answered {{-1, {free}}}")),
+        },
         [n, rest @ ..] if rest.len() == want => {
             let counter = counter(*n)?;
             let mut positions = Vec::with_capacity(want);
@@ -164,6 +173,7 @@ mod tests {
         assert!(g.granted());
         let refused = read(&ints(&[-1, 1]), 4, 2).unwrap();
         assert!(!refused.granted());
+        assert_eq!(refused.free, Some(1), "the free slots the node saw");
     }
 
     #[test]

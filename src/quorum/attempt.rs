@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use tracing::{debug, Instrument};
 
-use crate::error::NodeFailure;
+use crate::error::{NodeFailure, Occupancy};
 use crate::keys::Keys;
 use crate::lease::state::Lease;
 use crate::node::commands::{Announce, Command};
@@ -36,6 +36,16 @@ pub(crate) struct AttemptFailure {
     /// Set, to the highest counter read, when no fencing token above it is
     /// left (see [`crate::MAX_FENCE`]); retrying cannot help.
     pub(crate) fence_exhausted: Option<u64>,
+    /// For permits, what the refusing nodes reported.
+    pub(crate) permits: Option<Occupancy>,
+}
+
+impl AttemptFailure {
+    /// Too few nodes answered for a quorum, or none refused: the attempt
+    /// failed for want of nodes, not to another owner.
+    pub(crate) fn unreachable(&self) -> bool {
+        self.tally.outage() || self.tally.no() == 0
+    }
 }
 
 /// One attempt at `claim` with a fresh `token`: its command on every node
@@ -91,6 +101,7 @@ pub(crate) async fn once<C: Claim>(
             failures: set.failures,
             exhausted: None,
             fence_exhausted: None,
+            permits: won.permits,
         };
         let fence = if granted {
             fenced(

@@ -8,8 +8,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::config::MAX_PERMITS;
-use crate::error::ResourceName;
-use crate::keys::{Keys, Slots, ELECTION_KEY_PREFIX};
+use crate::error::{Occupancy, ResourceName};
+use crate::keys::{Keys, Slots};
 use crate::node::commands::Command;
 use crate::node::fence;
 use crate::node::grant::{Grant, Shape};
@@ -85,6 +85,8 @@ pub(crate) struct Won {
     pub(crate) per_round: u64,
     /// The tally an error reports.
     pub(crate) tally: Tally,
+    /// For permits, what the refusing nodes reported, for the error.
+    pub(crate) permits: Option<Occupancy>,
 }
 
 /// A lock's votes: each grant as the node voted, decided at a majority.
@@ -96,10 +98,7 @@ impl Claim for Keys {
     type Votes = Majority;
 
     fn holding(&self) -> Holding {
-        Holding::one(match self.first().starts_with(ELECTION_KEY_PREFIX) {
-            true => Primitive::Election,
-            false => Primitive::Lock,
-        })
+        Holding::one(self.primitive())
     }
 
     fn keys(&self) -> &Keys {
@@ -126,6 +125,7 @@ impl Claim for Keys {
             slot: 0,
             per_round: 1,
             tally,
+            permits: None,
         }
     }
 }
@@ -143,6 +143,9 @@ pub(crate) struct Permits {
 impl Count<Grant> for SlotVotes {
     fn vote(&mut self, _: usize, grant: &Grant) -> Vote {
         self.record(&grant.positions);
+        if let Some(free) = grant.free {
+            self.refused(free);
+        }
         grant.vote
     }
 
@@ -168,10 +171,6 @@ impl Claim for Permits {
         self.slots.every()
     }
 
-    fn name(&self) -> ResourceName {
-        ResourceName::new(self.slots.name())
-    }
-
     /// The nodes look at the slots from one drawn at random: concurrent
     /// acquires mostly ask for different free slots instead of splitting
     /// one slot's votes between them.
@@ -191,6 +190,16 @@ impl Claim for Permits {
             slot: kept.first().map_or(0, |&s| s as u64),
             per_round: fence::ROUND,
             tally: votes.summary(&tally),
+            permits: votes.refusals().map(|counts| {
+                let [wanted, permits, free, nodes] =
+                    counts.map(|n| n.try_into().unwrap_or(u32::MAX));
+                Occupancy {
+                    wanted,
+                    permits,
+                    free,
+                    nodes,
+                }
+            }),
         }
     }
 

@@ -250,8 +250,8 @@ fn error(
             attempts,
         };
     }
-    let (granted, needed, failures) = (f.tally.yes(), f.tally.needed(), f.failures);
-    if f.tally.outage() || f.tally.no() == 0 {
+    let (granted, needed) = (f.tally.yes(), f.tally.needed());
+    if f.unreachable() {
         return Error::Unavailable {
             operation: Operation::Acquire,
             resource,
@@ -259,7 +259,8 @@ fn error(
             needed,
             nodes,
             attempts,
-            failures,
+            unanswered: f.tally.pending(),
+            failures: f.failures,
         };
     }
     Error::Contended {
@@ -269,7 +270,8 @@ fn error(
         needed,
         nodes,
         attempts,
-        failures,
+        failures: f.failures,
+        permits: f.permits,
     }
 }
 

@@ -13,20 +13,12 @@ use crate::stats::metrics::*;
 use crate::stats::series::{self, Count, Gauge};
 use crate::stats::{Acquires, LockStats};
 
-/// What an acquisition takes and a lease holds, for counting: each has its
-/// own counters ([`Stats`](crate::Stats)' field) and its own series. A new
-/// primitive is one variant here, its five rows of `METRICS` (after the last
-/// primitive's, in the same order) and its field of `Stats`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Primitive {
-    /// A lock ([`Stats::locks`](crate::Stats::locks)).
-    Lock,
-    /// Permits of a semaphore ([`Stats::permits`](crate::Stats::permits)).
-    Permit,
-    /// The leadership of an election, won by a campaign
-    /// ([`Stats::elections`](crate::Stats::elections)).
-    Election,
-}
+// What an acquisition takes and a lease holds, for counting: each has its
+// own counters (`Stats`' field) and its own series. A new primitive is one
+// variant (in `error/name.rs`, where messages name it), its five rows of
+// `METRICS` (after the last primitive's, in the same order) and its field
+// of `Stats`.
+pub(crate) use crate::error::Primitive;
 
 impl Primitive {
     /// Every primitive, in declaration order (the index of its counters).
