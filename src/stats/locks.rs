@@ -103,6 +103,9 @@ pub(crate) struct LockCounters {
     held: AtomicU64,
     held_series: Gauge,
     holds: LatencyCounters,
+    /// Attempts that found no quorum reachable, after which the call
+    /// waited on: a campaign's only (see [`Self::unreachable`]).
+    unreachable: Option<Count>,
 }
 
 impl LockCounters {
@@ -117,7 +120,17 @@ impl LockCounters {
             held: AtomicU64::new(0),
             held_series: series::gauge(held, &[]),
             holds: histogram(&DURATION_BUCKETS, hold),
+            unreachable: (primitive == Primitive::Election)
+                .then(|| Count::new(ELECTION_UNREACHABLE, &[])),
         }
+    }
+
+    /// An attempt found too few nodes answering for a quorum, and the call
+    /// waits on: counted, and true, for a campaign, which waits without
+    /// limit by default and has no other way to tell; false for a lock or
+    /// permits, whose calls end `unavailable` once their retries are spent.
+    pub(crate) fn unreachable(&self) -> bool {
+        self.unreachable.as_ref().map(Count::add).is_some()
     }
 
     /// One acquire attempt took `elapsed`.
@@ -168,6 +181,7 @@ impl LockCounters {
             attempt_latency: self.attempts.snapshot(),
             wait: self.waits.snapshot(),
             hold: self.holds.snapshot(),
+            unreachable: self.unreachable.as_ref().map_or(0, Count::get),
         }
     }
 }
@@ -226,6 +240,16 @@ mod tests {
         );
         assert_eq!(s.hold.max, Duration::from_secs(20));
         assert_eq!(s.wait.buckets.len(), DURATION_BUCKETS.len() + 1);
+    }
+
+    #[test]
+    fn only_a_campaign_counts_attempts_that_found_no_quorum() {
+        let election = LockCounters::new(Primitive::Election);
+        assert!(election.unreachable() && election.unreachable());
+        assert_eq!(election.snapshot().unreachable, 2);
+        let lock = LockCounters::new(Primitive::Lock);
+        assert!(!lock.unreachable());
+        assert_eq!(lock.snapshot().unreachable, 0);
     }
 
     #[test]
