@@ -16,7 +16,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
-use quorumlock::{Leader, Redlock};
+use quorumlock::{Leader, Observed, Redlock};
 
 const ELECTION: &str = "example:scheduler";
 const TTL: Duration = Duration::from_secs(2);
@@ -65,14 +65,15 @@ async fn run() -> Result<(), String> {
     // The observer: each change of leadership, as it happens.
     let mut leaders = build().await?.observe(ELECTION);
     let observer = tokio::spawn(async move {
-        while let Some(leader) = leaders.next().await {
-            match leader {
-                Some(Leader { epoch, value }) => println!(
+        while let Some(observed) = leaders.next().await {
+            match observed {
+                Observed::Leader(Leader { epoch, value }) => println!(
                     "{} observer: epoch {epoch} led by {}",
                     common::stamp(t0),
                     String::from_utf8_lossy(&value)
                 ),
-                None => println!("{} observer: no leader", common::stamp(t0)),
+                Observed::NoLeader => println!("{} observer: no leader", common::stamp(t0)),
+                _ => println!("{} observer: no quorum answers", common::stamp(t0)),
             }
         }
     });

@@ -145,48 +145,44 @@ impl Keys {
         self.0.round_key.as_deref()
     }
 
-    /// The resource for messages.
-    pub(crate) fn name(&self) -> ResourceName {
-        ResourceName::new(self.first())
-    }
-
-    /// What these keys are held as: a semaphore's slots
-    /// (`quorumlock:semaphore:{<name>}:<i>`) its permits, an election's
-    /// lock (`quorumlock:election:{<name>}`) its leadership, anything else
-    /// a lock.
+    /// What these keys are: an election's leadership, a semaphore's slots,
+    /// or a lock.
     pub(crate) fn primitive(&self) -> Primitive {
-        self.tagged()
-            .map_or(Primitive::Lock, |(primitive, _)| primitive)
+        self.named().0
     }
 
-    /// A semaphore's or an election's keys: which, and the name between
-    /// the braces.
-    fn tagged(&self) -> Option<(Primitive, &[u8])> {
-        let first = self.first();
-        [
-            (Primitive::Permit, SEMAPHORE_KEY_PREFIX),
-            (Primitive::Election, ELECTION_KEY_PREFIX),
-        ]
-        .into_iter()
-        .find_map(|(primitive, prefix)| {
-            let tagged = first.strip_prefix(prefix)?.strip_prefix(b"{")?;
-            Some((
-                primitive,
-                &tagged[..tagged.iter().rposition(|&b| b == b'}')?],
-            ))
-        })
+    /// The resource for messages: a lock's first resource, or the name of
+    /// the semaphore or election these keys belong to (not its key).
+    pub(crate) fn name(&self) -> ResourceName {
+        let (primitive, name) = self.named();
+        ResourceName::of(primitive, name)
     }
 
-    /// [`Error::Lost`] for these keys, naming what they are held as and
+    /// What these keys are, and the name given to it: within the braces
+    /// of a semaphore's channel or an election's leadership key.
+    fn named(&self) -> (Primitive, &[u8]) {
+        fn within<'k>(key: &'k [u8], prefix: &[u8]) -> Option<&'k [u8]> {
+            key.strip_prefix(prefix)?
+                .strip_prefix(b"{")?
+                .strip_suffix(b"}")
+        }
+        if let Some(name) = self
+            .announce()
+            .and_then(|a| within(a, SEMAPHORE_KEY_PREFIX))
+        {
+            return (Primitive::Permit, name);
+        }
+        match within(self.first(), ELECTION_KEY_PREFIX) {
+            Some(name) => (Primitive::Election, name),
+            None => (Primitive::Lock, self.first()),
+        }
+    }
+
+    /// [`Error::Lost`] for these keys, naming what they are held as by
     /// the name it was asked for by (a semaphore's, not its slot's key).
     pub(crate) fn lost(&self, reason: LostReason) -> Error {
-        let (primitive, resource) = match self.tagged() {
-            Some((primitive, name)) => (primitive, ResourceName::new(name)),
-            None => (Primitive::Lock, self.name()),
-        };
         Error::Lost {
-            primitive,
-            resource,
+            resource: self.name(),
             reason,
         }
     }
@@ -414,6 +410,23 @@ mod tests {
         assert!(Keys::one(b"quorumlock:fence:x", false).is_err());
         assert!(Keys::one(b"quorumlock:semaphore:{x}:0", false).is_err());
         assert!(Keys::one(b"quorumlock:election:{x}", false).is_err());
+    }
+
+    #[test]
+    fn keys_are_named_as_the_primitive_they_belong_to() {
+        let lock = Keys::one(b"job", true).unwrap();
+        assert_eq!(
+            (lock.primitive(), lock.name().as_str()),
+            (Primitive::Lock, "job")
+        );
+        let election = Keys::election(b"sched}uler").unwrap();
+        assert_eq!(election.primitive(), Primitive::Election);
+        assert_eq!(election.name().to_string(), "election \"sched}uler\"");
+        let slots = Slots::new(b"pool", 3, false).unwrap();
+        for keys in [slots.every().clone(), slots.held(&[1]), slots.except(&[1])] {
+            assert_eq!(keys.primitive(), Primitive::Permit);
+            assert_eq!(keys.name().to_string(), "semaphore \"pool\"");
+        }
     }
 
     #[test]

@@ -26,9 +26,9 @@ pub use config::{
     Retry, DEFAULT_CONNECT_TIMEOUT, DEFAULT_DRIFT_FACTOR, DEFAULT_NODE_TIMEOUT, DEFAULT_RETRY,
     DEFAULT_RETRY_DELAY_MAX, DEFAULT_RETRY_DELAY_MIN, MAX_NODES, MAX_PERMITS, MAX_TTL,
 };
-pub use election::{Campaign, Leader, Leadership, Observer};
+pub use election::{Campaign, Leader, Leadership, Observed, Observer};
 pub use error::{
-    Error, LossKind, LostReason, NodeFailure, NodeFailureKind, Operation, Primitive, ResourceName,
+    Error, LossKind, LostReason, NodeFailure, NodeFailureKind, Occupancy, Operation, Primitive, ResourceName,
     Result,
 };
 pub use keys::{

@@ -335,7 +335,8 @@ impl Redlock {
 
     /// Follows who leads the election `name`: an [`Observer`], a stream
     /// of the current state first, then of each change (a new leader, a
-    /// new value, `None` when nobody leads); reported within a third of the
+    /// new value, nobody leading, or unknown while too few nodes answer:
+    /// [`Observed`](crate::Observed)); reported within a third of the
     /// leader's TTL after the nodes show it, and at once after a
     /// resignation when fast hand-off is on. See [`Observer`].
     ///
@@ -346,8 +347,8 @@ impl Redlock {
     /// use futures::StreamExt;
     ///
     /// let mut leaders = redlock.observe("db-primary");
-    /// while let Some(leader) = leaders.next().await {
-    ///     println!("{leader:?}");
+    /// while let Some(observed) = leaders.next().await {
+    ///     println!("{observed:?}");
     /// }
     /// # }
     /// ```

@@ -16,7 +16,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
-use quorumlock::{Leader, LossKind, Observer, Renewal, Retry};
+use quorumlock::{Leader, LossKind, Observed, Observer, Renewal, Retry};
 use support::{unique, Cluster, Direction};
 
 const TTL: Duration = Duration::from_secs(1);
@@ -32,11 +32,21 @@ fn keys(name: &str) -> [Vec<u8>; 3] {
 }
 
 /// The next item of `observer`, waiting at most `limit`.
-async fn next(observer: &mut Observer, limit: Duration) -> Option<Leader> {
+async fn observed(observer: &mut Observer, limit: Duration) -> Observed {
     tokio::time::timeout(limit, observer.next())
         .await
         .expect("the observer reported nothing in time")
         .expect("an observer never ends")
+}
+
+/// The next item of `observer`, waiting at most `limit`: who leads
+/// (`None`: nobody), never unknown.
+async fn next(observer: &mut Observer, limit: Duration) -> Option<Leader> {
+    match observed(observer, limit).await {
+        Observed::Leader(leader) => Some(leader),
+        Observed::NoLeader => None,
+        other => panic!("the observer reported {other:?}"),
+    }
 }
 
 /// Campaigns for `name` in a runtime of its own, then "crashes": the
@@ -288,6 +298,13 @@ async fn a_campaign_without_retries_is_refused_while_another_leads() {
         .await
         .expect_err("another process leads");
     assert!(e.is_contended(), "{e}");
+    // The refusal names the election, not its key.
+    let text = e.to_string();
+    assert!(
+        text.starts_with(&format!("election \"{name}\" is held by another owner: ")),
+        "{text}"
+    );
+    assert!(!text.contains("quorumlock:election"), "{text}");
     let read = other.leader(&name).await.expect("read");
     assert_eq!(read.map(|l| l.value), Some(b"first".to_vec()));
     // Cancelled while waiting: nothing of the waiting campaign stays.
@@ -307,6 +324,46 @@ async fn a_campaign_without_retries_is_refused_while_another_leads() {
             .released(&keys(&name)[0], Duration::from_secs(2))
             .await
     );
+}
+
+/// An observer that loses the quorum says that who leads is unknown,
+/// rather than naming the last leader as if it were read; when a majority
+/// answers again it names the leader again. Fails on an observer that
+/// skips failed reads (it keeps its last item: nothing comes while the
+/// nodes are paused).
+#[tokio::test]
+async fn an_observer_reports_unknown_while_no_quorum_answers() {
+    // A TTL long against the pause: the leader's lock outlives it, so the
+    // same leader is named when the nodes come back.
+    const LONG: Duration = Duration::from_secs(9);
+    let mut cluster = Cluster::local(5);
+    let name = unique("election-unknown");
+    let redlock = cluster.redlock().await;
+    let leadership = redlock.campaign(&name, LONG).lead().await.expect("lead");
+    let epoch = leadership.epoch();
+    let watcher = cluster.redlock().await;
+    let mut observer = watcher.observe(&name);
+    assert_eq!(
+        next(&mut observer, LONG).await.map(|l| l.epoch),
+        Some(epoch)
+    );
+    let paused = Instant::now();
+    for i in [0, 2, 4] {
+        cluster.pause(i);
+    }
+    match observed(&mut observer, LONG).await {
+        Observed::Unknown { since } => assert!(since >= paused, "{since:?} before {paused:?}"),
+        other => panic!("with 3 of 5 nodes paused: {other:?}"),
+    }
+    for i in [0, 2, 4] {
+        cluster.resume(i);
+    }
+    assert_eq!(
+        next(&mut observer, LONG).await.map(|l| l.epoch),
+        Some(epoch),
+        "the leader named again once a majority answers"
+    );
+    leadership.resign().await.expect("resign");
 }
 
 /// `stats()` counts campaigns as elections, apart from locks and permits:

@@ -542,6 +542,28 @@ async fn every_failure_is_typed_and_leaves_nothing() {
             let text = format!("{e} {e:?}");
             assert!(!text.contains(PASSWORD) && !text.contains("not-the-password"));
         }
+        // No quorum: each node granted, failed, or was not waited for (the
+        // outcome decided without it), and the message says how many were
+        // not, so that they do not read as fine.
+        if let Err(
+            e @ Error::Unavailable {
+                granted,
+                nodes,
+                unanswered,
+                failures,
+                ..
+            },
+        ) = &result
+        {
+            assert!(
+                granted + failures.len() + unanswered <= *nodes,
+                "{label}: {e}"
+            );
+            let said = e
+                .to_string()
+                .contains(&format!("({unanswered} unanswered when it was decided)"));
+            assert_eq!(said, *unanswered > 0, "{label}: {e}");
+        }
         // Nothing of ours stays: the key is gone everywhere (planted hashes
         // are not ours and are removed after the check).
         let clean = eventually(Duration::from_secs(5), || env.cluster.holders(&key) == 0).await;

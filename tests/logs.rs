@@ -1,5 +1,6 @@
 //! What the library logs when a lock's renewal goes wrong: every WARN
-//! names the resource and the nodes behind it.
+//! names the resource and the nodes behind it; and a campaign that waits
+//! while no quorum answers says so, once, and when it recovers.
 //!
 //! A test binary of its own: the capture is per thread, and a `tracing`
 //! call site first reached from another test's thread at the same moment
@@ -115,4 +116,55 @@ async fn every_renewal_warning_names_the_resource_and_its_nodes() {
     for i in 0..3 {
         let _: () = cluster.exec(i, redis::cmd("DEL").arg(&name));
     }
+}
+
+/// A campaign that waits while too few nodes answer warns once (not at
+/// every retry), naming the election and the nodes; counts each such
+/// attempt (`stats().elections.unreachable`, the series
+/// `quorumlock_election_unreachable_total`); and says when a quorum
+/// answers again. Fails on a campaign that waits in silence: no line, no
+/// count.
+#[tokio::test]
+async fn a_campaign_without_a_quorum_warns_once_counts_and_says_when_it_recovers() {
+    let (capture, _log) = LogCapture::at(tracing::Level::INFO);
+    let mut cluster = Cluster::local(5);
+    let redlock = cluster.redlock().await;
+    let name = unique("campaign-no-quorum");
+    for i in [0, 2, 4] {
+        cluster.pause(i);
+    }
+    let campaign = tokio::spawn(redlock.campaign(&name, TTL).lead());
+    assert!(
+        eventually(SOON * 2, || redlock.stats().elections.unreachable >= 3).await,
+        "attempts without a quorum counted: {:?}",
+        redlock.stats().elections
+    );
+    for i in [0, 2, 4] {
+        cluster.resume(i);
+    }
+    let leadership = tokio::time::timeout(SOON * 2, campaign)
+        .await
+        .expect("elected once a majority answers")
+        .expect("the campaign's task")
+        .expect("lead");
+    let log = capture.text();
+    let waiting: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains("campaign waiting"))
+        .collect();
+    assert_eq!(waiting.len(), 1, "one warning, not one per retry:\n{log}");
+    assert!(waiting[0].contains("WARN"), "{log}");
+    assert!(
+        waiting[0].contains(&format!("resource=election \"{name}\""))
+            && waiting[0].contains("nodes="),
+        "the warning names the election and the nodes: {log}"
+    );
+    assert!(
+        log.lines().any(|l| l.contains("INFO")
+            && l.contains("a quorum answers again")
+            && l.contains(&name)),
+        "{log}"
+    );
+    assert_eq!(redlock.stats().elections.acquires.granted, 1);
+    leadership.resign().await.expect("resign");
 }

@@ -268,6 +268,21 @@ async fn taking_k_permits_is_all_or_nothing() {
         .await
         .expect_err("2 do not fit beside 3 of 4");
     assert!(err.is_contended(), "{err}");
+    // It says what the nodes said: a semaphore, the permits wanted, held
+    // and free; decided at the third of five refusals.
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "semaphore \"{name}\": 2 permit(s) wanted, 3 of 4 held, 1 free (on at least 3 of 5 \
+             nodes) after 1 attempt(s)"
+        )
+    );
+    match &err {
+        Error::Contended {
+            permits: Some(p), ..
+        } => assert_eq!((p.wanted, p.permits, p.free, p.nodes), (2, 4, 1, 3)),
+        other => panic!("{other:?}"),
+    }
     exactly_held_by(&cluster, &name, 4, &[&big]).await;
 
     let small = redlock

@@ -29,7 +29,11 @@ pub fn classify(err: &Error, nodes: usize, quorum: usize) -> Verdict {
         return Verdict::Usage(err.to_string());
     }
     let failures = err.node_failures();
-    let summary = no_quorum(failures, nodes, quorum);
+    let unanswered = match err {
+        Error::Unavailable { unanswered, .. } => *unanswered,
+        _ => 0,
+    };
+    let summary = no_quorum(failures, unanswered, nodes, quorum);
     if err.is_misconfigured() {
         // Without node failures (a semaphore's permits named differently)
         // the error says it best.
@@ -76,7 +80,7 @@ pub fn after_refusal(
         .iter()
         .filter(|f| f.kind.is_misconfigured())
         .count();
-    let summary = no_quorum(&failures, nodes, quorum);
+    let summary = no_quorum(&failures, 0, nodes, quorum);
     let too_many = config > nodes.saturating_sub(quorum);
     Some(
         if too_many && !failures.iter().all(|f| f.kind.is_redis_error("WRONGTYPE")) {
@@ -106,8 +110,16 @@ pub fn wrongtype(keys: &[&[(String, NodeView)]], nodes: usize, quorum: usize) ->
         .filter(|&n| n > nodes.saturating_sub(quorum))
 }
 
-/// `no quorum (3 of 5 nodes needed): 3 refused the connection, 2 hung`.
-pub fn no_quorum(failures: &[NodeFailure], nodes: usize, quorum: usize) -> String {
+/// `no quorum (3 of 5 nodes needed): 3 refused the connection, 2 hung`;
+/// with nodes whose answer the decision did not wait for (`unanswered`),
+/// `…: 3 refused the credentials (WRONGPASS); 2 unanswered when it was
+/// decided` — they may have failed alike, or not.
+pub fn no_quorum(
+    failures: &[NodeFailure],
+    unanswered: usize,
+    nodes: usize,
+    quorum: usize,
+) -> String {
     let mut groups: Vec<(String, usize)> = Vec::new();
     for failure in failures {
         let what = describe(&failure.kind);
@@ -120,8 +132,12 @@ pub fn no_quorum(failures: &[NodeFailure], nodes: usize, quorum: usize) -> Strin
         .iter()
         .map(|(what, n)| format!("{n} {what}"))
         .collect();
+    let unanswered = match unanswered {
+        0 => String::new(),
+        n => format!("; {n} unanswered when it was decided"),
+    };
     format!(
-        "no quorum ({quorum} of {nodes} nodes needed): {}",
+        "no quorum ({quorum} of {nodes} nodes needed): {}{unanswered}",
         if parts.is_empty() {
             "no node failed, but too few agreed".to_owned()
         } else {
@@ -219,10 +235,26 @@ mod tests {
     #[test]
     fn the_summary_counts_each_kind_of_failure() {
         let hung = failure(NodeFailureKind::Timeout(Duration::from_millis(50)));
-        let text = no_quorum(&[refused(), hung.clone(), refused(), hung, refused()], 5, 3);
+        let text = no_quorum(
+            &[refused(), hung.clone(), refused(), hung, refused()],
+            0,
+            5,
+            3,
+        );
         assert_eq!(
             text,
             "no quorum (3 of 5 nodes needed): 3 refused the connection, 2 hung (no answer in time)"
+        );
+        // Decided at the third refusal: the other two are not said to be fine.
+        let wrongpass = failure(NodeFailureKind::Redis {
+            code: "WRONGPASS".into(),
+            message: "invalid username-password pair".into(),
+        });
+        let text = no_quorum(&[wrongpass.clone(), wrongpass.clone(), wrongpass], 2, 5, 3);
+        assert_eq!(
+            text,
+            "no quorum (3 of 5 nodes needed): 3 refused the credentials (WRONGPASS); 2 \
+             unanswered when it was decided"
         );
     }
 }

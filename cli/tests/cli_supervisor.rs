@@ -916,9 +916,11 @@ fn no_quorum_is_said_and_the_wait_for_it_is_bounded() {
     );
 }
 
+/// And says how many nodes refused the credentials, without implying that
+/// the nodes the decision did not wait for accepted them.
 #[test]
 fn a_wrong_password_fails_at_once_with_78() {
-    let cluster = Cluster::local(3);
+    let cluster = Cluster::local(5);
     let urls: Vec<String> = cluster
         .urls()
         .iter()
@@ -930,6 +932,14 @@ fn a_wrong_password_fails_at_once_with_78() {
     let ran = run_within(cmd, Duration::from_secs(10));
     assert_eq!(ran.code(), Some(78), "{}", ran.stderr);
     assert!(!ran.stderr.contains("not-the-password"), "{}", ran.stderr);
+    assert!(
+        ran.stderr.contains(
+            "no quorum (3 of 5 nodes needed): 3 refused the credentials (WRONGPASS); 2 \
+             unanswered when it was decided"
+        ),
+        "{}",
+        ran.stderr
+    );
 }
 
 #[test]

@@ -15,7 +15,7 @@ use crate::node::election::Record;
 
 pub use campaign::Campaign;
 pub use leadership::Leadership;
-pub use observe::Observer;
+pub use observe::{Observed, Observer};
 
 /// Who leads an election: the leader's epoch and the value it proclaimed
 /// (what [`Redlock::leader`](crate::Redlock::leader) and an

@@ -6,7 +6,7 @@ use std::fmt;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use futures::stream::{BoxStream, Stream, StreamExt};
 use tracing::debug;
@@ -34,8 +34,9 @@ const FOLLOW_UPS: u32 = 5;
 const FOLLOW_UP: Duration = Duration::from_millis(5);
 
 /// The leadership of an election, followed: a stream that yields who leads
-/// (`Some(Leader)`) or that nobody does (`None`) — first the current state,
-/// then each change; from [`Redlock::observe`](crate::Redlock::observe).
+/// ([`Observed::Leader`]), that nobody does ([`Observed::NoLeader`]) or that
+/// it cannot be known now ([`Observed::Unknown`]) — first the current
+/// state, then each change; from [`Redlock::observe`](crate::Redlock::observe).
 ///
 /// Each item comes from a read at quorum ([`Redlock::leader`](crate::Redlock::leader)):
 /// a leader is reported once a majority of nodes carry its record *and*
@@ -54,8 +55,11 @@ const FOLLOW_UP: Duration = Duration::from_millis(5);
 /// [connect timeout](crate::Builder::connect_timeout) plus the
 /// [node timeout](crate::Builder::node_timeout) (550 ms by default), and a
 /// node whose subscription is not up by then is followed by the reads
-/// alone until it is. A read that fails (too few nodes answer) is skipped:
-/// the stream keeps its last item until a read succeeds.
+/// alone until it is. A read that fails (too few nodes answer) yields
+/// [`Observed::Unknown`], once: the leader reported before may have lost
+/// its leadership since, or another may lead. The reads go on at their
+/// pace, and the first that succeeds yields the state again, whether it
+/// changed or not.
 ///
 /// Reads happen only while the stream is polled. It never ends (but at
 /// once for an empty name, which names no election). Dropping it ends
@@ -68,18 +72,69 @@ const FOLLOW_UP: Duration = Duration::from_millis(5);
 /// # async fn demo(redlock: quorumlock::Redlock) {
 /// use futures::StreamExt;
 ///
+/// use quorumlock::Observed;
+///
 /// let mut leaders = redlock.observe("db-primary");
-/// while let Some(leader) = leaders.next().await {
-///     match leader {
-///         Some(l) => println!("epoch {}: {}", l.epoch, String::from_utf8_lossy(&l.value)),
-///         None => println!("no leader"),
+/// while let Some(observed) = leaders.next().await {
+///     match observed {
+///         Observed::Leader(l) => println!("epoch {}: {}", l.epoch, String::from_utf8_lossy(&l.value)),
+///         Observed::NoLeader => println!("no leader"),
+///         Observed::Unknown { since } => println!("no quorum answers since {since:?}"),
+///         _ => {}
 ///     }
 /// }
 /// # }
 /// ```
 #[must_use = "an observer reads nothing until it is polled"]
 pub struct Observer {
-    stream: BoxStream<'static, Option<Leader>>,
+    stream: BoxStream<'static, Observed>,
+}
+
+/// What an [`Observer`] reports of an election's leadership.
+///
+/// # Examples
+///
+/// ```
+/// use quorumlock::{Leader, Observed};
+///
+/// let seen = Observed::Leader(Leader { epoch: 7, value: b"10.0.0.5".to_vec() });
+/// assert_eq!(seen.leader().map(|l| l.epoch), Some(7));
+/// assert_eq!(Observed::NoLeader.leader(), None);
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Observed {
+    /// This leader leads: a majority of the nodes carry its record and
+    /// hold its leadership lock.
+    Leader(Leader),
+    /// Nobody leads: no leader can have a majority.
+    NoLeader,
+    /// Who leads is unknown: the reads since `since` (when the first of
+    /// them began) reached no quorum — too few nodes answered. Whatever
+    /// was reported before may no longer hold.
+    Unknown {
+        /// When the first read that reached no quorum began.
+        since: Instant,
+    },
+}
+
+impl Observed {
+    /// The leader, when one is known to lead.
+    pub fn leader(&self) -> Option<&Leader> {
+        match self {
+            Observed::Leader(leader) => Some(leader),
+            _ => None,
+        }
+    }
+
+    /// Whether `self` and `other` say the same: the same leader, both no
+    /// leader, or both unknown (since whenever).
+    fn same(&self, other: &Observed) -> bool {
+        match (self, other) {
+            (Observed::Unknown { .. }, Observed::Unknown { .. }) => true,
+            _ => self == other,
+        }
+    }
 }
 
 impl Observer {
@@ -93,7 +148,7 @@ impl Observer {
 }
 
 impl Stream for Observer {
-    type Item = Option<Leader>;
+    type Item = Observed;
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
         self.stream.as_mut().poll_next(cx)
@@ -111,7 +166,7 @@ struct Follow {
     engine: Arc<Engine>,
     keys: Keys,
     /// The last item yielded; `None` before the first.
-    last: Option<Option<Leader>>,
+    last: Option<Observed>,
     /// The subscription to the leadership's release announcements (its own
     /// connections: a release wakes one waiter per subscription, and an
     /// observer must not take that wake-up from a waiting campaign).
@@ -138,7 +193,7 @@ impl Follow {
     }
 
     /// Reads until the state differs from the last item, and yields it.
-    async fn next(mut self) -> Option<(Option<Leader>, Self)> {
+    async fn next(mut self) -> Option<(Observed, Self)> {
         loop {
             if self.started {
                 self.wait().await;
@@ -146,15 +201,23 @@ impl Follow {
                 self.started = true;
                 self.subscribe().await;
             }
-            let Ok(found) = election::read(&self.engine, &self.keys).await else {
-                continue;
+            let since = Instant::now();
+            let observed = match election::read(&self.engine, &self.keys).await {
+                Ok(found) => {
+                    self.pace = pace(found.hint);
+                    found
+                        .leader
+                        .map_or(Observed::NoLeader, |r| Observed::Leader(r.into()))
+                }
+                Err(error) => {
+                    debug!(%error, "observer: who leads is unknown");
+                    Observed::Unknown { since }
+                }
             };
-            self.pace = pace(found.hint);
-            let leader = found.leader.map(Leader::from);
-            if self.last.as_ref() != Some(&leader) {
+            if !self.last.as_ref().is_some_and(|last| last.same(&observed)) {
                 self.follow_ups = 0;
-                self.last = Some(leader.clone());
-                return Some((leader, self));
+                self.last = Some(observed.clone());
+                return Some((observed, self));
             }
         }
     }

@@ -91,50 +91,6 @@ impl fmt::Display for LossKind {
     }
 }
 
-/// What a held lock is to its holder: a lock, permits of a semaphore, or
-/// the leadership of an election. [`Error::Lost`](crate::Error::Lost)
-/// names it, so a loss reads as the holder asked for it (`permit of
-/// semaphore "exports" lost: …`, not the key of one of its slots), and
-/// [`Stats`](crate::Stats) counts each apart.
-///
-/// # Examples
-///
-/// ```
-/// use quorumlock::Primitive;
-///
-/// assert_eq!(Primitive::Permit.to_string(), "permit of semaphore");
-/// assert_eq!(Primitive::Election.to_string(), "leadership of election");
-/// ```
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum Primitive {
-    /// A lock ([`Redlock::lock`](crate::Redlock::lock)).
-    Lock,
-    /// Permits of a semaphore ([`Redlock::semaphore`](crate::Redlock::semaphore)).
-    Permit,
-    /// The leadership of an election, won by a campaign
-    /// ([`Redlock::campaign`](crate::Redlock::campaign)).
-    Election,
-}
-
-impl Primitive {
-    /// Every primitive, in declaration order.
-    pub(crate) const ALL: [Primitive; 3] =
-        [Primitive::Lock, Primitive::Permit, Primitive::Election];
-}
-
-/// What the holder holds, before the name it was asked for by: `lock`,
-/// `permit of semaphore`, `leadership of election`.
-impl fmt::Display for Primitive {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Primitive::Lock => "lock",
-            Primitive::Permit => "permit of semaphore",
-            Primitive::Election => "leadership of election",
-        })
-    }
-}
-
 /// Why a held lock counts as lost, or can no longer be counted on; its
 /// [`kind`](LostReason::kind) is what the lost-lock signal reports.
 ///

@@ -5,11 +5,13 @@ pub(crate) mod classify;
 mod failure;
 pub(crate) mod human;
 pub(crate) mod lost;
+mod name;
 
 pub(crate) use failure::misconfigured;
 pub(crate) use failure::NodeFailures;
 pub use failure::{NodeFailure, NodeFailureKind};
-pub use lost::{LossKind, LostReason, Primitive};
+pub use lost::{LossKind, LostReason};
+pub use name::{Primitive, ResourceName};
 
 use std::fmt;
 use std::time::Duration;
@@ -59,6 +61,11 @@ pub enum Error {
         attempts: u32,
         /// Nodes that failed in the last attempt, and why.
         failures: Vec<NodeFailure>,
+        /// For a semaphore: the permits wanted and how many the refusing
+        /// nodes reported free; `None` for a lock or an election, and when
+        /// no node refused for want of free permits (contenders split the
+        /// nodes' slots between them).
+        permits: Option<Occupancy>,
     },
 
     /// Too few nodes answered for a quorum to be possible: an outage
@@ -81,6 +88,9 @@ pub enum Error {
         attempts: u32,
         /// The nodes that failed, and why.
         failures: Vec<NodeFailure>,
+        /// Nodes that had not answered when the outcome was decided
+        /// (their answers were not waited for): neither failed nor fine.
+        unanswered: usize,
     },
 
     /// A quorum said yes, but it took so long that no validity was left.
@@ -158,10 +168,9 @@ pub enum Error {
     /// The lock is no longer held (or can no longer be known to be held).
     #[non_exhaustive]
     Lost {
-        /// What was held: a lock, permits of a semaphore, a leadership.
-        primitive: Primitive,
-        /// The name it was asked for by, printable: the lock's (first)
-        /// resource, the semaphore's or the election's name.
+        /// What was held, by the name it was asked for by, printable: the
+        /// lock's (first) resource, the semaphore's or the election's name
+        /// ([`ResourceName::primitive`] says which).
         resource: ResourceName,
         /// Why the lock counts as lost.
         reason: LostReason,
@@ -179,12 +188,28 @@ impl fmt::Display for Error {
                 nodes,
                 attempts,
                 failures,
-            } => write!(
-                f,
-                "lock {resource} is held by another owner: {held_elsewhere} of {nodes} nodes \
-                 refused ({granted} granted, {needed} needed) after {attempts} attempt(s){}",
-                NodeFailures(failures)
-            ),
+                permits,
+            } => {
+                let resource = resource.named();
+                match permits {
+                    Some(p) => write!(
+                        f,
+                        "{resource}: {} permit(s) wanted, {} of {} held, {} free (on at least {} of \
+                         {nodes} nodes)",
+                        p.wanted,
+                        p.permits.saturating_sub(p.free),
+                        p.permits,
+                        p.free,
+                        p.nodes
+                    ),
+                    None => write!(
+                        f,
+                        "{resource} is held by another owner: {held_elsewhere} of {nodes} nodes \
+                         refused ({granted} granted, {needed} needed)"
+                    ),
+                }?;
+                write!(f, " after {attempts} attempt(s){}", NodeFailures(failures))
+            }
             Error::Unavailable {
                 operation,
                 resource,
@@ -193,15 +218,18 @@ impl fmt::Display for Error {
                 nodes,
                 attempts,
                 failures,
+                unanswered,
             } => write!(
                 f,
-                "{operation} on {resource} failed: {}, {granted} of {needed} needed votes from \
-                 {nodes} nodes after {attempts} attempt(s){}",
+                "{operation} on {} failed: {}, {granted} of {needed} needed votes from {nodes} \
+                 nodes{} after {attempts} attempt(s){}",
+                resource.named(),
                 if self.is_misconfigured() {
                     "misconfigured nodes keep the quorum out of reach"
                 } else {
                     "quorum unreachable"
                 },
+                Unanswered(*unanswered),
                 NodeFailures(failures)
             ),
             Error::ValidityExhausted {
@@ -211,13 +239,15 @@ impl fmt::Display for Error {
                 attempts,
             } => write!(
                 f,
-                "acquire on {resource} reached quorum after {elapsed:?}, leaving no validity of \
-                 a {ttl:?} TTL (after {attempts} attempt(s)); nodes are too slow for this TTL"
+                "acquire on {} reached quorum after {elapsed:?}, leaving no validity of a \
+                 {ttl:?} TTL (after {attempts} attempt(s)); nodes are too slow for this TTL",
+                resource.named()
             ),
             Error::FenceExhausted { resource, highest } => write!(
                 f,
-                "no fencing token left for {resource}: a node's counter is at {highest}, tokens \
-                 end at 2^53 - 1"
+                "no fencing token left for {}: a node's counter is at {highest}, tokens end at \
+                 2^53 - 1",
+                resource.named()
             ),
             Error::LimitMismatch {
                 semaphore,
@@ -248,11 +278,7 @@ impl fmt::Display for Error {
                  admitted, {needed} needed{}",
                 NodeFailures(failures)
             ),
-            Error::Lost {
-                primitive,
-                resource,
-                reason,
-            } => write!(f, "{primitive} {resource} lost: {reason}"),
+            Error::Lost { resource, reason } => write!(f, "{} lost: {reason}", resource.held()),
         }
     }
 }
@@ -412,57 +438,54 @@ impl Error {
     }
 }
 
-/// A resource name kept for messages: shown as text when it is printable
-/// UTF-8, escaped otherwise, and shortened when very long.
-#[derive(Clone, PartialEq, Eq)]
-pub struct ResourceName(String);
+/// What the nodes that refused a semaphore's acquire reported
+/// ([`Error::Contended`]'s `permits`): each had fewer permits free than
+/// wanted.
+///
+/// # Examples
+///
+/// ```no_run
+/// # async fn demo(redlock: quorumlock::Redlock) {
+/// use quorumlock::{Error, Retry};
+///
+/// let ttl = std::time::Duration::from_secs(30);
+/// let refused = redlock.semaphore("exports", 3, ttl).take(2).retry(Retry::Times(0)).acquire().await;
+/// if let Err(Error::Contended { permits: Some(p), .. }) = refused {
+///     println!("{} wanted, {} of {} free", p.wanted, p.free, p.permits);
+/// }
+/// # }
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Occupancy {
+    /// Permits wanted.
+    pub wanted: u32,
+    /// The semaphore's permits.
+    pub permits: u32,
+    /// The most permits free that one of the refusing nodes reported
+    /// (fewer than `wanted`); `permits - free` were held there at least.
+    pub free: u32,
+    /// Nodes that refused so (the others were not waited for, set other
+    /// slots, or failed).
+    pub nodes: u32,
+}
 
-impl ResourceName {
-    const MAX_SHOWN: usize = 96;
+/// Nodes not waited for, as a message part: ` (2 unanswered when it was
+/// decided)`, or nothing for none.
+struct Unanswered(usize);
 
-    pub(crate) fn new(bytes: &[u8]) -> Self {
-        let shown = &bytes[..bytes.len().min(Self::MAX_SHOWN)];
-        let mut text: String = shown.escape_ascii().to_string();
-        if bytes.len() > Self::MAX_SHOWN {
-            text.push_str(&format!("…({} bytes)", bytes.len()));
+impl fmt::Display for Unanswered {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.0 {
+            0 => Ok(()),
+            n => write!(f, " ({n} unanswered when it was decided)"),
         }
-        Self(text)
-    }
-
-    /// The printable form.
-    pub fn as_str(&self) -> &str {
-        &self.0
-    }
-}
-
-impl fmt::Display for ResourceName {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "\"{}\"", self.0)
-    }
-}
-
-impl fmt::Debug for ResourceName {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Display::fmt(self, f)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn resource_names_are_escaped_and_shortened() {
-        assert_eq!(
-            ResourceName::new(b"invoice:nightly").as_str(),
-            "invoice:nightly"
-        );
-        assert_eq!(ResourceName::new(b"a\x00\xff").as_str(), "a\\x00\\xff");
-        let long = vec![b'x'; 1 << 20];
-        let shown = ResourceName::new(&long);
-        assert!(shown.as_str().len() < 200);
-        assert!(shown.as_str().ends_with("…(1048576 bytes)"));
-    }
 
     fn unavailable(failures: Vec<NodeFailureKind>) -> Error {
         Error::Unavailable {
@@ -476,6 +499,7 @@ mod tests {
                 .into_iter()
                 .map(|kind| NodeFailure::new("n:1/0", kind))
                 .collect(),
+            unanswered: 0,
         }
     }
 
@@ -529,6 +553,7 @@ mod tests {
             nodes: 5,
             attempts: 1,
             failures: vec![],
+            permits: None,
         };
         assert!(!contended.is_misconfigured() && !contended.is_unavailable());
         // Another limit recorded: fix the setup, not an outage or contention.
@@ -559,6 +584,7 @@ mod tests {
                 "127.0.0.1:7001/0",
                 NodeFailureKind::Timeout(Duration::from_millis(50)),
             )],
+            unanswered: 0,
         };
         let text = err.to_string();
         assert!(

@@ -28,7 +28,7 @@ pub(crate) enum Shape {
 /// atomically with the keys (0 when not fenced), and, for a semaphore, the
 /// slots it set to the token, as positions in the order the command
 /// listed them (empty when it refused: fewer than the slots wanted were
-/// free, or it records another limit).
+/// free, and `free` says how many were, or it records another limit).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Grant {
     pub(crate) vote: Vote,
@@ -37,6 +37,8 @@ pub(crate) struct Grant {
     /// The semaphore's limit the node records, when it refused because
     /// that is not the one asked with.
     pub(crate) other_limit: Option<u32>,
+    /// The free slots the node saw, when it refused for want of them.
+    pub(crate) free: Option<usize>,
 }
 
 impl Grant {
@@ -45,6 +47,7 @@ impl Grant {
         counter: 0,
         positions: Vec::new(),
         other_limit: None,
+        free: None,
     };
 
     fn yes(counter: u64, positions: Vec<usize>) -> Self {
@@ -53,6 +56,7 @@ impl Grant {
             counter,
             positions,
             other_limit: None,
+            free: None,
         }
     }
 
@@ -135,7 +139,6 @@ fn read(reply: &Value, listed: usize, want: usize) -> Result<Grant, String> {
         .collect();
     let ints = ints.ok_or_else(|| format!("semaphore acquire answered {items:?}"))?;
     match ints.as_slice() {
-        [-1, free] if usize::try_from(*free).is_ok_and(|f| f < want) => Ok(Grant::NO),
         [-2, recorded] => match u32::try_from(*recorded) {
             Ok(other) if usize::try_from(other).is_ok_and(|o| o != listed) => Ok(Grant {
                 other_limit: Some(other),
@@ -144,6 +147,13 @@ fn read(reply: &Value, listed: usize, want: usize) -> Result<Grant, String> {
             _ => Err(format!(
                 "semaphore acquire found limit {recorded} of {listed}"
             )),
+        },
+        &[-1, free] => match usize::try_from(free) {
+            Ok(free) if free < want => Ok(Grant {
+                free: Some(free),
+                ..Grant::NO
+            }),
+            _ => Err(format!("semaphore acquire answered {{-1, {free}}}")),
         },
         [n, rest @ ..] if rest.len() == want => {
             let counter = counter(*n)?;
@@ -181,6 +191,7 @@ mod tests {
         let refused = read(&ints(&[-1, 1]), 4, 2).unwrap();
         assert!(!refused.granted());
         assert_eq!(refused.other_limit, None);
+        assert_eq!(refused.free, Some(1), "the free slots the node saw");
     }
 
     #[test]

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use tracing::{debug, Instrument};
 
-use crate::error::NodeFailure;
+use crate::error::{NodeFailure, Occupancy};
 use crate::keys::Keys;
 use crate::lease::state::Lease;
 use crate::node::commands::{Announce, Command};
@@ -39,6 +39,16 @@ pub(crate) struct AttemptFailure {
     /// A semaphore's limit asked with and the one its nodes record
     /// instead ([`Won::limit_mismatch`]); retrying cannot help.
     pub(crate) limit_mismatch: Option<(u32, u32)>,
+    /// For permits, what the refusing nodes reported.
+    pub(crate) permits: Option<Occupancy>,
+}
+
+impl AttemptFailure {
+    /// Too few nodes answered for a quorum, or none refused: the attempt
+    /// failed for want of nodes, not to another owner.
+    pub(crate) fn unreachable(&self) -> bool {
+        self.tally.outage() || self.tally.no() == 0
+    }
 }
 
 /// One attempt at `claim` with a fresh `token`: its command on every node
@@ -95,6 +105,7 @@ pub(crate) async fn once<C: Claim>(
             exhausted: None,
             fence_exhausted: None,
             limit_mismatch: won.limit_mismatch,
+            permits: won.permits,
         };
         let fence = if granted {
             fenced(

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::config::MAX_PERMITS;
-use crate::error::ResourceName;
+use crate::error::{Occupancy, ResourceName};
 use crate::keys::{Keys, Slots};
 use crate::node::commands::Command;
 use crate::node::fence;
@@ -89,6 +89,8 @@ pub(crate) struct Won {
     /// instead, when that alone keeps the quorum out of reach
     /// ([`SlotVotes::other_limit`]): a misconfiguration, not retried.
     pub(crate) limit_mismatch: Option<(u32, u32)>,
+    /// For permits, what the refusing nodes reported, for the error.
+    pub(crate) permits: Option<Occupancy>,
 }
 
 /// A lock's votes: each grant as the node voted, decided at a majority.
@@ -128,6 +130,7 @@ impl Claim for Keys {
             per_round: 1,
             tally,
             limit_mismatch: None,
+            permits: None,
         }
     }
 }
@@ -142,12 +145,16 @@ pub(crate) struct Permits {
 
 /// The slot rule as a fan-out's count: a node that set slots votes yes
 /// (and its slots are counted), one that refused votes no (and the limit
-/// it records, when it refused for that, is kept).
+/// it records, when it refused for that, or the free slots it saw, is
+/// kept).
 impl Count<Grant> for SlotVotes {
     fn vote(&mut self, _: usize, grant: &Grant) -> Vote {
         self.record(&grant.positions);
         if let Some(recorded) = grant.other_limit {
             self.record_other_limit(recorded);
+        }
+        if let Some(free) = grant.free {
+            self.refused(free);
         }
         grant.vote
     }
@@ -174,10 +181,6 @@ impl Claim for Permits {
         self.slots.every()
     }
 
-    fn name(&self) -> ResourceName {
-        ResourceName::new(self.slots.name())
-    }
-
     /// The nodes look at the slots from one drawn at random: concurrent
     /// acquires mostly ask for different free slots instead of splitting
     /// one slot's votes between them.
@@ -199,6 +202,16 @@ impl Claim for Permits {
             per_round: fence::ROUND,
             limit_mismatch: votes.other_limit(&tally).map(|recorded| (listed, recorded)),
             tally: votes.summary(&tally),
+            permits: votes.refusals().map(|counts| {
+                let [wanted, permits, free, nodes] =
+                    counts.map(|n| n.try_into().unwrap_or(u32::MAX));
+                Occupancy {
+                    wanted,
+                    permits,
+                    free,
+                    nodes,
+                }
+            }),
         }
     }
 

@@ -83,6 +83,7 @@ impl Engine {
             needed: outcome.tally.needed(),
             nodes: self.nodes.len(),
             attempts: 1,
+            unanswered: outcome.tally.pending(),
             failures: outcome.failures,
         }
     }

@@ -7,6 +7,8 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use tracing::{info, warn};
+
 use crate::config::Retry;
 use crate::error::{
     misconfigured, Error, NodeFailure, NodeFailureKind, Operation, ResourceName, Result,
@@ -46,11 +48,19 @@ pub(crate) async fn acquire(
         let mut watch: Option<Watch> = None;
         let mut spread = HANDOFF_JITTER;
         let mut woken = false;
+        // Since when a campaign's attempts find no quorum reachable.
+        let mut unreachable: Option<Instant> = None;
         loop {
             attempts = attempts.saturating_add(1);
             let began = Instant::now();
             let attempt = attempt::once(engine, &claim, Token::generate(), ttl).await;
             counters.attempted(began.elapsed());
+            let answered = attempt.as_ref().err().is_none_or(|f| !f.unreachable());
+            if let Some(since) = unreachable.filter(|_| answered) {
+                let waited = since.elapsed();
+                info!(resource = %claim.name(), ?waited, "campaign: a quorum answers again");
+                unreachable = None;
+            }
             let mut failure = match attempt {
                 Ok(held) => return Ok(held),
                 Err(failure) => failure,
@@ -82,6 +92,15 @@ pub(crate) async fn acquire(
                     *resource = engine.held_resource(keys).await;
                 }
                 return Err(error);
+            }
+            if !answered && counters.unreachable() && unreachable.is_none() {
+                let nodes: Vec<&str> = failure.failures.iter().map(|f| f.node.as_str()).collect();
+                warn!(
+                    resource = %claim.name(),
+                    nodes = %nodes.join(","),
+                    "campaign waiting: too few nodes answer for a quorum; it keeps trying"
+                );
+                unreachable = Some(began);
             }
             let held = failure.tally.no() > 0;
             if held && woken {
@@ -260,8 +279,8 @@ fn error(
             attempts,
         };
     }
-    let (granted, needed, failures) = (f.tally.yes(), f.tally.needed(), f.failures);
-    if f.tally.outage() || f.tally.no() == 0 {
+    let (granted, needed) = (f.tally.yes(), f.tally.needed());
+    if f.unreachable() {
         return Error::Unavailable {
             operation: Operation::Acquire,
             resource,
@@ -269,7 +288,8 @@ fn error(
             needed,
             nodes,
             attempts,
-            failures,
+            unanswered: f.tally.pending(),
+            failures: f.failures,
         };
     }
     Error::Contended {
@@ -279,7 +299,8 @@ fn error(
         needed,
         nodes,
         attempts,
-        failures,
+        failures: f.failures,
+        permits: f.permits,
     }
 }
 

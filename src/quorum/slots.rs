@@ -32,6 +32,9 @@ pub(crate) struct SlotVotes {
     yes: Vec<usize>,
     /// The limits recorded by the nodes that refused for naming another.
     other_limits: Vec<u32>,
+    /// The nodes that refused for want of free slots, and the most free
+    /// slots one of them saw.
+    refused: Option<(usize, usize)>,
 }
 
 impl SlotVotes {
@@ -44,6 +47,7 @@ impl SlotVotes {
             needed,
             yes: vec![0; slots],
             other_limits: Vec::new(),
+            refused: None,
         }
     }
 
@@ -75,6 +79,20 @@ impl SlotVotes {
                 *yes += 1;
             }
         }
+    }
+
+    /// A node refused: it saw only `free` slots free, fewer than wanted.
+    pub(crate) fn refused(&mut self, free: usize) {
+        let (nodes, most) = self.refused.unwrap_or_default();
+        self.refused = Some((nodes + 1, most.max(free)));
+    }
+
+    /// The slots wanted, the slots, and what the refusing nodes reported:
+    /// how many refused, and the most free slots one of them saw; `None`
+    /// when none refused.
+    pub(crate) fn refusals(&self) -> Option<[usize; 4]> {
+        let (nodes, free) = self.refused?;
+        Some([self.want, self.yes.len(), free, nodes])
     }
 
     /// The decision, with `pending` nodes yet to answer: reached at `want`
@@ -245,6 +263,17 @@ mod tests {
         v.record_other_limit(4);
         t.record(Vote::No);
         assert_eq!(v.other_limit(&t), Some(3));
+    }
+
+    #[test]
+    fn refusals_report_the_most_free_slots_seen() {
+        let mut v = SlotVotes::new(3, 0, 2, 3);
+        assert_eq!(v.refusals(), None);
+        v.refused(0);
+        v.refused(1);
+        v.refused(0);
+        // 2 wanted of 3, at most 1 free, on 3 nodes.
+        assert_eq!(v.refusals(), Some([2, 3, 1, 3]));
     }
 
     #[test]

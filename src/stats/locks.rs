@@ -8,23 +8,32 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::time::Duration;
 
 use crate::error::Error;
-pub(crate) use crate::error::Primitive;
 use crate::stats::latency::LatencyCounters;
 use crate::stats::metrics::*;
 use crate::stats::series::{self, Count, Gauge};
 use crate::stats::{Acquires, LockStats};
 
-/// The names of `primitive`'s series, which [`METRICS`] lists together,
-/// each primitive's after the one before (in the order of
-/// [`Primitive::ALL`]), from [`ACQUIRES`] on: acquire calls by outcome, the
-/// histograms of one attempt, one call and one hold, the gauge of what is
-/// held. A new primitive is one variant of [`Primitive`], its five rows of
-/// `METRICS` (after the last primitive's, in the same order) and its field
-/// of `Stats`.
-pub(crate) fn series(primitive: Primitive) -> [&'static str; 5] {
-    let lock = METRICS.iter().position(|m| m.name == ACQUIRES);
-    let first = lock.unwrap_or(0) + 5 * primitive as usize;
-    std::array::from_fn(|i| METRICS.get(first + i).map_or("", |m| m.name))
+// What an acquisition takes and a lease holds, for counting: each has its
+// own counters (`Stats`' field) and its own series. A new primitive is one
+// variant (in `error/name.rs`, where messages name it), its five rows of
+// `METRICS` (after the last primitive's, in the same order) and its field
+// of `Stats`.
+pub(crate) use crate::error::Primitive;
+
+impl Primitive {
+    /// Every primitive, in declaration order (the index of its counters).
+    pub(crate) const ALL: [Primitive; 3] =
+        [Primitive::Lock, Primitive::Permit, Primitive::Election];
+
+    /// The names of its series, which [`METRICS`] lists together, each
+    /// primitive's after the one before, from [`ACQUIRES`] on: acquire calls
+    /// by outcome, the histograms of one attempt, one call and one hold, the
+    /// gauge of what is held.
+    pub(crate) fn series(self) -> [&'static str; 5] {
+        let lock = METRICS.iter().position(|m| m.name == ACQUIRES);
+        let first = lock.unwrap_or(0) + 5 * self as usize;
+        std::array::from_fn(|i| METRICS.get(first + i).map_or("", |m| m.name))
+    }
 }
 
 /// What one grant holds, for counting: the primitive, and how much of the
@@ -94,12 +103,15 @@ pub(crate) struct LockCounters {
     held: AtomicU64,
     held_series: Gauge,
     holds: LatencyCounters,
+    /// Attempts that found no quorum reachable, after which the call
+    /// waited on: a campaign's only (see [`Self::unreachable`]).
+    unreachable: Option<Count>,
 }
 
 impl LockCounters {
     /// The counters of `primitive`, each registering its series now.
     pub(crate) fn new(primitive: Primitive) -> Self {
-        let [acquires, attempt, wait, hold, held] = series(primitive);
+        let [acquires, attempt, wait, hold, held] = primitive.series();
         let histogram = |bounds, name| LatencyCounters::new(bounds, series::histogram(name, &[]));
         Self {
             acquires: OUTCOMES.map(|outcome| Count::new(acquires, &[("outcome", outcome)])),
@@ -108,7 +120,17 @@ impl LockCounters {
             held: AtomicU64::new(0),
             held_series: series::gauge(held, &[]),
             holds: histogram(&DURATION_BUCKETS, hold),
+            unreachable: (primitive == Primitive::Election)
+                .then(|| Count::new(ELECTION_UNREACHABLE, &[])),
         }
+    }
+
+    /// An attempt found too few nodes answering for a quorum, and the call
+    /// waits on: counted, and true, for a campaign, which waits without
+    /// limit by default and has no other way to tell; false for a lock or
+    /// permits, whose calls end `unavailable` once their retries are spent.
+    pub(crate) fn unreachable(&self) -> bool {
+        self.unreachable.as_ref().map(Count::add).is_some()
     }
 
     /// One acquire attempt took `elapsed`.
@@ -159,6 +181,7 @@ impl LockCounters {
             attempt_latency: self.attempts.snapshot(),
             wait: self.waits.snapshot(),
             hold: self.holds.snapshot(),
+            unreachable: self.unreachable.as_ref().map_or(0, Count::get),
         }
     }
 }
@@ -220,6 +243,16 @@ mod tests {
     }
 
     #[test]
+    fn only_a_campaign_counts_attempts_that_found_no_quorum() {
+        let election = LockCounters::new(Primitive::Election);
+        assert!(election.unreachable() && election.unreachable());
+        assert_eq!(election.snapshot().unreachable, 2);
+        let lock = LockCounters::new(Primitive::Lock);
+        assert!(!lock.unreachable());
+        assert_eq!(lock.snapshot().unreachable, 0);
+    }
+
+    #[test]
     fn a_holder_of_k_permits_counts_k_held_and_one_hold() {
         let c = LockCounters::new(Primitive::Permit);
         c.held(3);
@@ -255,12 +288,12 @@ mod tests {
             ELECTION_HOLD_SECONDS,
             ELECTIONS_HELD,
         ];
-        assert_eq!(Primitive::ALL.map(series), [lock, permit, election]);
+        assert_eq!(Primitive::ALL.map(Primitive::series), [lock, permit, election]);
     }
 
     #[test]
     fn each_primitive_has_its_own_series() {
-        let mut all: Vec<&str> = Primitive::ALL.iter().flat_map(|&p| series(p)).collect();
+        let mut all: Vec<&str> = Primitive::ALL.iter().flat_map(|&p| p.series()).collect();
         let count = all.len();
         all.sort_unstable();
         all.dedup();

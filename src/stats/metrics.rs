@@ -247,6 +247,9 @@ table! {
         "Time a leadership lasted, from the election to its resignation, drop or end.";
     ELECTIONS_HELD = "quorumlock_elections_held", gauge []:
         "Elections this client leads now (leaderships granted and not yet resigned or dropped).";
+    ELECTION_UNREACHABLE = "quorumlock_election_unreachable_total", counter []:
+        "Campaign attempts that found too few nodes answering for a quorum, after which the \
+         campaign waited on (it logs a warning when this begins, and when a quorum answers again).";
     RENEWALS = "quorumlock_lock_renewals_total", counter []:
         "Automatic renewals that reached a quorum in time.";
     RENEWAL_FAILURES = "quorumlock_lock_renewal_failures_total", counter []:

@@ -86,6 +86,12 @@ pub struct LockStats {
     /// Each lock, from the grant to its release or drop (buckets of
     /// 1 ms … 1 h).
     pub hold: Latency,
+    /// For [`Stats::elections`]: campaign attempts that found too few
+    /// nodes answering for a quorum, after which the campaign waited on
+    /// (a campaign waits without limit by default). Always 0 for locks and
+    /// permits: their calls end [`unavailable`](Acquires::unavailable)
+    /// once their retries are spent.
+    pub unreachable: u64,
 }
 
 /// Acquire calls (`acquire`, `try_acquire`, `lock(…).acquire()`, `run`)

@@ -12,10 +12,16 @@ impl LogCapture {
     /// Captures the WARN and ERROR events of this thread until the guard
     /// is dropped (a current-thread runtime runs every task on it).
     pub fn warnings() -> (LogCapture, tracing::subscriber::DefaultGuard) {
+        Self::at(tracing::Level::WARN)
+    }
+
+    /// Captures the events of this thread at `level` and above until the
+    /// guard is dropped.
+    pub fn at(level: tracing::Level) -> (LogCapture, tracing::subscriber::DefaultGuard) {
         let capture = LogCapture::default();
         let guard = tracing::subscriber::set_default(
             tracing_subscriber::fmt()
-                .with_max_level(tracing::Level::WARN)
+                .with_max_level(level)
                 .with_writer(capture.clone())
                 // Plain text, whatever the terminal: tests match fields
                 // such as `resource="…"`.
