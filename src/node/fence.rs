@@ -16,8 +16,9 @@
 /// exact for integers below `2^53` only. Counters and tokens are kept below
 /// that bound on both sides: a node refuses a counter or token outside
 /// `[0, 2^53)` with a `FENCERANGE` error reply, and the client refuses to
-/// propose a token above this one. At one fenced acquire per microsecond
-/// the bound is reached after about 285 years.
+/// propose a token above this one. A counter starts from the server's
+/// time in microseconds since 1970 and grows more slowly than time: the
+/// bound is reached around the year 2255.
 ///
 /// # Examples
 ///
