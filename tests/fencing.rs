@@ -288,6 +288,50 @@ async fn tokens_stay_above_the_last_one_after_every_node_restarts_empty() {
     permit.release().await.expect("release");
 }
 
+/// A token far ahead of the client's clock (a fenced semaphore granting
+/// faster than its counter's clock, a node clock ahead, a counter raised
+/// by hand) would let a lost counter start below it: the client warns, once
+/// for that counter, and never for a counter that started from the time.
+#[tokio::test]
+async fn a_token_ahead_of_the_clients_clock_is_warned_about_once() {
+    let (capture, _guard) = support::logs::LogCapture::warnings();
+    let cluster = Cluster::shared(3);
+    let redlock = cluster.redlock().await;
+    let (fresh, ahead) = (unique("fresh-counter"), unique("counter-ahead"));
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH);
+    let hour_ahead = now.expect("clock").as_micros() as u64 + 3_600_000_000;
+    for i in 0..3 {
+        let _: () = cluster.exec(
+            i,
+            redis::cmd("SET").arg(counter_key(&ahead)).arg(hour_ahead),
+        );
+    }
+    for name in [&fresh, &ahead, &fresh, &ahead] {
+        let lock = redlock
+            .lock(name, TTL)
+            .fenced()
+            .acquire()
+            .await
+            .expect("acquire");
+        lock.release().await.expect("release");
+    }
+    let warned: Vec<String> = capture
+        .text()
+        .lines()
+        .filter(|l| l.contains("ahead of this client's clock"))
+        .map(str::to_owned)
+        .collect();
+    assert_eq!(warned.len(), 1, "{warned:?}");
+    assert!(
+        warned[0].contains(&ahead),
+        "names the counter: {}",
+        warned[0]
+    );
+    for i in 0..3 {
+        let _: () = cluster.exec(i, redis::cmd("DEL").arg(counter_key(&ahead)));
+    }
+}
+
 fn counter_key(name: &str) -> Vec<u8> {
     [quorumlock::FENCE_KEY_PREFIX, name.as_bytes()].concat()
 }
