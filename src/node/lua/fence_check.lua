@@ -13,15 +13,18 @@ end
 local started = {}
 -- The counter at key, or nil and the FENCERANGE error reply. A missing
 -- counter (never set, or lost in a restart without persistence) starts
--- from the server's time in microseconds, sec * 10^6 + usec: above every
--- token granted before the loss (docs/fencing.md, "A counter that is
--- lost"). Scripts that call TIME and then write need effects replication
--- (the default since Redis 5).
+-- from the server's time in microseconds, sec * 10^6 + usec, rounded down
+-- to a multiple of 1024 (a semaphore's round, so that nodes a fenced
+-- semaphore first reaches within a millisecond start in one round): above
+-- every token granted before the loss (docs/fencing.md, "A counter that
+-- is lost"). Scripts that call TIME and then write need effects
+-- replication (the default since Redis 5).
 local function read_counter(key)
     local raw = redis.call("GET", key)
     if not raw then
         local now = redis.call("TIME")
-        raw = now[1] .. string.rep("0", 6 - #now[2]) .. now[2]
+        local micros = tonumber(now[1]) * 1000000 + tonumber(now[2])
+        raw = string.format("%.0f", math.floor(micros / 1024) * 1024)
         started[key] = raw
     elseif not canonical(raw) then
         return nil, redis.error_reply("FENCERANGE fencing counter is not an integer in [0, 2^53)")
