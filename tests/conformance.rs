@@ -3,9 +3,11 @@
 //! by this token or by another, with a short or a long TTL; the fencing
 //! counter unset, below, at and above the fence; every command with a short
 //! and a long TTL — and each reply, the key (token and TTL) and the counter
-//! afterwards must be what `scripts::answer` (`model/src/scripts.rs`, the
+//! afterwards must be what `scripts::answer_at` (`model/src/scripts.rs`, the
 //! rule the model check explores) says, and the reply must vote as
-//! `reply::counts` (`src/node/reply.rs`, the client's) says.
+//! `reply::counts` (`src/node/reply.rs`, the client's) says. An unset
+//! counter reads as the node's time in microseconds: the time is read
+//! around each such run, and an acquire's reply must fall inside it.
 //!
 //! This is what ties the model to the code: reverting `fence_commit.lua` to
 //! "a counter already at T counts", making `release.lua` a plain `DEL`, or
@@ -36,7 +38,7 @@ use std::time::Duration;
 
 use redis::{Connection, Value};
 use reply::{counts, Kind};
-use scripts::{answer, Command, Held, Key};
+use scripts::{answer_at, Command, Held, Key};
 use support::{unique, Cluster};
 
 /// The scripts as the library sends them: the same files it embeds.
@@ -122,7 +124,7 @@ impl Node {
                 .arg("PX")
                 .arg(key.life);
         }
-        // Counter 0 is the unset counter: the scripts read both as 0.
+        // Counter 0 stands for the unset counter (no script stores 0).
         if state.counter > 0 {
             pipe.set(&self.counter, state.counter);
         }
@@ -145,6 +147,12 @@ impl Node {
             key: token.map(|token| Key { token, life }),
             counter: counter.unwrap_or(0),
         }
+    }
+
+    /// The node's time in microseconds, what an unset counter reads as.
+    fn now(&mut self) -> u64 {
+        let (secs, micros): (u64, u64) = redis::cmd("TIME").query(&mut self.conn).expect("TIME");
+        secs * 1_000_000 + micros
     }
 
     fn eval(&mut self, script: &str, keys: &[&str], args: &[String]) -> Value {
@@ -267,17 +275,23 @@ impl Way {
     }
 }
 
-/// What `answer` says, in the form read back from the node.
-fn expected(state: State, command: Command<&'static str, u64>) -> (i64, Held<String, Option<u64>>) {
-    let (reply, after) = answer(state, command);
+/// What `answer_at` says at the node's time `now`, in the form read back
+/// from the node (counter 0: unset).
+fn expected(
+    state: State,
+    command: Command<&'static str, u64>,
+    now: u64,
+) -> (i64, Held<String, Option<u64>>) {
+    let stored = (state.counter > 0).then_some(state.counter);
+    let (reply, key, counter) = answer_at(state.key, stored, now, command);
     (
         reply,
         Held {
-            key: after.key.map(|k| Key {
+            key: key.map(|k| Key {
                 token: k.token.to_owned(),
                 life: Some(k.life),
             }),
-            counter: after.counter,
+            counter: counter.unwrap_or(0),
         },
     )
 }
@@ -298,10 +312,24 @@ fn every_script_answers_as_the_model_says() {
     let mut mismatches = Vec::new();
     for state in states() {
         for command in commands() {
-            let (model_reply, model_after) = expected(state, command);
             for &way in Way::of(command) {
                 node.set(state);
+                let before = node.now();
                 let reply = node.run(way, command);
+                // The time the script read (rounded down to a multiple of
+                // 1024): an acquire's reply, when it falls inside the run;
+                // any time of the run otherwise.
+                let now = match u64::try_from(reply) {
+                    Ok(read) if read % 1024 == 0 && read + 1024 > before && read <= node.now() => {
+                        read
+                    }
+                    _ => before,
+                };
+                let (model_reply, mut model_after) = expected(state, command, now);
+                if matches!(way, Way::AcquireMulti | Way::SetNx) {
+                    // Not fenced: the counter is neither read nor stored.
+                    model_after.counter = state.counter;
+                }
                 let after = node.read();
                 cases += 1;
                 // The fenced scripts answer exactly the model's integer;
@@ -497,12 +525,8 @@ fn acquire_slots_sets_the_first_k_free_in_the_given_order_or_nothing() {
 fn acquire_slots_reads_the_counter_and_refuses_one_out_of_range() {
     let cluster = Cluster::shared(1);
     let mut node = SlotsOnNode::new(&cluster, 3);
-    // The counter, read with the slots and left as it is: unset reads 0.
-    for (counter, read) in [
-        (None, 0),
-        (Some("41"), 41),
-        (Some("9007199254740991"), (1 << 53) - 1),
-    ] {
+    // The counter, read with the slots and left as it is.
+    for (counter, read) in [(Some("41"), 41), (Some("9007199254740991"), (1 << 53) - 1)] {
         node.set(&[0], counter);
         let reply = ints(&node.take(0, 1, true).expect("script"));
         assert_eq!(reply, [read, 2], "counter {counter:?}");
@@ -512,9 +536,30 @@ fn acquire_slots_reads_the_counter_and_refuses_one_out_of_range() {
             "the counter is only read"
         );
     }
-    // Fenced, a refusal still says how many were free.
+    // Unset, it reads as the node's time in microseconds rounded down to a
+    // multiple of 1024, and is stored with the slots; unfenced, no counter
+    // is read or set.
+    node.set(&[0], None);
+    let time = |node: &mut SlotsOnNode| {
+        let (secs, micros): (i64, i64) = redis::cmd("TIME").query(&mut node.conn).expect("TIME");
+        secs * 1_000_000 + micros
+    };
+    let before = time(&mut node);
+    let reply = ints(&node.take(0, 1, true).expect("script"));
+    let started = reply[0] % 1024 == 0 && reply[0] + 1024 > before;
+    assert!(started && reply[0] <= time(&mut node), "{reply:?}");
+    assert_eq!(reply[1], 2);
+    assert_eq!(node.counter(), Some(reply[0].to_string()), "stored");
+    node.set(&[0], None);
+    assert_eq!(ints(&node.take(0, 1, false).expect("script")), [0, 2]);
+    assert_eq!(node.counter(), None, "not fenced: nothing stored");
+    // Fenced, a refusal still says how many were free, and stores no
+    // counter.
     node.set(&[0, 1, 2], Some("7"));
     assert_eq!(ints(&node.take(0, 1, true).expect("script")), [-1, 0]);
+    node.set(&[0, 1, 2], None);
+    assert_eq!(ints(&node.take(0, 1, true).expect("script")), [-1, 0]);
+    assert_eq!(node.counter(), None, "refused: nothing stored");
     // A counter that is not a canonical integer in [0, 2^53): an error
     // reply naming FENCERANGE, and no slot set.
     for bad in [
@@ -859,7 +904,21 @@ fn the_permit_commit_answers_as_the_model_says() {
                             .fold(0, |bits, i| bits | 1u64 << i)
                     }),
                 };
-                let model = scripts::commit_permit(holder == Some(MINE), at, fence, 1024);
+                // Unset (0 here), the counter reads as the node's time, far
+                // past the fence's round; a no leaves it unset.
+                let (secs, micros): (u64, u64) = redis::cmd("TIME").query(&mut conn).expect("TIME");
+                let read = scripts::Round {
+                    counter: if count > 0 {
+                        count
+                    } else {
+                        secs * 1_000_000 + micros
+                    },
+                    committed,
+                };
+                let mut model = scripts::commit_permit(holder == Some(MINE), read, fence, 1024);
+                if model.0 != 1 {
+                    model.1.counter = count;
+                }
                 cases += 1;
                 if (answered, after) != model || counts(Kind::Commit, answered).is_none() {
                     mismatches.push(format!(

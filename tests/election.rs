@@ -142,6 +142,42 @@ async fn one_leader_at_a_time_among_three_contenders() {
     assert_eq!(redlock.leader(&name).await.expect("read"), None);
 }
 
+/// Every node restarts empty (no AOF: the epoch counters lost): the next
+/// leader's epoch is still above the last one's, because a lost counter
+/// starts again from the node's time in microseconds (docs/fencing.md, "A
+/// counter that is lost"). A counter that started from 0 again gave the
+/// next leader epoch 1, and a store checking epochs refused its writes.
+#[tokio::test]
+async fn epochs_stay_above_the_last_one_after_every_node_restarts_empty() {
+    let mut cluster = Cluster::local(3);
+    let name = unique("election-full-restart");
+    let mut last = 0;
+    {
+        let redlock = cluster.redlock().await;
+        for value in ["a", "b", "c"] {
+            let leader = redlock.campaign(&name, TTL).value(value).lead().await;
+            let leader = leader.expect("lead");
+            assert!(leader.epoch() > last, "{} after {last}", leader.epoch());
+            last = leader.epoch();
+            leader.resign().await.expect("resign");
+        }
+    }
+    for i in 0..3 {
+        cluster.restart(i);
+    }
+    let redlock = cluster.redlock().await;
+    let leader = redlock.campaign(&name, TTL).value("d").lead().await;
+    let leader = leader.expect("lead after the restart");
+    assert!(
+        leader.epoch() > last,
+        "epoch {} after {last}",
+        leader.epoch()
+    );
+    let read = redlock.leader(&name).await.expect("read");
+    assert_eq!(read.map(|l| l.epoch), Some(leader.epoch()));
+    leader.resign().await.expect("resign");
+}
+
 #[tokio::test]
 async fn epochs_increase_across_a_resignation_and_a_crash() {
     let cluster = Cluster::shared(3);

@@ -226,6 +226,112 @@ async fn fences_stay_monotonic_through_restarts_and_early_expiry() {
     );
 }
 
+/// Every node restarts empty (no AOF: counters lost): the next lock's token
+/// and the next permit's are still above every token before the restart,
+/// because a lost counter starts again from the node's time in
+/// microseconds (docs/fencing.md, "A counter that is lost"). Counters that
+/// started from 0 again handed out 1 (and 1024 for a permit), and a store
+/// then refused every write until the counters were raised by hand.
+#[tokio::test]
+async fn tokens_stay_above_the_last_one_after_every_node_restarts_empty() {
+    let mut cluster = Cluster::local(3);
+    let (lock, permits) = (unique("full-restart"), unique("full-restart-sem"));
+    let mut last = (0, 0);
+    {
+        let redlock = cluster.redlock().await;
+        for _ in 0..3 {
+            let held = redlock.lock(&lock, TTL).fenced().acquire().await;
+            let held = held.expect("lock");
+            let permit = redlock.semaphore(&permits, 2, TTL).fenced().acquire();
+            let permit = permit.await.expect("permit");
+            let fences = (
+                held.fence().expect("fenced"),
+                permit.fence().expect("fenced"),
+            );
+            assert!(
+                fences.0 > last.0 && fences.1 > last.1,
+                "{fences:?} after {last:?}"
+            );
+            last = fences;
+            held.release().await.expect("release");
+            permit.release().await.expect("release");
+        }
+    }
+    for i in 0..3 {
+        cluster.restart(i);
+    }
+    for i in 0..3 {
+        let kept: Option<u64> = cluster.exec(i, redis::cmd("GET").arg(counter_key(&lock)));
+        assert_eq!(kept, None, "node {i} restarted without its counter");
+    }
+    let redlock = cluster.redlock().await;
+    let held = redlock.lock(&lock, TTL).fenced().acquire().await;
+    let held = held.expect("lock after the restart");
+    let store = FencedStore::default();
+    assert!(store.write(last.0));
+    let fence = held.fence().expect("fenced");
+    assert!(
+        fence > last.0,
+        "token {fence} after {} before the restart",
+        last.0
+    );
+    assert!(store.write(fence), "the store takes the new holder's write");
+    let permit = redlock.semaphore(&permits, 2, TTL).fenced().acquire();
+    let permit = permit.await.expect("permit after the restart");
+    let fence = permit.fence().expect("fenced");
+    assert!(
+        fence > last.1,
+        "permit {fence} after {} before the restart",
+        last.1
+    );
+    held.release().await.expect("release");
+    permit.release().await.expect("release");
+}
+
+/// A token far ahead of the client's clock (a fenced semaphore granting
+/// faster than its counter's clock, a node clock ahead, a counter raised
+/// by hand) would let a lost counter start below it: the client warns, once
+/// for that counter, and never for a counter that started from the time.
+#[tokio::test]
+async fn a_token_ahead_of_the_clients_clock_is_warned_about_once() {
+    let (capture, _guard) = support::logs::LogCapture::warnings();
+    let cluster = Cluster::shared(3);
+    let redlock = cluster.redlock().await;
+    let (fresh, ahead) = (unique("fresh-counter"), unique("counter-ahead"));
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH);
+    let hour_ahead = now.expect("clock").as_micros() as u64 + 3_600_000_000;
+    for i in 0..3 {
+        let _: () = cluster.exec(
+            i,
+            redis::cmd("SET").arg(counter_key(&ahead)).arg(hour_ahead),
+        );
+    }
+    for name in [&fresh, &ahead, &fresh, &ahead] {
+        let lock = redlock
+            .lock(name, TTL)
+            .fenced()
+            .acquire()
+            .await
+            .expect("acquire");
+        lock.release().await.expect("release");
+    }
+    let warned: Vec<String> = capture
+        .text()
+        .lines()
+        .filter(|l| l.contains("ahead of this client's clock"))
+        .map(str::to_owned)
+        .collect();
+    assert_eq!(warned.len(), 1, "{warned:?}");
+    assert!(
+        warned[0].contains(&ahead),
+        "names the counter: {}",
+        warned[0]
+    );
+    for i in 0..3 {
+        let _: () = cluster.exec(i, redis::cmd("DEL").arg(counter_key(&ahead)));
+    }
+}
+
 fn counter_key(name: &str) -> Vec<u8> {
     [quorumlock::FENCE_KEY_PREFIX, name.as_bytes()].concat()
 }

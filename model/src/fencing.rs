@@ -14,6 +14,17 @@
 //! restart, and a key an extension did not reach may expire while the
 //! extended holder still holds.
 //!
+//! With [`Missing::Clock`], a missing counter (never set, or lost in a
+//! restart) reads as the nodes' clock, and an acquire that sets its key
+//! stores it, as `fence_check.lua` does with the server's `TIME`. The
+//! clock is abstract, and this is the modelling assumption: one clock for
+//! every node (their clocks agree and never step back), which advances
+//! faster than counters grow — it is at least every counter any node has
+//! stored and every fence a client has proposed, and it moves on by one
+//! at each read of a missing counter. `docs/fencing.md` ("A counter that
+//! is lost") argues why `TIME` in microseconds does so: a counter rises by
+//! at most one per commit, far fewer than a million a second.
+//!
 //! Properties checked in every reachable state:
 //! (a) fences are unique, and a fence granted after another holder's grant
 //!     was complete when its commit began is larger (ordered by commit);
@@ -30,7 +41,9 @@
 //! `tests/conformance.rs` checks the scripts against) and the client reads
 //! the reply with `reply::counts` (`src/node/reply.rs`); the token proposal
 //! is `fence::propose`, the client's own. The negative controls run the old
-//! rule ("counter >= T counts"), a restart that loses the counter, and
+//! rule ("counter >= T counts"), a restart that loses the counter and
+//! starts it again from 0 ([`Missing::Zero`]) or from a clock set back
+//! ([`Missing::ClockSetBack`]), and
 //! fences taken from `INCR` replies without a commit ([`Rule::IncrMax`],
 //! the leader-election control of [`crate::election`]).
 
@@ -83,10 +96,28 @@ pub struct Config {
     pub restarts: u8,
     /// A restarted node keeps its counter (AOF with `appendfsync always`).
     pub persistent_counter: bool,
+    /// What a missing counter reads as.
+    pub missing: Missing,
     pub rule: Rule,
     /// Check (b), mutual exclusion: promised only without early expiry
     /// and restarts (set with faults only in a negative control).
     pub exclusion: bool,
+}
+
+/// What a missing counter (never set, or lost in a restart) reads as; an
+/// acquire that sets its key stores what it read (`scripts::answer_at`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Missing {
+    /// 0: the counter before it started from the time (negative control
+    /// once a restart loses it).
+    Zero,
+    /// The clock (the fix), which keeps up with the counters: at least
+    /// every counter stored and fence proposed, one more at each read.
+    Clock,
+    /// [`Missing::Clock`], set back to 0 by a restart that loses a
+    /// counter: a host whose clock is reset at boot, or counters that
+    /// outgrew the clock (negative control).
+    ClockSetBack,
 }
 
 /// A lock attempt's token: (client, attempt).
@@ -102,6 +133,7 @@ struct Key {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 struct Node {
     key: Option<Key>,
+    /// 0 when missing: no script stores 0.
     counter: u8,
 }
 
@@ -186,6 +218,8 @@ pub struct State {
     fences: Fences,
     early_left: u8,
     restarts_left: u8,
+    /// The clock a missing counter reads ([`Missing`]).
+    clock: u8,
 }
 
 /// What happens to a node just before a request is delivered to it. A
@@ -308,6 +342,7 @@ impl State {
             fences: Fences::default(),
             early_left: cfg.early_expiries,
             restarts_left: cfg.restarts,
+            clock: 0,
         }
     }
 
@@ -453,6 +488,9 @@ impl State {
                             node.key = None;
                             if !cfg.persistent_counter {
                                 node.counter = 0;
+                                if cfg.missing == Missing::ClockSetBack {
+                                    s.clock = 0;
+                                }
                             }
                             s.restarts_left -= 1;
                         }
@@ -474,15 +512,31 @@ impl State {
     fn deliver(&mut self, m: Msg, cfg: &Config) -> Result<(), Violation> {
         match m {
             Msg::Set { token, node } => {
+                // The acquire script reads the counter; it keeps what it
+                // read only where the key is free.
+                let free = self.nodes[usize::from(node)].key.is_none();
+                let now = if free { self.tick(node, cfg) } else { 0 };
                 let n = &mut self.nodes[usize::from(node)];
-                let counter = if n.key.is_none() {
-                    n.key = Some(Key { token, gen: 0 });
-                    if cfg.rule == Rule::IncrMax {
+                let counter = if cfg.rule == Rule::IncrMax {
+                    n.key.is_none().then(|| {
+                        n.key = Some(Key { token, gen: 0 });
                         n.counter += 1;
-                    }
-                    Some(n.counter)
+                        n.counter
+                    })
                 } else {
-                    None
+                    let key = n.key.map(|k| scripts::Key {
+                        token: k.token,
+                        life: (),
+                    });
+                    let command = scripts::Command::Acquire { token, life: () };
+                    let (answer, _, after) =
+                        scripts::answer_at(key, n.stored(cfg), now.into(), command);
+                    let set = answer >= 0;
+                    if set {
+                        n.key = Some(Key { token, gen: 0 });
+                    }
+                    n.counter = after.map_or(0, small);
+                    set.then(|| small(u64::try_from(answer).expect("a counter")))
                 };
                 self.msgs.push(Msg::SetReply {
                     token,
@@ -491,21 +545,23 @@ impl State {
                 });
             }
             Msg::Commit { token, node, fence } => {
+                let held = self.nodes[usize::from(node)]
+                    .key
+                    .is_some_and(|k| k.token == token);
+                // The commit script reads the counter only where held.
+                let now = if held { self.tick(node, cfg) } else { 0 };
                 let n = &mut self.nodes[usize::from(node)];
-                let held = n.key.is_some_and(|k| k.token == token);
                 let ok = held
                     && match cfg.rule {
                         Rule::RaiseFromBelow => {
-                            let held = scripts::Held {
-                                key: Some(scripts::Key { token, life: () }),
-                                counter: n.counter.into(),
-                            };
+                            let key = Some(scripts::Key { token, life: () });
                             let command = scripts::Command::Commit {
                                 token,
                                 fence: fence.into(),
                             };
-                            let (answer, after) = scripts::answer(held, command);
-                            n.counter = u8::try_from(after.counter).expect("small");
+                            let (answer, _, after) =
+                                scripts::answer_at(key, n.stored(cfg), now.into(), command);
+                            n.counter = after.map_or(0, small);
                             reply::counts(reply::Kind::Commit, answer) == Some(true)
                         }
                         Rule::AtLeast => {
@@ -557,6 +613,9 @@ impl State {
                         u8::try_from(fence::propose([u64::from(max)], 0, 1).expect("small"))
                             .expect("small");
                     let floor = self.fences.floor();
+                    if cfg.missing != Missing::Zero {
+                        self.clock = self.clock.max(fence);
+                    }
                     self.send_all(|node| Msg::Commit { token, node, fence });
                     self.clients[usize::from(c)].phase = Phase::Committing {
                         fence,
@@ -691,6 +750,31 @@ impl State {
     }
 }
 
+impl Node {
+    /// The counter as the scripts find it: missing (`None`) when 0, but
+    /// under [`Missing::Zero`] a counter at 0.
+    fn stored(&self, cfg: &Config) -> Option<u64> {
+        (self.counter > 0 || cfg.missing == Missing::Zero).then_some(self.counter.into())
+    }
+}
+
+impl State {
+    /// The clock as a script on `node` reads it: one more when that node's
+    /// counter is missing (the clock moves on between such reads).
+    fn tick(&mut self, node: u8, cfg: &Config) -> u8 {
+        if self.nodes[usize::from(node)].stored(cfg).is_none() {
+            self.clock += 1;
+        }
+        self.clock
+    }
+}
+
+/// A counter or fence of the model, which stays below 64 (the record of
+/// fences handed out is a bitmap).
+fn small(n: u64) -> u8 {
+    u8::try_from(n).ok().filter(|&n| n < 64).expect("below 64")
+}
+
 impl Msg {
     fn node(self) -> u8 {
         match self {
@@ -779,7 +863,7 @@ impl State {
             }
             out.extend(renamed[..clients].iter().flatten());
             out.extend(self.fences.encode());
-            out.extend([self.early_left, self.restarts_left]);
+            out.extend([self.early_left, self.restarts_left, self.clock]);
             let mut signatures: [Vec<[u8; 4]>; NODES] = Default::default();
             for (i, n) in self.nodes.iter().enumerate() {
                 signatures[i].push(match n.key {
@@ -845,6 +929,7 @@ pub const BASE: Config = Config {
     early_expiries: 0,
     restarts: 0,
     persistent_counter: true,
+    missing: Missing::Zero,
     rule: Rule::RaiseFromBelow,
     exclusion: true,
 };

@@ -5,7 +5,10 @@
 //! The models, each as small as its properties allow:
 //!
 //! - [`fencing`]: acquire with the counter read, fence commit, extend and
-//!   release; fences unique and ordered by commit, mutual exclusion.
+//!   release; fences unique and ordered by commit, mutual exclusion; also
+//!   through restarts that lose the counter, which starts again from an
+//!   abstract clock (a counter that starts again from 0, or from a clock
+//!   set back, repeats a fence: negative controls).
 //! - [`lease`]: a lock's life on the nodes — acquire, extensions with a
 //!   short or a long TTL that may be cancelled, compare-and-delete releases
 //!   as messages, tokens from a small pool, per-connection order with

@@ -14,7 +14,8 @@
 //! file by path.
 
 /// What a node holds for one resource: the lock's key, if any, and the
-/// resource's fencing counter (0 when unset).
+/// resource's fencing counter as the scripts read it (a missing one reads
+/// as the node's time: [`answer_at`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
 pub(crate) struct Held<T, L> {
     /// The lock's key.
@@ -169,6 +170,31 @@ pub(crate) fn answer<T: PartialEq + Copy, L: Later>(
     }
 }
 
+/// [`answer`] on a node whose counter is `stored` (`None`: missing — never
+/// set, or lost in a restart without persistence), at the node's time
+/// `now` in microseconds. The scripts read a missing counter as `now`
+/// (`fence_check.lua`'s `read_counter`); an acquire that sets the key
+/// stores it (`keep_counter`), so that its commit reads the value the
+/// client was given; a commit stores a counter only with a yes. Otherwise
+/// a missing counter stays missing. Returns the reply, the key and the
+/// counter stored afterwards.
+pub(crate) fn answer_at<T: PartialEq + Copy, L: Later>(
+    key: Option<Key<T, L>>,
+    stored: Option<u64>,
+    now: u64,
+    command: Command<T, L>,
+) -> (i64, Option<Key<T, L>>, Option<u64>) {
+    let counter = stored.unwrap_or(now);
+    let (reply, after) = answer(Held { key, counter }, command);
+    let writes = match command {
+        Command::Acquire { .. } => reply >= 0,
+        Command::Commit { .. } => reply == 1,
+        _ => false,
+    };
+    let kept = (stored.is_some() || writes).then_some(after.counter);
+    (reply, after.key, kept)
+}
+
 /// A fenced semaphore's fencing state on a node: its counter and its round
 /// key, the slots committed in the counter's round (bit `s` for slot `s`;
 /// here slots below 64, the script's bitmap has room for every slot).
@@ -277,6 +303,22 @@ mod tests {
         let later = at(24, Some(1));
         assert_eq!(commit(later, 19), (-1, later), "the round passed");
         assert_eq!(commit_permit(false, same, 20, 8), (0, same));
+    }
+
+    #[test]
+    fn a_missing_counter_reads_as_the_time_and_is_kept_by_a_grant() {
+        let (free, mine) = (FREE.key, MINE.key);
+        let acquire = Command::Acquire { token: 1, life: 7 };
+        let set = Some(Key { token: 1, life: 7 });
+        assert_eq!(answer_at(free, None, 90, acquire), (90, set, Some(90)));
+        assert_eq!(answer_at(mine, None, 90, acquire), (-1, mine, None));
+        assert_eq!(answer_at(free, Some(4), 90, acquire), (4, set, Some(4)));
+        let commit = |fence| Command::Commit { token: 1, fence };
+        assert_eq!(answer_at(mine, None, 90, commit(5)), (-1, mine, None));
+        assert_eq!(answer_at(mine, None, 90, commit(91)), (1, mine, Some(91)));
+        assert_eq!(answer_at(free, None, 90, commit(91)), (0, free, None));
+        let release = Command::Release { token: 1 };
+        assert_eq!(answer_at(mine, None, 90, release), (1, None, None));
     }
 
     #[test]

@@ -23,6 +23,17 @@ fn election_epochs_unique_and_increasing() {
     );
 }
 
+/// Two candidates campaigning once each and renewing once, a restart that
+/// loses the counter, which starts again from the clock: epochs unique and
+/// increasing (the negative control below, with the clock).
+#[test]
+fn election_epochs_unique_after_lost_counters_with_the_clock() {
+    assert_safe(
+        "election: 2 candidates, 1 renewal, restart losing the counter, clock",
+        &Fencing(election::epochs_after_lost_counters()),
+    );
+}
+
 /// No fault: never two leaders at once.
 #[test]
 fn election_no_two_leaders_without_faults() {

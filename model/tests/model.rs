@@ -95,6 +95,45 @@ fn a_restart_that_loses_the_counter_repeats_a_fence() {
     );
 }
 
+/// Restarts that lose the counter, up to every node, the counter starting
+/// again from the clock (`fence_check.lua`): fences stay unique and
+/// ordered. The negative control is the one above, whose counter starts
+/// again from 0.
+#[test]
+fn a_restart_that_loses_the_counter_keeps_fences_unique_with_the_clock() {
+    assert_safe(
+        "fencing: 2 clients, 3 restarts losing the counter, clock",
+        &Fencing(fencing::Config {
+            extends: 0,
+            restarts: 3,
+            persistent_counter: false,
+            missing: fencing::Missing::Clock,
+            exclusion: false,
+            ..fencing::BASE
+        }),
+    );
+}
+
+/// Negative control: restarts of a majority that lose the counter and set
+/// the clock back (a host whose clock is reset at boot, or counters that
+/// outgrew the clock): a fence repeats.
+#[test]
+fn a_restart_that_sets_the_clock_back_repeats_a_fence() {
+    assert_found(
+        "fencing: restarts losing the counter and setting the clock back",
+        &Fencing(fencing::Config {
+            extends: 0,
+            restarts: 2,
+            persistent_counter: false,
+            missing: fencing::Missing::ClockSetBack,
+            exclusion: false,
+            ..fencing::BASE
+        }),
+        40,
+        repeats_a_fence,
+    );
+}
+
 /// Negative control for exclusion: with an early expiry, the check finds
 /// two holders (the checker can fail; fencing covers this case).
 #[test]

@@ -16,8 +16,9 @@
 /// exact for integers below `2^53` only. Counters and tokens are kept below
 /// that bound on both sides: a node refuses a counter or token outside
 /// `[0, 2^53)` with a `FENCERANGE` error reply, and the client refuses to
-/// propose a token above this one. At one fenced acquire per microsecond
-/// the bound is reached after about 285 years.
+/// propose a token above this one. A counter starts from the server's
+/// time in microseconds since 1970 and grows more slowly than time: the
+/// bound is reached around the year 2255.
 ///
 /// # Examples
 ///
@@ -54,6 +55,25 @@ pub(crate) fn propose(
         .ok_or(highest)
 }
 
+/// How far a token may run ahead of the client's clock, in microseconds
+/// (one minute), before the client warns.
+///
+/// A counter that a node lost starts again from that node's time in
+/// microseconds (`fence_check.lua`), which is above every token granted
+/// before only while counters grow slower than time: one per grant for a
+/// lock or an election, about [`ROUND`] per grant for a fenced semaphore
+/// (`docs/fencing.md`, "A counter that is lost"). A token ahead of the
+/// clock by more than this says that a counter outran time (a semaphore
+/// granting more than about 976 fenced permits a second on average), that
+/// a node's clock is ahead, or that a counter was set by hand.
+pub(crate) const AHEAD: u64 = 60_000_000;
+
+/// Whether `token` is ahead of `now_micros` (the client's time since the
+/// Unix epoch, in microseconds) by more than [`AHEAD`].
+pub(crate) const fn ahead_of_time(token: u64, now_micros: u64) -> bool {
+    token > now_micros.saturating_add(AHEAD)
+}
+
 /// Whether a counter read from a node is in the range the scripts keep
 /// (`0..=MAX_FENCE`).
 pub(crate) const fn in_range(counter: u64) -> bool {
@@ -63,6 +83,16 @@ pub(crate) const fn in_range(counter: u64) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_token_is_ahead_of_time_only_past_the_margin() {
+        let now = 1_800_000_000_000_000;
+        assert!(!ahead_of_time(now, now));
+        assert!(!ahead_of_time(now + AHEAD, now));
+        assert!(ahead_of_time(now + AHEAD + 1, now));
+        // A counter from before the tokens started from the time.
+        assert!(!ahead_of_time(5, now));
+    }
 
     #[test]
     fn a_lock_proposes_one_above_the_highest_counter() {
@@ -98,6 +128,7 @@ mod tests {
         assert_eq!(propose([u64::MAX], 1023, ROUND), Err(u64::MAX));
         assert_eq!(propose([0], 0, 0), Err(0));
         assert!(in_range(0) && in_range(MAX_FENCE) && !in_range(MAX_FENCE + 1));
+        assert!(!ahead_of_time(MAX_FENCE, u64::MAX), "no overflow");
         // The bound is where doubles stop being exact.
         assert_eq!(MAX_FENCE as f64 as u64, MAX_FENCE);
         assert_ne!((MAX_FENCE + 2) as f64 as u64, MAX_FENCE + 2);

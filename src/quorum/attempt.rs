@@ -4,10 +4,12 @@
 //! ([`Engine::ask`]); the deadline the holder gets is
 //! [`Ttl::deadline`](crate::validity::Ttl::deadline) from the attempt's start.
 
+use std::hash::{DefaultHasher, Hash, Hasher};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
-use tracing::{debug, Instrument};
+use tracing::{debug, warn, Instrument};
 
 use crate::error::{NodeFailure, Occupancy};
 use crate::keys::Keys;
@@ -213,12 +215,45 @@ async fn fenced(
         .ask(engine.before(valid_until), command, call, vote)
         .await;
     if commit.reached() {
+        warn_if_ahead(&won.keys, proposed);
         return Ok(Some(proposed));
     }
     debug!(tally = ?commit.tally, "fence commit failed");
     failure.failures.extend(commit.failures);
     failure.tally = commit.tally;
     Err(())
+}
+
+/// Warns when `token` runs ahead of this client's clock by more than
+/// [`fence::AHEAD`]: the counter it was committed to may no longer be
+/// below a node's time, which a counter lost in a restart without
+/// persistence starts from (`docs/fencing.md`, "A counter that is lost").
+/// Once per counter, give or take: a counter's warning is kept in one of
+/// 64 slots by the hash of its key, so another counter in that slot may
+/// repeat it.
+fn warn_if_ahead(keys: &Keys, token: u64) {
+    static WARNED: [AtomicU64; 64] = [const { AtomicU64::new(0) }; 64];
+    let now = SystemTime::now().duration_since(SystemTime::UNIX_EPOCH);
+    let now = now.map_or(0, |d| u64::try_from(d.as_micros()).unwrap_or(u64::MAX));
+    let Some(counter) = keys
+        .fence_key()
+        .filter(|_| fence::ahead_of_time(token, now))
+    else {
+        return;
+    };
+    let mut hasher = DefaultHasher::new();
+    counter.hash(&mut hasher);
+    let hash = hasher.finish() | 1;
+    let slot = &WARNED[(hash % 64) as usize];
+    if slot.swap(hash, Ordering::Relaxed) != hash {
+        warn!(
+            counter = %String::from_utf8_lossy(counter),
+            token,
+            now,
+            "fencing token ahead of this client's clock: after a restart of every \
+             node without persistence, tokens may repeat (docs/fencing.md)"
+        );
+    }
 }
 
 /// Spawns the release of a half-finished attempt when the future running

@@ -1,13 +1,15 @@
 -- SET NX PX that also reads the resource's fencing counter, atomically.
 -- KEYS[1] = resource, KEYS[2] = fencing counter, ARGV[1] = token,
--- ARGV[2] = TTL in ms. Returns the counter (0 if unset) when the key was
--- set, -1 when it exists. A counter that fence_check.lua refuses is
--- refused before anything is set.
+-- ARGV[2] = TTL in ms. Returns the counter when the key was set (a missing
+-- counter starts from the server's time and is stored with the key), -1
+-- when it exists. A counter that fence_check.lua refuses is refused before
+-- anything is set.
 local counter, refused = read_counter(KEYS[2])
 if refused then
     return refused
 end
 if redis.call("SET", KEYS[1], ARGV[1], "NX", "PX", ARGV[2]) then
+    keep_counter(KEYS[2])
     return counter
 else
     return -1
