@@ -28,8 +28,8 @@ pub use config::{
 };
 pub use election::{Campaign, Leader, Leadership, Observed, Observer};
 pub use error::{
-    Error, LossKind, LostReason, NodeFailure, NodeFailureKind, Occupancy, Operation, Primitive, ResourceName,
-    Result,
+    Error, LossKind, LostReason, NodeFailure, NodeFailureKind, Occupancy, Operation, Primitive,
+    ResourceName, Result,
 };
 pub use keys::{
     ELECTION_KEY_PREFIX, FENCE_KEY_PREFIX, RELEASE_CHANNEL_PREFIX, SEMAPHORE_KEY_PREFIX,

@@ -11,7 +11,7 @@ pub(crate) use failure::misconfigured;
 pub(crate) use failure::NodeFailures;
 pub use failure::{NodeFailure, NodeFailureKind};
 pub use lost::{LossKind, LostReason};
-pub use name::{Primitive, ResourceName};
+pub use name::{Operation, Primitive, ResourceName};
 
 use std::fmt;
 use std::time::Duration;
@@ -288,45 +288,6 @@ impl fmt::Display for Error {
 impl std::error::Error for Error {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         Some(self.node_failures().first()? as &(dyn std::error::Error + 'static))
-    }
-}
-
-/// An operation of the lock, as named in [`Error::Unavailable`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum Operation {
-    /// Taking a lock.
-    Acquire,
-    /// Extending a held lock (by hand or by renewal).
-    Extend,
-    /// Releasing a held lock.
-    Release,
-    /// Asking the nodes whether they still carry a held lock
-    /// ([`Lock::is_held_remotely`](crate::Lock::is_held_remotely)).
-    Check,
-}
-
-impl Operation {
-    /// A short lowercase name: `acquire`, `extend`, `release` or `check`.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// assert_eq!(quorumlock::Operation::Release.as_str(), "release");
-    /// ```
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Operation::Acquire => "acquire",
-            Operation::Extend => "extend",
-            Operation::Release => "release",
-            Operation::Check => "check",
-        }
-    }
-}
-
-impl fmt::Display for Operation {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
     }
 }
 

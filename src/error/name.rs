@@ -1,5 +1,6 @@
-//! What an error names: a resource, a semaphore or an election, each
-//! shown printable, and the word for each primitive — written here once.
+//! What an error names: the operation that failed, a resource, a
+//! semaphore or an election, each shown printable, and the word for each
+//! primitive — written here once.
 
 use std::fmt;
 
@@ -130,6 +131,45 @@ impl fmt::Debug for ResourceName {
     }
 }
 
+/// An operation of the lock, as named in [`Error::Unavailable`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Operation {
+    /// Taking a lock.
+    Acquire,
+    /// Extending a held lock (by hand or by renewal).
+    Extend,
+    /// Releasing a held lock.
+    Release,
+    /// Asking the nodes whether they still carry a held lock
+    /// ([`Lock::is_held_remotely`](crate::Lock::is_held_remotely)).
+    Check,
+}
+
+impl Operation {
+    /// A short lowercase name: `acquire`, `extend`, `release` or `check`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// assert_eq!(quorumlock::Operation::Release.as_str(), "release");
+    /// ```
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Operation::Acquire => "acquire",
+            Operation::Extend => "extend",
+            Operation::Release => "release",
+            Operation::Check => "check",
+        }
+    }
+}
+
+impl fmt::Display for Operation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -158,7 +198,13 @@ mod tests {
         assert_eq!(election.named().to_string(), "election \"scheduler\"");
         assert_eq!(election.as_str(), "scheduler");
         assert_eq!(lock.held().to_string(), "lock \"invoice\"");
-        assert_eq!(semaphore.held().to_string(), "permit of semaphore \"exports\"");
-        assert_eq!(election.held().to_string(), "leadership of election \"scheduler\"");
+        assert_eq!(
+            semaphore.held().to_string(),
+            "permit of semaphore \"exports\""
+        );
+        assert_eq!(
+            election.held().to_string(),
+            "leadership of election \"scheduler\""
+        );
     }
 }

@@ -288,7 +288,10 @@ mod tests {
             ELECTION_HOLD_SECONDS,
             ELECTIONS_HELD,
         ];
-        assert_eq!(Primitive::ALL.map(Primitive::series), [lock, permit, election]);
+        assert_eq!(
+            Primitive::ALL.map(Primitive::series),
+            [lock, permit, election]
+        );
     }
 
     #[test]
