@@ -36,6 +36,8 @@ const LOCKER_ACL: &[&str] = &[
     "+del",
     "+pexpire",
     "+exists",
+    // A fencing counter missing on a node starts from the server's time.
+    "+time",
     // A waiter's look at the holder's key; the extension scripts.
     "+pttl",
     "+publish",
