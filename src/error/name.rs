@@ -131,7 +131,7 @@ impl fmt::Debug for ResourceName {
     }
 }
 
-/// An operation of the lock, as named in [`Error::Unavailable`].
+/// An operation of the lock, as named in [`Error::Unavailable`](crate::Error::Unavailable).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum Operation {
