@@ -13,6 +13,7 @@ use crate::lock::Lock;
 use crate::quorum::election;
 use crate::quorum::engine::Engine;
 use crate::request::LockRequest;
+use crate::rwlock::RwLockRequest;
 use crate::semaphore::{SemaphoreRequest, SemaphoreStatus};
 use crate::stats::Stats;
 use crate::status::Status;
@@ -196,6 +197,46 @@ impl Redlock {
     {
         let resources = resources.into_iter().map(|r| r.as_ref().to_vec()).collect();
         LockRequest::new(self.engine.clone(), resources, ttl)
+    }
+
+    /// Describes the read side of the read–write lock `name`, held for
+    /// `ttl`: shared with every other reader, never with a writer (see
+    /// [`RwLockRequest`] for the guarantee and its options); then
+    /// [`acquire`](RwLockRequest::acquire) it or
+    /// [`run`](RwLockRequest::run) work under it.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # async fn demo(redlock: quorumlock::Redlock) -> Result<(), quorumlock::Error> {
+    /// let rows = redlock
+    ///     .read("catalog", std::time::Duration::from_secs(30))
+    ///     .run(|_signal| async move { /* no writer meanwhile */ 42 })
+    ///     .await?;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn read(&self, name: impl AsRef<[u8]>, ttl: Duration) -> RwLockRequest {
+        RwLockRequest::new(self.engine.clone(), name.as_ref().to_vec(), true, ttl)
+    }
+
+    /// Describes the write side of the read–write lock `name`, held for
+    /// `ttl`: exclusive of every reader and every other writer, and a lock
+    /// of `name` to every other Redlock client (see [`RwLockRequest`]).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # async fn demo(redlock: quorumlock::Redlock) -> Result<(), quorumlock::Error> {
+    /// redlock
+    ///     .write("catalog", std::time::Duration::from_secs(30))
+    ///     .run(|_signal| async move { /* nobody else reads or writes */ })
+    ///     .await?;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn write(&self, name: impl AsRef<[u8]>, ttl: Duration) -> RwLockRequest {
+        RwLockRequest::new(self.engine.clone(), name.as_ref().to_vec(), false, ttl)
     }
 
     /// Describes permits of the counting semaphore `name`, which has

@@ -390,14 +390,7 @@ fn grant(id: u64, resource: usize, from_ms: u64, to_ms: u64, t0: Instant) -> Gra
 }
 
 /// A holder of `slots` of semaphore `resource` from `from_ms` to `to_ms`.
-fn permit(
-    id: u64,
-    resource: usize,
-    slots: &[u32],
-    from_ms: u64,
-    to_ms: u64,
-    t0: Instant,
-) -> Grant {
+fn permit(id: u64, resource: usize, slots: &[u32], from_ms: u64, to_ms: u64, t0: Instant) -> Grant {
     Grant {
         slots: slots.to_vec(),
         ..grant(id, resource, from_ms, to_ms, t0)
