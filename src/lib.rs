@@ -40,7 +40,7 @@ pub use lock::Lock;
 pub use node::fence::MAX_FENCE;
 pub use redlock::Redlock;
 pub use request::LockRequest;
-pub use rwlock::RwLockRequest;
+pub use rwlock::{RwLockRequest, RwLockStatus};
 pub use semaphore::{Permit, SemaphoreHolder, SemaphoreRequest, SemaphoreStatus};
 #[cfg(feature = "metrics")]
 pub use stats::metrics;

@@ -12,6 +12,7 @@
 //! `write_acquire.lua`); each side is granted by a majority of the nodes,
 //! as a lock is. The argument is in `docs/rwlock.md`.
 
+use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -20,6 +21,7 @@ use crate::keys::Keys;
 use crate::lock::Lock;
 use crate::quorum::engine::Engine;
 use crate::request::{request_methods, Options};
+use crate::status::{expiry, NodeView, Status};
 
 /// One side of a read–write lock to take, with its options; from
 /// [`Redlock::read`](crate::Redlock::read) or
@@ -148,4 +150,97 @@ impl RwLockRequest {
         "the lock's side",
         r#"redlock.read("catalog", Duration::from_secs(30))"#
     );
+}
+
+/// A read–write lock as every node holds it at one moment; from
+/// [`Redlock::rwlock_status`](crate::Redlock::rwlock_status).
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct RwLockStatus {
+    /// The write side: per node, a writer's token (or a plain lock's of
+    /// the resource) and its expiry; readers do not show here.
+    pub writer: Status,
+    /// Per node, in the order of the nodes: its label and the readers
+    /// holding there (`None` where the node did not answer usably).
+    pub readers: Vec<(String, Option<u32>)>,
+    /// The time until the last reader's entry ends, on the node where it
+    /// lives longest; `None` without readers.
+    pub readers_expire_in: Option<Duration>,
+}
+
+impl RwLockStatus {
+    pub(crate) async fn read(engine: &Engine, name: &[u8]) -> Result<Self> {
+        let keys = Keys::read_write(name, true, false)?;
+        let mut statuses = engine.read_write(&keys).await.into_iter();
+        let (Some(writer), Some(readers)) = (statuses.next(), statuses.next()) else {
+            return Err(Error::invalid("no status read"));
+        };
+        let readers_expire_in = readers.nodes.iter().filter_map(|(_, view)| match view {
+            NodeView::Held { expires_in, .. } => *expires_in,
+            _ => None,
+        });
+        let readers_expire_in = readers_expire_in.max();
+        let readers = readers.nodes.into_iter().map(|(label, view)| {
+            let seen = match view {
+                NodeView::Free => Some(0),
+                NodeView::Held { token_prefix, .. } => token_prefix.parse().ok(),
+                NodeView::Failed(_) => None,
+            };
+            (label, seen)
+        });
+        Ok(Self {
+            writer,
+            readers: readers.collect(),
+            readers_expire_in,
+        })
+    }
+
+    /// Readers that a quorum of nodes each see at least (the quorum-th
+    /// largest count): a reader holds only where a majority has its entry.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # async fn demo(redlock: quorumlock::Redlock) -> Result<(), quorumlock::Error> {
+    /// let status = redlock.rwlock_status("catalog").await?;
+    /// println!("{} readers, written: {}", status.readers_held(), status.writer.held_by_quorum());
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn readers_held(&self) -> u32 {
+        let mut counts: Vec<u32> = self.readers.iter().filter_map(|(_, r)| *r).collect();
+        counts.sort_unstable_by(|a, b| b.cmp(a));
+        let quorum = self.writer.quorum.max(1);
+        counts.get(quorum - 1).copied().unwrap_or(0)
+    }
+}
+
+/// `"catalog" is written by 3f9a0c1e… on 3 of 5 nodes, expires in 8.1s`,
+/// `"catalog" is read by 2 readers (on 3 of 5 nodes or more), expires in
+/// 29.1s`, or the writer's status (free, unknown).
+impl fmt::Display for RwLockStatus {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let (name, nodes, quorum) = (
+            &self.writer.resource,
+            self.readers.len(),
+            self.writer.quorum,
+        );
+        if let Some((prefix, n)) = self.writer.leading_holder().filter(|&(_, n)| n >= quorum) {
+            let left = expiry(self.writer.expires_in());
+            return write!(
+                f,
+                "{name} is written by {prefix}… on {n} of {nodes} nodes{left}"
+            );
+        }
+        match self.readers_held() {
+            0 => self.writer.fmt(f),
+            k => {
+                let left = expiry(self.readers_expire_in);
+                write!(
+                    f,
+                    "{name} is read by {k} readers (on {quorum} of {nodes} nodes or more){left}"
+                )
+            }
+        }
+    }
 }

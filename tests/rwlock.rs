@@ -331,3 +331,43 @@ async fn bad_input_is_a_typed_error_and_sends_nothing() {
     assert!(err.is_invalid_input(), "{err}");
     assert!(nothing_left(&cluster, &name).await);
 }
+
+#[tokio::test]
+async fn status_shows_the_readers_and_the_writer_without_internal_keys() {
+    let cluster = Cluster::shared(5);
+    let redlock = cluster.redlock().await;
+    let name = unique("rw-status");
+    let a = once(&redlock, &name, true, TTL).acquire().await.expect("a");
+    let b = once(&redlock, &name, true, TTL).acquire().await.expect("b");
+    let read = || async {
+        let status = redlock.rwlock_status(&name).await.expect("status");
+        let shown = status.to_string();
+        assert!(!shown.contains("quorumlock:"), "{shown}");
+        (status, shown)
+    };
+    // Every node's entries are in once the last SET arrived.
+    assert!(cluster.held_on(&name, 5, SOON).await);
+    let (status, shown) = read().await;
+    assert_eq!(status.readers_held(), 2, "{shown}");
+    assert!(!status.writer.held_by_quorum(), "{shown}");
+    assert!(shown.contains("read by 2 readers"), "{shown}");
+    a.release().await.unwrap();
+    b.release().await.unwrap();
+    let writer = once(&redlock, &name, false, TTL)
+        .acquire()
+        .await
+        .expect("writer");
+    let (status, shown) = read().await;
+    assert_eq!(status.readers_held(), 0, "{shown}");
+    assert_eq!(
+        status.writer.leading_holder().map(|(p, _)| p.to_owned()),
+        Some(writer.token_prefix().to_owned()),
+        "{shown}"
+    );
+    assert!(shown.contains("written by"), "{shown}");
+    writer.release().await.unwrap();
+    let (_, shown) = read().await;
+    assert!(shown.ends_with("is free"), "{shown}");
+    let err = redlock.rwlock_status("").await.unwrap_err();
+    assert!(err.is_invalid_input(), "{err}");
+}

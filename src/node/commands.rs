@@ -164,6 +164,15 @@ impl Command {
         Self::call(&lua::PEEK, keys.iter().map(Vec::as_slice), |_| {})
     }
 
+    /// A read–write lock's writer and its readers' count, answered as
+    /// [`peek`](Self::peek) answers for two keys (read-only; see
+    /// `read_write_peek.lua`).
+    pub(crate) fn read_write_peek(keys: &Keys) -> Arc<Self> {
+        let read = keys.read_write_keys();
+        let keys = read.map(|([name, readers, _], _)| [name, readers]);
+        Self::call(&lua::READ_WRITE_PEEK, keys.unwrap_or_default(), |_| {})
+    }
+
     /// Whether every key still carries the token (read-only).
     pub(crate) fn holds(keys: &Keys, token: &Token) -> Arc<Self> {
         let args = |cmd: &mut Cmd| {

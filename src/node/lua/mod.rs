@@ -122,9 +122,14 @@ script!(
     /// Whether a reader's entry is there (read-only).
     READ_HOLDS = "read_write.lua", "read_holds.lua"
 );
+script!(
+    /// A read–write lock's writer and readers, as `peek.lua` answers
+    /// (read-only).
+    READ_WRITE_PEEK = "read_write.lua", "read_write_peek.lua"
+);
 
 /// Every script, for preloading on connect.
-pub(crate) static ALL: [&Lua; 16] = [
+pub(crate) static ALL: [&Lua; 17] = [
     &RELEASE,
     &EXTEND,
     &ACQUIRE_MULTI,
@@ -141,6 +146,7 @@ pub(crate) static ALL: [&Lua; 16] = [
     &READ_RELEASE,
     &READ_EXTEND,
     &READ_HOLDS,
+    &READ_WRITE_PEEK,
 ];
 
 #[cfg(test)]
