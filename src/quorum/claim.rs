@@ -91,14 +91,18 @@ pub(crate) struct Won {
 pub(crate) type Majority = fn(usize, &Grant) -> Vote;
 
 /// A lock over these keys; an election's leadership lock
-/// ([`Keys::election`]) is taken as a lock and counted as an election.
+/// ([`Keys::election`]) is taken as a lock and counted as an election, a
+/// side of a read–write lock ([`Keys::read_write`]) as a lock and counted
+/// as its side.
 impl Claim for Keys {
     type Votes = Majority;
 
     fn holding(&self) -> Holding {
-        Holding::one(match self.first().starts_with(ELECTION_KEY_PREFIX) {
-            true => Primitive::Election,
-            false => Primitive::Lock,
+        Holding::one(match self.read_write_keys() {
+            Some((_, true)) => Primitive::Read,
+            Some((_, false)) => Primitive::Write,
+            None if self.first().starts_with(ELECTION_KEY_PREFIX) => Primitive::Election,
+            None => Primitive::Lock,
         })
     }
 
