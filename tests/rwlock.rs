@@ -414,3 +414,41 @@ async fn renewal_puts_back_a_readers_lost_entry() {
     reader.release().await.unwrap();
     assert!(nothing_left(&cluster, &name).await);
 }
+
+#[tokio::test]
+async fn a_writer_that_stopped_waiting_keeps_new_readers_out_only_briefly() {
+    // Its intent mark has a lease of its own: readers enter again once it
+    // lapses (2 s), with no writer ever granted.
+    let cluster = Cluster::shared(5);
+    let redlock = cluster.redlock().await;
+    let name = unique("rw-intent");
+    let reader = once(&redlock, &name, true, TTL)
+        .acquire()
+        .await
+        .expect("reader");
+    let err = once(&redlock, &name, false, TTL)
+        .acquire()
+        .await
+        .expect_err("writer");
+    assert!(err.is_contended(), "{err}");
+    reader.release().await.unwrap();
+    let err = once(&redlock, &name, true, TTL)
+        .acquire()
+        .await
+        .expect_err("intent");
+    assert!(err.is_contended(), "{err}");
+    let start = Instant::now();
+    let reader = redlock
+        .read(&name, TTL)
+        .retry(Retry::Until(Duration::from_secs(20)))
+        .acquire()
+        .await
+        .expect("a reader once the mark lapsed");
+    assert!(
+        start.elapsed() < Duration::from_secs(10),
+        "{:?}",
+        start.elapsed()
+    );
+    reader.release().await.unwrap();
+    assert!(nothing_left(&cluster, &name).await);
+}
