@@ -25,8 +25,10 @@ pub const ELECTION_KEY_PREFIX: &[u8] = b"quorumlock:election:";
 
 /// Prefix of a read–write lock's keys beside its resource `<name>`: the
 /// readers' entries `quorumlock:rwlock:{<name>}:readers` and a waiting
-/// writer's intent mark `quorumlock:rwlock:{<name>}:intent`. Resource
-/// names starting with it are reserved.
+/// writer's intent mark `quorumlock:rwlock:{<name>}:intent`; waiting
+/// readers listen on the channel `quorumlock:rwlock:{<name>}` (after
+/// [`RELEASE_CHANNEL_PREFIX`]). Resource names starting with it are
+/// reserved.
 pub const RWLOCK_KEY_PREFIX: &[u8] = b"quorumlock:rwlock:";
 
 /// Prefix of the channels the release script publishes on:
@@ -57,10 +59,12 @@ struct Inner {
 
 /// The keys a read–write lock keeps beside its resource (the resource
 /// itself holds the writer's token, or the readers' marker while readers
-/// hold), and which side a hold is.
+/// hold), the channel a writer's release wakes the readers on, and which
+/// side a hold is.
 struct ReadWrite {
     readers: Vec<u8>,
     intent: Vec<u8>,
+    channel: Vec<u8>,
     reader: bool,
 }
 
@@ -123,20 +127,34 @@ impl Keys {
     /// A reader's (`reader`) or a writer's hold of the read–write lock
     /// on `resource` (a writer's optionally fenced, by the resource's own
     /// fencing counter): the resource, with the readers' entries and the
-    /// writer's intent mark under [`RWLOCK_KEY_PREFIX`] beside it.
+    /// writer's intent mark under [`RWLOCK_KEY_PREFIX`] beside it. A
+    /// waiting reader listens on the readers' channel (all of them wake
+    /// at a writer's release); a waiting writer, on the resource's own
+    /// (one wakes at a writer's or the last reader's release).
     pub(crate) fn read_write(resource: &[u8], reader: bool, fenced: bool) -> Result<Self> {
         let one = Self::one(resource, fenced)?;
         let base = [RWLOCK_KEY_PREFIX, b"{", resource, b"}"].concat();
         Ok(Self(Arc::new(Inner {
             resources: one.0.resources.clone(),
             fence_key: one.0.fence_key.clone(),
+            announce: reader.then(|| base.clone()),
             read_write: Some(ReadWrite {
                 readers: [&base[..], b":readers"].concat(),
                 intent: [&base[..], b":intent"].concat(),
+                channel: base,
                 reader,
             }),
             ..Inner::default()
         })))
+    }
+
+    /// A writer's hold of a read–write lock: its resource, and the
+    /// readers' channel its release announces on besides the resource's.
+    pub(crate) fn writer(&self) -> Option<(&[u8], &[u8])> {
+        match &self.0.read_write {
+            Some(rw) if !rw.reader => Some((self.first(), &rw.channel)),
+            _ => None,
+        }
     }
 
     /// For a read–write lock: its resource, the readers' entries and the
@@ -402,6 +420,12 @@ mod tests {
         assert!(writer.reader().is_none());
         assert_eq!(writer.fence_key(), Some(&b"quorumlock:fence:doc"[..]));
         assert_eq!(writer.channels(), [&b"doc"[..]]);
+        assert_eq!(
+            writer.writer(),
+            Some((&b"doc"[..], &b"quorumlock:rwlock:{doc}"[..]))
+        );
+        assert_eq!(reader.channels(), [&b"quorumlock:rwlock:{doc}"[..]]);
+        assert!(reader.writer().is_none());
         assert!(Keys::read_write(b"", true, false).is_err_and(|e| e.is_invalid_input()));
         assert!(Keys::one(b"doc", false)
             .unwrap()

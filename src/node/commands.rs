@@ -102,6 +102,12 @@ impl Command {
         if let Some(reader) = keys.reader() {
             return Self::call(&lua::READ_RELEASE, reader, args);
         }
+        if let Some((name, readers)) = keys.writer() {
+            return Self::call(&lua::WRITE_RELEASE, [name], |cmd| {
+                args(cmd);
+                cmd.arg(readers);
+            });
+        }
         // A lock's keys are its resources: no list to build per release.
         match keys.released() {
             Some(with_strays) => Self::call(&lua::RELEASE, with_strays, args),

@@ -115,6 +115,11 @@ script!(
     READ_RELEASE = "read_write.lua", "read_release.lua"
 );
 script!(
+    /// A writer's release: compare-and-delete, announced to the writers
+    /// and to the readers.
+    WRITE_RELEASE = "write_release.lua"
+);
+script!(
     /// A reader's own entry extended, the readers' marker kept in step.
     READ_EXTEND = "read_write.lua", "read_extend.lua"
 );
@@ -129,7 +134,7 @@ script!(
 );
 
 /// Every script, for preloading on connect.
-pub(crate) static ALL: [&Lua; 17] = [
+pub(crate) static ALL: [&Lua; 18] = [
     &RELEASE,
     &EXTEND,
     &ACQUIRE_MULTI,
@@ -144,6 +149,7 @@ pub(crate) static ALL: [&Lua; 17] = [
     &READ_ACQUIRE,
     &WRITE_ACQUIRE,
     &READ_RELEASE,
+    &WRITE_RELEASE,
     &READ_EXTEND,
     &READ_HOLDS,
     &READ_WRITE_PEEK,

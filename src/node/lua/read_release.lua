@@ -1,6 +1,7 @@
 -- A reader's release: its entry removed, the marker shortened to the
 -- longest entry left, or deleted with the last one, which is announced
--- (as release.lua does) when ARGV[2] is not "0".
+-- (as release.lua does) on the resource's channel, where writers wait,
+-- when ARGV[2] is not "0".
 -- KEYS[1] = resource, KEYS[2] = readers' entries; ARGV[1] = token.
 -- Returns 1 when the entry was removed, 0 when it was gone; negated if the
 -- node refused the announcement.
