@@ -22,8 +22,8 @@ SRC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "src")
 FLOORS = [
     # The client's construction (its builder, nodes and readiness), the
     # public handle, the request, the held lock, and the primitives built
-    # on it: the semaphore, leader election.
-    ["lib", "client", "redlock", "request", "lock", "semaphore", "election"],
+    # on it: the semaphore, leader election, the read–write lock.
+    ["lib", "client", "redlock", "request", "lock", "semaphore", "election", "rwlock"],
     # How the nodes decide together: the rule, the fan-out, acquisition
     # and retries, extension and release, hand-off.
     ["quorum"],

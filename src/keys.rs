@@ -24,6 +24,14 @@ pub const SEMAPHORE_KEY_PREFIX: &[u8] = b"quorumlock:semaphore:";
 /// record beside it. Resource names starting with it are reserved.
 pub const ELECTION_KEY_PREFIX: &[u8] = b"quorumlock:election:";
 
+/// Prefix of a read–write lock's keys beside its resource `<name>`: the
+/// readers' entries `quorumlock:rwlock:{<name>}:readers` and a waiting
+/// writer's intent mark `quorumlock:rwlock:{<name>}:intent`; waiting
+/// readers listen on the channel `quorumlock:rwlock:{<name>}` (after
+/// [`RELEASE_CHANNEL_PREFIX`]). Resource names starting with it are
+/// reserved.
+pub const RWLOCK_KEY_PREFIX: &[u8] = b"quorumlock:rwlock:";
+
 /// Prefix of the channels the release script publishes on:
 /// `quorumlock:released:<resource>`.
 pub const RELEASE_CHANNEL_PREFIX: &[u8] = b"quorumlock:released:";
@@ -51,6 +59,19 @@ struct Inner {
     /// kept alive by an extension, deleted by a release that leaves no
     /// slot (`extend.lua`, `release.lua`).
     limit: Option<(Vec<u8>, u32)>,
+    /// A read–write lock's keys beside its resource, and the side held.
+    read_write: Option<ReadWrite>,
+}
+
+/// The keys a read–write lock keeps beside its resource (the resource
+/// itself holds the writer's token, or the readers' marker while readers
+/// hold), the channel a writer's release wakes the readers on, and which
+/// side a hold is.
+struct ReadWrite {
+    readers: Vec<u8>,
+    intent: Vec<u8>,
+    channel: Vec<u8>,
+    reader: bool,
 }
 
 impl Keys {
@@ -109,6 +130,55 @@ impl Keys {
         Ok(Self::new(vec![lock], Some(epoch)))
     }
 
+    /// A reader's (`reader`) or a writer's hold of the read–write lock
+    /// on `resource` (a writer's optionally fenced, by the resource's own
+    /// fencing counter): the resource, with the readers' entries and the
+    /// writer's intent mark under [`RWLOCK_KEY_PREFIX`] beside it. A
+    /// waiting reader listens on the readers' channel (all of them wake
+    /// at a writer's release); a waiting writer, on the resource's own
+    /// (one wakes at a writer's or the last reader's release).
+    pub(crate) fn read_write(resource: &[u8], reader: bool, fenced: bool) -> Result<Self> {
+        let one = Self::one(resource, fenced)?;
+        let base = [RWLOCK_KEY_PREFIX, b"{", resource, b"}"].concat();
+        Ok(Self(Arc::new(Inner {
+            resources: one.0.resources.clone(),
+            fence_key: one.0.fence_key.clone(),
+            announce: reader.then(|| base.clone()),
+            read_write: Some(ReadWrite {
+                readers: [&base[..], b":readers"].concat(),
+                intent: [&base[..], b":intent"].concat(),
+                channel: base,
+                reader,
+            }),
+            ..Inner::default()
+        })))
+    }
+
+    /// A writer's hold of a read–write lock: its resource, and the
+    /// readers' channel its release announces on besides the resource's.
+    pub(crate) fn writer(&self) -> Option<(&[u8], &[u8])> {
+        match &self.0.read_write {
+            Some(rw) if !rw.reader => Some((self.first(), &rw.channel)),
+            _ => None,
+        }
+    }
+
+    /// For a read–write lock: its resource, the readers' entries and the
+    /// writer's intent mark, and whether these keys are a reader's.
+    pub(crate) fn read_write_keys(&self) -> Option<([&[u8]; 3], bool)> {
+        let rw = self.0.read_write.as_ref()?;
+        Some(([self.first(), &rw.readers, &rw.intent], rw.reader))
+    }
+
+    /// A reader's hold of a read–write lock: its resource and the readers'
+    /// entries, which its release, extension and check go through.
+    pub(crate) fn reader(&self) -> Option<[&[u8]; 2]> {
+        match self.read_write_keys()? {
+            ([name, readers, _], true) => Some([name, readers]),
+            _ => None,
+        }
+    }
+
     /// The leader's record beside an election's leadership lock
     /// ([`Keys::election`]): `quorumlock:election:{<name>}:leader`.
     pub(crate) fn leader_record(&self) -> Vec<u8> {
@@ -165,6 +235,14 @@ impl Keys {
             key.strip_prefix(prefix)?
                 .strip_prefix(b"{")?
                 .strip_suffix(b"}")
+        }
+        if let Some(rw) = &self.0.read_write {
+            let side = if rw.reader {
+                Primitive::Read
+            } else {
+                Primitive::Write
+            };
+            return (side, self.first());
         }
         if let Some(name) = self
             .announce()
@@ -258,7 +336,7 @@ impl Slots {
             fence_key,
             limit: Some(([&base[..], b":limit"].concat(), permits)),
             announce: Some(base),
-            strays: Vec::new(),
+            ..Inner::default()
         };
         Ok(Self {
             name: name.into(),
@@ -334,6 +412,7 @@ impl Slots {
             announce: every.announce.clone(),
             strays,
             limit: every.limit.clone().filter(|_| all),
+            read_write: None,
         }))
     }
 }
@@ -346,6 +425,7 @@ fn check_resource(resource: &[u8]) -> Result<()> {
         (FENCE_KEY_PREFIX, "fencing counters"),
         (SEMAPHORE_KEY_PREFIX, "semaphores"),
         (ELECTION_KEY_PREFIX, "elections"),
+        (RWLOCK_KEY_PREFIX, "read–write locks"),
     ] {
         if resource.starts_with(prefix) {
             return Err(Error::invalid(format!(
@@ -410,6 +490,33 @@ mod tests {
         assert!(Keys::one(b"quorumlock:fence:x", false).is_err());
         assert!(Keys::one(b"quorumlock:semaphore:{x}:0", false).is_err());
         assert!(Keys::one(b"quorumlock:election:{x}", false).is_err());
+        assert!(Keys::one(b"quorumlock:rwlock:{x}:readers", false).is_err());
+    }
+
+    #[test]
+    fn a_read_write_lock_keeps_its_entries_and_intent_beside_its_resource() {
+        let reader = Keys::read_write(b"doc", true, false).unwrap();
+        let ([name, readers, intent], is_reader) = reader.read_write_keys().unwrap();
+        assert_eq!(name, b"doc");
+        assert_eq!(readers, b"quorumlock:rwlock:{doc}:readers");
+        assert_eq!(intent, b"quorumlock:rwlock:{doc}:intent");
+        assert!(is_reader);
+        assert_eq!(reader.reader(), Some([&b"doc"[..], readers]));
+        let writer = Keys::read_write(b"doc", false, true).unwrap();
+        assert!(writer.reader().is_none());
+        assert_eq!(writer.fence_key(), Some(&b"quorumlock:fence:doc"[..]));
+        assert_eq!(writer.channels(), [&b"doc"[..]]);
+        assert_eq!(
+            writer.writer(),
+            Some((&b"doc"[..], &b"quorumlock:rwlock:{doc}"[..]))
+        );
+        assert_eq!(reader.channels(), [&b"quorumlock:rwlock:{doc}"[..]]);
+        assert!(reader.writer().is_none());
+        assert!(Keys::read_write(b"", true, false).is_err_and(|e| e.is_invalid_input()));
+        assert!(Keys::one(b"doc", false)
+            .unwrap()
+            .read_write_keys()
+            .is_none());
     }
 
     #[test]

@@ -15,6 +15,7 @@ mod quorum;
 mod random;
 mod redlock;
 mod request;
+mod rwlock;
 mod semaphore;
 mod stats;
 mod status;
@@ -32,13 +33,15 @@ pub use error::{
     ResourceName, Result,
 };
 pub use keys::{
-    ELECTION_KEY_PREFIX, FENCE_KEY_PREFIX, RELEASE_CHANNEL_PREFIX, SEMAPHORE_KEY_PREFIX,
+    ELECTION_KEY_PREFIX, FENCE_KEY_PREFIX, RELEASE_CHANNEL_PREFIX, RWLOCK_KEY_PREFIX,
+    SEMAPHORE_KEY_PREFIX,
 };
 pub use lease::{LostSignal, Renewal};
 pub use lock::Lock;
 pub use node::fence::MAX_FENCE;
 pub use redlock::Redlock;
 pub use request::LockRequest;
+pub use rwlock::{RwLockRequest, RwLockStatus};
 pub use semaphore::{Permit, SemaphoreHolder, SemaphoreRequest, SemaphoreStatus};
 #[cfg(feature = "metrics")]
 pub use stats::metrics;

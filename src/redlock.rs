@@ -13,6 +13,7 @@ use crate::lock::Lock;
 use crate::quorum::election;
 use crate::quorum::engine::Engine;
 use crate::request::LockRequest;
+use crate::rwlock::{RwLockRequest, RwLockStatus};
 use crate::semaphore::{SemaphoreRequest, SemaphoreStatus};
 use crate::stats::Stats;
 use crate::status::Status;
@@ -196,6 +197,68 @@ impl Redlock {
     {
         let resources = resources.into_iter().map(|r| r.as_ref().to_vec()).collect();
         LockRequest::new(self.engine.clone(), resources, ttl)
+    }
+
+    /// Describes the read side of the read–write lock `name`, held for
+    /// `ttl`: shared with every other reader, never with a writer (see
+    /// [`RwLockRequest`] for the guarantee and its options); then
+    /// [`acquire`](RwLockRequest::acquire) it or
+    /// [`run`](RwLockRequest::run) work under it.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # async fn demo(redlock: quorumlock::Redlock) -> Result<(), quorumlock::Error> {
+    /// let rows = redlock
+    ///     .read("catalog", std::time::Duration::from_secs(30))
+    ///     .run(|_signal| async move { /* no writer meanwhile */ 42 })
+    ///     .await?;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn read(&self, name: impl AsRef<[u8]>, ttl: Duration) -> RwLockRequest {
+        RwLockRequest::new(self.engine.clone(), name.as_ref().to_vec(), true, ttl)
+    }
+
+    /// Describes the write side of the read–write lock `name`, held for
+    /// `ttl`: exclusive of every reader and every other writer, and a lock
+    /// of `name` to every other Redlock client (see [`RwLockRequest`]).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # async fn demo(redlock: quorumlock::Redlock) -> Result<(), quorumlock::Error> {
+    /// redlock
+    ///     .write("catalog", std::time::Duration::from_secs(30))
+    ///     .run(|_signal| async move { /* nobody else reads or writes */ })
+    ///     .await?;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn write(&self, name: impl AsRef<[u8]>, ttl: Duration) -> RwLockRequest {
+        RwLockRequest::new(self.engine.clone(), name.as_ref().to_vec(), false, ttl)
+    }
+
+    /// Reads who holds the read–write lock `name` on every node, without
+    /// taking anything: per node, the writer (or a plain lock of `name`)
+    /// and how many readers hold, in one read-only script per node.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidInput`](crate::Error::InvalidInput) (nothing read)
+    /// for an empty name or one with a reserved prefix.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # async fn demo(redlock: quorumlock::Redlock) -> Result<(), quorumlock::Error> {
+    /// let status = redlock.rwlock_status("catalog").await?;
+    /// println!("{status}"); // "catalog" is read by 2 readers (on 3 of 5 nodes or more), expires in 29.1s
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn rwlock_status(&self, name: impl AsRef<[u8]>) -> Result<RwLockStatus> {
+        RwLockStatus::read(&self.engine, name.as_ref()).await
     }
 
     /// Describes permits of the counting semaphore `name`, which has

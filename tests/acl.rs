@@ -163,6 +163,28 @@ async fn run(user: &str, redlock: &Redlock, cluster: &Cluster) -> Result<(), Fai
             flush();
             leadership.resign().await.map_err(at("resign"))?;
         }
+        "rwlock" => {
+            let name = unique("doc:acl");
+            let reader = redlock
+                .read(&name, ttl)
+                .acquire()
+                .await
+                .map_err(at("acquire read"))?;
+            reader.extend(ttl * 2).await.map_err(at("extend read"))?;
+            let status = redlock.rwlock_status(&name).await.map_err(at("status"))?;
+            unread(&status.writer, "status")?;
+            flush();
+            reader.release().await.map_err(at("release read"))?;
+            let writer = redlock
+                .write(&name, ttl)
+                .fenced()
+                .acquire()
+                .await
+                .map_err(at("acquire write"))?;
+            writer.extend(ttl * 2).await.map_err(at("extend write"))?;
+            flush();
+            writer.release().await.map_err(at("release write"))?;
+        }
         other => panic!("docs/operations.md has an ACL line for {other:?}, which no test runs"),
     }
     Ok(())
@@ -201,7 +223,7 @@ async fn each_documented_acl_line_is_enough_and_each_required_right_is_needed() 
     let users: Vec<&str> = lines.iter().map(|l| l[0].as_str()).collect();
     assert_eq!(
         users,
-        ["locker", "permits", "elector"],
+        ["locker", "permits", "elector", "rwlock"],
         "the page's ACL lines"
     );
     for line in &lines {

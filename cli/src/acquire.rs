@@ -167,7 +167,7 @@ async fn attempts(
                 };
                 if let Some(wrongtype) = wrongtype(&reading.views(), nodes, quorum) {
                     let (what, keys) = match args.target {
-                        Target::Lock { .. } => ("a lock", "its key holds"),
+                        Target::Lock { .. } | Target::Shared => ("a lock", "its key holds"),
                         Target::Permit { .. } => ("a semaphore", "its slots' keys hold"),
                         Target::Leadership { .. } => ("an election", "its leadership key holds"),
                     };
@@ -180,6 +180,7 @@ async fn attempts(
                 if args.no_wait || ran_out() {
                     let busy = match args.target {
                         Target::Lock { .. } => "lock busy",
+                        Target::Shared => "written",
                         Target::Permit { take: 1, .. } => "no permit free",
                         Target::Permit { .. } => "not enough permits free",
                         Target::Leadership { .. } => "another process leads",

@@ -155,6 +155,12 @@ pub struct RunArgs {
     /// (K at most L; default 1).
     #[arg(long, value_name = "K", value_parser = permits_range(), requires = "permits")]
     pub take: Option<u32>,
+    /// Take the read side of the read–write lock RESOURCE instead of the
+    /// lock: any number of --shared commands run at once, never beside a
+    /// plain `run` of RESOURCE (whose lock keeps readers out as a writer's
+    /// does) or a writer.
+    #[arg(long, conflicts_with_all = ["permits", "fenced"])]
+    pub shared: bool,
 }
 
 #[derive(Args, Debug)]
@@ -197,6 +203,10 @@ pub struct StatusArgs {
     /// free.
     #[arg(long, value_name = "L", value_parser = permits_range())]
     pub permits: Option<u32>,
+    /// Show the read–write lock RESOURCE: its writer (or lock) and how
+    /// many readers hold, per node.
+    #[arg(long, conflicts_with = "permits")]
+    pub shared: bool,
     /// Print one JSON object (stable fields, see the README) instead of
     /// the table; the exit status is the same.
     #[arg(long)]

@@ -50,5 +50,6 @@ Exit status of `run` and `elect`: the command's own status, or
         outside 1 to 1024, --take above --permits, two nodes that are the
         same server, a node that can evict keys)
 Exit status of `status`: 0 held by a quorum (with --permits: some permit
-is), 1 not held, 69 no quorum answered, 78 configuration error (as above).
+is; with --shared: read or written), 1 not held, 69 no quorum answered, 78
+configuration error (as above).
 Exit status of `leader`: 0 a leader, 1 no leader, 69, 78 as for `status`.";

@@ -6,7 +6,7 @@
 
 use std::time::Duration;
 
-use quorumlock::{Leader, NodeFailureKind, NodeView, SemaphoreStatus, Status};
+use quorumlock::{Leader, NodeFailureKind, NodeView, RwLockStatus, SemaphoreStatus, Status};
 use serde_json::{json, Value};
 
 /// The schema version printed as `version`.
@@ -84,8 +84,12 @@ fn node(label: &str, view: &NodeView) -> Value {
 /// The whole status of `resource` (as given on the command line) as one
 /// JSON object; `exit_code` is the status the command exits with.
 pub fn status(resource: &str, status: &Status, exit_code: u8) -> String {
+    status_value(resource, status, exit_code).to_string()
+}
+
+fn status_value(resource: &str, status: &Status, exit_code: u8) -> Value {
     let leading = status.leading_holder();
-    let value = json!({
+    json!({
         "version": VERSION,
         "resource": resource,
         "state": state(status),
@@ -97,8 +101,19 @@ pub fn status(resource: &str, status: &Status, exit_code: u8) -> String {
         "expires_in_ms": millis(status.expires_in()),
         "exit_code": exit_code,
         "nodes": status.nodes.iter().map(|(l, v)| node(l, v)).collect::<Vec<_>>(),
-    });
-    value.to_string()
+    })
+}
+
+/// The status of the read–write lock `resource` as one JSON object: the
+/// lock's fields for its writer (`state`, `holder`, `nodes`, …) and
+/// `readers`, the readers a quorum of nodes sees.
+pub fn shared(resource: &str, status: &RwLockStatus, exit_code: u8) -> String {
+    let mut object = status_value(resource, &status.writer, exit_code);
+    object["readers"] = Value::from(status.readers_held());
+    if status.readers_held() > 0 {
+        object["state"] = Value::from("read");
+    }
+    object.to_string()
 }
 
 /// The status of the semaphore `resource` of `permits` permits as one JSON

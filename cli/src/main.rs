@@ -52,7 +52,10 @@ fn main() -> ExitCode {
     let code = runtime.block_on(async move {
         match cli.command {
             Command::Run(args) => {
-                let target = Target::new(args.permits, args.take, args.fenced);
+                let target = match args.shared {
+                    true => Target::Shared,
+                    false => Target::new(args.permits, args.take, args.fenced),
+                };
                 run::run(&cli.common, &args.hold, target).await
             }
             Command::Elect(args) => {

@@ -1,7 +1,7 @@
 //! `quorumlock status [--json] [--permits L] RESOURCE` and `quorumlock
 //! leader [--json] NAME`.
 
-use quorumlock::{NodeView, Redlock, Status};
+use quorumlock::{NodeView, Redlock, RwLockStatus, Status};
 
 use crate::args::{Common, LeaderArgs, StatusArgs};
 use crate::output::{stderr_line, stdout_line};
@@ -15,6 +15,9 @@ pub async fn status(common: &Common, args: StatusArgs) -> u8 {
     let resource = args.resource.name();
     if let Some(permits) = args.permits {
         return semaphore(&redlock, &resource, permits, args.json).await;
+    }
+    if args.shared {
+        return shared(&redlock, &resource, args.json).await;
     }
     let status = redlock.status(&resource).await;
     let code = exit_code(&status);
@@ -72,6 +75,43 @@ async fn semaphore(redlock: &Redlock, resource: &str, permits: u32, json: bool) 
     }
     stdout_line(&status.to_string());
     code
+}
+
+/// The read–write lock `resource`: per node its writer (or lock) and its
+/// readers, then the summary; 0 when written or read by a quorum, else as
+/// the writer's key says.
+async fn shared(redlock: &Redlock, resource: &str, json: bool) -> u8 {
+    let status = match redlock.rwlock_status(resource).await {
+        Ok(s) => s,
+        Err(e) => {
+            stderr_line(&e.to_string());
+            return client::status_of(&e);
+        }
+    };
+    let code = shared_exit_code(&status);
+    if json {
+        stdout_line(&crate::json::shared(resource, &status, code));
+        return code;
+    }
+    for ((node, writer), (_, readers)) in status.writer.nodes.iter().zip(&status.readers) {
+        let line = match (writer, readers) {
+            (NodeView::Failed(f), _) => format!("error: {}", f.kind),
+            (NodeView::Held { token_prefix, .. }, _) => format!("written by {token_prefix}…"),
+            (_, Some(0) | None) => "free".to_owned(),
+            (_, Some(n)) => format!("{n} readers"),
+        };
+        stdout_line(&format!("{node:<28} {line}"));
+    }
+    stdout_line(&status.to_string());
+    code
+}
+
+/// 0 when readers hold on a quorum, else the writer's key's code.
+fn shared_exit_code(status: &RwLockStatus) -> u8 {
+    match status.readers_held() {
+        0 => exit_code(&status.writer),
+        _ => exit::OK,
+    }
 }
 
 /// Who leads the election NAME: its epoch and value (0), nobody (1), or

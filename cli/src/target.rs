@@ -31,6 +31,8 @@ pub enum Target {
         /// Ask for a fencing token.
         fenced: bool,
     },
+    /// The read side of the read–write lock RESOURCE (`--shared`).
+    Shared,
     /// The leadership of the election RESOURCE (always fenced: the token
     /// is the epoch), proclaiming `value`.
     Leadership {
@@ -120,6 +122,7 @@ impl Target {
         match self {
             Target::Lock { .. } => "lock",
             Target::Permit { .. } => "permit",
+            Target::Shared => "read lock",
             Target::Leadership { .. } => "leadership",
         }
     }
@@ -131,6 +134,7 @@ impl Target {
             Target::Lock { .. } => "the lock",
             Target::Permit { take: 1, .. } => "a permit",
             Target::Permit { .. } => "the permits",
+            Target::Shared => "the read side",
             Target::Leadership { .. } => "the leadership",
         }
     }
@@ -178,6 +182,16 @@ impl Target {
                     })
                 })
             }
+            Target::Shared => {
+                let request = redlock.read(resource, ttl).retry(retry);
+                Box::pin(async move {
+                    let lock = Held::Lock(request.acquire().await?);
+                    Ok(Taken {
+                        lock,
+                        slots: Vec::new(),
+                    })
+                })
+            }
             Target::Leadership { value } => {
                 let campaign = redlock
                     .campaign(resource, ttl)
@@ -199,6 +213,18 @@ impl Target {
     pub async fn read(&self, redlock: &Redlock, resource: &str) -> Reading {
         let key = match self {
             Target::Lock { .. } => resource.as_bytes().to_vec(),
+            Target::Shared => {
+                return match redlock.rwlock_status(resource).await {
+                    Ok(status) => Reading {
+                        text: status.to_string(),
+                        keys: vec![status.writer],
+                    },
+                    Err(e) => Reading {
+                        text: e.to_string(),
+                        keys: Vec::new(),
+                    },
+                }
+            }
             Target::Leadership { .. } => {
                 [ELECTION_KEY_PREFIX, b"{", resource.as_bytes(), b"}"].concat()
             }

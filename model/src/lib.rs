@@ -20,6 +20,10 @@
 //!   request per node ([`slots`]), fenced or not; at most `L` permits held
 //!   inside validity, fences unique and ordered by commit; and the counter
 //!   design, which over-admits (a negative control).
+//! - [`rwlock`]: a read–write lock's readers and writers, each side taken
+//!   by one script per node and granted at a majority; no writer holds
+//!   beside anyone; a reader that checks for a writer and adds its entry
+//!   in two quorum steps holds beside one (a negative control).
 //! - [`election`]: leader election as configurations of [`fencing`] — a
 //!   leader holds a fenced mutex and its epoch is the committed fence;
 //!   epochs unique and increasing across leaders, one leader at a time
@@ -76,6 +80,7 @@ pub mod election;
 pub mod fences;
 pub mod fencing;
 pub mod lease;
+pub mod rwlock;
 pub mod scripts;
 pub mod search;
 pub mod semaphore;

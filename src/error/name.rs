@@ -22,15 +22,22 @@ pub enum Primitive {
     /// The leadership of an election, won by a campaign
     /// ([`Stats::elections`](crate::Stats::elections)).
     Election,
+    /// The read side of a read–write lock ([`Stats::reads`](crate::Stats::reads)).
+    Read,
+    /// The write side of a read–write lock ([`Stats::writes`](crate::Stats::writes)).
+    Write,
 }
 
 impl Primitive {
-    /// The word messages name it by: `lock`, `semaphore` or `election`.
+    /// The word messages name it by: `lock`, `semaphore`, `election`,
+    /// `read lock` or `write lock`.
     pub(crate) fn as_str(self) -> &'static str {
         match self {
             Primitive::Lock => "lock",
             Primitive::Permit => "semaphore",
             Primitive::Election => "election",
+            Primitive::Read => "read lock",
+            Primitive::Write => "write lock",
         }
     }
 }
@@ -92,7 +99,7 @@ impl ResourceName {
         impl fmt::Display for Held<'_> {
             fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
                 let what = match self.0.primitive {
-                    Primitive::Lock => "",
+                    Primitive::Lock | Primitive::Read | Primitive::Write => "",
                     Primitive::Permit => "permit of ",
                     Primitive::Election => "leadership of ",
                 };

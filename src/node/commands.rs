@@ -25,6 +25,13 @@ pub(crate) enum Announce {
     Silently,
 }
 
+/// The lease of a waiting writer's intent mark, renewed by each of its
+/// attempts: longer than the wait between two attempts of a writer (at most
+/// a second while it watches for releases, or its retry delay if longer),
+/// so that the mark does not lapse while the writer waits; short, so that
+/// a writer that stopped waiting keeps new readers out only briefly.
+pub(crate) const INTENT_LEASE: Duration = Duration::from_secs(2);
+
 /// One operation's command.
 pub(crate) struct Command {
     cmd: Cmd,
@@ -35,12 +42,26 @@ pub(crate) struct Command {
 impl Command {
     /// Takes the lock: `SET resource token NX PX ttl` for one resource
     /// (what every Redlock client sends), the all-or-nothing script for
-    /// several, the counter-reading script for a fenced lock.
+    /// several, the counter-reading script for a fenced lock; a read–write
+    /// lock's reader or writer script (`read_acquire.lua`,
+    /// `write_acquire.lua`).
     pub(crate) fn acquire(keys: &Keys, token: &Token, ttl: Duration) -> Arc<Self> {
         let ttl_ms = validity::millis(ttl);
         let args = |cmd: &mut Cmd| {
             cmd.arg(token.as_str()).arg(ttl_ms);
         };
+        if let Some((rw, reader)) = keys.read_write_keys() {
+            if reader {
+                return Self::call(&lua::READ_ACQUIRE, rw, args);
+            }
+            let intent = validity::millis(INTENT_LEASE);
+            let keys = rw.into_iter().chain(keys.fence_key());
+            let keys: Vec<&[u8]> = keys.collect();
+            return Self::call(&lua::WRITE_ACQUIRE, keys, |cmd| {
+                args(cmd);
+                cmd.arg(intent);
+            });
+        }
         if let Some(fence_key) = keys.fence_key() {
             return Self::call(&lua::ACQUIRE_FENCED, [keys.first(), fence_key], args);
         }
@@ -83,6 +104,15 @@ impl Command {
                 cmd.arg(true);
             }
         };
+        if let Some(reader) = keys.reader() {
+            return Self::call(&lua::READ_RELEASE, reader, args);
+        }
+        if let Some((name, readers)) = keys.writer() {
+            return Self::call(&lua::WRITE_RELEASE, [name], |cmd| {
+                args(cmd);
+                cmd.arg(readers);
+            });
+        }
         // A lock's keys are its resources: no list to build per release.
         match (keys.released(), limit) {
             (None, None) => Self::call(&lua::RELEASE, keys.slices(), args),
@@ -116,11 +146,14 @@ impl Command {
     }
 
     /// Compare-and-pexpire to `ttl`; a semaphore's limit record is kept
-    /// alive with its slots.
+    /// alive with its slots; a reader's: its own entry (`read_extend.lua`).
     pub(crate) fn extend(keys: &Keys, token: &Token, ttl: Duration) -> Arc<Self> {
         let args = |cmd: &mut Cmd| {
             cmd.arg(token.as_str()).arg(validity::millis(ttl));
         };
+        if let Some(reader) = keys.reader() {
+            return Self::call(&lua::READ_EXTEND, reader, args);
+        }
         match keys.limit() {
             Some((record, limit)) => {
                 let keys: Vec<&[u8]> = keys.slices().chain([record]).collect();
@@ -135,9 +168,16 @@ impl Command {
 
     /// The repair of a lock's keys on a node that found them missing:
     /// `SET key token NX PX ttl` for each key (never overwrites, never
-    /// touches the fencing counter).
+    /// touches the fencing counter). A reader's entry is put back by
+    /// `read_acquire.lua` (where no writer holds), answering as `SET NX`.
     pub(crate) fn repair(keys: &Keys, token: &Token, ttl: Duration) -> Vec<Cmd> {
         let ttl_ms = validity::millis(ttl);
+        if let Some((rw, true)) = keys.read_write_keys() {
+            let entry = Self::call(&lua::READ_ACQUIRE, rw, |cmd| {
+                cmd.arg(token.as_str()).arg(ttl_ms).arg(1);
+            });
+            return entry.fallback().into_iter().collect();
+        }
         keys.slices()
             .map(|key| set_nx(key, token, ttl_ms))
             .collect()
@@ -149,11 +189,24 @@ impl Command {
         Self::call(&lua::PEEK, keys.iter().map(Vec::as_slice), |_| {})
     }
 
+    /// A read–write lock's writer and its readers' count, answered as
+    /// [`peek`](Self::peek) answers for two keys (read-only; see
+    /// `read_write_peek.lua`).
+    pub(crate) fn read_write_peek(keys: &Keys) -> Arc<Self> {
+        let read = keys.read_write_keys();
+        let keys = read.map(|([name, readers, _], _)| [name, readers]);
+        Self::call(&lua::READ_WRITE_PEEK, keys.unwrap_or_default(), |_| {})
+    }
+
     /// Whether every key still carries the token (read-only).
     pub(crate) fn holds(keys: &Keys, token: &Token) -> Arc<Self> {
-        Self::call(&lua::HOLDS, keys.slices(), |cmd| {
+        let args = |cmd: &mut Cmd| {
             cmd.arg(token.as_str());
-        })
+        };
+        match keys.reader() {
+            Some(reader) => Self::call(&lua::READ_HOLDS, reader, args),
+            None => Self::call(&lua::HOLDS, keys.slices(), args),
+        }
     }
 
     /// `INFO server`: the one read of which server a node is (its

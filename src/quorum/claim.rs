@@ -97,7 +97,9 @@ pub(crate) struct Won {
 pub(crate) type Majority = fn(usize, &Grant) -> Vote;
 
 /// A lock over these keys; an election's leadership lock
-/// ([`Keys::election`]) is taken as a lock and counted as an election.
+/// ([`Keys::election`]) is taken as a lock and counted as an election, a
+/// side of a read–write lock ([`Keys::read_write`]) as a lock and counted
+/// as its side.
 impl Claim for Keys {
     type Votes = Majority;
 

@@ -21,7 +21,7 @@ use tokio::sync::{watch, Notify};
 use tokio_util::sync::CancellationToken;
 use tracing::debug;
 
-use crate::keys::{Keys, RELEASE_CHANNEL_PREFIX};
+use crate::keys::{Keys, RELEASE_CHANNEL_PREFIX, RWLOCK_KEY_PREFIX};
 use crate::node::Node;
 
 /// Subscriptions shared by every waiter of one [`Redlock`](crate::Redlock)
@@ -175,8 +175,12 @@ impl Handoff {
             entry.last.clear();
             entry.last.extend_from_slice(release);
             // One waiter per announcement: the others keep waiting for the
-            // next release instead of stampeding at once.
-            entry.notify.notify_one();
+            // next release instead of stampeding at once. A read–write
+            // lock's readers all wake: they may all enter together.
+            match channel.starts_with(RWLOCK_KEY_PREFIX) {
+                true => entry.notify.notify_waiters(),
+                false => entry.notify.notify_one(),
+            }
         }
     }
 }

@@ -36,7 +36,10 @@ impl Engine {
     pub(crate) async fn look(&self, keys: &Keys) -> Vec<NodeView> {
         let node = &self.nodes[random::below(self.nodes.len())];
         let one: Arc<[Node]> = Arc::new([node.clone()]);
-        let views = self.views(&one, keys.resources().into()).await;
+        let resources = keys.resources();
+        let views = self
+            .views(&one, Command::peek(resources), resources.len())
+            .await;
         views.into_iter().flatten().collect()
     }
 
@@ -52,9 +55,28 @@ impl Engine {
 
     /// Reads each of `keys` on every node, in parallel: one status per key.
     pub(crate) async fn statuses(&self, keys: Arc<[Vec<u8>]>) -> Vec<Status> {
-        let views = self.views(&self.nodes, keys.clone()).await;
+        let views = self
+            .views(&self.nodes, Command::peek(&keys), keys.len())
+            .await;
+        self.statuses_of(&views, &keys)
+    }
+
+    /// A read–write lock on every node, in parallel, as two statuses of
+    /// its resource: its writer's (the resource's value, but for the
+    /// readers' marker) and its readers' (each node's view holds the
+    /// count of live readers as its value, until the last ends).
+    pub(crate) async fn read_write(&self, keys: &Keys) -> Vec<Status> {
+        let views = self
+            .views(&self.nodes, Command::read_write_peek(keys), 2)
+            .await;
+        let name = keys.first().to_vec();
+        self.statuses_of(&views, &[name.clone(), name])
+    }
+
+    /// One status per key of `keys` from every node's `views` of them.
+    fn statuses_of(&self, views: &[Vec<NodeView>], keys: &[Vec<u8>]) -> Vec<Status> {
         let status = |(k, key): (usize, &Vec<u8>)| {
-            let nodes = self.nodes.iter().zip(&views);
+            let nodes = self.nodes.iter().zip(views);
             let nodes = nodes
                 .filter_map(|(node, views)| Some((node.label().to_owned(), views.get(k)?.clone())));
             Status {
@@ -66,7 +88,8 @@ impl Engine {
         keys.iter().enumerate().map(status).collect()
     }
 
-    /// What each of `nodes` holds for each of `keys` (read-only; every
+    /// What each of `nodes` holds for each of the `count` keys `command`
+    /// reads (read-only; every
     /// node in parallel, all the keys of a node in one script that answers
     /// for the keys set only, so that a semaphore of 1024 slots with few
     /// held is one short round trip), within [`rule::read_timeout`]: per node,
@@ -74,9 +97,13 @@ impl Engine {
     /// [`NodeView::Failed`] for every key (a timeout counted once); a key
     /// a node cannot read (another type) is `Failed` on its own. The one read
     /// behind [`status`](Self::status) and a waiter's look.
-    async fn views(&self, nodes: &Arc<[Node]>, keys: Arc<[Vec<u8>]>) -> Vec<Vec<NodeView>> {
-        let timeout = rule::read_timeout(self.config.node_timeout, keys.len());
-        let count = keys.len();
+    async fn views(
+        &self,
+        nodes: &Arc<[Node]>,
+        command: Arc<Command>,
+        count: usize,
+    ) -> Vec<Vec<NodeView>> {
+        let timeout = rule::read_timeout(self.config.node_timeout, count);
         let plan = Plan {
             nodes: nodes.clone(),
             ..self.everyone(timeout)
@@ -85,7 +112,7 @@ impl Engine {
             node.peek(&command, count, window).await
         };
         let vote = &mut |_, _: &Vec<NodeView>| Vote::Yes;
-        let outcome = self.ask(plan, Command::peek(&keys), call, vote).await;
+        let outcome = self.ask(plan, command, call, vote).await;
         // Waiting for everyone, each node answered or failed (a timeout at
         // the latest).
         let mut views = vec![Vec::new(); nodes.len()];

@@ -240,7 +240,8 @@ impl LeaseCounters {
 
     /// A copy of every counter, with the nodes' copies.
     pub(crate) fn stats(&self, nodes: Vec<NodeStats>) -> Stats {
-        let [locks, permits, elections] = self.held.each_ref().map(LockCounters::snapshot);
+        let [locks, permits, elections, reads, writes] =
+            self.held.each_ref().map(LockCounters::snapshot);
         let [renewals, renewal_failures] = self.renewals.each_ref().map(load);
         let [uncertain, lost, expired, limit_reached] = self.signals.each_ref().map(load);
         Stats {
@@ -256,6 +257,8 @@ impl LeaseCounters {
             locks,
             permits,
             elections,
+            reads,
+            writes,
         }
     }
 }

@@ -22,8 +22,13 @@ pub(crate) use crate::error::Primitive;
 
 impl Primitive {
     /// Every primitive, in declaration order (the index of its counters).
-    pub(crate) const ALL: [Primitive; 3] =
-        [Primitive::Lock, Primitive::Permit, Primitive::Election];
+    pub(crate) const ALL: [Primitive; 5] = [
+        Primitive::Lock,
+        Primitive::Permit,
+        Primitive::Election,
+        Primitive::Read,
+        Primitive::Write,
+    ];
 
     /// The names of its series, which [`METRICS`] lists together, each
     /// primitive's after the one before, from [`ACQUIRES`] on: acquire calls
@@ -288,9 +293,23 @@ mod tests {
             ELECTION_HOLD_SECONDS,
             ELECTIONS_HELD,
         ];
+        let read = [
+            READ_ACQUIRES,
+            READ_ATTEMPT_SECONDS,
+            READ_WAIT_SECONDS,
+            READ_HOLD_SECONDS,
+            READS_HELD,
+        ];
+        let write = [
+            WRITE_ACQUIRES,
+            WRITE_ATTEMPT_SECONDS,
+            WRITE_WAIT_SECONDS,
+            WRITE_HOLD_SECONDS,
+            WRITES_HELD,
+        ];
         assert_eq!(
             Primitive::ALL.map(Primitive::series),
-            [lock, permit, election]
+            [lock, permit, election, read, write]
         );
     }
 
@@ -301,6 +320,6 @@ mod tests {
         all.sort_unstable();
         all.dedup();
         assert_eq!(all.len(), count, "a series shared by two primitives");
-        assert_eq!(Primitive::ALL.map(|p| p as usize), [0, 1, 2]);
+        assert_eq!(Primitive::ALL.map(|p| p as usize), [0, 1, 2, 3, 4]);
     }
 }

@@ -15,9 +15,11 @@
 //! of the process adds to the same series. The permit series are the lock
 //! series' counterparts for semaphores (no semaphore name as a label
 //! either), and the election series their counterparts for campaigns (no
-//! election name as a label); a permit acquire moves only the permit
-//! series, a campaign only the election series, a lock acquire only the
-//! lock series. Renewals and signals count all three. The numbers match `stats()`,
+//! election name as a label), the read and write series theirs for the
+//! two sides of read–write locks; a permit acquire moves only the permit
+//! series, a campaign only the election series, a read or a write only
+//! its side's, a lock acquire only the lock series. Renewals and signals
+//! count them all. The numbers match `stats()`,
 //! which keeps counting whether or not a recorder is installed.
 //!
 //! # Examples
@@ -247,6 +249,36 @@ table! {
         "Time a leadership lasted, from the election to its resignation, drop or end.";
     ELECTIONS_HELD = "quorumlock_elections_held", gauge []:
         "Elections this client leads now (leaderships granted and not yet resigned or dropped).";
+    READ_ACQUIRES = "quorumlock_read_acquires_total", counter ["outcome"]:
+        "Read-side acquire calls of read-write locks by outcome (granted, contended, \
+         unavailable, misconfigured, other), and granted reads that later ended lost (lost).";
+    READ_ATTEMPT_SECONDS = "quorumlock_read_attempt_duration_seconds",
+        histogram(LATENCY_BUCKETS) []:
+        "Time one read-side acquire attempt took, the release of a refused attempt's entry \
+         included.";
+    READ_WAIT_SECONDS = "quorumlock_read_wait_duration_seconds", histogram(DURATION_BUCKETS) []:
+        "Time one read-side acquire call took, every attempt and the pauses between them \
+         included.";
+    READ_HOLD_SECONDS = "quorumlock_read_hold_duration_seconds", histogram(DURATION_BUCKETS) []:
+        "Time a read side was held, from the grant to its release or drop.";
+    READS_HELD = "quorumlock_reads_held", gauge []:
+        "Read sides granted and not yet released or dropped.";
+    WRITE_ACQUIRES = "quorumlock_write_acquires_total", counter ["outcome"]:
+        "Write-side acquire calls of read-write locks by outcome (granted, contended, \
+         unavailable, misconfigured, other), and granted writes that later ended lost (lost).";
+    WRITE_ATTEMPT_SECONDS = "quorumlock_write_attempt_duration_seconds",
+        histogram(LATENCY_BUCKETS) []:
+        "Time one write-side acquire attempt took, the release of a refused attempt's key \
+         included.";
+    WRITE_WAIT_SECONDS = "quorumlock_write_wait_duration_seconds",
+        histogram(DURATION_BUCKETS) []:
+        "Time one write-side acquire call took, every attempt and the pauses between them \
+         included (the wait for the readers).";
+    WRITE_HOLD_SECONDS = "quorumlock_write_hold_duration_seconds",
+        histogram(DURATION_BUCKETS) []:
+        "Time a write side was held, from the grant to its release or drop.";
+    WRITES_HELD = "quorumlock_writes_held", gauge []:
+        "Write sides granted and not yet released or dropped.";
     ELECTION_UNREACHABLE = "quorumlock_election_unreachable_total", counter []:
         "Campaign attempts that found too few nodes answering for a quorum, after which the \
          campaign waited on (it logs a warning when this begins, and when a quorum answers again).";

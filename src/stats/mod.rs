@@ -47,6 +47,12 @@ pub struct Stats {
     /// `wait` the time to be elected, `hold` the leaderships' length, and
     /// `held` the elections this client leads now (0 or 1 per election).
     pub elections: LockStats,
+    /// The same for the read sides of read–write locks taken through this
+    /// client ([`Redlock::read`](crate::Redlock::read)), counted apart.
+    pub reads: LockStats,
+    /// The same for the write sides ([`Redlock::write`](crate::Redlock::write)),
+    /// counted apart: `wait` includes the wait for the readers.
+    pub writes: LockStats,
 }
 
 /// The lock-level view of one client: how its acquire calls ended, how

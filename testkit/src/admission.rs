@@ -141,3 +141,53 @@ pub fn slot_overlaps(grants: &[Grant]) -> Vec<Overlap> {
         .collect();
     find_overlaps(&per_slot)
 }
+
+/// A read–write lock's promise against its holders' windows: the pairs of
+/// one resource that overlap where one of them is a writer (`writer`
+/// tells which grants are); readers beside readers are not flagged. Sweeps
+/// the window endpoints per resource in time order, an end before a start
+/// at one instant (half-open windows), as [`over_admissions`] does.
+pub fn writer_overlaps(grants: &[Grant], writer: impl Fn(&Grant) -> bool) -> Vec<Overlap> {
+    let mut events: Vec<(usize, Instant, bool, usize)> = Vec::with_capacity(grants.len() * 2);
+    for (i, g) in grants.iter().enumerate() {
+        if g.end > g.granted_at {
+            events.push((g.resource, g.granted_at, true, i));
+            events.push((g.resource, g.end, false, i));
+        }
+    }
+    events.sort_by_key(|&(r, t, starts, i)| (r, t, starts, grants[i].id));
+    let mut found = Vec::new();
+    let mut resource = None;
+    // The grants holding now, and the writers among them.
+    let mut active: BTreeMap<u64, usize> = BTreeMap::new();
+    let mut writers: BTreeMap<u64, usize> = BTreeMap::new();
+    for (r, _, starts, i) in events {
+        if resource != Some(r) {
+            resource = Some(r);
+            active.clear();
+            writers.clear();
+        }
+        let g = &grants[i];
+        if !starts {
+            active.remove(&g.id);
+            writers.remove(&g.id);
+            continue;
+        }
+        let is_writer = writer(g);
+        let beside = match is_writer {
+            true => active.values().next(),
+            false => writers.values().next(),
+        };
+        if let Some(&j) = beside {
+            found.push(Overlap {
+                first: grants[j].clone(),
+                second: g.clone(),
+            });
+        }
+        active.insert(g.id, i);
+        if is_writer {
+            writers.insert(g.id, i);
+        }
+    }
+    found
+}

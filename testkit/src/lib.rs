@@ -46,6 +46,7 @@ mod node;
 pub mod permits;
 pub mod proxy;
 pub mod races;
+pub mod rwlock;
 pub mod safety;
 pub mod sticky;
 pub mod workload;

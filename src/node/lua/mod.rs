@@ -100,8 +100,41 @@ script!(
     RETIRE = "retire.lua"
 );
 
+script!(
+    /// A reader's entry in a read–write lock (`docs/rwlock.md`), unless a
+    /// writer holds it or waits; also the repair of a reader's entry.
+    READ_ACQUIRE = "read_write.lua", "read_acquire.lua"
+);
+script!(
+    /// A writer's hold of a read–write lock where no reader is left, or
+    /// its intent mark (and reads its fencing counter).
+    WRITE_ACQUIRE = "fence_check.lua", "read_write.lua", "write_acquire.lua"
+);
+script!(
+    /// A reader's entry removed, the readers' marker kept in step.
+    READ_RELEASE = "read_write.lua", "read_release.lua"
+);
+script!(
+    /// A writer's release: compare-and-delete, announced to the writers
+    /// and to the readers.
+    WRITE_RELEASE = "write_release.lua"
+);
+script!(
+    /// A reader's own entry extended, the readers' marker kept in step.
+    READ_EXTEND = "read_write.lua", "read_extend.lua"
+);
+script!(
+    /// Whether a reader's entry is there (read-only).
+    READ_HOLDS = "read_write.lua", "read_holds.lua"
+);
+script!(
+    /// A read–write lock's writer and readers, as `peek.lua` answers
+    /// (read-only).
+    READ_WRITE_PEEK = "read_write.lua", "read_write_peek.lua"
+);
+
 /// Every script, for preloading on connect.
-pub(crate) static ALL: [&Lua; 11] = [
+pub(crate) static ALL: [&Lua; 18] = [
     &RELEASE,
     &EXTEND,
     &ACQUIRE_MULTI,
@@ -113,6 +146,13 @@ pub(crate) static ALL: [&Lua; 11] = [
     &PROCLAIM,
     &LEADER,
     &RETIRE,
+    &READ_ACQUIRE,
+    &WRITE_ACQUIRE,
+    &READ_RELEASE,
+    &WRITE_RELEASE,
+    &READ_EXTEND,
+    &READ_HOLDS,
+    &READ_WRITE_PEEK,
 ];
 
 #[cfg(test)]
