@@ -6,8 +6,9 @@
 -- KEYS[1] = resource, KEYS[2] = readers' entries, KEYS[3] = writer's
 -- intent mark, KEYS[4] = for a fenced writer, the fencing counter;
 -- ARGV[1] = token, ARGV[2] = TTL in ms, ARGV[3] = intent lease in ms.
--- Returns, fenced, the counter (0 if unset) or -1; otherwise 1 or 0. A
--- counter that fence_check.lua refuses is refused before anything is set.
+-- Returns, fenced, the counter (a missing one starts from the server's
+-- time and is stored with the grant) or -1; otherwise 1 or 0. A counter
+-- that fence_check.lua refuses is refused before anything is set.
 local counter = 1
 if KEYS[4] then
     local refused
@@ -26,4 +27,7 @@ if redis.call("EXISTS", KEYS[2]) == 1 then
 end
 redis.call("SET", KEYS[1], ARGV[1], "PX", ARGV[2])
 redis.call("DEL", KEYS[3])
+if KEYS[4] then
+    keep_counter(KEYS[4])
+end
 return counter
