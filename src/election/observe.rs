@@ -173,7 +173,8 @@ struct Follow {
     watch: Option<Watch>,
     /// Whether the first read has been made.
     started: bool,
-    /// The wait between reads.
+    /// The wait between reads: a third of the TTL of the last leadership
+    /// read, [`PACE_UNKNOWN`] before any.
     pace: Duration,
     /// Follow-up reads left after an announcement.
     follow_ups: u32,
@@ -204,7 +205,11 @@ impl Follow {
             let since = Instant::now();
             let observed = match election::read(&self.engine, &self.keys).await {
                 Ok(found) => {
-                    self.pace = pace(found.hint);
+                    // With no record read (nobody leads), the pace of the
+                    // last leadership seen stays.
+                    if found.hint.is_some() {
+                        self.pace = pace(found.hint);
+                    }
                     found
                         .leader
                         .map_or(Observed::NoLeader, |r| Observed::Leader(r.into()))
