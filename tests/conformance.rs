@@ -24,7 +24,8 @@
 //! The status read, `peek.lua`, answers for the keys set only, each key's
 //! token and time left, and a key of another type on its own.
 //! `fence_commit.lua` given a round key (a permit's commit) is checked
-//! against `scripts::commit_permit` last.
+//! against `scripts::commit_permit`; the read–write lock's two acquires
+//! against the node rule of its model (`model/src/rwlock.rs`) last.
 
 use quorumlock_testkit as support;
 
@@ -936,4 +937,180 @@ fn the_permit_commit_answers_as_the_model_says() {
         mismatches.len(),
         mismatches.join("\n")
     );
+}
+
+/// The read–write lock's acquire scripts, as the library joins them.
+const READ_ACQUIRE: &str = concat!(
+    include_str!("../src/node/lua/read_write.lua"),
+    include_str!("../src/node/lua/read_acquire.lua")
+);
+const WRITE_ACQUIRE: &str = concat!(
+    include_str!("../src/node/lua/fence_check.lua"),
+    include_str!("../src/node/lua/read_write.lua"),
+    include_str!("../src/node/lua/write_acquire.lua")
+);
+/// What the resource holds while readers do (`read_write.lua`).
+const MARKER: &str = "quorumlock:rwlock:readers";
+
+/// One node's state of a read–write lock, as the model's node rule sees it
+/// (`model/src/rwlock.rs`): who holds the resource's key, the readers'
+/// entries (live, or expired by the node's clock and not yet purged) and a
+/// waiting writer's intent mark.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Resource {
+    Free,
+    /// Another writer's token, or a plain lock of the same name.
+    Written,
+    /// The readers' marker.
+    Marked,
+}
+
+/// The two sides' acquires on every state a node can be in, against the
+/// model's node rule (`model/src/rwlock.rs`, `Rw::apply`): a reader's entry
+/// is added where no writer holds (and, outside the model, no intent mark
+/// is set: it only ever refuses); a writer's key is set where no writer
+/// holds and no entry is live, and a writer refused by live entries sets
+/// its intent mark. A granted reader leaves the marker on the resource,
+/// living at least as long as its entry, so that a plain `SET NX` of the
+/// name fails; a granted writer clears the intent mark. Catches a reader
+/// script that ignores the writer or the intent, a writer script that
+/// counts an expired entry as live or ignores a live one, and a reader
+/// that leaves the resource free for a plain lock.
+#[test]
+fn read_write_scripts_answer_as_the_model_says() {
+    let cluster = Cluster::shared(1);
+    let mut conn = cluster.conn(0);
+    let mut cases = 0;
+    for resource in [Resource::Free, Resource::Written, Resource::Marked] {
+        for entry in [None, Some(true), Some(false)] {
+            for intent in [false, true] {
+                for reader in [true, false] {
+                    let name = unique("rw-conformance");
+                    let readers = format!("quorumlock:rwlock:{{{name}}}:readers");
+                    let mark = format!("quorumlock:rwlock:{{{name}}}:intent");
+                    let keys = [name.as_str(), readers.as_str(), mark.as_str()];
+                    let (now_s, now_us): (u64, u64) =
+                        redis::cmd("TIME").query(&mut conn).expect("TIME");
+                    let now_ms = now_s * 1000 + now_us / 1000;
+                    let mut pipe = redis::pipe();
+                    pipe.cmd("DEL").arg(&keys[..]);
+                    match resource {
+                        Resource::Free => {}
+                        Resource::Written => {
+                            pipe.cmd("SET").arg(&name).arg(THEIRS).arg("PX").arg(LONG);
+                        }
+                        Resource::Marked => {
+                            pipe.cmd("SET").arg(&name).arg(MARKER).arg("PX").arg(LONG);
+                        }
+                    }
+                    if let Some(live) = entry {
+                        // A live entry ends far ahead; an expired one ended
+                        // a minute ago.
+                        let ends = if live { now_ms + LONG } else { now_ms - 60_000 };
+                        pipe.cmd("ZADD")
+                            .arg(&readers)
+                            .arg(ends)
+                            .arg("another-reader");
+                    }
+                    if intent {
+                        pipe.cmd("SET")
+                            .arg(&mark)
+                            .arg("a-writer")
+                            .arg("PX")
+                            .arg(LONG);
+                    }
+                    pipe.query::<()>(&mut conn).expect("set the state");
+
+                    let written = resource == Resource::Written;
+                    let live = entry == Some(true);
+                    let state = format!(
+                        "{resource:?}, entry {entry:?}, intent {intent}, {}",
+                        if reader { "reader" } else { "writer" }
+                    );
+                    let eval = |conn: &mut Connection, script: &str, args: &[String]| -> i64 {
+                        redis::cmd("EVAL")
+                            .arg(script)
+                            .arg(keys.len())
+                            .arg(&keys[..])
+                            .arg(args)
+                            .query(conn)
+                            .expect("script")
+                    };
+                    let args = [MINE.to_owned(), SHORT.to_string()];
+                    let held: Option<String> = if reader {
+                        let granted = eval(
+                            &mut conn,
+                            READ_ACQUIRE,
+                            &[&args[..], &["0".into()]].concat(),
+                        );
+                        assert_eq!(granted == 1, !written && !intent, "{state}: {granted}");
+                        let held: Option<String> =
+                            redis::cmd("GET").arg(&name).query(&mut conn).expect("GET");
+                        let score: Option<f64> = redis::cmd("ZSCORE")
+                            .arg(&readers)
+                            .arg(MINE)
+                            .query(&mut conn)
+                            .expect("ZSCORE");
+                        assert_eq!(score.is_some(), granted == 1, "{state}: the entry");
+                        if granted == 1 {
+                            let pttl: i64 = redis::cmd("PTTL")
+                                .arg(&name)
+                                .query(&mut conn)
+                                .expect("PTTL");
+                            assert_eq!(held.as_deref(), Some(MARKER), "{state}");
+                            assert!(
+                                pttl + i64::try_from(SLACK).unwrap()
+                                    > i64::try_from(SHORT).unwrap(),
+                                "{state}: the marker lives {pttl} ms"
+                            );
+                            let plain: Option<String> = redis::cmd("SET")
+                                .arg(&name)
+                                .arg("plain")
+                                .arg("NX")
+                                .arg("PX")
+                                .arg(SHORT)
+                                .query(&mut conn)
+                                .expect("SET NX");
+                            assert_eq!(plain, None, "{state}: a plain lock got in beside a reader");
+                        }
+                        held
+                    } else {
+                        let intent_ms = 2_000.to_string();
+                        let granted = eval(
+                            &mut conn,
+                            WRITE_ACQUIRE,
+                            &[&args[..], &[intent_ms]].concat(),
+                        );
+                        assert_eq!(granted == 1, !written && !live, "{state}: {granted}");
+                        let held: Option<String> =
+                            redis::cmd("GET").arg(&name).query(&mut conn).expect("GET");
+                        let mark_left: bool = redis::cmd("EXISTS")
+                            .arg(&mark)
+                            .query(&mut conn)
+                            .expect("EXISTS");
+                        if granted == 1 {
+                            assert_eq!(held.as_deref(), Some(MINE), "{state}");
+                            assert!(!mark_left, "{state}: a granted writer's intent mark stays");
+                        } else if live && !written {
+                            assert!(mark_left, "{state}: refused by readers, no intent mark");
+                        }
+                        held
+                    };
+                    if written {
+                        assert_eq!(
+                            held.as_deref(),
+                            Some(THEIRS),
+                            "{state}: the writer's key changed"
+                        );
+                    }
+                    let _: () = redis::cmd("DEL")
+                        .arg(&keys[..])
+                        .query(&mut conn)
+                        .expect("DEL");
+                    cases += 1;
+                }
+            }
+        }
+    }
+    assert_eq!(cases, 36);
 }
