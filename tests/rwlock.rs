@@ -48,6 +48,17 @@ fn once(redlock: &Redlock, name: &str, reader: bool, ttl: Duration) -> quorumloc
     request.retry(Retry::Times(0))
 }
 
+/// One attempt at `name`'s side, which another holder keeps out: the
+/// error, asserted contended (not an outage).
+async fn refused(redlock: &Redlock, name: &str, reader: bool, what: &str) -> quorumlock::Error {
+    let err = once(redlock, name, reader, TTL)
+        .acquire()
+        .await
+        .expect_err(what);
+    assert!(err.is_contended(), "{what}: {err}");
+    err
+}
+
 #[tokio::test]
 async fn readers_share_and_a_writer_excludes_everyone() {
     let cluster = Cluster::shared(5);
@@ -55,20 +66,12 @@ async fn readers_share_and_a_writer_excludes_everyone() {
     let name = unique("rw");
     let a = once(&redlock, &name, true, TTL).acquire().await.expect("a");
     let b = once(&redlock, &name, true, TTL).acquire().await.expect("b");
-    let err = once(&redlock, &name, false, TTL)
-        .acquire()
-        .await
-        .expect_err("writer");
-    assert!(err.is_contended(), "{err}");
+    refused(&redlock, &name, false, "writer").await;
     a.release().await.unwrap();
     b.release().await.unwrap();
     // The refused writer's intent mark keeps new readers out until a
     // writer is in.
-    let err = once(&redlock, &name, true, TTL)
-        .acquire()
-        .await
-        .expect_err("intent");
-    assert!(err.is_contended(), "{err}");
+    refused(&redlock, &name, true, "intent").await;
     let w = redlock
         .write(&name, TTL)
         .fenced()
@@ -76,11 +79,7 @@ async fn readers_share_and_a_writer_excludes_everyone() {
         .await
         .expect("w");
     for reader in [true, false] {
-        let err = once(&redlock, &name, reader, TTL)
-            .acquire()
-            .await
-            .expect_err("held");
-        assert!(err.is_contended(), "{err}");
+        refused(&redlock, &name, reader, "held").await;
     }
     let first = w.fence().expect("fenced");
     w.release().await.unwrap();
@@ -131,11 +130,7 @@ async fn a_plain_lock_is_kept_out_by_readers_and_by_a_writer() {
     // And a plain lock keeps both sides out.
     let lock = plain().await.expect("plain lock");
     for reader in [true, false] {
-        let err = once(&redlock, &name, reader, TTL)
-            .acquire()
-            .await
-            .expect_err("held");
-        assert!(err.is_contended(), "{err}");
+        refused(&redlock, &name, reader, "held").await;
     }
     lock.release().await.unwrap();
     assert!(nothing_left(&cluster, &name).await);
@@ -197,11 +192,7 @@ async fn a_crashed_reader_ends_at_its_own_ttl_and_renewing_one_extends_no_other(
             "node {i}: the marker follows the renewed reader ({pttl} ms)"
         );
     }
-    let err = once(&redlock, &name, false, TTL)
-        .acquire()
-        .await
-        .expect_err("reader holds");
-    assert!(err.is_contended(), "{err}");
+    refused(&redlock, &name, false, "reader holds").await;
     renewed.release().await.unwrap();
     // The crashed reader keeps nobody out: the writer is in at once.
     let writer = once(&redlock, &name, false, TTL)
@@ -426,17 +417,9 @@ async fn a_writer_that_stopped_waiting_keeps_new_readers_out_only_briefly() {
         .acquire()
         .await
         .expect("reader");
-    let err = once(&redlock, &name, false, TTL)
-        .acquire()
-        .await
-        .expect_err("writer");
-    assert!(err.is_contended(), "{err}");
+    refused(&redlock, &name, false, "writer").await;
     reader.release().await.unwrap();
-    let err = once(&redlock, &name, true, TTL)
-        .acquire()
-        .await
-        .expect_err("intent");
-    assert!(err.is_contended(), "{err}");
+    refused(&redlock, &name, true, "intent").await;
     let start = Instant::now();
     let reader = redlock
         .read(&name, TTL)
