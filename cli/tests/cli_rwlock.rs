@@ -14,6 +14,9 @@ use std::time::Duration;
 use common::{json, output, quorumlock, text, wait_within};
 use support::{unique, Cluster};
 
+/// What the resource holds while readers do (`read_write.lua`).
+const MARKER: &[u8] = b"quorumlock:rwlock:readers";
+
 /// `run --shared` of `name`: writes its mark, waits (at most 10 s) until
 /// `peers` marks are there, then holds `hold` seconds more.
 fn shared(
@@ -78,10 +81,19 @@ fn shared_commands_run_together_and_a_plain_run_waits_for_them() {
         assert_eq!(status.and_then(|s| s.code()), Some(0), "{status:?}");
     }
     let mut writer = quorumlock(&cluster);
-    writer.args(["run", "--wait", "10s", "--quiet", &name, "--", "sleep", "1"]);
+    writer.args(["run", "--wait", "10s", "--quiet", &name, "--", "sleep", "3"]);
     let mut writer = writer.spawn().expect("spawn");
-    // While it writes, a shared run is kept out.
-    std::thread::sleep(Duration::from_millis(300));
+    // While it writes (its token on every node), a shared run is kept out.
+    let written = || {
+        let values = cluster.values(name.as_bytes());
+        values
+            .iter()
+            .all(|v| v.as_deref().is_some_and(|v| v != MARKER))
+    };
+    assert!(support::block_on_eventually(
+        Duration::from_secs(10),
+        written
+    ));
     let mut reader = quorumlock(&cluster);
     reader.args([
         "run",
