@@ -106,6 +106,39 @@ impl Retry {
     }
 }
 
+/// When a member's yes to a lock counts: after what write reached
+/// ([`Builder::durable_votes`](crate::Builder::durable_votes)). Each
+/// vote that writes (an acquire, an extension, a repair, a fencing
+/// commit) is followed on the same connection by `WAIT` or `WAITAOF`,
+/// bounded by what is left of the node timeout.
+///
+/// # Examples
+///
+/// ```
+/// use quorumlock::Durability;
+/// // One replica has the write: a failover to it keeps the lock.
+/// let replicated = Durability::Replicas(1);
+/// // The master's AOF and one replica have it (Redis 7.2+, Valkey).
+/// let fsynced = Durability::Aof { local: true, replicas: 1 };
+/// assert_ne!(replicated, fsynced);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Durability {
+    /// `WAIT replicas timeout`: the write reached this many replicas.
+    Replicas(u32),
+    /// `WAITAOF local replicas timeout`: the write was fsynced to the
+    /// master's append-only file (with `local`) and to this many replicas'.
+    /// Needs a server with `WAITAOF` (Redis 7.2 or later, Valkey 8):
+    /// [`Builder::build`](crate::Builder::build) refuses a member
+    /// without it.
+    Aof {
+        /// The master's own AOF must have it (`appendonly yes` there).
+        local: bool,
+        /// How many replicas' AOFs must have it.
+        replicas: u32,
+    },
+}
+
 /// Tuning shared by every operation of a [`Redlock`](crate::Redlock).
 #[derive(Debug, Clone)]
 pub(crate) struct Config {
@@ -116,6 +149,7 @@ pub(crate) struct Config {
     pub(crate) retry_delay_min: Duration,
     pub(crate) retry_delay_max: Duration,
     pub(crate) restart_quarantine: Option<Duration>,
+    pub(crate) durable: Option<Durability>,
     pub(crate) fast_handoff: bool,
     /// Whether nodes that can evict keys are accepted.
     pub(crate) allow_eviction: bool,
@@ -136,6 +170,7 @@ impl Default for Config {
             retry_delay_min: DEFAULT_RETRY_DELAY_MIN,
             retry_delay_max: DEFAULT_RETRY_DELAY_MAX,
             restart_quarantine: None,
+            durable: None,
             fast_handoff: true,
             allow_eviction: false,
             require_quorum: false,

@@ -24,8 +24,9 @@ mod validity;
 
 pub use client::{Builder, Health, HealthState, IntoNode, NodeHealth, NodeSource};
 pub use config::{
-    Retry, DEFAULT_CONNECT_TIMEOUT, DEFAULT_DRIFT_FACTOR, DEFAULT_NODE_TIMEOUT, DEFAULT_RETRY,
-    DEFAULT_RETRY_DELAY_MAX, DEFAULT_RETRY_DELAY_MIN, MAX_NODES, MAX_PERMITS, MAX_TTL,
+    Durability, Retry, DEFAULT_CONNECT_TIMEOUT, DEFAULT_DRIFT_FACTOR, DEFAULT_NODE_TIMEOUT,
+    DEFAULT_RETRY, DEFAULT_RETRY_DELAY_MAX, DEFAULT_RETRY_DELAY_MIN, MAX_NODES, MAX_PERMITS,
+    MAX_TTL,
 };
 pub use election::{Campaign, Leader, Leadership, Observed, Observer};
 pub use error::{

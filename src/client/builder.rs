@@ -7,10 +7,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::nodes::{self, IntoNode, NodeSource, Source};
-use crate::config::{Config, Retry};
+use crate::config::{Config, Durability, Retry};
 use crate::error::{Error, Result};
 use crate::node::admission::{self, Gate, Registry};
-use crate::node::Node;
+use crate::node::cluster::ClusterMap;
+use crate::node::link::Target;
+use crate::node::route::{Route, Shard};
+use crate::node::sentinel::Sentinels;
+use crate::node::{Node, Window};
 use crate::quorum::background::Background;
 use crate::quorum::engine::Engine;
 use crate::quorum::handoff::Handoff;
@@ -88,6 +92,8 @@ impl Builder {
     /// them. Spaces around an entry and empty entries are ignored (a
     /// trailing comma, `a,,b`); an entry that does not parse is reported by
     /// [`build`](Builder::build) with its position in the list as written.
+    /// A member's own list of hosts stays together:
+    /// `redis+sentinel://a:26379,b:26379/qa,redis://c:6379` is two members.
     ///
     /// # Examples
     ///
@@ -101,9 +107,17 @@ impl Builder {
     /// # }
     /// ```
     pub fn from_list(list: &str) -> Self {
-        let entries = list.split(',').map(str::trim).enumerate();
-        let entries = entries.filter(|(_, entry)| !entry.is_empty());
-        Self::with(entries.map(|(i, entry)| (i, entry.into_node())))
+        let mut entries: Vec<(usize, String)> = Vec::new();
+        for entry in list.split(',').map(str::trim).filter(|e| !e.is_empty()) {
+            match entries.last_mut() {
+                Some((_, open)) if !entry.contains("://") && nodes::hosts_open(open) => {
+                    open.push(',');
+                    open.push_str(entry);
+                }
+                _ => entries.push((entries.len(), entry.to_owned())),
+            }
+        }
+        Self::with(entries.into_iter().map(|(i, entry)| (i, entry.into_node())))
     }
 
     /// Starts configuring a client for the nodes listed in the environment
@@ -233,8 +247,48 @@ impl Builder {
     ///
     /// Release and extend still go to a quarantined node (they only remove
     /// or keep this client's own keys).
+    ///
+    /// A failover is a restart: a member that is a Sentinel group or a
+    /// Redis Cluster shard whose master is another server than the last
+    /// one read (another `run_id` or replication id) stays out for
+    /// `required` from when the new master is first seen, whatever its
+    /// uptime, since a promoted replica may lack keys the old master
+    /// granted. [`build`](Builder::build) refuses such members without
+    /// restart quarantine.
     pub fn restart_quarantine(self, required: Option<Duration>) -> Self {
         self.set(|c| c.restart_quarantine = required)
+    }
+
+    /// Durable votes (default off): a member's yes to an acquire, an
+    /// extension, a repair or a fencing commit counts only once its write
+    /// reached what `durability` asks — `r` replicas (`WAIT`), or the
+    /// append-only files (`WAITAOF`, refused by [`build`](Builder::build)
+    /// on a server without it) — within what is left of the node timeout.
+    /// A yes that did not is not counted
+    /// ([`NodeFailureKind::NotDurable`](crate::NodeFailureKind::NotDurable)).
+    ///
+    /// For members with replicas (a Sentinel group, a cluster shard): a
+    /// failover to a replica that had the write keeps the lock. Costs the
+    /// replication round trip on every acquire (`BENCHMARKS.md`); the node
+    /// timeout must cover it.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # async fn demo() -> Result<(), quorumlock::Error> {
+    /// use std::time::Duration;
+    /// use quorumlock::{Builder, Durability};
+    /// let redlock = Builder::new(["redis+sentinel://10.0.0.1:26379,10.0.0.2:26379/locks"])
+    ///     .restart_quarantine(Some(Duration::from_secs(60)))
+    ///     .durable_votes(Some(Durability::Replicas(1)))
+    ///     .node_timeout(Duration::from_millis(100))
+    ///     .build()
+    ///     .await?;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn durable_votes(self, durability: Option<Durability>) -> Self {
+        self.set(|c| c.durable = durability)
     }
 
     /// Accepts nodes that can evict keys (default off): by default a node
@@ -382,13 +436,18 @@ impl Builder {
         nodes::check_nodes(&labels)?;
         let registry = Registry::new(&labels);
         let config = self.config;
-        let (timeout, quarantine) = (config.connect_timeout, config.restart_quarantine.is_some());
+        let timeout = config.connect_timeout;
         let entries = self.nodes.into_iter().zip(&labels).enumerate();
         let nodes = entries
             .map(|(i, (node, label))| {
-                let client = client(node, &config)?;
                 let gate = Arc::new(Gate::new(i, registry.clone(), !config.allow_eviction));
-                Ok(Node::new(label, client, timeout, gate, quarantine))
+                let route = route(node, label, &config, gate)?;
+                Ok(Node::new(
+                    label,
+                    route,
+                    config.restart_quarantine,
+                    config.durable,
+                ))
             })
             .collect::<Result<Arc<[_]>>>()?;
         let handoff = config
@@ -402,6 +461,19 @@ impl Builder {
             background: Background::default(),
         });
         engine.connect_all().await;
+        if let Some(Durability::Aof { .. }) = engine.config.durable {
+            let window = Window::from_now(timeout);
+            for node in engine.nodes.iter() {
+                if node.lacks("WAITAOF", window).await {
+                    return Err(Error::invalid(format!(
+                        "member {} has no WAITAOF (Redis 7.2 or later, Valkey 8): durable \
+                         votes on the AOF cannot be checked there; use \
+                         Durability::Replicas (WAIT) or upgrade the server",
+                        node.label()
+                    )));
+                }
+            }
+        }
         let refused = engine.nodes.iter().enumerate();
         let refused = refused.filter_map(|(i, node)| Some((i, node.refused()?)));
         if let Some(message) = admission::build_refusal(&labels, refused) {
@@ -417,6 +489,45 @@ impl Builder {
     }
 }
 
+/// How the member `source` (shown as `label`) is reached, its
+/// connections admitted by `gate`. A Sentinel group or a cluster needs
+/// restart quarantine: a failover promotes a replica that may lack keys
+/// the old master granted.
+fn route(source: Source, label: &str, config: &Config, gate: Arc<Gate>) -> Result<Route> {
+    let timeout = config.connect_timeout;
+    let unusable = |e: redis::RedisError| Error::invalid(format!("cannot use member {label}: {e}"));
+    let several = matches!(source, Source::Sentinel { .. } | Source::Cluster(_));
+    if several && config.restart_quarantine.is_none() {
+        return Err(Error::invalid(format!(
+            "member {label} fails over to replicas, which may lack keys the old master \
+             granted: set Builder::restart_quarantine(Some(d)) with d at least the longest \
+             TTL in use, so that a promoted replica does not vote before d has passed"
+        )));
+    }
+    let target = match source {
+        Source::Sentinel {
+            sentinels,
+            group,
+            server,
+        } => Target::Sentinel(Arc::new(
+            Sentinels::new(sentinels, &group, &server).map_err(unusable)?,
+        )),
+        Source::Cluster(seeds) => {
+            let seeds = seeds.into_iter().map(|info| {
+                let addr = nodes::label(&info);
+                let addr = addr
+                    .rsplit_once('/')
+                    .map_or(addr.clone(), |(a, _)| a.to_owned());
+                (addr, info)
+            });
+            let map = ClusterMap::new(seeds.collect(), timeout, gate).map_err(unusable)?;
+            return Ok(Route::Cluster(map));
+        }
+        single => Target::Server(client(single, config)?),
+    };
+    Ok(Route::One(Shard::new(label, target, timeout, gate, false)))
+}
+
 /// The client for `source`: a ready client as it is, an address with the
 /// builder's settings (TLS).
 #[cfg_attr(not(feature = "tls"), allow(unused_variables))]
@@ -425,6 +536,11 @@ fn client(source: Source, config: &Config) -> Result<redis::Client> {
         Source::Client(client) => return Ok(client),
         Source::Address(info) => info,
         Source::Invalid(bad) => return Err(Error::invalid(bad.reason)),
+        Source::Sentinel { .. } | Source::Cluster(_) => {
+            return Err(Error::invalid(
+                "a member of several servers has no single client",
+            ))
+        }
     };
     let label = nodes::label(&info);
     let unusable = |e| Error::invalid(format!("cannot use node {label}: {e}"));

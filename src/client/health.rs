@@ -227,7 +227,6 @@ impl Redlock {
     pub async fn health(&self) -> Health {
         let engine = &self.engine;
         let timeout = engine.config.connect_timeout;
-        let quarantine = engine.config.restart_quarantine;
         // Per node: a `PING` (opening the connection, and so authenticating
         // and admitting it, when there is none) and, with restart
         // quarantine, its standing; all at once, each within the timeout.
@@ -238,7 +237,7 @@ impl Redlock {
                 let start = Instant::now();
                 node.ping(window).await?;
                 let latency = start.elapsed();
-                node.check_standing(quarantine, window).await?;
+                node.check_standing(window).await?;
                 Ok(latency)
             };
             let (live, new) = futures::join!(

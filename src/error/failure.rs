@@ -130,6 +130,22 @@ pub enum NodeFailureKind {
     /// proxy): the vote was not counted, and the uptime is read again.
     #[error("another server answered than the one whose uptime was read: vote not counted")]
     ServerChanged,
+    /// With durable votes ([`Builder::durable_votes`](crate::Builder::durable_votes)),
+    /// the node's yes did not reach enough replicas (`WAIT`) or append-only
+    /// files (`WAITAOF`) in time: it was not counted.
+    #[error(
+        "the write reached {replicas} of {required} replicas{} in time: vote not counted",
+        if *.fsynced { "" } else { " and was not fsynced to the AOF" }
+    )]
+    NotDurable {
+        /// The replicas that acknowledged it.
+        replicas: u32,
+        /// The replicas required.
+        required: u32,
+        /// Whether the node's own AOF had it (always true for `WAIT`,
+        /// which does not ask).
+        fsynced: bool,
+    },
 }
 
 impl NodeFailureKind {

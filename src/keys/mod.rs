@@ -6,12 +6,15 @@ use std::sync::Arc;
 
 use crate::error::{Error, LostReason, Primitive, ResourceName, Result};
 
+pub(crate) mod hash_slot;
 mod slots;
 
 pub(crate) use slots::Slots;
 
-/// Prefix of the fencing counter keys: `quorumlock:fence:<resource>`.
-/// Resource names starting with it are reserved.
+/// Prefix of the fencing counter keys: `quorumlock:fence:{<resource>}`,
+/// or `quorumlock:fence:<resource>` for a resource that carries a Redis
+/// Cluster hash tag (`{order:7}:a`), so that the counter always hashes
+/// to its resource's slot. Resource names starting with it are reserved.
 pub const FENCE_KEY_PREFIX: &[u8] = b"quorumlock:fence:";
 
 /// Prefix of a counting semaphore's keys: its slots
@@ -91,7 +94,7 @@ impl Keys {
     pub(crate) fn one(resource: impl Into<Vec<u8>>, fenced: bool) -> Result<Self> {
         let resource = resource.into();
         check_resource(&resource)?;
-        let fence_key = fenced.then(|| [FENCE_KEY_PREFIX, &resource].concat());
+        let fence_key = fenced.then(|| hash_slot::beside(FENCE_KEY_PREFIX, &resource, b""));
         Ok(Self::new(vec![resource], fence_key))
     }
 
@@ -142,7 +145,7 @@ impl Keys {
     /// (one wakes at a writer's or the last reader's release).
     pub(crate) fn read_write(resource: &[u8], reader: bool, fenced: bool) -> Result<Self> {
         let one = Self::one(resource, fenced)?;
-        let base = [RWLOCK_KEY_PREFIX, b"{", resource, b"}"].concat();
+        let base = hash_slot::beside(RWLOCK_KEY_PREFIX, resource, b"");
         Ok(Self(Arc::new(Inner {
             resources: one.0.resources.clone(),
             fence_key: one.0.fence_key.clone(),
@@ -211,6 +214,20 @@ impl Keys {
     /// The fencing counter key, for a fenced lock.
     pub(crate) fn fence_key(&self) -> Option<&[u8]> {
         self.0.fence_key.as_deref()
+    }
+
+    /// The one Redis Cluster hash slot every key of the lock lives in;
+    /// `None` when they span several, which a cluster member refuses
+    /// (one script on a cluster touches one slot).
+    pub(crate) fn slot(&self) -> Option<u16> {
+        let inner = &*self.0;
+        let beside = inner.read_write.iter();
+        let beside = beside.flat_map(|rw| [rw.readers.as_slice(), rw.intent.as_slice()]);
+        let keys = self.slices().chain(inner.fence_key.as_deref());
+        let keys = keys.chain(inner.round_key.as_deref());
+        let keys = keys.chain(inner.strays.iter().map(Vec::as_slice));
+        let keys = keys.chain(inner.limit.as_ref().map(|(key, _)| key.as_slice()));
+        hash_slot::same_slot(keys.chain(beside))
     }
 
     /// The round key, for a fenced semaphore's permits.
@@ -367,9 +384,19 @@ mod tests {
     #[test]
     fn single_keys_carry_an_optional_fence_counter() {
         let k = Keys::one(b"job", true).unwrap();
-        assert_eq!(k.fence_key(), Some(&b"quorumlock:fence:job"[..]));
+        assert_eq!(k.fence_key(), Some(&b"quorumlock:fence:{job}"[..]));
         assert!(!k.is_multi());
         assert!(Keys::one(b"job", false).unwrap().fence_key().is_none());
+        // A resource with a hash tag keeps it: the counter shares its slot.
+        let tagged = Keys::one(b"{order:7}:pay", true).unwrap();
+        assert_eq!(
+            tagged.fence_key(),
+            Some(&b"quorumlock:fence:{order:7}:pay"[..])
+        );
+        assert_eq!(tagged.slot(), Some(hash_slot::slot(b"order:7")));
+        let many = Keys::many([&b"{o}:a"[..], b"{o}:b"]).unwrap();
+        assert_eq!(many.slot(), Some(hash_slot::slot(b"o")));
+        assert_eq!(Keys::many([&b"a"[..], b"b"]).unwrap().slot(), None);
         assert!(Keys::one(b"", false).unwrap_err().is_invalid_input());
         assert!(Keys::one(b"quorumlock:fence:x", false).is_err());
         assert!(Keys::one(b"quorumlock:semaphore:{x}:0", false).is_err());
@@ -388,7 +415,7 @@ mod tests {
         assert_eq!(reader.reader(), Some([&b"doc"[..], readers]));
         let writer = Keys::read_write(b"doc", false, true).unwrap();
         assert!(writer.reader().is_none());
-        assert_eq!(writer.fence_key(), Some(&b"quorumlock:fence:doc"[..]));
+        assert_eq!(writer.fence_key(), Some(&b"quorumlock:fence:{doc}"[..]));
         assert_eq!(writer.channels(), [&b"doc"[..]]);
         assert_eq!(
             writer.writer(),

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use redis::Cmd;
 
-use crate::keys::{Keys, Slots};
+use crate::keys::{hash_slot, Keys, Slots};
 use crate::node::lua::{self, Lua};
 use crate::token::Token;
 use crate::validity;
@@ -37,6 +37,9 @@ pub(crate) struct Command {
     cmd: Cmd,
     /// The script an `EVALSHA` calls, for the `EVAL` on `NOSCRIPT`.
     script: Option<&'static Lua>,
+    /// The Redis Cluster hash slot of its first key (0 without keys),
+    /// where a cluster member sends it.
+    slot: u16,
 }
 
 impl Command {
@@ -71,6 +74,7 @@ impl Command {
         Arc::new(Self {
             cmd: set_nx(keys.first(), token, ttl_ms),
             script: None,
+            slot: hash_slot::slot(keys.first()),
         })
     }
 
@@ -209,15 +213,25 @@ impl Command {
         }
     }
 
-    /// `INFO server`: the one read of which server a node is (its
-    /// `run_id`, a new one every time a server starts) and how long it has
-    /// been up — on a new connection, for restart quarantine's uptime, and
-    /// right behind each vote under quarantine, to name the server that
-    /// cast it (see [`admission::parse_run_id`](crate::node::admission::parse_run_id)).
+    /// `INFO server`: which server a node is (its `run_id`, a new one
+    /// every time a server starts), read on each new connection (see
+    /// [`admission::parse_run_id`](crate::node::admission::parse_run_id)).
     pub(crate) fn server_info() -> Arc<Self> {
         let mut cmd = redis::cmd("INFO");
         cmd.arg("server");
-        Arc::new(Self { cmd, script: None })
+        Arc::new(Self {
+            cmd,
+            script: None,
+            slot: 0,
+        })
+    }
+
+    /// Which server a node is (`run_id` and replication id) and its
+    /// uptime (`identity.lua`): for restart quarantine's standing, and
+    /// right behind each vote under quarantine, to name the server that
+    /// cast it.
+    pub(crate) fn identity() -> Arc<Self> {
+        Self::call(&lua::IDENTITY, std::iter::empty::<&[u8]>(), |_| {})
     }
 
     /// `EVALSHA hash numkeys keys… args…`.
@@ -229,14 +243,22 @@ impl Command {
         let keys = keys.into_iter();
         let mut cmd = redis::cmd("EVALSHA");
         cmd.arg(script.hash()).arg(keys.len());
+        let mut slot = None;
         for key in keys {
+            slot = slot.or_else(|| Some(hash_slot::slot(key)));
             cmd.arg(key);
         }
         args(&mut cmd);
         Arc::new(Self {
             cmd,
             script: Some(script),
+            slot: slot.unwrap_or(0),
         })
+    }
+
+    /// The hash slot a Redis Cluster member sends it to.
+    pub(crate) fn slot(&self) -> u16 {
+        self.slot
     }
 
     /// The command as sent first.

@@ -15,7 +15,7 @@ use std::time::Duration;
 use crate::keys::Keys;
 use crate::node::commands::Command;
 use crate::node::lua;
-use crate::node::{Node, NodeResult, Window};
+use crate::node::{parse, Node, NodeResult, Window};
 use crate::token::Token;
 use crate::validity;
 
@@ -126,8 +126,9 @@ impl Node {
         command: &Command,
         window: Window,
     ) -> NodeResult<Reading> {
+        let reply = self.call(command, window).await?;
         let (lock, record): (Option<Vec<u8>>, Option<Vec<u8>>) =
-            self.counted(window, || self.run_parsed(command)).await?;
+            parse(reply).map_err(|e| self.protocol(e.to_string()))?;
         Ok(Reading::new(lock.as_deref(), record.as_deref()))
     }
 }

@@ -72,18 +72,15 @@ impl Node {
     /// `shape` says.
     ///
     /// With restart quarantine, the vote counts only when the server that
-    /// cast it is the one whose uptime let the node vote (see
-    /// [`vote_checked`](Self::vote_checked)).
+    /// cast it is the one whose uptime let the node vote; with durable
+    /// votes, once its write is durable (see [`vote`](Self::vote)).
     pub(crate) async fn acquire(
         &self,
         command: &Command,
         shape: Shape,
         window: Window,
     ) -> NodeResult<Grant> {
-        let reply = match &self.probe {
-            None => self.counted(window, || self.run(command)).await?,
-            Some(probe) => Box::pin(self.vote_checked(command, probe, window)).await?,
-        };
+        let reply = Box::pin(self.vote(command, window, true)).await?;
         let grant = match shape {
             Shape::Slots { listed, want } => read(&reply, listed, want),
             lock => read_lock(&reply, lock == Shape::Fenced),

@@ -17,10 +17,14 @@ use std::time::Duration;
 
 use futures::future::{BoxFuture, FutureExt, Shared};
 use redis::aio::{ConnectionLike, MultiplexedConnection};
-use redis::{AsyncConnectionConfig, Client, Cmd, PushInfo, PushKind, RedisError, Value};
+use redis::{
+    AsyncConnectionConfig, Client, Cmd, ErrorKind, PushInfo, PushKind, RedisError, ServerErrorKind,
+    Value,
+};
 
 use crate::node::admission::Gate;
 use crate::node::quarantine::Quarantine;
+use crate::node::sentinel::Sentinels;
 
 type Connecting = Shared<BoxFuture<'static, Result<MultiplexedConnection, RedisError>>>;
 
@@ -29,7 +33,7 @@ type Connecting = Shared<BoxFuture<'static, Result<MultiplexedConnection, RedisE
 pub(crate) struct Link(Arc<Inner>);
 
 struct Inner {
-    client: Client,
+    target: Target,
     connect_timeout: Duration,
     restart: Arc<Quarantine>,
     /// What a new connection must show before it is used.
@@ -50,18 +54,42 @@ enum State {
     Up(MultiplexedConnection, u64),
 }
 
+/// Where a link connects: one server, or the master a Sentinel group
+/// names at each connect. Cheap to clone.
+#[derive(Clone)]
+pub(crate) enum Target {
+    /// One server, as the client reaches it.
+    Server(Client),
+    /// The master of a Sentinel-managed group, asked of its sentinels
+    /// before every connection (so a connection after a failover reaches
+    /// the promoted replica).
+    Sentinel(Arc<Sentinels>),
+}
+
+impl Target {
+    /// The client of the server to connect to now. Boxed: the redis
+    /// crate's lookup is a deep future, which would otherwise nest inside
+    /// every future that connects.
+    pub(crate) fn client(&self) -> BoxFuture<'_, Result<Client, RedisError>> {
+        match self {
+            Target::Server(client) => Box::pin(futures::future::ready(Ok(client.clone()))),
+            Target::Sentinel(sentinels) => Box::pin(sentinels.master()),
+        }
+    }
+}
+
 impl Link {
     /// Prepares the connection without opening it. Commands travel in
     /// order on one multiplexed connection that is never torn down for a
     /// slow reply (no response timeout inside it).
     pub(crate) fn new(
-        client: Client,
+        target: Target,
         connect_timeout: Duration,
         restart: Arc<Quarantine>,
         gate: Arc<Gate>,
     ) -> Self {
         Self(Arc::new(Inner {
-            client,
+            target,
             connect_timeout,
             restart,
             gate,
@@ -70,23 +98,42 @@ impl Link {
         }))
     }
 
-    /// Sends one command and reads its reply.
+    /// Sends one command and reads its reply; with `asking`, right after
+    /// `ASKING` (a cluster slot being migrated), in one write.
     ///
     /// The redis crate's command future is large (over a kilobyte) and
     /// every layer above would carry and move it (the fan-out, the node's
     /// accounting, the reply's meaning): it goes through the crate's
     /// `ConnectionLike` entry, which builds it in a box of its own.
-    pub(crate) async fn send(&self, cmd: &Cmd) -> Result<Value, RedisError> {
+    pub(crate) async fn send(&self, cmd: &Cmd, asking: bool) -> Result<Value, RedisError> {
         let (mut conn, number) = self.connection().await?;
-        let result = conn.req_packed_command(cmd).await;
+        let result = if asking {
+            let mut pipe = redis::pipe();
+            pipe.cmd("ASKING").add_command(cmd.clone());
+            let replies = conn.req_packed_commands(&pipe, 1, 1).await;
+            replies.map(|mut replies| replies.pop().unwrap_or(Value::Nil))
+        } else {
+            conn.req_packed_command(cmd).await
+        };
         // A failure the connection does not survive takes it down (a newer
-        // one stays) and reports the loss.
+        // one stays) and reports the loss; so does a server that turned
+        // replica (`READONLY`): the next connection asks again which server
+        // is the master.
         if let Err(e) = &result {
-            if e.is_io_error() || e.is_unrecoverable_error() || e.is_connection_dropped() {
+            if e.is_io_error()
+                || e.is_unrecoverable_error()
+                || e.is_connection_dropped()
+                || e.kind() == ErrorKind::Server(ServerErrorKind::ReadOnly)
+            {
                 down(&self.0, number);
             }
         }
         result
+    }
+
+    /// Where this link connects.
+    pub(crate) fn target(&self) -> &Target {
+        &self.0.target
     }
 
     /// Opens the connection if there is none (a new connection starts a
@@ -114,7 +161,7 @@ impl Link {
                 State::Down => {
                     let number = self.0.opened.fetch_add(1, Ordering::Relaxed) + 1;
                     let attempt = connect(
-                        self.0.client.clone(),
+                        self.0.target.clone(),
                         self.0.connect_timeout,
                         self.0.gate.clone(),
                         Arc::downgrade(&self.0),
@@ -162,36 +209,39 @@ fn down(inner: &Inner, number: u64) {
     }
 }
 
-/// Opens a connection and has the node's [`Gate`] admit it (which server
-/// it is, whether it can evict keys), all within `timeout`; with RESP3,
+/// Opens a connection (to the master its sentinels name now, for a
+/// Sentinel group) and has the node's [`Gate`] admit it (which server it
+/// is, whether it can evict keys, that it is a master), all within
+/// `timeout`; with RESP3,
 /// the crate's disconnection notice takes it down as soon as the close is
 /// seen.
 async fn connect(
-    client: Client,
+    target: Target,
     timeout: Duration,
     gate: Arc<Gate>,
     inner: Weak<Inner>,
     number: u64,
 ) -> Result<MultiplexedConnection, RedisError> {
-    let mut config = AsyncConnectionConfig::new()
-        .set_connection_timeout(Some(timeout))
-        .set_response_timeout(None);
-    let resp3 = client
-        .get_connection_info()
-        .redis_settings()
-        .protocol()
-        .supports_resp3();
-    if resp3 {
-        config = config.set_push_sender(move |info: PushInfo| {
-            if info.kind == PushKind::Disconnection {
-                if let Some(inner) = inner.upgrade() {
-                    down(&inner, number);
-                }
-            }
-            Ok::<(), std::convert::Infallible>(())
-        });
-    }
     let open = async {
+        let client = target.client().await?;
+        let mut config = AsyncConnectionConfig::new()
+            .set_connection_timeout(Some(timeout))
+            .set_response_timeout(None);
+        let resp3 = client
+            .get_connection_info()
+            .redis_settings()
+            .protocol()
+            .supports_resp3();
+        if resp3 {
+            config = config.set_push_sender(move |info: PushInfo| {
+                if info.kind == PushKind::Disconnection {
+                    if let Some(inner) = inner.upgrade() {
+                        down(&inner, number);
+                    }
+                }
+                Ok::<(), std::convert::Infallible>(())
+            });
+        }
         let mut conn = client
             .get_multiplexed_async_connection_with_config(&config)
             .await?;

@@ -8,7 +8,9 @@
 //! counts.
 
 pub(crate) mod admission;
+pub(crate) mod cluster;
 pub(crate) mod commands;
+pub(crate) mod durable;
 pub(crate) mod election;
 pub(crate) mod fence;
 pub(crate) mod grant;
@@ -16,22 +18,26 @@ pub(crate) mod link;
 pub(crate) mod lua;
 pub(crate) mod quarantine;
 pub(crate) mod reply;
+pub(crate) mod route;
+pub(crate) mod sentinel;
 
 use std::future::Future;
+
+use futures::future::BoxFuture;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use redis::{Client, Cmd, ErrorKind, FromRedisValue, RedisError, ServerErrorKind, Value};
+use redis::{Cmd, ErrorKind, FromRedisValue, RedisError, ServerErrorKind, Value};
 use tracing::warn;
 
+use crate::config::Durability;
 use crate::error::classify::classify;
 use crate::error::{NodeFailure, NodeFailureKind, Operation};
 use crate::keys::Keys;
-use crate::node::admission::Gate;
 use crate::node::commands::Command;
-use crate::node::link::Link;
-use crate::node::quarantine::Quarantine;
+use crate::node::link::Target;
+use crate::node::route::{Hop, Route, MAX_REDIRECTS};
 use crate::stats::counters::NodeCounters;
 use crate::status::NodeView;
 use crate::token::Token;
@@ -39,9 +45,11 @@ use reply::Kind;
 
 mod standing;
 
-/// A node of the cluster.
+/// A member of the quorum: one vote, cast by a single server, a Sentinel
+/// group's master or a Redis Cluster's masters ([`Route`]).
 ///
-/// Commands travel over one multiplexed connection ([`Link`]), in order.
+/// Commands travel to each server over one multiplexed connection
+/// ([`Link`](crate::node::link::Link)), in order.
 /// That order is what lets a release sent after a stuck `SET` remove the
 /// key the `SET` creates when the node wakes up. The connection is never
 /// torn down for a slow reply (no response timeout inside it); the
@@ -55,11 +63,12 @@ pub(crate) struct Node(Arc<Shared>);
 /// What the clones of a node share.
 pub(crate) struct Shared {
     label: Box<str>,
-    client: Client,
-    conn: Link,
-    restart: Arc<Quarantine>,
-    /// With restart quarantine: the `run_id` probe sent behind each vote.
-    probe: Option<Arc<Command>>,
+    route: Route,
+    /// With restart quarantine: how long a (re)started server stays out,
+    /// and the identity probe sent behind each vote.
+    quarantine: Option<(Duration, Arc<Command>)>,
+    /// With durable votes: what a yes must reach to count.
+    durable: Option<Durability>,
     counters: NodeCounters,
     /// Whether the node has refused a release announcement (said once).
     announce_refused: AtomicBool,
@@ -117,25 +126,21 @@ impl Window {
 }
 
 impl Node {
-    /// The node `label` (`host:port/db`) reached through `client`, each
-    /// connection admitted by `gate`; prepares the connection without
-    /// opening it. With `quarantine`, every vote is checked to come from
-    /// the server whose uptime was read.
+    /// The member `label` reached through `route`; with `quarantine`,
+    /// every vote is checked to come from the server whose uptime was
+    /// read, and a server up for less does not vote; with `durable`, a
+    /// yes counts once its write reached what it asks.
     pub(crate) fn new(
         label: &str,
-        client: Client,
-        connect_timeout: Duration,
-        gate: Arc<Gate>,
-        quarantine: bool,
+        route: Route,
+        quarantine: Option<Duration>,
+        durable: Option<Durability>,
     ) -> Self {
-        let restart = Arc::new(Quarantine::default());
-        let conn = Link::new(client.clone(), connect_timeout, restart.clone(), gate);
         Self(Arc::new(Shared {
             label: label.into(),
-            client,
-            conn,
-            restart,
-            probe: quarantine.then(Command::server_info),
+            route,
+            quarantine: quarantine.map(|q| (q, Command::identity())),
+            durable,
             counters: NodeCounters::new(label),
             announce_refused: AtomicBool::new(false),
         }))
@@ -153,20 +158,70 @@ impl Node {
 
     /// Why this client refused the node's last connection, if it did.
     pub(crate) fn refused(&self) -> Option<NodeFailureKind> {
-        self.conn.gate().refused()
+        self.route.gate().refused()
     }
 
-    /// The client, for connections of other kinds (subscriptions).
-    pub(crate) fn client(&self) -> &Client {
-        &self.client
+    /// Whether this member is a Redis Cluster (each lock's keys in one
+    /// hash slot).
+    pub(crate) fn is_cluster(&self) -> bool {
+        matches!(self.route, Route::Cluster(_))
     }
 
-    /// Sends `PING`, used to open the connection early.
+    /// Where connections of other kinds (subscriptions) go.
+    pub(crate) fn target(&self) -> Target {
+        self.route.target()
+    }
+
+    /// Sends `PING` to every server of the member, used to open the
+    /// connections early.
     pub(crate) async fn ping(&self, window: Window) -> NodeResult<()> {
-        let cmd = redis::cmd("PING");
-        self.counted(window, || self.conn.send(&cmd))
-            .await
-            .map(|_| ())
+        let cmd = &redis::cmd("PING");
+        self.on_every_shard(window, |hop| async move {
+            self.send(&hop, cmd).await.map(|_| ())
+        })
+        .await
+    }
+
+    /// Whether a server of the member answered that it does not know the
+    /// command `name` (`COMMAND INFO`); a server that does not answer is
+    /// not counted.
+    pub(crate) async fn lacks(&self, name: &str, window: Window) -> bool {
+        let mut info = redis::cmd("COMMAND");
+        info.arg("INFO").arg(name);
+        let info = &info;
+        let known = self
+            .on_every_shard(window, |hop| async move {
+                match self.send(&hop, info).await? {
+                    Value::Array(entries) if entries.iter().all(|e| *e == Value::Nil) => {
+                        Err(RedisError::from((ErrorKind::Client, "unknown command")))
+                    }
+                    _ => Ok(()),
+                }
+            })
+            .await;
+        matches!(&known, Err(f) if f.redis_error().is_some_and(|e| e.kind() == ErrorKind::Client))
+    }
+
+    /// `work` on every server of the member, at once.
+    async fn on_every_shard<'a, Fut>(
+        &'a self,
+        window: Window,
+        work: impl Fn(Hop) -> Fut + Send + Sync + 'a,
+    ) -> NodeResult<()>
+    where
+        Fut: Future<Output = Result<(), RedisError>> + Send + 'a,
+    {
+        let all: BoxFuture<'a, Result<(), RedisError>> = Box::pin(async move {
+            let shards = self.route.all().await?;
+            let hops = shards.into_iter().map(|shard| Hop {
+                shard,
+                asking: false,
+            });
+            futures::future::try_join_all(hops.map(&work))
+                .await
+                .map(|_| ())
+        });
+        self.counted(window, || all).await
     }
 
     /// Opens a new connection as this client would (its credentials, TLS
@@ -181,8 +236,8 @@ impl Node {
             let config = redis::AsyncConnectionConfig::new()
                 .set_connection_timeout(Some(window.timeout))
                 .set_response_timeout(Some(window.timeout));
-            let mut conn = self
-                .client
+            let client = self.route.target().client().await?;
+            let mut conn = client
                 .get_multiplexed_async_connection_with_config(&config)
                 .await?;
             let cmd = redis::cmd("PING");
@@ -198,11 +253,12 @@ impl Node {
         self.within(window, checked).await
     }
 
-    /// Loads the scripts, so the first release does not meet `NOSCRIPT`.
+    /// Loads the scripts on every server of the member, so the first
+    /// release does not meet `NOSCRIPT`.
     pub(crate) async fn load_scripts(&self, window: Window) -> NodeResult<()> {
-        self.counted(window, || async {
+        self.on_every_shard(window, |hop| async move {
             for script in &lua::ALL {
-                self.conn.send(&script.load()).await?.extract_error()?;
+                self.send(&hop, &script.load()).await?;
             }
             Ok(())
         })
@@ -220,7 +276,7 @@ impl Node {
         count: usize,
         window: Window,
     ) -> NodeResult<Vec<NodeView>> {
-        let reply = self.counted(window, || self.run(command)).await?;
+        let reply = self.call(command, window).await?;
         let Value::Array(items) = reply else {
             return Err(self.protocol(format!("peek answered {reply:?}")));
         };
@@ -260,7 +316,7 @@ impl Node {
         kind: Kind,
         window: Window,
     ) -> NodeResult<bool> {
-        Ok(self.script(command, kind, window).await?.0)
+        Ok(self.script(command, kind, window, true).await?.0)
     }
 
     /// Compare-and-delete → true when our key(s) were deleted, false when
@@ -277,7 +333,7 @@ impl Node {
         window: Window,
     ) -> NodeResult<bool> {
         // The keys deleted, negated when the announcement was refused.
-        let (yes, deleted) = self.script(command, Kind::Release, window).await?;
+        let (yes, deleted) = self.script(command, Kind::Release, window, false).await?;
         if deleted < 0 {
             self.announcement_refused(keys);
         }
@@ -304,7 +360,7 @@ impl Node {
     /// Compare-and-pexpire: whether our key(s) got the new TTL, and if
     /// not, whether a key is missing (repairable) or held by another token.
     pub(crate) async fn extend(&self, command: &Command, window: Window) -> NodeResult<Extended> {
-        let (yes, n) = self.script(command, Kind::Extend, window).await?;
+        let (yes, n) = self.script(command, Kind::Extend, window, true).await?;
         Ok(if self.counters.vote(Operation::Extend, yes) {
             Extended::Yes
         } else if reply::missing(Kind::Extend, n) {
@@ -325,15 +381,30 @@ impl Node {
         window: Window,
     ) -> NodeResult<usize> {
         let sets = Command::repair(keys, token, ttl);
-        let replies = self
-            .counted(window, || async {
-                let mut replies = Vec::with_capacity(sets.len());
-                for set in &sets {
-                    replies.push(self.send(set).await?);
+        let slot = crate::keys::hash_slot::slot(keys.first());
+        let (replies, waited) = self
+            .routed(slot, window, |hop| {
+                let sets = &sets;
+                async move {
+                    self.counted(window, || async {
+                        let mut replies = Vec::with_capacity(sets.len());
+                        for set in sets {
+                            replies.push(self.send(&hop, set).await?);
+                        }
+                        let waited = match self.durable {
+                            Some(d) => Some(
+                                self.send(&hop, &durable::wait(d, durable::budget(window)))
+                                    .await?,
+                            ),
+                            None => None,
+                        };
+                        Ok((replies, waited))
+                    })
+                    .await
                 }
-                Ok(replies)
             })
             .await?;
+        self.durable_reached(waited.as_ref())?;
         let mut set = 0;
         for value in replies {
             let n = match value {
@@ -347,14 +418,22 @@ impl Node {
     }
 
     /// Runs `command`, a script of `kind`: whether its integer reply counts
-    /// as a yes ([`read`](Self::read)), and the reply.
+    /// as a yes ([`read`](Self::read)), and the reply. With `write` (an
+    /// extension, a commit), a yes counts only once durable, when durable
+    /// votes are on.
     async fn script(
         &self,
         command: &Command,
         kind: Kind,
         window: Window,
+        write: bool,
     ) -> NodeResult<(bool, i64)> {
-        let n = self.counted(window, || self.run_parsed(command)).await?;
+        let reply = if write && self.durable.is_some() {
+            self.vote(command, window, false).await?
+        } else {
+            self.call(command, window).await?
+        };
+        let n = parse::<i64>(reply).map_err(|e| self.protocol(e.to_string()))?;
         Ok((self.read(kind, n)?, n))
     }
 
@@ -365,29 +444,72 @@ impl Node {
             .ok_or_else(|| self.protocol(format!("{kind:?} answered {reply}")))
     }
 
-    /// Sends `command`, and its `EVAL` when the node does not know the
-    /// script (restarted, or `SCRIPT FLUSH`).
-    async fn run(&self, command: &Command) -> Result<Value, RedisError> {
-        match self.send(command.cmd()).await {
+    /// `command` on the server serving its slot: its reply.
+    async fn call(&self, command: &Command, window: Window) -> NodeResult<Value> {
+        self.routed(command.slot(), window, |hop| async move {
+            self.counted(window, || self.run(&hop, command)).await
+        })
+        .await
+    }
+
+    /// `work` on the server serving `slot`, following `MOVED` and `ASK`
+    /// replies (at most [`MAX_REDIRECTS`]): the caller never sees one.
+    ///
+    /// Each try is boxed (as a `dyn Future`): a fan-out's futures would
+    /// otherwise nest too deeply for the compiler's checks in the callers'
+    /// crates.
+    async fn routed<'a, T, Fut>(
+        &'a self,
+        slot: u16,
+        window: Window,
+        work: impl Fn(Hop) -> Fut,
+    ) -> NodeResult<T>
+    where
+        Fut: Future<Output = NodeResult<T>> + Send + 'a,
+    {
+        let hop = async {
+            self.route
+                .hop(slot)
+                .await
+                .map_err(|e| self.failed_with(e, None))
+        };
+        let mut hop = self.within(window, hop).await?;
+        let mut redirects = 0;
+        loop {
+            let attempt: BoxFuture<'a, NodeResult<T>> = Box::pin(work(hop));
+            match attempt.await {
+                Err(failure) if redirects < MAX_REDIRECTS => {
+                    match failure.redis_error().and_then(|e| self.route.redirect(e)) {
+                        Some(next) => {
+                            hop = next;
+                            redirects += 1;
+                        }
+                        None => return Err(failure),
+                    }
+                }
+                other => return other,
+            }
+        }
+    }
+
+    /// Sends `command` on `hop`, and its `EVAL` when the server does not
+    /// know the script (restarted, or `SCRIPT FLUSH`).
+    async fn run(&self, hop: &Hop, command: &Command) -> Result<Value, RedisError> {
+        match self.send(hop, command.cmd()).await {
             Err(e) if e.kind() == ErrorKind::Server(ServerErrorKind::NoScript) => {
                 drop(e);
                 // Rare: boxed, so that the common path's future stays small
                 // (every fan-out moves it a few times).
-                Box::pin(self.run_eval(command)).await
+                Box::pin(self.run_eval(hop, command)).await
             }
             other => other,
         }
     }
 
-    /// [`run`](Self::run), its reply read as `T`.
-    async fn run_parsed<T: FromRedisValue>(&self, command: &Command) -> Result<T, RedisError> {
-        parse(self.run(command).await?)
-    }
-
     /// The `EVAL` of `command`'s script, after a `NOSCRIPT`.
-    async fn run_eval(&self, command: &Command) -> Result<Value, RedisError> {
+    async fn run_eval(&self, hop: &Hop, command: &Command) -> Result<Value, RedisError> {
         match command.fallback() {
-            Some(eval) => self.send(&eval).await,
+            Some(eval) => self.send(hop, &eval).await,
             None => Err(RedisError::from((
                 ErrorKind::Server(ServerErrorKind::NoScript),
                 "NOSCRIPT for a command without a script",
@@ -395,8 +517,13 @@ impl Node {
         }
     }
 
-    async fn send(&self, cmd: &Cmd) -> Result<Value, RedisError> {
-        self.conn.send(cmd).await.and_then(Value::extract_error)
+    /// Sends `cmd` to `hop`'s server (after `ASKING` when the hop says so).
+    async fn send(&self, hop: &Hop, cmd: &Cmd) -> Result<Value, RedisError> {
+        hop.shard
+            .conn
+            .send(cmd, hop.asking)
+            .await
+            .and_then(Value::extract_error)
     }
 
     /// Counts the command `fut` sends: its reply (latency) or its failure,
@@ -422,15 +549,22 @@ impl Node {
                 self.counters.replied(latency);
                 Ok(v)
             }
-            Err(e) => {
-                // A lost connection is the link's to report: it takes the
-                // connection down, and the next one starts a new epoch.
-                let refusal = self.conn.gate().refusal(&e);
-                let kind = refusal.unwrap_or_else(|| classify(&e, latency));
-                self.counters.failed(&kind, Some(latency));
-                Err(self.failure(kind).caused_by(e))
-            }
+            Err(e) => Err(self.failed_with(e, Some(latency))),
         }
+    }
+
+    /// The failure `e` after `latency`, counted — unless it is a cluster's
+    /// redirection, which [`routed`](Self::routed) follows.
+    fn failed_with(&self, e: RedisError, latency: Option<Duration>) -> NodeFailure {
+        // A lost connection is the link's to report: it takes the
+        // connection down, and the next one starts a new epoch.
+        let refusal = self.route.gate().refusal(&e);
+        let kind = refusal.unwrap_or_else(|| classify(&e, latency.unwrap_or_default()));
+        self.route.failed(&e);
+        if e.redirect_node().is_none() {
+            self.counters.failed(&kind, latency);
+        }
+        self.failure(kind).caused_by(e)
     }
 
     /// A reply this client cannot read (counted as a protocol error).

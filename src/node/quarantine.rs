@@ -60,6 +60,15 @@ impl Quarantine {
         self.last.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
+    /// The restart state of a server that takes over from another (a
+    /// cluster shard's promoted replica): its first reading counts as a
+    /// restart, whatever uptime it reports.
+    pub(crate) fn replacing() -> Self {
+        let quarantine = Self::default();
+        quarantine.reading().run_id = Some(Arc::from(""));
+        quarantine
+    }
+
     /// The node's standing at `now`.
     pub(crate) fn standing(&self, now: Instant) -> Standing {
         self.standing_of(&self.reading(), now)
@@ -145,14 +154,6 @@ impl Quarantine {
             }
         }
     }
-}
-
-/// Reads `uptime_in_seconds` from the text of `INFO server`.
-pub(crate) fn parse_uptime(info: &str) -> Option<Duration> {
-    info.lines()
-        .find_map(|line| line.strip_prefix("uptime_in_seconds:"))
-        .and_then(|v| v.trim().parse::<u64>().ok())
-        .map(Duration::from_secs)
 }
 
 #[cfg(test)]
@@ -248,6 +249,24 @@ mod tests {
     }
 
     #[test]
+    fn a_server_taking_over_counts_its_age_from_its_first_reading() {
+        let q = Quarantine::replacing();
+        let now = Instant::now();
+        let s = q.observed(q.epoch(), 1000 * S, "promoted".into(), 30 * S, now);
+        assert_eq!(
+            s,
+            Standing::Quarantined {
+                uptime: Duration::ZERO
+            }
+        );
+        assert_eq!(q.standing(now + 30 * S), Standing::Votes);
+        // A server not taking over keeps its uptime.
+        let plain = Quarantine::default();
+        let s = plain.observed(plain.epoch(), 1000 * S, "old".into(), 30 * S, now);
+        assert_eq!(s, Standing::Votes);
+    }
+
+    #[test]
     fn a_vote_counts_only_from_the_server_that_was_read() {
         let q = Quarantine::default();
         let now = Instant::now();
@@ -288,14 +307,5 @@ mod tests {
     fn exactly_the_required_uptime_votes() {
         let q = Quarantine::default();
         assert_eq!(observe(&q, 30 * S, 30 * S, Instant::now()), Standing::Votes);
-    }
-
-    #[test]
-    fn uptime_is_parsed_from_info() {
-        let info =
-            "# Server\r\nredis_version:7.0.15\r\nuptime_in_seconds:42\r\nuptime_in_days:0\r\n";
-        assert_eq!(parse_uptime(info), Some(42 * S));
-        assert_eq!(parse_uptime("nothing"), None);
-        assert_eq!(parse_uptime("uptime_in_seconds:x"), None);
     }
 }

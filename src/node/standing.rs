@@ -1,55 +1,150 @@
-//! A node's standing under restart quarantine: its uptime read, and each
-//! vote checked to come from the server that was read.
+//! A member's votes: each server's standing under restart quarantine (its
+//! uptime read, each vote checked to come from the server that was read)
+//! and, with durable votes, the wait behind each write.
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use redis::{ErrorKind, ServerErrorKind, Value};
+use futures::future::BoxFuture;
+use redis::{ErrorKind, RedisError, ServerErrorKind, Value};
 
-use super::{parse, Node, NodeResult, Window};
+use super::{durable, parse, Node, NodeResult, Window};
 use crate::error::{NodeFailure, NodeFailureKind};
-use crate::node::admission;
 use crate::node::commands::Command;
-use crate::node::quarantine::{self, Standing};
+use crate::node::quarantine::Standing;
+use crate::node::route::{Hop, Shard};
 
 impl Node {
-    /// Sends the vote `command` with the `INFO server` `probe` right behind
-    /// it on the same connection (so the probe reaches the server that cast
-    /// the vote, or one that started later), and returns the vote when
-    /// that server is the one whose uptime reading lets the node vote. A
-    /// restart hidden from the client (a proxy that keeps its connection
-    /// open) or a reconnect between the standing check and the send is
-    /// caught here: the vote is not counted and the standing becomes
-    /// unknown.
-    pub(super) async fn vote_checked(
+    /// Sends the vote `command` to the server serving its slot, with —
+    /// on the same connection, right behind it, so that they reach the
+    /// server that cast the vote or one that started later — the identity
+    /// probe (with `probe` and restart quarantine) and the durability wait
+    /// (with durable votes). The vote is returned when the server that
+    /// cast it is the one whose uptime reading lets it vote, and its write
+    /// is as durable as asked. A restart hidden from the client (a proxy
+    /// that keeps its connection open, a failover) or a reconnect between
+    /// the standing check and the send is caught here: the vote is not
+    /// counted and the standing becomes unknown.
+    pub(super) async fn vote(
         &self,
         command: &Command,
-        probe: &Command,
         window: Window,
+        probe: bool,
     ) -> NodeResult<Value> {
-        let Some(voter) = self.restart.voter(Instant::now()) else {
-            return Err(self.out(self.restart.standing(Instant::now())));
-        };
-        let (vote, seen) = self
-            .counted(window, || async {
-                let (vote, seen) = futures::join!(self.send(command.cmd()), self.run(probe));
-                match vote {
-                    Err(e) if e.kind() == ErrorKind::Server(ServerErrorKind::NoScript) => {
-                        // The EVAL goes out after the probe: probe again.
-                        let vote = self.run_eval(command).await?;
-                        Ok((vote, parse::<String>(self.run(probe).await?)?))
-                    }
-                    vote => Ok((vote?, parse::<String>(seen?)?)),
+        self.routed(command.slot(), window, |hop| async move {
+            let probe = match (&self.quarantine, probe) {
+                (Some((required, identity)), true) => {
+                    let voter = self.voter(&hop.shard, *required, window).await?;
+                    Some((voter, identity))
                 }
-            })
-            .await?;
-        let seen = admission::parse_run_id(&seen)
-            .ok_or_else(|| self.protocol("INFO server without run_id".to_owned()))?;
-        if self.restart.confirm(&voter, seen) {
-            return Ok(vote);
+                _ => None,
+            };
+            let wait = self
+                .durable
+                .map(|d| durable::wait(d, durable::budget(window)));
+            let (vote, seen, waited) = self
+                .counted(window, || async {
+                    let identity = probe.as_ref().map(|(_, identity)| &***identity);
+                    let (vote, seen, waited) = futures::join!(
+                        self.send(&hop, command.cmd()),
+                        self.maybe_run(&hop, identity),
+                        self.maybe_send(&hop, wait.as_ref()),
+                    );
+                    match vote {
+                        Err(e) if e.kind() == ErrorKind::Server(ServerErrorKind::NoScript) => {
+                            // The EVAL goes out after the probe and the wait:
+                            // both again.
+                            let vote = self.run_eval(&hop, command).await?;
+                            let (seen, waited) = futures::join!(
+                                self.maybe_run(&hop, identity),
+                                self.maybe_send(&hop, wait.as_ref()),
+                            );
+                            Ok((vote, seen?, waited?))
+                        }
+                        vote => Ok((vote?, seen?, waited?)),
+                    }
+                })
+                .await?;
+            if let (Some((voter, _)), Some(seen)) = (&probe, seen) {
+                let (seen, _) = self.identity(seen)?;
+                if !hop.shard.restart.confirm(voter, &seen) {
+                    let kind = NodeFailureKind::ServerChanged;
+                    self.counters.failed(&kind, None);
+                    return Err(self.failure(kind));
+                }
+            }
+            self.durable_reached(waited.as_ref())?;
+            Ok(vote)
+        })
+        .await
+    }
+
+    async fn maybe_run(
+        &self,
+        hop: &Hop,
+        command: Option<&Command>,
+    ) -> Result<Option<Value>, RedisError> {
+        match command {
+            Some(command) => self.run(hop, command).await.map(Some),
+            None => Ok(None),
         }
-        let kind = NodeFailureKind::ServerChanged;
-        self.counters.failed(&kind, None);
-        Err(self.failure(kind))
+    }
+
+    async fn maybe_send(
+        &self,
+        hop: &Hop,
+        cmd: Option<&redis::Cmd>,
+    ) -> Result<Option<Value>, RedisError> {
+        match cmd {
+            Some(cmd) => self.send(hop, cmd).await.map(Some),
+            None => Ok(None),
+        }
+    }
+
+    /// Whether the durability wait's reply `waited` (if one was sent)
+    /// shows the write durable as asked.
+    pub(super) fn durable_reached(&self, waited: Option<&Value>) -> NodeResult<()> {
+        let (Some(durability), Some(waited)) = (self.durable, waited) else {
+            return Ok(());
+        };
+        match durable::reached(durability, waited) {
+            Ok(()) => Ok(()),
+            Err(Ok(kind)) => {
+                self.counters.failed(&kind, None);
+                Err(self.failure(kind))
+            }
+            Err(Err(what)) => Err(self.protocol(what)),
+        }
+    }
+
+    /// The server (`run_id:replid`) whose reading lets `shard` vote now,
+    /// reading its uptime first when it is unknown; `Err` when it may not
+    /// vote.
+    async fn voter(
+        &self,
+        shard: &Arc<Shard>,
+        required: Duration,
+        window: Window,
+    ) -> NodeResult<Arc<str>> {
+        self.standing_on(shard, required, window).await?;
+        shard
+            .restart
+            .voter(Instant::now())
+            .ok_or_else(|| self.out(shard.restart.standing(Instant::now())))
+    }
+
+    /// The identity (`run_id:replid`) and uptime in an `identity.lua` reply.
+    fn identity(&self, reply: Value) -> NodeResult<(String, Duration)> {
+        let read: Result<(String, i64), _> = parse(reply);
+        match read {
+            Ok((id, uptime)) if id.len() > 1 && uptime >= 0 => {
+                Ok((id, Duration::from_secs(uptime.unsigned_abs())))
+            }
+            Ok((id, uptime)) => Err(self.protocol(format!(
+                "INFO without run_id or uptime_in_seconds (identity {id:?}, uptime {uptime})"
+            ))),
+            Err(e) => Err(self.protocol(format!("identity answered {e}"))),
+        }
     }
 
     /// The failure of a node whose `standing` does not let it vote (a
@@ -65,41 +160,59 @@ impl Node {
         self.failure(kind)
     }
 
-    /// With a restart quarantine of `required` (none: `Ok` at once):
-    /// whether this node may vote now, reading its uptime first when it is
-    /// unknown (at start and after every connection loss or reconnect).
-    /// `Err` when it may not, and when the connection was replaced while
-    /// the uptime was being read.
-    pub(crate) async fn check_standing(
-        &self,
-        required: Option<Duration>,
-        window: Window,
-    ) -> NodeResult<()> {
-        let Some(required) = required else {
+    /// With restart quarantine (none: `Ok` at once): whether every server
+    /// of this member may vote now, reading the uptime of those whose
+    /// standing is unknown (at start and after every connection loss or
+    /// reconnect). `Err` when one may not, and when a connection was
+    /// replaced while the uptime was being read.
+    pub(crate) async fn check_standing(&self, window: Window) -> NodeResult<()> {
+        let Some((required, _)) = &self.quarantine else {
             return Ok(());
         };
-        let mut standing = self.restart.standing(Instant::now());
+        let shards = self
+            .within(window, async {
+                self.route
+                    .all()
+                    .await
+                    .map_err(|e| self.failed_with(e, None))
+            })
+            .await?;
+        let checks = shards.iter().map(|shard| -> BoxFuture<'_, NodeResult<()>> {
+            Box::pin(self.standing_on(shard, *required, window))
+        });
+        futures::future::try_join_all(checks).await.map(|_| ())
+    }
+
+    /// [`check_standing`](Self::check_standing) for one server.
+    async fn standing_on(
+        &self,
+        shard: &Arc<Shard>,
+        required: Duration,
+        window: Window,
+    ) -> NodeResult<()> {
+        let mut standing = shard.restart.standing(Instant::now());
         if standing == Standing::Unknown {
-            // The uptime and `run_id`, with the epoch of the connection they
-            // were read on (taken once that connection is open, before the
-            // command is sent).
-            let info = Command::server_info();
-            let (epoch, info): (u64, String) = self
+            let Some((_, identity)) = &self.quarantine else {
+                return Ok(());
+            };
+            // The identity and uptime, with the epoch of the connection
+            // they were read on (taken once that connection is open,
+            // before the command is sent).
+            let hop = Hop {
+                shard: shard.clone(),
+                asking: false,
+            };
+            let (epoch, reply) = self
                 .counted(window, || async {
-                    self.conn.open().await?;
-                    let epoch = self.restart.epoch();
-                    Ok((epoch, parse(self.conn.send(info.cmd()).await?)?))
+                    shard.conn.open().await?;
+                    let epoch = shard.restart.epoch();
+                    Ok((epoch, self.run(&hop, identity).await?))
                 })
                 .await?;
-            let read = quarantine::parse_uptime(&info).zip(admission::parse_run_id(&info));
-            let (uptime, run_id) = read.ok_or_else(|| {
-                self.failure(NodeFailureKind::Protocol(
-                    "INFO server without uptime_in_seconds or run_id".to_owned(),
-                ))
-            })?;
-            standing =
-                self.restart
-                    .observed(epoch, uptime, run_id.into(), required, Instant::now());
+            let (id, uptime) = self.identity(reply)?;
+            standing = shard
+                .restart
+                .observed(epoch, uptime, id.into(), required, Instant::now());
         }
         match standing {
             Standing::Votes => Ok(()),

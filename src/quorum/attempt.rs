@@ -85,12 +85,10 @@ pub(crate) async fn once<C: Claim>(
             sets: Some(sets.clone()),
         };
         let (command, shape, mut votes) = claim.ask(&token, ttl.duration, engine.needed());
-        let quarantine = engine.config.restart_quarantine;
         let call = |i: usize, node: Node, command: Arc<Command>, window| {
             let over = sets[i].mark_over_on_drop();
             async move {
                 let _over = over;
-                node.check_standing(quarantine, window).await?;
                 node.acquire(&command, shape, window).await
             }
         };

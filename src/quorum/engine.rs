@@ -11,6 +11,7 @@ use tracing::debug;
 
 use crate::config::Config;
 use crate::error::{Error, Operation, ResourceName};
+use crate::keys::Keys;
 use crate::node::reply::Vote;
 use crate::node::Node;
 use crate::quorum::background::Background;
@@ -34,6 +35,25 @@ pub(crate) struct Engine {
 }
 
 impl Engine {
+    /// Whether `keys` can be taken on every member: a Redis Cluster member
+    /// runs each lock's script on one hash slot, so the keys must share one.
+    pub(crate) fn check_slot(&self, keys: &Keys) -> Result<(), Error> {
+        let Some(cluster) = self.nodes.iter().find(|n| n.is_cluster()) else {
+            return Ok(());
+        };
+        if keys.slot().is_some() {
+            return Ok(());
+        }
+        Err(Error::invalid(format!(
+            "the keys of {} span several hash slots, and member {} is a Redis Cluster, \
+             which takes a lock's keys in one slot: give the resources one hash tag \
+             (\"{{order:7}}:items\" and \"{{order:7}}:payment\" share the slot of \"order:7\"), \
+             and no '}}' in a name without one",
+            keys.name(),
+            cluster.label()
+        )))
+    }
+
     /// Votes a lock needs: a majority of the nodes.
     pub(crate) fn needed(&self) -> usize {
         rule::majority(self.nodes.len())
@@ -42,14 +62,13 @@ impl Engine {
     /// Opens every connection, waiting at most the connect timeout; a node
     /// that does not answer is not an error here (it may come up later).
     pub(crate) async fn connect_all(&self) {
-        let quarantine = self.config.restart_quarantine;
         let call = |_, node: Node, _, window| async move {
             let connected = async {
                 node.ping(window).await?;
                 node.load_scripts(window).await?;
                 // Reads the uptime now, so a fresh node is known before
                 // the first acquire.
-                node.check_standing(quarantine, window).await
+                node.check_standing(window).await
             };
             Ok(connected.await)
         };

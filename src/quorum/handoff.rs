@@ -16,19 +16,19 @@ use std::time::Duration;
 
 use futures::stream::{FuturesUnordered, StreamExt};
 use redis::aio::PubSubSink;
-use redis::Client;
 use tokio::sync::{watch, Notify};
 use tokio_util::sync::CancellationToken;
 use tracing::debug;
 
 use crate::keys::{Keys, RELEASE_CHANNEL_PREFIX, RWLOCK_KEY_PREFIX};
+use crate::node::link::Target;
 use crate::node::Node;
 
 /// Subscriptions shared by every waiter of one [`Redlock`](crate::Redlock)
 /// (and one set of them per election observer, whose wake-ups must not be
 /// taken from a waiter's: `election/observe.rs`).
 pub(crate) struct Handoff {
-    clients: Vec<(String, Client)>,
+    clients: Vec<(String, Target)>,
     connect_timeout: Duration,
     state: Mutex<State>,
     stop: CancellationToken,
@@ -89,7 +89,7 @@ impl Handoff {
     /// picked at random; nothing is connected before the first watch.
     pub(crate) fn listening(nodes: &[Node], connect_timeout: Duration) -> Self {
         let clients: Vec<_> = listened(nodes.len(), crate::random::below(nodes.len()))
-            .map(|i| (nodes[i].label().to_owned(), nodes[i].client().clone()))
+            .map(|i| (nodes[i].label().to_owned(), nodes[i].target()))
             .collect();
         let sinks = vec![None; clients.len()];
         Self {
@@ -238,6 +238,12 @@ impl Drop for Watch {
     }
 }
 
+/// A subscriber connection to `target` (a Sentinel group's master as
+/// its sentinels name it now).
+async fn subscribe(target: &Target) -> redis::RedisResult<redis::aio::PubSub> {
+    target.client().await?.get_async_pubsub().await
+}
+
 /// Keeps one node's subscriber connection up: connects, subscribes to every
 /// channel in use, forwards announcements, reconnects after errors.
 async fn run_node(handoff: Weak<Handoff>, i: usize, stop: CancellationToken) {
@@ -251,7 +257,7 @@ async fn run_node(handoff: Weak<Handoff>, i: usize, stop: CancellationToken) {
     loop {
         let connected = tokio::select! {
             _ = stop.cancelled() => return,
-            r = tokio::time::timeout(connect_timeout, client.get_async_pubsub()) => r,
+            r = tokio::time::timeout(connect_timeout, subscribe(&client)) => r,
         };
         let connected = connected.map_err(|_| "timed out".to_owned());
         let (mut sink, mut stream) = match connected.and_then(|r| r.map_err(|e| e.to_string())) {

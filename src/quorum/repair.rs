@@ -194,8 +194,7 @@ impl Pending {
             let config = &self.engine.config;
             let window = Window::from_now(config.node_timeout.min(ttl));
             let admitted = async {
-                node.check_standing(config.restart_quarantine, window)
-                    .await?;
+                node.check_standing(window).await?;
                 let set = if lock_missing {
                     node.repair(&self.keys, &self.token, ttl, window).await?
                 } else {

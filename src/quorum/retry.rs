@@ -44,6 +44,7 @@ pub(crate) async fn acquire(
         let deadline = retry.deadline(Instant::now());
         let cfg = &engine.config;
         let ttl = cfg.check_ttl(ttl)?;
+        engine.check_slot(claim.keys())?;
         let mut attempts: u32 = 0;
         let mut watch: Option<Watch> = None;
         let mut spread = HANDOFF_JITTER;

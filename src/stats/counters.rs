@@ -124,7 +124,9 @@ impl NodeCounters {
                 self.connection_errors.add()
             }
             K::Protocol(_) => self.protocol_errors.add(),
-            K::Quarantined { .. } | K::ServerChanged => self.quarantined.add(),
+            K::Quarantined { .. } | K::ServerChanged | K::NotDurable { .. } => {
+                self.quarantined.add()
+            }
             K::Redis { code, .. } => {
                 if let Some(elapsed) = elapsed {
                     self.latency.record(elapsed);
@@ -141,7 +143,7 @@ impl NodeCounters {
                 self.set_up(false)
             }
             K::Redis { .. } => self.set_up(!CREDENTIALS.iter().any(|c| kind.is_redis_error(c))),
-            K::Protocol(_) | K::Quarantined { .. } | K::ServerChanged => {}
+            K::Protocol(_) | K::Quarantined { .. } | K::ServerChanged | K::NotDurable { .. } => {}
         }
     }
 

@@ -133,8 +133,15 @@ script!(
     READ_WRITE_PEEK = "read_write.lua", "read_write_peek.lua"
 );
 
+script!(
+    /// Which server a node is (its `run_id` and replication id) and its
+    /// uptime, for restart quarantine (read-only).
+    IDENTITY = "identity.lua"
+);
+
 /// Every script, for preloading on connect.
-pub(crate) static ALL: [&Lua; 18] = [
+pub(crate) static ALL: [&Lua; 19] = [
+    &IDENTITY,
     &RELEASE,
     &EXTEND,
     &ACQUIRE_MULTI,

@@ -1,0 +1,354 @@
+//! A Redis Cluster as one member: which master serves each hash slot.
+//!
+//! The table is read with `CLUSTER SLOTS` (from a known master, else from
+//! the seeds) when the member first sends, after a master's connection
+//! broke, and is corrected slot by slot by `MOVED` replies. A server that
+//! starts serving slots after the first reading is a *replacement* (a
+//! replica promoted by a failover, most of the time): its first uptime
+//! reading counts as a restart, so it does not vote before the restart
+//! quarantine has passed (`docs/guarantees.md`, "Members").
+//!
+//! The redis crate's cluster client is not used: it routes keyless
+//! commands (the `run_id` probe behind a vote) to any node, retries a
+//! command on another node by itself, and keeps which master answered to
+//! itself — what restart quarantine needs to know about every vote.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+use redis::aio::ConnectionLike;
+use redis::{ConnectionInfo, ErrorKind, RedisError, Value};
+
+use crate::keys::hash_slot::SLOTS;
+use crate::node::admission::Gate;
+use crate::node::link::Target;
+use crate::node::route::{client_at, Shard};
+
+/// One cluster member's slot table and shards.
+pub(crate) struct ClusterMap {
+    /// The addresses given, `host:port`, and their settings.
+    seeds: Vec<(String, ConnectionInfo)>,
+    /// The first seed's server, for subscriptions.
+    seed: Target,
+    connect_timeout: Duration,
+    gate: Arc<Gate>,
+    table: Mutex<Table>,
+    /// One reading of the table at a time.
+    reading: tokio::sync::Mutex<()>,
+}
+
+#[derive(Default)]
+struct Table {
+    /// The master of each slot, by index into `shards`.
+    slots: Vec<Option<Arc<Shard>>>,
+    /// Every server sent to so far, by `host:port`.
+    shards: HashMap<String, Arc<Shard>>,
+    /// The table must be read (again) before the next command.
+    stale: bool,
+    /// A reading has succeeded: servers seen later are replacements.
+    settled: bool,
+}
+
+impl ClusterMap {
+    /// The cluster reached through `seeds` (`host:port` and settings, at
+    /// least one); nothing is read before the first command.
+    pub(crate) fn new(
+        seeds: Vec<(String, ConnectionInfo)>,
+        connect_timeout: Duration,
+        gate: Arc<Gate>,
+    ) -> Result<Self, RedisError> {
+        let first = seeds.first().map(|(_, info)| info.clone()).ok_or_else(|| {
+            RedisError::from((
+                ErrorKind::InvalidClientConfig,
+                "a cluster member needs a seed address",
+            ))
+        })?;
+        Ok(Self {
+            seed: Target::Server(redis::Client::open(first)?),
+            seeds,
+            connect_timeout,
+            gate,
+            table: Mutex::new(Table {
+                stale: true,
+                ..Table::default()
+            }),
+            reading: tokio::sync::Mutex::new(()),
+        })
+    }
+
+    fn table(&self) -> MutexGuard<'_, Table> {
+        self.table.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The gate its shards' connections pass.
+    pub(crate) fn gate(&self) -> &Gate {
+        &self.gate
+    }
+
+    /// The master serving `slot`, reading the table first when it is
+    /// stale or has no master for it.
+    pub(crate) async fn shard(&self, slot: u16) -> Result<Arc<Shard>, RedisError> {
+        if let Some(shard) = self.known(slot) {
+            return Ok(shard);
+        }
+        self.read().await?;
+        self.known(slot).ok_or_else(|| {
+            RedisError::from((
+                ErrorKind::Client,
+                "no master serves the slot",
+                format!("slot {slot}: the cluster's table names no master for it"),
+            ))
+        })
+    }
+
+    fn known(&self, slot: u16) -> Option<Arc<Shard>> {
+        let table = self.table();
+        if table.stale {
+            return None;
+        }
+        table.slots.get(usize::from(slot))?.clone()
+    }
+
+    /// Every master of the table (read first if stale).
+    pub(crate) async fn masters(&self) -> Result<Vec<Arc<Shard>>, RedisError> {
+        if self.table().stale {
+            self.read().await?;
+        }
+        let table = self.table();
+        let mut masters: Vec<Arc<Shard>> = Vec::new();
+        for shard in table.slots.iter().flatten() {
+            if !masters.iter().any(|m| Arc::ptr_eq(m, shard)) {
+                masters.push(shard.clone());
+            }
+        }
+        Ok(masters)
+    }
+
+    /// The shard at `addr` (`host:port`), made on first use.
+    pub(crate) fn shard_at(&self, addr: &str) -> Arc<Shard> {
+        let mut table = self.table();
+        self.shard_in(&mut table, addr)
+    }
+
+    fn shard_in(&self, table: &mut Table, addr: &str) -> Arc<Shard> {
+        if let Some(shard) = table.shards.get(addr) {
+            return shard.clone();
+        }
+        let template = self.seeds.first().map(|(_, info)| info);
+        let target = template
+            .and_then(|t| client_at(t, addr).ok())
+            .map(Target::Server);
+        // An address that is not `host:port` never comes from a server: it
+        // stands for the first seed, whose answers redirect again (and
+        // the redirections are bounded).
+        let target = target.unwrap_or_else(|| self.seed.clone());
+        let shard = Shard::new(
+            addr,
+            target,
+            self.connect_timeout,
+            self.gate.clone(),
+            table.settled,
+        );
+        table.shards.insert(addr.to_owned(), shard.clone());
+        shard
+    }
+
+    /// `slot` is served by `shard` now (a `MOVED` reply said so).
+    pub(crate) fn moved(&self, slot: u16, shard: Arc<Shard>) {
+        if let Some(entry) = self.table().slots.get_mut(usize::from(slot)) {
+            *entry = Some(shard);
+        }
+    }
+
+    /// Read the table again before the next command.
+    pub(crate) fn stale(&self) {
+        self.table().stale = true;
+    }
+
+    /// The first seed's server, for subscriptions.
+    pub(crate) fn seed(&self) -> Target {
+        self.seed.clone()
+    }
+
+    /// Reads `CLUSTER SLOTS` from a master known to serve slots, else from
+    /// each seed in turn, and installs it. Boxed, as the connect inside it
+    /// is a deep future.
+    fn read(&self) -> futures::future::BoxFuture<'_, Result<(), RedisError>> {
+        Box::pin(self.read_table())
+    }
+
+    async fn read_table(&self) -> Result<(), RedisError> {
+        let _reading = self.reading.lock().await;
+        if !self.table().stale {
+            return Ok(());
+        }
+        let mut asked: Vec<String> = {
+            let table = self.table();
+            let mut known: Vec<String> = table
+                .slots
+                .iter()
+                .flatten()
+                .map(|s| s.addr.to_string())
+                .collect();
+            known.dedup();
+            known
+        };
+        asked.extend(self.seeds.iter().map(|(addr, _)| addr.clone()));
+        let mut last = None;
+        for addr in asked {
+            match self.read_from(&addr).await {
+                Ok(ranges) => {
+                    self.install(&ranges);
+                    return Ok(());
+                }
+                Err(e) => last = Some(e),
+            }
+        }
+        Err(last.unwrap_or_else(|| {
+            RedisError::from((
+                ErrorKind::Client,
+                "no seed to read the cluster's slots from",
+            ))
+        }))
+    }
+
+    /// `CLUSTER SLOTS` of the server at `addr`, on a connection of its own
+    /// (the table is not read on a connection that carries votes).
+    async fn read_from(&self, addr: &str) -> Result<Vec<Range>, RedisError> {
+        let shard = self.shard_at(addr);
+        let client = shard.conn.target().client().await?;
+        let config = redis::AsyncConnectionConfig::new()
+            .set_connection_timeout(Some(self.connect_timeout))
+            .set_response_timeout(Some(self.connect_timeout));
+        let mut conn = client
+            .get_multiplexed_async_connection_with_config(&config)
+            .await?;
+        let reply = conn
+            .req_packed_command(&redis::cmd("CLUSTER").arg("SLOTS").clone())
+            .await?;
+        parse_slots(reply.extract_error()?, addr)
+            .map_err(|what| RedisError::from((ErrorKind::Client, "unreadable CLUSTER SLOTS", what)))
+    }
+
+    fn install(&self, ranges: &[Range]) {
+        let mut table = self.table();
+        let mut slots = vec![None; usize::from(SLOTS)];
+        for range in ranges {
+            let shard = self.shard_in(&mut table, &range.master);
+            for slot in range.start..=range.end.min(SLOTS - 1) {
+                slots[usize::from(slot)] = Some(shard.clone());
+            }
+        }
+        table.slots = slots;
+        table.stale = false;
+        table.settled = true;
+    }
+}
+
+/// Slots `start..=end`, served by the master at `master` (`host:port`).
+#[derive(Debug, PartialEq, Eq)]
+struct Range {
+    start: u16,
+    end: u16,
+    master: String,
+}
+
+/// The ranges of a `CLUSTER SLOTS` reply from the server at `asked`
+/// (whose host stands for a master reported with an empty host).
+fn parse_slots(reply: Value, asked: &str) -> Result<Vec<Range>, String> {
+    let Value::Array(entries) = reply else {
+        return Err(format!("CLUSTER SLOTS answered {reply:?}"));
+    };
+    let asked_host = asked.rsplit_once(':').map_or(asked, |(h, _)| h);
+    entries
+        .into_iter()
+        .map(|entry| {
+            let Value::Array(fields) = entry else {
+                return Err(format!("a CLUSTER SLOTS entry is {entry:?}"));
+            };
+            match &fields[..] {
+                [Value::Int(start), Value::Int(end), Value::Array(master), ..] => {
+                    let (host, port) = match &master[..] {
+                        [host, Value::Int(port), ..] => (text(host), *port),
+                        _ => return Err(format!("a CLUSTER SLOTS master is {master:?}")),
+                    };
+                    let host = match host.as_deref() {
+                        None | Some("") | Some("?") => asked_host.to_owned(),
+                        Some(h) if h.contains(':') && !h.starts_with('[') => format!("[{h}]"),
+                        Some(h) => h.to_owned(),
+                    };
+                    let slot = |n: i64| u16::try_from(n).map_err(|_| format!("slot {n}"));
+                    Ok(Range {
+                        start: slot(*start)?,
+                        end: slot(*end)?,
+                        master: format!("{host}:{port}"),
+                    })
+                }
+                other => Err(format!("a CLUSTER SLOTS entry is {other:?}")),
+            }
+        })
+        .collect()
+}
+
+fn text(value: &Value) -> Option<String> {
+    match value {
+        Value::BulkString(b) => String::from_utf8(b.clone()).ok(),
+        Value::SimpleString(s) => Some(s.clone()),
+        Value::Nil => None,
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn bulk(s: &str) -> Value {
+        Value::BulkString(s.as_bytes().to_vec())
+    }
+
+    #[test]
+    fn a_slots_reply_reads_as_ranges_of_masters() {
+        let node = |host: &str, port| Value::Array(vec![bulk(host), Value::Int(port), bulk("id")]);
+        let reply = Value::Array(vec![
+            Value::Array(vec![
+                Value::Int(0),
+                Value::Int(5460),
+                node("10.0.0.1", 7000),
+                node("10.0.0.4", 7003),
+            ]),
+            Value::Array(vec![Value::Int(5461), Value::Int(16383), node("", 7001)]),
+            Value::Array(vec![Value::Int(1), Value::Int(1), node("::1", 7002)]),
+        ]);
+        let ranges = parse_slots(reply, "127.0.0.1:7000").unwrap();
+        assert_eq!(
+            ranges,
+            [
+                Range {
+                    start: 0,
+                    end: 5460,
+                    master: "10.0.0.1:7000".into()
+                },
+                Range {
+                    start: 5461,
+                    end: 16383,
+                    master: "127.0.0.1:7001".into()
+                },
+                Range {
+                    start: 1,
+                    end: 1,
+                    master: "[::1]:7002".into()
+                },
+            ]
+        );
+        assert!(parse_slots(Value::Int(1), "h:1").is_err());
+        assert!(parse_slots(Value::Array(vec![Value::Array(vec![Value::Int(0)])]), "h:1").is_err());
+        let bad = Value::Array(vec![Value::Array(vec![
+            Value::Int(-1),
+            Value::Int(2),
+            node("h", 1),
+        ])]);
+        assert!(parse_slots(bad, "h:1").is_err());
+    }
+}

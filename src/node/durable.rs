@@ -1,0 +1,143 @@
+//! Durable votes: a member's yes counts only once the write reached `r`
+//! replicas (`WAIT r timeout`) or the append-only files (`WAITAOF local r
+//! timeout`), so that a failover to a replica that acknowledged it keeps
+//! the lock. The command sent behind a vote, and what its reply means.
+//! Pure.
+
+use std::time::{Duration, Instant};
+
+use redis::{Cmd, Value};
+
+use crate::config::Durability;
+use crate::error::NodeFailureKind;
+use crate::node::Window;
+use crate::validity;
+
+/// The command sent right behind a vote on the same connection: it
+/// waits until the writes of that connection reached what `durability`
+/// asks, at most `timeout` (never 0, which would wait for ever).
+pub(crate) fn wait(durability: Durability, timeout: Duration) -> Cmd {
+    let ms = validity::millis(timeout).max(1);
+    match durability {
+        Durability::Replicas(r) => {
+            let mut cmd = redis::cmd("WAIT");
+            cmd.arg(r).arg(ms);
+            cmd
+        }
+        Durability::Aof { local, replicas } => {
+            let mut cmd = redis::cmd("WAITAOF");
+            cmd.arg(u8::from(local)).arg(replicas).arg(ms);
+            cmd
+        }
+    }
+}
+
+/// How long a wait sent now may block the server: three quarters of
+/// what is left of `window`, so that a wait that times out still answers
+/// inside it (and the failure says why).
+pub(crate) fn budget(window: Window) -> Duration {
+    window.deadline.saturating_duration_since(Instant::now()) * 3 / 4
+}
+
+/// Whether the reply to [`wait`] shows the write durable as asked;
+/// `Err` with the failure when it does not, or with what the reply was
+/// when it cannot be read.
+pub(crate) fn reached(
+    durability: Durability,
+    reply: &Value,
+) -> Result<(), Result<NodeFailureKind, String>> {
+    let count = |v: &Value| match v {
+        Value::Int(n) => u32::try_from(*n).ok(),
+        _ => None,
+    };
+    let unreadable = || Err(format!("{reply:?} in answer to a durable vote's wait"));
+    let (fsynced, replicas, required) = match (durability, reply) {
+        (Durability::Replicas(required), reply) => match count(reply) {
+            Some(n) => (true, n, required),
+            None => return Err(unreadable()),
+        },
+        (Durability::Aof { local, replicas }, Value::Array(pair)) => match &pair[..] {
+            [l, r] => match (count(l), count(r)) {
+                (Some(l), Some(r)) => (l > 0 || !local, r, replicas),
+                _ => return Err(unreadable()),
+            },
+            _ => return Err(unreadable()),
+        },
+        _ => return Err(unreadable()),
+    };
+    if fsynced && replicas >= required {
+        Ok(())
+    } else {
+        Err(Ok(NodeFailureKind::NotDurable {
+            replicas,
+            required,
+            fsynced,
+        }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(cmd: &Cmd) -> Vec<String> {
+        cmd.args_iter()
+            .filter_map(|a| match a {
+                redis::Arg::Simple(b) => Some(String::from_utf8_lossy(b).into_owned()),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_wait_never_waits_for_ever() {
+        assert_eq!(
+            args(&wait(Durability::Replicas(1), Duration::from_millis(50))),
+            ["WAIT", "1", "50"]
+        );
+        assert_eq!(
+            args(&wait(Durability::Replicas(2), Duration::ZERO)),
+            ["WAIT", "2", "1"]
+        );
+        let aof = Durability::Aof {
+            local: true,
+            replicas: 1,
+        };
+        assert_eq!(
+            args(&wait(aof, Duration::from_millis(80))),
+            ["WAITAOF", "1", "1", "80"]
+        );
+    }
+
+    #[test]
+    fn a_yes_counts_when_enough_replicas_and_files_have_it() {
+        let two = Durability::Replicas(2);
+        assert_eq!(reached(two, &Value::Int(2)), Ok(()));
+        assert_eq!(reached(two, &Value::Int(3)), Ok(()));
+        let short = NodeFailureKind::NotDurable {
+            replicas: 1,
+            required: 2,
+            fsynced: true,
+        };
+        assert_eq!(reached(two, &Value::Int(1)), Err(Ok(short)));
+        let aof = Durability::Aof {
+            local: true,
+            replicas: 1,
+        };
+        let pair = |l, r| Value::Array(vec![Value::Int(l), Value::Int(r)]);
+        assert_eq!(reached(aof, &pair(1, 1)), Ok(()));
+        let unsynced = NodeFailureKind::NotDurable {
+            replicas: 1,
+            required: 1,
+            fsynced: false,
+        };
+        assert_eq!(reached(aof, &pair(0, 1)), Err(Ok(unsynced)));
+        let replicas_only = Durability::Aof {
+            local: false,
+            replicas: 1,
+        };
+        assert_eq!(reached(replicas_only, &pair(0, 1)), Ok(()));
+        assert!(matches!(reached(two, &Value::Nil), Err(Err(_))));
+        assert!(matches!(reached(aof, &Value::Int(1)), Err(Err(_))));
+    }
+}

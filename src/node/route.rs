@@ -1,0 +1,170 @@
+//! Where a member's commands go. A member is one vote: a single server,
+//! a Sentinel group (its master, found again at every connect) or a Redis
+//! Cluster (the master serving a key's hash slot). Each server a member
+//! sends to is a [`Shard`]: its connection and its restart state, so a
+//! failed-over cluster shard is quarantined on its own
+//! (`docs/guarantees.md`, "Members").
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use redis::{Client, ErrorKind, RedisError, ServerErrorKind};
+
+use crate::node::admission::Gate;
+use crate::node::cluster::ClusterMap;
+use crate::node::link::{Link, Target};
+use crate::node::quarantine::Quarantine;
+
+/// One server a member sends to: its connection and its restart state.
+pub(crate) struct Shard {
+    /// `host:port` of the server (the member's label for a single server
+    /// or a Sentinel group).
+    pub(crate) addr: Box<str>,
+    pub(crate) conn: Link,
+    pub(crate) restart: Arc<Quarantine>,
+}
+
+impl Shard {
+    /// The server `target`, admitted by `gate`; `replacing` when it takes
+    /// over slots another server served (its first uptime reading then
+    /// counts as a restart).
+    pub(crate) fn new(
+        addr: &str,
+        target: Target,
+        connect_timeout: Duration,
+        gate: Arc<Gate>,
+        replacing: bool,
+    ) -> Arc<Self> {
+        let restart = Arc::new(if replacing {
+            Quarantine::replacing()
+        } else {
+            Quarantine::default()
+        });
+        let conn = Link::new(target, connect_timeout, restart.clone(), gate);
+        Arc::new(Self {
+            addr: addr.into(),
+            conn,
+            restart,
+        })
+    }
+}
+
+/// A shard to send to, and whether the command must be preceded by
+/// `ASKING` (a slot being migrated, the key already moved).
+#[derive(Clone)]
+pub(crate) struct Hop {
+    pub(crate) shard: Arc<Shard>,
+    pub(crate) asking: bool,
+}
+
+/// How a member reaches its servers.
+pub(crate) enum Route {
+    /// A single server, or the master of a Sentinel group.
+    One(Arc<Shard>),
+    /// The masters of a Redis Cluster, by slot.
+    Cluster(ClusterMap),
+}
+
+/// How many redirections one command follows before failing.
+pub(crate) const MAX_REDIRECTS: usize = 3;
+
+impl Route {
+    /// The shard serving `slot` now.
+    pub(crate) async fn hop(&self, slot: u16) -> Result<Hop, RedisError> {
+        let shard = match self {
+            Route::One(shard) => shard.clone(),
+            Route::Cluster(map) => map.shard(slot).await?,
+        };
+        Ok(Hop {
+            shard,
+            asking: false,
+        })
+    }
+
+    /// Where `error` (a reply of `MOVED` or `ASK`) sends the command next:
+    /// `MOVED` also updates the slot table; `None` for any other error.
+    pub(crate) fn redirect(&self, error: &RedisError) -> Option<Hop> {
+        let Route::Cluster(map) = self else {
+            return None;
+        };
+        let (addr, slot) = error.redirect_node()?;
+        let shard = map.shard_at(addr);
+        let asking = error.kind() == ErrorKind::Server(ServerErrorKind::Ask);
+        if !asking {
+            map.moved(slot, shard.clone());
+        }
+        Some(Hop { shard, asking })
+    }
+
+    /// Every shard known now (a cluster's table read first if it is not
+    /// yet).
+    pub(crate) async fn all(&self) -> Result<Vec<Arc<Shard>>, RedisError> {
+        match self {
+            Route::One(shard) => Ok(vec![shard.clone()]),
+            Route::Cluster(map) => map.masters().await,
+        }
+    }
+
+    /// A command on `shard` failed with `error`: a cluster reads its
+    /// table again before the next command when the shard may be gone.
+    pub(crate) fn failed(&self, error: &RedisError) {
+        if let Route::Cluster(map) = self {
+            if error.is_io_error()
+                || error.is_connection_dropped()
+                || error.is_unrecoverable_error()
+            {
+                map.stale();
+            }
+        }
+    }
+
+    /// Where subscriptions and fresh connections go: the server, the
+    /// group's master, or a cluster's first seed (a cluster delivers
+    /// every `PUBLISH` to every node).
+    pub(crate) fn target(&self) -> Target {
+        match self {
+            Route::One(shard) => shard.conn.target().clone(),
+            Route::Cluster(map) => map.seed(),
+        }
+    }
+
+    /// The gate every shard's connections pass.
+    pub(crate) fn gate(&self) -> &Gate {
+        match self {
+            Route::One(shard) => shard.conn.gate(),
+            Route::Cluster(map) => map.gate(),
+        }
+    }
+}
+
+/// The client of a server at `addr` (`host:port`), reached with the
+/// settings of `template` (credentials, TLS).
+pub(crate) fn client_at(
+    template: &redis::ConnectionInfo,
+    addr: &str,
+) -> Result<Client, RedisError> {
+    let (host, port) = addr
+        .rsplit_once(':')
+        .and_then(|(h, p)| Some((h.trim_matches(['[', ']']), p.parse::<u16>().ok()?)))
+        .ok_or_else(|| {
+            RedisError::from((
+                ErrorKind::Client,
+                "redirected to an address that is not host:port",
+                addr.to_owned(),
+            ))
+        })?;
+    let addr = match template.addr() {
+        redis::ConnectionAddr::TcpTls {
+            insecure,
+            tls_params,
+            ..
+        } => redis::ConnectionAddr::TcpTls {
+            host: host.to_owned(),
+            port,
+            insecure: *insecure,
+            tls_params: tls_params.clone(),
+        },
+        _ => redis::ConnectionAddr::Tcp(host.to_owned(), port),
+    };
+    Client::open(template.clone().set_addr(addr))
+}
