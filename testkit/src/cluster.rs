@@ -2,13 +2,12 @@
 //! process control, fault proxies in front of them, side connections.
 
 use std::fmt::Write as _;
-use std::path::Path;
 use std::sync::OnceLock;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use crate::env::{server_binary, NODES_ENV, SERVER_ENV};
+use crate::env::{server_binary, NODES_ENV};
 use crate::eventually;
-use crate::node::{free_port, wait_until_up, LocalNode, NodeOptions};
+use crate::node::{LocalNode, Mode, NodeOptions};
 use crate::proxy::{Fault, FaultHandle, Links, Proxy};
 
 /// Where a cluster's nodes come from.
@@ -46,61 +45,20 @@ impl Cluster {
     /// of panicking; the nodes already started are stopped then. For
     /// programs that are not tests, such as the examples.
     pub fn try_local(n: usize, options: &NodeOptions) -> Result<Self, String> {
-        let mut nodes = Vec::with_capacity(n);
-        for i in 0..n {
-            match Self::start_node(i, options) {
-                Ok(node) => nodes.push(node),
-                Err(e) => {
-                    for node in &mut nodes {
-                        node.stop();
-                    }
-                    return Err(e);
-                }
-            }
-        }
+        // The nodes already started stop when dropped on an error.
+        let nodes = (0..n)
+            .map(|i| {
+                let binary = options
+                    .server
+                    .as_ref()
+                    .map_or_else(|| server_binary(i), |p| p.display().to_string());
+                LocalNode::start(binary, options, Mode::Data)
+            })
+            .collect::<Result<Vec<_>, _>>()?;
         Ok(Self {
             nodes: Nodes::Local(nodes),
             proxies: Vec::new(),
         })
-    }
-
-    fn start_node(index: usize, options: &NodeOptions) -> Result<LocalNode, String> {
-        let mut last = String::new();
-        for _ in 0..5 {
-            let mut node = LocalNode {
-                port: free_port(),
-                tls_port: options.tls_args.as_ref().map(|_| free_port()),
-                binary: options
-                    .server
-                    .as_ref()
-                    .map_or_else(|| server_binary(index), |p| p.display().to_string()),
-                dir: if options.in_memory_dir && Path::new("/dev/shm").is_dir() {
-                    tempfile::tempdir_in("/dev/shm")
-                } else {
-                    tempfile::tempdir()
-                }
-                .expect("temp dir"),
-                child: None,
-                options: options.clone(),
-                paused: false,
-                clock_offset: Duration::ZERO,
-            };
-            if let Err(e) = node.spawn() {
-                return Err(format!(
-                    "cannot start {} (is it installed? set {SERVER_ENV}): {e}",
-                    node.binary
-                ));
-            }
-            let child = node.child.as_mut().expect("just spawned");
-            match wait_until_up(node.port, child) {
-                Ok(()) => return Ok(node),
-                Err(e) => {
-                    last = format!("{e}\n{}", node.log());
-                    node.stop();
-                }
-            }
-        }
-        Err(format!("could not start a redis-server: {last}"))
     }
 
     /// The first `n` nodes of `QUORUMLOCK_TEST_NODES` when it is set, else
@@ -287,22 +245,7 @@ impl Cluster {
     /// Kills (if running) and starts the node again on the same port; empty
     /// unless it runs with AOF.
     pub fn restart(&mut self, i: usize) {
-        let node = &mut self.local_nodes()[i];
-        node.stop();
-        let deadline = Instant::now() + Duration::from_secs(10);
-        loop {
-            node.spawn().expect("respawn redis-server");
-            let child = node.child.as_mut().expect("just spawned");
-            match wait_until_up(node.port, child) {
-                Ok(()) => return,
-                Err(e) if Instant::now() < deadline => {
-                    eprintln!("restart retry: {e}");
-                    node.stop();
-                    std::thread::sleep(Duration::from_millis(100));
-                }
-                Err(e) => panic!("restart failed: {e}\n{}", node.log()),
-            }
-        }
+        self.local_nodes()[i].restart();
     }
 
     /// Steps node `i`'s wall clock forward by `by` (whole seconds): keys
@@ -406,13 +349,7 @@ impl Cluster {
         match &self.nodes {
             Nodes::Local(nodes) => {
                 for (i, n) in nodes.iter().enumerate() {
-                    let _ = writeln!(
-                        out,
-                        "----- node {i} (port {}, {}) log -----\n{}",
-                        n.port,
-                        n.binary,
-                        n.log()
-                    );
+                    out.push_str(&n.titled_log(&format!("node {i}")));
                 }
             }
             Nodes::External(urls) => {
@@ -430,13 +367,9 @@ impl Cluster {
 
 impl Drop for Cluster {
     fn drop(&mut self) {
+        // The nodes stop when dropped, after this.
         if std::thread::panicking() {
             eprintln!("{}", self.logs());
-        }
-        if let Nodes::Local(nodes) = &mut self.nodes {
-            for n in nodes.iter_mut() {
-                n.stop();
-            }
         }
     }
 }

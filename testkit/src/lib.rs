@@ -11,6 +11,12 @@
 //! under libfaketime instead, whose wall clock [`Cluster::jump_clock`]
 //! steps forward.
 //!
+//! Two topologies of real processes stand beside it for the server-side
+//! replication modes: [`SentinelGroup`] (a master, its replicas and the
+//! Sentinels watching them; `SENTINEL FAILOVER` on demand) and
+//! [`ShardedCluster`] (a Redis Cluster; slot migrations, whole or held
+//! half-way, and replica promotions on demand).
+//!
 //! Fault tools live beside it: [`proxy`] (latency, blackhole, reset, slow
 //! replies in front of each node, see [`Cluster::proxied`]; scripted holds
 //! and delays per direction and per link, see [`Cluster::links`]),
@@ -22,7 +28,8 @@
 //! fault run of a load: locks ([`workload`]), permits ([`permits`]) or
 //! leaderships ([`leaders`]).
 //!
-//! Inside: `cluster.rs` (the [`Cluster`]), `node.rs` (one server process),
+//! Inside: `cluster.rs` (the [`Cluster`]), `sentinel.rs` and `shards.rs`
+//! (the topologies), `node.rs` (one server process),
 //! `env.rs` (the binaries and variables the harness reads), `client.rs`
 //! (builders for a cluster, and [`OneAttempt`]), `logs.rs` (captured
 //! tracing output); the crate's own tests are in `testkit/tests/`.
@@ -48,6 +55,8 @@ pub mod proxy;
 pub mod races;
 pub mod rwlock;
 pub mod safety;
+mod sentinel;
+mod shards;
 pub mod sticky;
 pub mod workload;
 
@@ -61,6 +70,8 @@ pub use env::{
 };
 pub use node::{LocalNode, NodeOptions};
 pub use proxy::{Direction, Fault, FaultHandle, Links, Proxy};
+pub use sentinel::{GroupOptions, SentinelGroup};
+pub use shards::{ShardedCluster, SlotMigration};
 
 /// Writes one line to the real stderr, past the test harness' capture, so
 /// figures show in CI logs of passing tests too.
