@@ -51,7 +51,7 @@ async fn fences_increase_and_the_counter_sits_beside_the_key() {
         let fence = lock.fence().expect("fenced");
         assert!(fence > last, "{fence} after {last}");
         last = fence;
-        let counter_key = [quorumlock::FENCE_KEY_PREFIX, name.as_bytes()].concat();
+        let counter_key = [quorumlock::FENCE_KEY_PREFIX, b"{", name.as_bytes(), b"}"].concat();
         let committed = (0..5)
             .filter(|&i| {
                 let v: Option<u64> = cluster.exec(i, redis::cmd("GET").arg(&counter_key));
@@ -69,7 +69,8 @@ async fn fences_increase_and_the_counter_sits_beside_the_key() {
     for i in 0..5 {
         let _: () = cluster.exec(
             i,
-            redis::cmd("DEL").arg([quorumlock::FENCE_KEY_PREFIX, name.as_bytes()].concat()),
+            redis::cmd("DEL")
+                .arg([quorumlock::FENCE_KEY_PREFIX, b"{", name.as_bytes(), b"}"].concat()),
         );
     }
 }
@@ -333,7 +334,7 @@ async fn a_token_ahead_of_the_clients_clock_is_warned_about_once() {
 }
 
 fn counter_key(name: &str) -> Vec<u8> {
-    [quorumlock::FENCE_KEY_PREFIX, name.as_bytes()].concat()
+    [quorumlock::FENCE_KEY_PREFIX, b"{", name.as_bytes(), b"}"].concat()
 }
 
 /// Waits (bounded) for a condition the test script needs before its next

@@ -21,7 +21,7 @@ const LOCKER_ACL: &[&str] = &[
     ">locker-pw",
     // The locks, and their fencing counters.
     "~lock:*",
-    "~quorumlock:fence:lock:*",
+    "~quorumlock:fence:{lock:*",
     // Release announcements for fast hand-off.
     "resetchannels",
     "&quorumlock:released:lock:*",

@@ -108,13 +108,14 @@ impl Builder {
     /// ```
     pub fn from_list(list: &str) -> Self {
         let mut entries: Vec<(usize, String)> = Vec::new();
-        for entry in list.split(',').map(str::trim).filter(|e| !e.is_empty()) {
+        let written = list.split(',').map(str::trim).enumerate();
+        for (i, entry) in written.filter(|(_, e)| !e.is_empty()) {
             match entries.last_mut() {
                 Some((_, open)) if !entry.contains("://") && nodes::hosts_open(open) => {
                     open.push(',');
                     open.push_str(entry);
                 }
-                _ => entries.push((entries.len(), entry.to_owned())),
+                _ => entries.push((i, entry.to_owned())),
             }
         }
         Self::with(entries.into_iter().map(|(i, entry)| (i, entry.into_node())))

@@ -540,6 +540,55 @@ mod tests {
         }
     }
 
+    fn shown(text: &str) -> String {
+        text.into_node().0.shown()
+    }
+
+    #[test]
+    fn members_of_several_servers_parse_and_show_without_passwords() {
+        assert_eq!(
+            shown("redis+sentinel://:hunter2@10.0.0.1:26379,10.0.0.2/locks"),
+            "sentinel://10.0.0.1:26379,10.0.0.2:26379/locks"
+        );
+        assert_eq!(
+            shown("redis+cluster://a:7000,b:7001"),
+            "cluster://a:7000,b:7001"
+        );
+        assert_eq!(shown("redis+cluster://a"), "cluster://a:6379");
+        let Source::Sentinel {
+            sentinels,
+            server,
+            group,
+        } = "redis+sentinel://me:hunter2@h:1,[::1]:2/g?protocol=resp3"
+            .into_node()
+            .0
+        else {
+            panic!("not a sentinel group");
+        };
+        assert_eq!(group, "g");
+        assert_eq!(server.redis_settings().password(), Some("hunter2"));
+        assert!(sentinels
+            .iter()
+            .all(|s| s.redis_settings().password().is_none()));
+        assert_eq!(label(&sentinels[1]), "[::1]:2/0");
+        for (text, why) in [
+            ("redis+sentinel://h:1", "no group name"),
+            ("redis+sentinel://:hunter2@h:x/g", "invalid port"),
+            ("redis+cluster://h:1/3", "database 0 only"),
+            ("redis+cluster://", "no addresses"),
+        ] {
+            let Source::Invalid(bad) = text.into_node().0 else {
+                panic!("{text} parsed");
+            };
+            assert!(bad.reason.contains(why), "{text}: {}", bad.reason);
+            assert!(!bad.shown.contains("hunter2"), "{}", bad.shown);
+        }
+        assert!(hosts_open("redis+sentinel://a:1"));
+        assert!(!hosts_open("redis+sentinel://a:1,b:2/g"));
+        assert!(hosts_open("rediss+cluster://a:1,b:2"));
+        assert!(!hosts_open("redis://a:1"));
+    }
+
     fn labels(list: &[&str]) -> Result<Vec<String>> {
         let labels: Vec<String> = list
             .iter()

@@ -80,12 +80,15 @@ impl Node {
         shape: Shape,
         window: Window,
     ) -> NodeResult<Grant> {
-        let reply = Box::pin(self.vote(command, window, true)).await?;
+        let (reply, waited) = Box::pin(self.vote(command, window, true)).await?;
         let grant = match shape {
             Shape::Slots { listed, want } => read(&reply, listed, want),
             lock => read_lock(&reply, lock == Shape::Fenced),
         };
         let grant = grant.map_err(|what| self.protocol(what))?;
+        if grant.granted() {
+            self.durable_reached(waited.as_ref())?;
+        }
         debug!(node = %self.label, vote = ?grant.vote, "node answered");
         self.counters.vote(Operation::Acquire, grant.granted());
         Ok(grant)

@@ -119,14 +119,18 @@ impl Link {
         // one stays) and reports the loss; so does a server that turned
         // replica (`READONLY`): the next connection asks again which server
         // is the master.
-        if let Err(e) = &result {
-            if e.is_io_error()
-                || e.is_unrecoverable_error()
-                || e.is_connection_dropped()
-                || e.kind() == ErrorKind::Server(ServerErrorKind::ReadOnly)
-            {
-                down(&self.0, number);
+        let lost = match &result {
+            Err(e) => {
+                e.is_io_error()
+                    || e.is_unrecoverable_error()
+                    || e.is_connection_dropped()
+                    || e.kind() == ErrorKind::Server(ServerErrorKind::ReadOnly)
             }
+            Ok(Value::ServerError(e)) => e.code() == "READONLY",
+            Ok(_) => false,
+        };
+        if lost {
+            down(&self.0, number);
         }
         result
     }

@@ -404,7 +404,6 @@ impl Node {
                 }
             })
             .await?;
-        self.durable_reached(waited.as_ref())?;
         let mut set = 0;
         for value in replies {
             let n = match value {
@@ -413,6 +412,9 @@ impl Node {
                 other => return Err(self.protocol(format!("repair answered {other:?}"))),
             };
             set += usize::from(self.read(Kind::Repair, n)?);
+        }
+        if set > 0 {
+            self.durable_reached(waited.as_ref())?;
         }
         Ok(set)
     }
@@ -428,13 +430,17 @@ impl Node {
         window: Window,
         write: bool,
     ) -> NodeResult<(bool, i64)> {
-        let reply = if write && self.durable.is_some() {
+        let (reply, waited) = if write && self.durable.is_some() {
             self.vote(command, window, false).await?
         } else {
-            self.call(command, window).await?
+            (self.call(command, window).await?, None)
         };
         let n = parse::<i64>(reply).map_err(|e| self.protocol(e.to_string()))?;
-        Ok((self.read(kind, n)?, n))
+        let yes = self.read(kind, n)?;
+        if yes {
+            self.durable_reached(waited.as_ref())?;
+        }
+        Ok((yes, n))
     }
 
     /// Whether a script's `reply` counts as a yes ([`reply::counts`]); a

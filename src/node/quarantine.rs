@@ -42,6 +42,9 @@ struct Reading {
     out: Option<(Option<Instant>, Duration)>,
     /// The server it was read from.
     run_id: Option<Arc<str>>,
+    /// When that server was first read, if it replaced another: its age
+    /// counts from then, in every later reading too.
+    replaced_at: Option<Instant>,
 }
 
 /// Whether a node may vote now.
@@ -140,7 +143,15 @@ impl Quarantine {
             return Standing::Unknown;
         }
         let replaced = last.run_id.as_ref().is_some_and(|known| *known != run_id);
-        let uptime = if replaced { Duration::ZERO } else { uptime };
+        if replaced {
+            last.replaced_at = Some(now);
+        }
+        // A replacement's age is the time since it was first seen, however
+        // long it has been up (and a restart since then counts too).
+        let uptime = match last.replaced_at {
+            Some(at) => uptime.min(now.saturating_duration_since(at)),
+            None => uptime,
+        };
         last.epoch = Some(epoch);
         last.run_id = Some(run_id);
         match required.checked_sub(uptime) {
@@ -264,6 +275,33 @@ mod tests {
         let plain = Quarantine::default();
         let s = plain.observed(plain.epoch(), 1000 * S, "old".into(), 30 * S, now);
         assert_eq!(s, Standing::Votes);
+    }
+
+    #[test]
+    fn a_replacement_read_again_keeps_its_age_from_when_it_was_first_seen() {
+        let q = Quarantine::default();
+        let now = Instant::now();
+        assert_eq!(observe(&q, 100 * S, 30 * S, now), Standing::Votes);
+        q.connection_lost();
+        let first = q.observed(q.epoch(), 1000 * S, "b".into(), 30 * S, now);
+        assert_eq!(
+            first,
+            Standing::Quarantined {
+                uptime: Duration::ZERO
+            }
+        );
+        // Read again (another caller, a reconnect): still its age since
+        // first seen, not its uptime.
+        q.connection_lost();
+        let again = q.observed(q.epoch(), 1010 * S, "b".into(), 30 * S, now + 10 * S);
+        assert_eq!(again, Standing::Quarantined { uptime: 10 * S });
+        q.connection_lost();
+        let done = q.observed(q.epoch(), 1030 * S, "b".into(), 30 * S, now + 30 * S);
+        assert_eq!(done, Standing::Votes);
+        // Restarted since: its own uptime is the shorter age.
+        q.connection_lost();
+        let restarted = q.observed(q.epoch(), 2 * S, "b".into(), 30 * S, now + 40 * S);
+        assert_eq!(restarted, Standing::Quarantined { uptime: 2 * S });
     }
 
     #[test]

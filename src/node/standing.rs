@@ -21,7 +21,10 @@ impl Node {
     /// probe (with `probe` and restart quarantine) and the durability wait
     /// (with durable votes). The vote is returned when the server that
     /// cast it is the one whose uptime reading lets it vote, and its write
-    /// is as durable as asked. A restart hidden from the client (a proxy
+    /// is as durable as asked — the wait's reply comes back beside the
+    /// vote, for the caller to check when the vote is a yes
+    /// ([`durable_reached`](Self::durable_reached)): a no wrote nothing
+    /// that must last. A restart hidden from the client (a proxy
     /// that keeps its connection open, a failover) or a reconnect between
     /// the standing check and the send is caught here: the vote is not
     /// counted and the standing becomes unknown.
@@ -30,7 +33,7 @@ impl Node {
         command: &Command,
         window: Window,
         probe: bool,
-    ) -> NodeResult<Value> {
+    ) -> NodeResult<(Value, Option<Value>)> {
         self.routed(command.slot(), window, |hop| async move {
             let probe = match (&self.quarantine, probe) {
                 (Some((required, identity)), true) => {
@@ -73,8 +76,7 @@ impl Node {
                     return Err(self.failure(kind));
                 }
             }
-            self.durable_reached(waited.as_ref())?;
-            Ok(vote)
+            Ok((vote, waited))
         })
         .await
     }

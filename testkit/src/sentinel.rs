@@ -274,6 +274,26 @@ impl SentinelGroup {
         port
     }
 
+    /// Stops the data server on `port` (`SIGSTOP`): it neither answers nor
+    /// replicates until [`SentinelGroup::resume_data`]. A master's writes
+    /// meanwhile reach no paused replica.
+    ///
+    /// # Panics
+    ///
+    /// When `port` is not a data server of the group.
+    pub fn pause_data(&mut self, port: u16) {
+        self.node(port).signal("-STOP");
+    }
+
+    /// Lets the data server on `port` run again (`SIGCONT`).
+    ///
+    /// # Panics
+    ///
+    /// When `port` is not a data server of the group.
+    pub fn resume_data(&mut self, port: u16) {
+        self.node(port).signal("-CONT");
+    }
+
     /// Kills (if running) and starts the data server on `port` again — with
     /// its keys only under [`GroupOptions::aof`] — as a replica of the
     /// current master when one runs (a master otherwise), and waits until

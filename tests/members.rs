@@ -1,0 +1,429 @@
+//! Members that are not one server: Sentinel groups and a Redis Cluster,
+//! on real processes (`redis-server` in sentinel and cluster modes,
+//! started by the harness).
+//!
+//! - Three Sentinel groups as the members, one failed over
+//!   (`SENTINEL FAILOVER`) while clients lock: no two holders at once, and
+//!   the promoted master casts no yes before its quarantine ends.
+//! - One Sentinel group as the only member: with durable votes, a grant
+//!   survives a failover that loses the master's unreplicated writes (the
+//!   replica stopped meanwhile); the negative control, without durable
+//!   votes, hands the lock to a second holder.
+//! - A 3-shard cluster as the only member, a slot migrated (clients meet
+//!   `ASK`) and a shard failed over during load: no two holders, no
+//!   `MOVED` or `ASK` reaches a caller, and keys of one lock in two slots
+//!   are refused with a message naming hash tags.
+//!
+//! A failing test prints every process's log.
+
+use quorumlock_testkit as support;
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use quorumlock::{Builder, Durability, Error, Redlock, Retry};
+use support::{report, unique, GroupOptions, SentinelGroup, ShardedCluster};
+
+/// One grant: the resource, when the holder had it, and until when it
+/// could have believed so (its release, or its validity's end if sooner).
+#[derive(Debug, Clone)]
+struct Held {
+    resource: usize,
+    from: Instant,
+    until: Instant,
+}
+
+/// Grants recorded by every client, and the errors callers saw.
+#[derive(Default)]
+struct History {
+    held: Mutex<Vec<Held>>,
+    errors: Mutex<Vec<String>>,
+}
+
+impl History {
+    /// Pairs of grants of one resource whose windows intersect.
+    fn overlaps(&self) -> Vec<(Held, Held)> {
+        let mut held = self.held.lock().unwrap().clone();
+        held.sort_by_key(|h| (h.resource, h.from));
+        let mut found = Vec::new();
+        for (i, a) in held.iter().enumerate() {
+            for b in &held[i + 1..] {
+                if b.resource == a.resource && b.from < a.until {
+                    found.push((a.clone(), b.clone()));
+                }
+            }
+        }
+        found
+    }
+
+    fn grants(&self) -> usize {
+        self.held.lock().unwrap().len()
+    }
+}
+
+/// Clients that take `resources` in turn (each held a few milliseconds)
+/// until `stop`, recording every grant and every error.
+async fn load(
+    clients: &[Redlock],
+    names: Arc<Vec<String>>,
+    history: Arc<History>,
+    stop: Instant,
+) -> Vec<tokio::task::JoinHandle<()>> {
+    let mut tasks = Vec::new();
+    for (c, redlock) in clients.iter().enumerate() {
+        for t in 0..2 {
+            let (redlock, names, history) = (redlock.clone(), names.clone(), history.clone());
+            tasks.push(tokio::spawn(async move {
+                let mut i = c * 2 + t;
+                while Instant::now() < stop {
+                    i = (i + 1) % names.len();
+                    let taken = redlock
+                        .lock(&names[i], Duration::from_secs(1))
+                        .retry(Retry::Until(Duration::from_secs(8)))
+                        .acquire()
+                        .await;
+                    let lock = match taken {
+                        Ok(lock) => lock,
+                        Err(e) => {
+                            history.errors.lock().unwrap().push(e.to_string());
+                            continue;
+                        }
+                    };
+                    let from = Instant::now();
+                    tokio::time::sleep(Duration::from_millis(5)).await;
+                    let until = Instant::now().min(lock.deadline());
+                    history.held.lock().unwrap().push(Held {
+                        resource: i,
+                        from,
+                        until,
+                    });
+                    if let Err(e) = lock.release().await {
+                        history.errors.lock().unwrap().push(e.to_string());
+                    }
+                }
+            }));
+        }
+    }
+    tasks
+}
+
+fn acquire_yes(redlock: &Redlock, member: usize) -> u64 {
+    redlock.stats().nodes[member].acquire.yes
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn three_sentinel_groups_keep_one_holder_through_a_failover_and_quarantine_the_new_master() {
+    let groups: Vec<SentinelGroup> = std::thread::scope(|s| {
+        let started: Vec<_> = ["qa", "qb", "qc"]
+            .map(|name| s.spawn(move || SentinelGroup::start(name, &GroupOptions::default())))
+            .into_iter()
+            .collect();
+        started
+            .into_iter()
+            .map(|h| h.join().expect("group starts"))
+            .collect()
+    });
+    let urls: Vec<String> = groups.iter().map(SentinelGroup::url).collect();
+    let quarantine = Duration::from_secs(5);
+    let mut clients = Vec::new();
+    for _ in 0..3 {
+        let redlock = Builder::new(&urls)
+            .restart_quarantine(Some(quarantine))
+            .node_timeout(Duration::from_millis(300))
+            .build()
+            .await
+            .expect("three groups");
+        clients.push(redlock);
+    }
+    let names: Arc<Vec<String>> = Arc::new((0..4).map(|i| unique(&format!("sg{i}"))).collect());
+    let history = Arc::new(History::default());
+    let stop = Instant::now() + Duration::from_secs(12);
+    let tasks = load(&clients, names, history.clone(), stop).await;
+
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let before = history.grants();
+    let failover_start = Instant::now();
+    let group = &groups[0];
+    let old = group.master_port();
+    let new = tokio::task::block_in_place(|| group.failover());
+    let switched = Instant::now();
+    let yes_at_switch: u64 = clients.iter().map(|c| acquire_yes(c, 0)).sum();
+    // Until the quarantine ends (counted from when a client first read the
+    // new master, after the failover began), member 0 grants nothing.
+    let quiet_until = failover_start + quarantine - Duration::from_millis(300);
+    tokio::time::sleep_until(quiet_until.into()).await;
+    let yes_in_quarantine: u64 = clients.iter().map(|c| acquire_yes(c, 0)).sum();
+    for task in tasks {
+        task.await.expect("load task");
+    }
+    let yes_after: u64 = clients.iter().map(|c| acquire_yes(c, 0)).sum();
+    report(&format!(
+        "members/sentinel: member 0 {:?}",
+        clients[0].stats().nodes[0]
+    ));
+
+    let overlaps = history.overlaps();
+    let errors = history.errors.lock().unwrap().clone();
+    report(&format!(
+        "members/sentinel: failover {old} -> {new} in {:?}; grants {} ({before} before); member 0 yes votes: {yes_at_switch} at the switch, {yes_in_quarantine} at the quarantine's end, {yes_after} at the end; overlaps {}; errors {}",
+        switched - failover_start,
+        history.grants(),
+        overlaps.len(),
+        errors.len()
+    ));
+    let logs = || groups.iter().map(SentinelGroup::logs).collect::<String>();
+    assert!(
+        overlaps.is_empty(),
+        "two holders at once: {overlaps:?}\n{}",
+        logs()
+    );
+    assert_eq!(
+        yes_in_quarantine,
+        yes_at_switch,
+        "the promoted master voted yes inside its quarantine\n{}",
+        logs()
+    );
+    assert!(
+        yes_after > yes_in_quarantine,
+        "member 0 never voted again after its quarantine\n{}",
+        logs()
+    );
+    assert!(
+        history.grants() > before + 20,
+        "the load stalled: {errors:?}"
+    );
+    assert!(
+        errors.is_empty(),
+        "callers saw errors: {errors:?}\n{}",
+        logs()
+    );
+}
+
+/// One Sentinel group as the only member: the replica is stopped, a
+/// client asks for the lock, the master dies, the replica is promoted,
+/// and a second client asks for the same lock. Whether the second got it
+/// while the first still held it.
+async fn failover_after_a_grant(durable: bool) -> bool {
+    let mut group = SentinelGroup::start(&unique("solo"), &GroupOptions::default());
+    // Too short to cover the failover on purpose: only the votes can.
+    let build = || {
+        Builder::new([group.url()])
+            .restart_quarantine(Some(Duration::from_millis(1)))
+            .durable_votes(durable.then_some(Durability::Replicas(1)))
+            .node_timeout(Duration::from_millis(300))
+            .build()
+    };
+    let (first, second) = (
+        build().await.expect("first"),
+        build().await.expect("second"),
+    );
+    let resource = unique("solo-job");
+    let ttl = Duration::from_secs(30);
+    let replica = group
+        .data_ports()
+        .into_iter()
+        .find(|&p| p != group.master_port())
+        .expect("a replica");
+    // The replica stopped and its link cut (so that nothing already sent
+    // reaches it when it resumes): the master's writes stay on the master.
+    group.pause_data(replica);
+    let _: () = redis::cmd("CLIENT")
+        .arg("KILL")
+        .arg("TYPE")
+        .arg("replica")
+        .query(&mut group.conn(group.master_port()))
+        .expect("replication link cut");
+    let taken = first
+        .lock(&resource, ttl)
+        .retry(Retry::Until(Duration::from_millis(800)))
+        .acquire()
+        .await;
+    let held = if durable {
+        // No replica can have it: not granted, so nothing to lose.
+        let err = taken.expect_err("granted with no replica to keep it");
+        assert!(matches!(err, Error::Unavailable { .. }), "{err}");
+        group.resume_data(replica);
+        let lock = first
+            .lock(&resource, ttl)
+            .retry(Retry::Until(Duration::from_secs(5)))
+            .acquire()
+            .await
+            .expect("granted once the replica has it");
+        Some(lock)
+    } else {
+        Some(taken.expect("granted without asking a replica"))
+    };
+    let old = tokio::task::block_in_place(|| group.kill_master());
+    if !durable {
+        group.resume_data(replica);
+    }
+    let new = tokio::task::block_in_place(|| group.await_promotion(old));
+    let second_got = second
+        .lock(&resource, ttl)
+        .retry(Retry::Until(Duration::from_secs(3)))
+        .acquire()
+        .await;
+    let valid = held.as_ref().is_some_and(|l| Instant::now() < l.deadline());
+    report(&format!(
+        "members/durable={durable}: master {old} killed, {new} promoted; second client: {}",
+        match &second_got {
+            Ok(_) => "granted".to_owned(),
+            Err(e) => e.to_string(),
+        }
+    ));
+    if durable {
+        // The promoted replica has the first client's grant.
+        let token: Option<String> = redis::cmd("GET")
+            .arg(&resource)
+            .query(&mut group.conn(new))
+            .expect("GET on the new master");
+        let first = held.as_ref().map(|l| l.token_prefix().to_owned());
+        assert!(
+            token.zip(first).is_some_and(|(t, p)| t.starts_with(&p)),
+            "the promoted master lost the grant\n{}",
+            group.logs()
+        );
+        assert!(
+            matches!(second_got, Err(Error::Contended { .. })),
+            "{second_got:?}\n{}",
+            group.logs()
+        );
+    }
+    valid && second_got.is_ok()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_sentinel_group_with_durable_votes_loses_no_granted_lock_in_a_failover() {
+    assert!(
+        !failover_after_a_grant(true).await,
+        "a lock granted with durable votes was lost in the failover"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn negative_control_without_durable_votes_a_failover_hands_a_held_lock_to_another() {
+    assert!(
+        failover_after_a_grant(false).await,
+        "the failover kept the master's unreplicated grant: the control shows nothing"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cluster_member_follows_a_migration_and_quarantines_a_failed_over_shard() {
+    let cluster = ShardedCluster::start(3, 1);
+    let quarantine = Duration::from_secs(5);
+    let build = || {
+        Builder::new([cluster.url()])
+            .restart_quarantine(Some(quarantine))
+            .node_timeout(Duration::from_millis(300))
+            .build()
+    };
+    let clients = vec![
+        build().await.expect("cluster"),
+        build().await.expect("cluster"),
+    ];
+
+    // One lock's keys in two slots: refused, naming hash tags; under one
+    // tag, taken.
+    let err = clients[0]
+        .lock_all(["acct:1", "acct:2"], Duration::from_secs(1))
+        .acquire()
+        .await
+        .expect_err("keys in two slots");
+    assert!(
+        err.is_invalid_input() && err.to_string().contains("hash tag"),
+        "{err}"
+    );
+    // Fresh servers stay out for the quarantine first.
+    let together = clients[0]
+        .lock_all(["{acct}:1", "{acct}:2"], Duration::from_secs(1))
+        .retry(Retry::Until(quarantine * 2))
+        .acquire()
+        .await
+        .expect("one hash tag");
+    together.release().await.expect("released");
+
+    let names: Arc<Vec<String>> = Arc::new((0..12).map(|i| unique(&format!("cl{i}"))).collect());
+    let history = Arc::new(History::default());
+    let stop = Instant::now() + Duration::from_secs(12);
+    let tasks = load(&clients, names.clone(), history.clone(), stop).await;
+
+    // A slot in use, migrated by halves while the clients lock.
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let slot = cluster.slot_of(names[0].as_bytes());
+    let from = cluster.master_of(slot);
+    let to = cluster
+        .masters()
+        .into_iter()
+        .find(|&m| m != from)
+        .expect("another master");
+    let migration = cluster.begin_migration(slot, to);
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    tokio::task::block_in_place(|| cluster.move_keys(&migration, 1));
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    tokio::task::block_in_place(|| cluster.finish_migration(migration));
+    assert_eq!(cluster.master_of(slot), to);
+
+    // A shard failed over: its resources wait out the quarantine.
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let victim = cluster.master_of(cluster.slot_of(names[1].as_bytes()));
+    let on_victim: Vec<usize> = (0..names.len())
+        .filter(|&i| cluster.master_of(cluster.slot_of(names[i].as_bytes())) == victim)
+        .collect();
+    let failover_start = Instant::now();
+    let promoted = tokio::task::block_in_place(|| cluster.failover_shard(victim));
+    let quiet_until = failover_start + quarantine - Duration::from_millis(300);
+    for task in tasks {
+        task.await.expect("load task");
+    }
+
+    let held = history.held.lock().unwrap().clone();
+    let switched_grants = held
+        .iter()
+        .filter(|h| on_victim.contains(&h.resource))
+        .filter(|h| h.from > failover_start + Duration::from_secs(2) && h.from < quiet_until)
+        .count();
+    let after = held
+        .iter()
+        .filter(|h| on_victim.contains(&h.resource) && h.from > quiet_until)
+        .count();
+    let overlaps = history.overlaps();
+    let errors = history.errors.lock().unwrap().clone();
+    report(&format!(
+        "members/cluster: slot {slot} {from} -> {to}; shard {victim} failed over to {promoted} ({} of {} resources on it); grants {}, on it inside the quarantine {switched_grants}, after {after}; overlaps {}; errors {}",
+        on_victim.len(),
+        names.len(),
+        held.len(),
+        overlaps.len(),
+        errors.len()
+    ));
+    assert!(
+        overlaps.is_empty(),
+        "two holders at once: {overlaps:?}\n{}",
+        cluster.logs()
+    );
+    let redirected = errors
+        .iter()
+        .filter(|e| e.contains("MOVED") || e.contains("ASK"));
+    assert_eq!(
+        redirected.count(),
+        0,
+        "a caller saw a redirection: {errors:?}"
+    );
+    assert!(
+        errors.is_empty(),
+        "callers saw errors: {errors:?}\n{}",
+        cluster.logs()
+    );
+    assert_eq!(
+        switched_grants,
+        0,
+        "the promoted shard granted inside its quarantine\n{}",
+        cluster.logs()
+    );
+    assert!(
+        after > 0,
+        "the promoted shard never granted again\n{}",
+        cluster.logs()
+    );
+}
