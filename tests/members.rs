@@ -427,3 +427,134 @@ async fn a_cluster_member_follows_a_migration_and_quarantines_a_failed_over_shar
         cluster.logs()
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_primitive_works_on_mixed_members() {
+    let (group, cluster) = std::thread::scope(|s| {
+        let group = s.spawn(|| SentinelGroup::start("mixed", &GroupOptions::default()));
+        let cluster = s.spawn(|| ShardedCluster::start(2, 0));
+        (group.join().expect("group"), cluster.join().expect("cluster"))
+    });
+    let plain = support::Cluster::local(1);
+    let members = format!("{},{},{}", group.url(), cluster.url(), plain.url(0));
+    // Fresh servers: a short quarantine, waited out once.
+    let quarantine = Duration::from_millis(1500);
+    let redlock = Builder::from_list(&members)
+        .restart_quarantine(Some(quarantine))
+        .durable_votes(Some(Durability::Replicas(0)))
+        .build()
+        .await
+        .expect("three members of three kinds");
+    assert_eq!(redlock.nodes(), 3, "{:?}", redlock.node_labels());
+    tokio::time::sleep(quarantine).await;
+    let ttl = Duration::from_secs(5);
+    let retry = Retry::Until(Duration::from_secs(5));
+    let logs = || format!("{}{}{}", group.logs(), cluster.logs(), plain.logs());
+
+    // A fenced lock, renewed, its status read, released.
+    let name = unique("mixed-job");
+    let lock = redlock.lock(&name, ttl).fenced().retry(retry).acquire().await;
+    let lock = lock.unwrap_or_else(|e| panic!("fenced lock: {e}\n{}", logs()));
+    assert!(lock.fence().is_some());
+    lock.extend(ttl).await.expect("extended on every kind");
+    let status = redlock.status(&name).await;
+    assert!(status.held_by_quorum(), "{status:?}");
+    lock.release().await.expect("released");
+    // Several resources under one hash tag.
+    let tag = unique("order");
+    let both = [format!("{{{tag}}}:items"), format!("{{{tag}}}:payment")];
+    let multi = redlock.lock_all(&both, ttl).acquire().await.expect("one tag");
+    multi.release().await.expect("released");
+    // Two permits of three.
+    let sem = unique("mixed-sem");
+    let permits = redlock.semaphore(&sem, 3, ttl).take(2).fenced().acquire().await;
+    let permits = permits.unwrap_or_else(|e| panic!("permits: {e}\n{}", logs()));
+    let seen = redlock.semaphore_status(&sem, 3).await.expect("status");
+    assert_eq!(seen.limit, Some(3), "{seen:?}");
+    permits.release().await.expect("released");
+    // A leader, read back.
+    let election = unique("mixed-lead");
+    let leadership = redlock.campaign(&election, ttl).value("me").lead().await;
+    let leadership = leadership.unwrap_or_else(|e| panic!("election: {e}\n{}", logs()));
+    let leader = redlock.leader(&election).await.expect("read").expect("a leader");
+    assert_eq!((leader.epoch, &leader.value[..]), (leadership.epoch(), &b"me"[..]));
+    leadership.resign().await.expect("resigned");
+    // Readers together, then a writer.
+    let doc = unique("mixed-doc");
+    let r1 = redlock.read(&doc, ttl).acquire().await.expect("reader");
+    let r2 = redlock.read(&doc, ttl).acquire().await.expect("second reader");
+    assert_eq!(redlock.rwlock_status(&doc).await.expect("status").readers_held(), 2);
+    r1.release().await.expect("released");
+    r2.release().await.expect("released");
+    let w = redlock.write(&doc, ttl).fenced().retry(retry).acquire().await.expect("writer");
+    w.release().await.expect("released");
+    assert_eq!(redlock.health().await.ready(), 3);
+}
+
+#[tokio::test]
+async fn durable_votes_on_the_aof_need_waitaof_and_work_where_it_is() {
+    // Redis 7.0 has no WAITAOF: refused at build, naming it.
+    let redis = support::Cluster::local(1);
+    let aof = Durability::Aof { local: true, replicas: 0 };
+    let err = Builder::new([redis.url(0)])
+        .durable_votes(Some(aof))
+        .build()
+        .await
+        .expect_err("no WAITAOF on Redis 7.0");
+    assert!(err.is_invalid_input() && err.to_string().contains("WAITAOF"), "{err}");
+    // Valkey 8 has it: a master with its AOF and a replica.
+    let Some(mut options) = support::valkey_clock_options("durable-aof") else {
+        return;
+    };
+    options.faketime = None;
+    options.aof = true;
+    options.in_memory_dir = true;
+    let valkey = support::Cluster::local_custom(2, &options);
+    let port = valkey.url(0).rsplit(':').next().expect("a port").to_owned();
+    let _: () = valkey.exec(1, redis::cmd("REPLICAOF").arg("127.0.0.1").arg(port));
+    let both = Durability::Aof { local: true, replicas: 1 };
+    let redlock = Builder::new([valkey.url(0)])
+        .durable_votes(Some(both))
+        .node_timeout(Duration::from_millis(500))
+        .build()
+        .await
+        .expect("Valkey has WAITAOF");
+    let lock = redlock
+        .lock(unique("aof-job"), Duration::from_secs(5))
+        .retry(Retry::Until(Duration::from_secs(10)))
+        .acquire()
+        .await
+        .unwrap_or_else(|e| panic!("{e}\n{}", valkey.logs()));
+    lock.release().await.expect("released");
+}
+
+#[tokio::test]
+async fn a_member_that_fails_over_needs_quarantine_or_durable_votes_on_a_replica() {
+    for url in ["redis+sentinel://127.0.0.1:1/g", "redis+cluster://127.0.0.1:1"] {
+        for durable in [None, Some(Durability::Replicas(0))] {
+            let err = Builder::new([url])
+                .durable_votes(durable)
+                .build()
+                .await
+                .expect_err(url);
+            assert!(
+                err.is_invalid_input() && err.to_string().contains("restart_quarantine"),
+                "{err}"
+            );
+        }
+        // Either safeguard builds (a member that does not answer is not an
+        // error at build).
+        let quarantined = Builder::new([url])
+            .restart_quarantine(Some(Duration::from_secs(30)))
+            .connect_timeout(Duration::from_millis(100))
+            .build()
+            .await;
+        assert!(quarantined.is_ok(), "{url}: {quarantined:?}");
+        let durable = Builder::new([url])
+            .durable_votes(Some(Durability::Replicas(1)))
+            .connect_timeout(Duration::from_millis(100))
+            .build()
+            .await;
+        assert!(durable.is_ok(), "{url}: {durable:?}");
+    }
+}

@@ -498,11 +498,16 @@ fn route(source: Source, label: &str, config: &Config, gate: Arc<Gate>) -> Resul
     let timeout = config.connect_timeout;
     let unusable = |e: redis::RedisError| Error::invalid(format!("cannot use member {label}: {e}"));
     let several = matches!(source, Source::Sentinel { .. } | Source::Cluster(_));
-    if several && config.restart_quarantine.is_none() {
+    let replicated = match config.durable {
+        Some(Durability::Replicas(r)) | Some(Durability::Aof { replicas: r, .. }) => r > 0,
+        None => false,
+    };
+    if several && config.restart_quarantine.is_none() && !replicated {
         return Err(Error::invalid(format!(
             "member {label} fails over to replicas, which may lack keys the old master \
              granted: set Builder::restart_quarantine(Some(d)) with d at least the longest \
-             TTL in use, so that a promoted replica does not vote before d has passed"
+             TTL in use (a promoted replica does not vote before d has passed), or \
+             Builder::durable_votes with every replica (a yes counts once they have it)"
         )));
     }
     let target = match source {
