@@ -433,7 +433,10 @@ async fn every_primitive_works_on_mixed_members() {
     let (group, cluster) = std::thread::scope(|s| {
         let group = s.spawn(|| SentinelGroup::start("mixed", &GroupOptions::default()));
         let cluster = s.spawn(|| ShardedCluster::start(2, 0));
-        (group.join().expect("group"), cluster.join().expect("cluster"))
+        (
+            group.join().expect("group"),
+            cluster.join().expect("cluster"),
+        )
     });
     let plain = support::Cluster::local(1);
     let members = format!("{},{},{}", group.url(), cluster.url(), plain.url(0));
@@ -453,7 +456,12 @@ async fn every_primitive_works_on_mixed_members() {
 
     // A fenced lock, renewed, its status read, released.
     let name = unique("mixed-job");
-    let lock = redlock.lock(&name, ttl).fenced().retry(retry).acquire().await;
+    let lock = redlock
+        .lock(&name, ttl)
+        .fenced()
+        .retry(retry)
+        .acquire()
+        .await;
     let lock = lock.unwrap_or_else(|e| panic!("fenced lock: {e}\n{}", logs()));
     assert!(lock.fence().is_some());
     lock.extend(ttl).await.expect("extended on every kind");
@@ -463,11 +471,20 @@ async fn every_primitive_works_on_mixed_members() {
     // Several resources under one hash tag.
     let tag = unique("order");
     let both = [format!("{{{tag}}}:items"), format!("{{{tag}}}:payment")];
-    let multi = redlock.lock_all(&both, ttl).acquire().await.expect("one tag");
+    let multi = redlock
+        .lock_all(&both, ttl)
+        .acquire()
+        .await
+        .expect("one tag");
     multi.release().await.expect("released");
     // Two permits of three.
     let sem = unique("mixed-sem");
-    let permits = redlock.semaphore(&sem, 3, ttl).take(2).fenced().acquire().await;
+    let permits = redlock
+        .semaphore(&sem, 3, ttl)
+        .take(2)
+        .fenced()
+        .acquire()
+        .await;
     let permits = permits.unwrap_or_else(|e| panic!("permits: {e}\n{}", logs()));
     let seen = redlock.semaphore_status(&sem, 3).await.expect("status");
     assert_eq!(seen.limit, Some(3), "{seen:?}");
@@ -476,17 +493,41 @@ async fn every_primitive_works_on_mixed_members() {
     let election = unique("mixed-lead");
     let leadership = redlock.campaign(&election, ttl).value("me").lead().await;
     let leadership = leadership.unwrap_or_else(|e| panic!("election: {e}\n{}", logs()));
-    let leader = redlock.leader(&election).await.expect("read").expect("a leader");
-    assert_eq!((leader.epoch, &leader.value[..]), (leadership.epoch(), &b"me"[..]));
+    let leader = redlock
+        .leader(&election)
+        .await
+        .expect("read")
+        .expect("a leader");
+    assert_eq!(
+        (leader.epoch, &leader.value[..]),
+        (leadership.epoch(), &b"me"[..])
+    );
     leadership.resign().await.expect("resigned");
     // Readers together, then a writer.
     let doc = unique("mixed-doc");
     let r1 = redlock.read(&doc, ttl).acquire().await.expect("reader");
-    let r2 = redlock.read(&doc, ttl).acquire().await.expect("second reader");
-    assert_eq!(redlock.rwlock_status(&doc).await.expect("status").readers_held(), 2);
+    let r2 = redlock
+        .read(&doc, ttl)
+        .acquire()
+        .await
+        .expect("second reader");
+    assert_eq!(
+        redlock
+            .rwlock_status(&doc)
+            .await
+            .expect("status")
+            .readers_held(),
+        2
+    );
     r1.release().await.expect("released");
     r2.release().await.expect("released");
-    let w = redlock.write(&doc, ttl).fenced().retry(retry).acquire().await.expect("writer");
+    let w = redlock
+        .write(&doc, ttl)
+        .fenced()
+        .retry(retry)
+        .acquire()
+        .await
+        .expect("writer");
     w.release().await.expect("released");
     assert_eq!(redlock.health().await.ready(), 3);
 }
@@ -495,13 +536,19 @@ async fn every_primitive_works_on_mixed_members() {
 async fn durable_votes_on_the_aof_need_waitaof_and_work_where_it_is() {
     // Redis 7.0 has no WAITAOF: refused at build, naming it.
     let redis = support::Cluster::local(1);
-    let aof = Durability::Aof { local: true, replicas: 0 };
+    let aof = Durability::Aof {
+        local: true,
+        replicas: 0,
+    };
     let err = Builder::new([redis.url(0)])
         .durable_votes(Some(aof))
         .build()
         .await
         .expect_err("no WAITAOF on Redis 7.0");
-    assert!(err.is_invalid_input() && err.to_string().contains("WAITAOF"), "{err}");
+    assert!(
+        err.is_invalid_input() && err.to_string().contains("WAITAOF"),
+        "{err}"
+    );
     // Valkey 8 has it: a master with its AOF and a replica.
     let Some(mut options) = support::valkey_clock_options("durable-aof") else {
         return;
@@ -512,7 +559,10 @@ async fn durable_votes_on_the_aof_need_waitaof_and_work_where_it_is() {
     let valkey = support::Cluster::local_custom(2, &options);
     let port = valkey.url(0).rsplit(':').next().expect("a port").to_owned();
     let _: () = valkey.exec(1, redis::cmd("REPLICAOF").arg("127.0.0.1").arg(port));
-    let both = Durability::Aof { local: true, replicas: 1 };
+    let both = Durability::Aof {
+        local: true,
+        replicas: 1,
+    };
     let redlock = Builder::new([valkey.url(0)])
         .durable_votes(Some(both))
         .node_timeout(Duration::from_millis(500))
@@ -530,7 +580,10 @@ async fn durable_votes_on_the_aof_need_waitaof_and_work_where_it_is() {
 
 #[tokio::test]
 async fn a_member_that_fails_over_needs_quarantine_or_durable_votes_on_a_replica() {
-    for url in ["redis+sentinel://127.0.0.1:1/g", "redis+cluster://127.0.0.1:1"] {
+    for url in [
+        "redis+sentinel://127.0.0.1:1/g",
+        "redis+cluster://127.0.0.1:1",
+    ] {
         for durable in [None, Some(Durability::Replicas(0))] {
             let err = Builder::new([url])
                 .durable_votes(durable)

@@ -23,7 +23,10 @@ pub struct Cli {
 /// Options shared by every subcommand.
 #[derive(Args, Debug, Clone)]
 pub struct Common {
-    /// Redis nodes, comma-separated URLs (`redis://[user:pass@]host:port[/db]`).
+    /// Quorum members, comma-separated URLs: a server
+    /// (`redis://[user:pass@]host:port[/db]`), a Sentinel group
+    /// (`redis+sentinel://[user:pass@]host:port,host:port/group`) or a
+    /// Redis Cluster (`redis+cluster://host:port,host:port`).
     #[arg(
         long,
         env = "QUORUMLOCK_NODES",
@@ -47,6 +50,14 @@ pub struct Common {
     /// `appendfsync always`; off by default.
     #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration, global = true)]
     pub restart_quarantine: Option<Duration>,
+    /// Durable votes: a member's yes counts once this many replicas have
+    /// the write (`WAIT`); with --durable-aof, once they and the master
+    /// fsynced it to their AOF (`WAITAOF`, Redis 7.2+ or Valkey).
+    #[arg(long, value_name = "REPLICAS", global = true)]
+    pub durable_replicas: Option<u32>,
+    /// With --durable-replicas: count a yes once fsynced to the AOFs too.
+    #[arg(long, global = true, requires = "durable_replicas")]
+    pub durable_aof: bool,
     /// Accept nodes whose maxmemory is set with a maxmemory-policy other
     /// than noeviction (refused by default: eviction can drop a held
     /// lock's key or a fencing counter).

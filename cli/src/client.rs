@@ -1,6 +1,6 @@
 //! The client the subcommands share: the Redlock built from the global
 //! options (`--nodes` or `QUORUMLOCK_NODES`, the timeouts, the restart
-//! quarantine), and the exit status a library error maps to.
+//! quarantine, durable votes), and the exit status a library error maps to.
 
 use std::time::Duration;
 
@@ -18,6 +18,16 @@ pub async fn redlock(common: &Common) -> Result<quorumlock::Redlock, quorumlock:
         .retry_delay(Duration::ZERO, common.retry_delay)
         .allow_eviction(common.allow_eviction)
         .restart_quarantine(common.restart_quarantine)
+        .durable_votes(common.durable_replicas.map(|replicas| {
+            if common.durable_aof {
+                quorumlock::Durability::Aof {
+                    local: true,
+                    replicas,
+                }
+            } else {
+                quorumlock::Durability::Replicas(replicas)
+            }
+        }))
         .build()
         .await
 }

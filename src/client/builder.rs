@@ -505,9 +505,11 @@ fn route(source: Source, label: &str, config: &Config, gate: Arc<Gate>) -> Resul
     if several && config.restart_quarantine.is_none() && !replicated {
         return Err(Error::invalid(format!(
             "member {label} fails over to replicas, which may lack keys the old master \
-             granted: set Builder::restart_quarantine(Some(d)) with d at least the longest \
-             TTL in use (a promoted replica does not vote before d has passed), or \
-             Builder::durable_votes with every replica (a yes counts once they have it)"
+             granted: set a restart quarantine at least the longest TTL in use \
+             (Builder::restart_quarantine, quorumlock --restart-quarantine: a promoted \
+             replica does not vote before it has passed), or durable votes on every replica \
+             (Builder::durable_votes, quorumlock --durable-replicas: a yes counts once they \
+             have it)"
         )));
     }
     let target = match source {
