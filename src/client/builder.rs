@@ -6,6 +6,7 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
+use super::members;
 use super::nodes::{self, IntoNode, NodeSource, Source};
 use crate::config::{Config, Durability, Retry};
 use crate::error::{Error, Result};
@@ -111,7 +112,7 @@ impl Builder {
         let written = list.split(',').map(str::trim).enumerate();
         for (i, entry) in written.filter(|(_, e)| !e.is_empty()) {
             match entries.last_mut() {
-                Some((_, open)) if !entry.contains("://") && nodes::hosts_open(open) => {
+                Some((_, open)) if !entry.contains("://") && members::hosts_open(open) => {
                     open.push(',');
                     open.push_str(entry);
                 }
@@ -529,7 +530,7 @@ fn route(source: Source, label: &str, config: &Config, gate: Arc<Gate>) -> Resul
                 (addr, info)
             });
             let map = ClusterMap::new(seeds.collect(), timeout, gate).map_err(unusable)?;
-            return Ok(Route::Cluster(map));
+            return Ok(Route::Cluster(Box::new(map)));
         }
         single => Target::Server(client(single, config)?),
     };

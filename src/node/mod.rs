@@ -43,6 +43,7 @@ use crate::status::NodeView;
 use crate::token::Token;
 use reply::Kind;
 
+mod servers;
 mod standing;
 
 /// A member of the quorum: one vote, cast by a single server, a Sentinel
@@ -170,99 +171,6 @@ impl Node {
     /// Where connections of other kinds (subscriptions) go.
     pub(crate) fn target(&self) -> Target {
         self.route.target()
-    }
-
-    /// Sends `PING` to every server of the member, used to open the
-    /// connections early.
-    pub(crate) async fn ping(&self, window: Window) -> NodeResult<()> {
-        let cmd = &redis::cmd("PING");
-        self.on_every_shard(window, |hop| async move {
-            self.send(&hop, cmd).await.map(|_| ())
-        })
-        .await
-    }
-
-    /// Whether a server of the member answered that it does not know the
-    /// command `name` (`COMMAND INFO`); a server that does not answer is
-    /// not counted.
-    pub(crate) async fn lacks(&self, name: &str, window: Window) -> bool {
-        let mut info = redis::cmd("COMMAND");
-        info.arg("INFO").arg(name);
-        let info = &info;
-        let known = self
-            .on_every_shard(window, |hop| async move {
-                match self.send(&hop, info).await? {
-                    Value::Array(entries) if entries.iter().all(|e| *e == Value::Nil) => {
-                        Err(RedisError::from((ErrorKind::Client, "unknown command")))
-                    }
-                    _ => Ok(()),
-                }
-            })
-            .await;
-        matches!(&known, Err(f) if f.redis_error().is_some_and(|e| e.kind() == ErrorKind::Client))
-    }
-
-    /// `work` on every server of the member, at once.
-    async fn on_every_shard<'a, Fut>(
-        &'a self,
-        window: Window,
-        work: impl Fn(Hop) -> Fut + Send + Sync + 'a,
-    ) -> NodeResult<()>
-    where
-        Fut: Future<Output = Result<(), RedisError>> + Send + 'a,
-    {
-        let all: BoxFuture<'a, Result<(), RedisError>> = Box::pin(async move {
-            let shards = self.route.all().await?;
-            let hops = shards.into_iter().map(|shard| Hop {
-                shard,
-                asking: false,
-            });
-            futures::future::try_join_all(hops.map(&work))
-                .await
-                .map(|_| ())
-        });
-        self.counted(window, || all).await
-    }
-
-    /// Opens a new connection as this client would (its credentials, TLS
-    /// and database as configured), sends `PING` and closes it: what a
-    /// reconnect would meet now, which the connection in use may no longer
-    /// show (a password changed on the server leaves the connections
-    /// already open authenticated). Not counted in the stats and not
-    /// admitted: nothing votes on it.
-    pub(crate) async fn ping_new_connection(&self, window: Window) -> NodeResult<()> {
-        let start = Instant::now();
-        let ping = async {
-            let config = redis::AsyncConnectionConfig::new()
-                .set_connection_timeout(Some(window.timeout))
-                .set_response_timeout(Some(window.timeout));
-            let client = self.route.target().client().await?;
-            let mut conn = client
-                .get_multiplexed_async_connection_with_config(&config)
-                .await?;
-            let cmd = redis::cmd("PING");
-            redis::aio::ConnectionLike::req_packed_command(&mut conn, &cmd)
-                .await
-                .and_then(Value::extract_error)
-        };
-        let checked = async {
-            ping.await
-                .map(|_| ())
-                .map_err(|e| self.failure(classify(&e, start.elapsed())).caused_by(e))
-        };
-        self.within(window, checked).await
-    }
-
-    /// Loads the scripts on every server of the member, so the first
-    /// release does not meet `NOSCRIPT`.
-    pub(crate) async fn load_scripts(&self, window: Window) -> NodeResult<()> {
-        self.on_every_shard(window, |hop| async move {
-            for script in &lua::ALL {
-                self.send(&hop, &script.load()).await?;
-            }
-            Ok(())
-        })
-        .await
     }
 
     /// What this node holds for each of the `count` keys `command` reads

@@ -62,7 +62,7 @@ pub(crate) enum Route {
     /// A single server, or the master of a Sentinel group.
     One(Arc<Shard>),
     /// The masters of a Redis Cluster, by slot.
-    Cluster(ClusterMap),
+    Cluster(Box<ClusterMap>),
 }
 
 /// How many redirections one command follows before failing.
