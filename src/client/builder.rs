@@ -532,7 +532,7 @@ fn route(source: Source, label: &str, config: &Config, gate: Arc<Gate>) -> Resul
             let map = ClusterMap::new(seeds.collect(), timeout, gate).map_err(unusable)?;
             return Ok(Route::Cluster(Box::new(map)));
         }
-        single => Target::Server(client(single, config)?),
+        single => Target::Server(Box::new(client(single, config)?)),
     };
     Ok(Route::One(Shard::new(label, target, timeout, gate, false)))
 }

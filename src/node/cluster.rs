@@ -65,7 +65,7 @@ impl ClusterMap {
             ))
         })?;
         Ok(Self {
-            seed: Target::Server(redis::Client::open(first)?),
+            seed: Target::Server(Box::new(redis::Client::open(first)?)),
             seeds,
             connect_timeout,
             gate,
@@ -138,7 +138,7 @@ impl ClusterMap {
         let template = self.seeds.first().map(|(_, info)| info);
         let target = template
             .and_then(|t| client_at(t, addr).ok())
-            .map(Target::Server);
+            .map(|c| Target::Server(Box::new(c)));
         // An address that is not `host:port` never comes from a server: it
         // stands for the first seed, whose answers redirect again (and
         // the redirections are bounded).

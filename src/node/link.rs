@@ -59,7 +59,7 @@ enum State {
 #[derive(Clone)]
 pub(crate) enum Target {
     /// One server, as the client reaches it.
-    Server(Client),
+    Server(Box<Client>),
     /// The master of a Sentinel-managed group, asked of its sentinels
     /// before every connection (so a connection after a failover reaches
     /// the promoted replica).
@@ -72,7 +72,7 @@ impl Target {
     /// every future that connects.
     pub(crate) fn client(&self) -> BoxFuture<'_, Result<Client, RedisError>> {
         match self {
-            Target::Server(client) => Box::pin(futures::future::ready(Ok(client.clone()))),
+            Target::Server(client) => Box::pin(futures::future::ready(Ok((**client).clone()))),
             Target::Sentinel(sentinels) => Box::pin(sentinels.master()),
         }
     }

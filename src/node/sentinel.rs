@@ -38,7 +38,7 @@ impl Sentinels {
         }
         let client = SentinelClient::build(
             sentinels,
-            group.to_owned(),
+            String::from(group),
             Some(node),
             SentinelServerType::Master,
         )?;
