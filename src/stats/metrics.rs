@@ -190,7 +190,8 @@ table! {
     PROTOCOL_ERRORS = "quorumlock_node_protocol_errors_total", counter ["node"]:
         "Replies the client could not interpret.";
     QUARANTINED = "quorumlock_node_quarantined_total", counter ["node"]:
-        "Acquire votes withheld because the node restarted too recently.";
+        "Votes withheld or not counted: the node restarted or failed over too recently, another \
+         server cast the vote, or its write missed the replicas durable votes require.";
     ERROR_REPLIES = "quorumlock_node_error_replies_total", counter ["node", "code"]:
         "Error replies by code (WRONGTYPE, OOM, NOSCRIPT, BUSY, NOAUTH, READONLY, …, OTHER).";
     REPLY_SECONDS = "quorumlock_node_reply_duration_seconds", histogram(LATENCY_BUCKETS) ["node"]:

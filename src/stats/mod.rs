@@ -185,7 +185,9 @@ pub struct NodeStats {
     /// (see [`Builder::restart_quarantine`](crate::Builder::restart_quarantine));
     /// no command was sent for these. Also votes not counted because
     /// another server than the one read cast them
-    /// ([`NodeFailureKind::ServerChanged`](crate::NodeFailureKind::ServerChanged)).
+    /// ([`NodeFailureKind::ServerChanged`](crate::NodeFailureKind::ServerChanged)),
+    /// and yes votes whose write missed the replicas durable votes require
+    /// ([`NodeFailureKind::NotDurable`](crate::NodeFailureKind::NotDurable)).
     pub quarantined: u64,
     /// Error replies by code (`WRONGTYPE`, `OOM`, `NOSCRIPT`, `BUSY`,
     /// `NOAUTH`, `READONLY`, … and `OTHER` for any code not listed), only
