@@ -1,6 +1,7 @@
-//! One Redis node: its connection ([`crate::node::link`], replaced when it dies),
-//! its counters, and the commands the lock sends to it, with what their
-//! replies mean.
+//! One member of the quorum — a server, a Sentinel group or a Redis
+//! Cluster ([`crate::node::route`]) — with each server's connection
+//! ([`crate::node::link`], replaced when it dies), its counters, and the
+//! commands the lock sends to it, with what their replies mean.
 //!
 //! A node call has no timer of its own: the fan-out that sends it keeps
 //! one deadline for every node ([`Window`]). A reply after that deadline
