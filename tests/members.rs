@@ -611,3 +611,41 @@ async fn a_member_that_fails_over_needs_quarantine_or_durable_votes_on_a_replica
         assert!(durable.is_ok(), "{url}: {durable:?}");
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replica_given_as_a_seed_is_still_quarantined_when_promoted() {
+    let cluster = ShardedCluster::start(1, 1);
+    let (master, replica) = (cluster.ports()[0], cluster.ports()[1]);
+    // The replica listed first: the slot table is read from it.
+    let url = format!("redis+cluster://127.0.0.1:{replica},127.0.0.1:{master}");
+    let quarantine = Duration::from_secs(3);
+    let redlock = Builder::new([url])
+        .restart_quarantine(Some(quarantine))
+        .build()
+        .await
+        .expect("cluster");
+    let name = unique("seeded");
+    let retry = Retry::Until(quarantine * 2);
+    let lock = redlock
+        .lock(&name, Duration::from_secs(1))
+        .retry(retry)
+        .acquire()
+        .await;
+    lock.expect("once the servers are old enough")
+        .release()
+        .await
+        .expect("released");
+    let promoted = tokio::task::block_in_place(|| cluster.failover_shard(master));
+    assert_eq!(promoted, replica);
+    let err = redlock
+        .lock(&name, Duration::from_secs(1))
+        .retry(Retry::Until(Duration::from_millis(500)))
+        .acquire()
+        .await
+        .expect_err("the promoted seed voted at once");
+    let quarantined = err
+        .node_failures()
+        .iter()
+        .any(|f| matches!(f.kind, quorumlock::NodeFailureKind::Quarantined { .. }));
+    assert!(quarantined, "{err}\n{}", cluster.logs());
+}

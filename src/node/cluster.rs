@@ -183,21 +183,26 @@ impl ClusterMap {
         if !self.table().stale {
             return Ok(());
         }
-        let mut asked: Vec<String> = {
+        // The masters known, then the seeds (reached as given: a seed is
+        // no shard until the table names it a master).
+        let mut asked: Vec<(String, Target)> = {
             let table = self.table();
-            let mut known: Vec<String> = table
-                .slots
-                .iter()
-                .flatten()
-                .map(|s| s.addr.to_string())
-                .collect();
-            known.dedup();
+            let mut known: Vec<(String, Target)> = Vec::new();
+            for shard in table.slots.iter().flatten() {
+                if !known.iter().any(|(addr, _)| *addr == *shard.addr) {
+                    known.push((shard.addr.to_string(), shard.conn.target().clone()));
+                }
+            }
             known
         };
-        asked.extend(self.seeds.iter().map(|(addr, _)| addr.clone()));
+        for (addr, info) in &self.seeds {
+            if let Ok(client) = redis::Client::open(info.clone()) {
+                asked.push((addr.clone(), Target::Server(Box::new(client))));
+            }
+        }
         let mut last = None;
-        for addr in asked {
-            match self.read_from(&addr).await {
+        for (addr, target) in asked {
+            match self.read_from(&addr, &target).await {
                 Ok(ranges) => {
                     self.install(&ranges);
                     return Ok(());
@@ -215,9 +220,8 @@ impl ClusterMap {
 
     /// `CLUSTER SLOTS` of the server at `addr`, on a connection of its own
     /// (the table is not read on a connection that carries votes).
-    async fn read_from(&self, addr: &str) -> Result<Vec<Range>, RedisError> {
-        let shard = self.shard_at(addr);
-        let client = shard.conn.target().client().await?;
+    async fn read_from(&self, addr: &str, target: &Target) -> Result<Vec<Range>, RedisError> {
+        let client = target.client().await?;
         let config = redis::AsyncConnectionConfig::new()
             .set_connection_timeout(Some(self.connect_timeout))
             .set_response_timeout(Some(self.connect_timeout));
