@@ -218,14 +218,16 @@ impl Node {
     /// Runs `command`, a script that answers yes or no (the fencing
     /// token's commit, the remote check, a proclamation, a retirement):
     /// whether the node said yes, as [`reply::counts`] reads a reply of
-    /// `kind`.
+    /// `kind`. A yes that wrote (all but the remote check) waits to be
+    /// durable, with durable votes.
     pub(crate) async fn says(
         &self,
         command: &Command,
         kind: Kind,
         window: Window,
     ) -> NodeResult<bool> {
-        Ok(self.script(command, kind, window, true).await?.0)
+        let write = kind != Kind::Holds;
+        Ok(self.script(command, kind, window, write).await?.0)
     }
 
     /// Compare-and-delete → true when our key(s) were deleted, false when
