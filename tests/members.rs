@@ -465,6 +465,24 @@ async fn every_primitive_works_on_mixed_members() {
     let lock = lock.unwrap_or_else(|e| panic!("fenced lock: {e}\n{}", logs()));
     assert!(lock.fence().is_some());
     lock.extend(ttl).await.expect("extended on every kind");
+    // The key lost on the cluster's shard comes back with renewal.
+    let shard = cluster.master_of(cluster.slot_of(name.as_bytes()));
+    let value = |conn: &mut redis::Connection| -> Option<String> {
+        redis::cmd("GET").arg(&name).query(conn).expect("GET")
+    };
+    let held = value(&mut cluster.conn(shard)).expect("held on the shard");
+    let _: () = redis::cmd("DEL")
+        .arg(&name)
+        .query(&mut cluster.conn(shard))
+        .expect("DEL");
+    let _renewing = lock
+        .auto_renew(quorumlock::Renewal::every(Duration::from_millis(200)))
+        .expect("renewal");
+    let repaired = support::eventually(Duration::from_secs(5), || {
+        value(&mut cluster.conn(shard)).as_deref() == Some(&held)
+    })
+    .await;
+    assert!(repaired, "not repaired on the cluster member\n{}", logs());
     let status = redlock.status(&name).await;
     assert!(status.held_by_quorum(), "{status:?}");
     lock.release().await.expect("released");
