@@ -128,13 +128,16 @@ impl Quarantine {
     /// Records an uptime requested in `epoch` and read at `now` from server
     /// `run_id`; the node stays out until it has been up for `required`
     /// (counted from `now` when `run_id` is not the server of the last
-    /// reading). A reading from an epoch that has ended is not counted:
-    /// `Unknown`.
+    /// reading, or — at the first reading — when the server was
+    /// `promoted` since it started: a replica promoted before this client
+    /// ever read the member may lack keys, whatever its uptime). A reading
+    /// from an epoch that has ended is not counted: `Unknown`.
     pub(crate) fn observed(
         &self,
         epoch: u64,
         uptime: Duration,
         run_id: Arc<str>,
+        promoted: bool,
         required: Duration,
         now: Instant,
     ) -> Standing {
@@ -142,7 +145,10 @@ impl Quarantine {
         if epoch != self.epoch.load(Ordering::SeqCst) {
             return Standing::Unknown;
         }
-        let replaced = last.run_id.as_ref().is_some_and(|known| *known != run_id);
+        let replaced = match &last.run_id {
+            Some(known) => *known != run_id,
+            None => promoted,
+        };
         if replaced {
             last.replaced_at = Some(now);
         }
@@ -174,7 +180,7 @@ mod tests {
     const S: Duration = Duration::from_secs(1);
 
     fn observe(q: &Quarantine, uptime: Duration, required: Duration, now: Instant) -> Standing {
-        q.observed(q.epoch(), uptime, "a".into(), required, now)
+        q.observed(q.epoch(), uptime, "a".into(), false, required, now)
     }
 
     #[test]
@@ -227,14 +233,14 @@ mod tests {
         let before = q.epoch();
         q.connection_lost();
         assert_eq!(
-            q.observed(before, 100 * S, "a".into(), 30 * S, now),
+            q.observed(before, 100 * S, "a".into(), false, 30 * S, now),
             Standing::Unknown
         );
         assert_eq!(q.standing(now), Standing::Unknown, "still unknown");
         // A loss between the reading and its use, too.
         let epoch = q.epoch();
         assert_eq!(
-            q.observed(epoch, 100 * S, "a".into(), 30 * S, now),
+            q.observed(epoch, 100 * S, "a".into(), false, 30 * S, now),
             Standing::Votes
         );
         q.connection_lost();
@@ -248,7 +254,7 @@ mod tests {
         assert_eq!(observe(&q, 100 * S, 30 * S, now), Standing::Votes);
         q.connection_lost();
         // A replica promoted long ago, or another server behind a proxy.
-        let s = q.observed(q.epoch(), 1000 * S, "b".into(), 30 * S, now);
+        let s = q.observed(q.epoch(), 1000 * S, "b".into(), false, 30 * S, now);
         assert_eq!(
             s,
             Standing::Quarantined {
@@ -263,7 +269,7 @@ mod tests {
     fn a_server_taking_over_counts_its_age_from_its_first_reading() {
         let q = Quarantine::replacing();
         let now = Instant::now();
-        let s = q.observed(q.epoch(), 1000 * S, "promoted".into(), 30 * S, now);
+        let s = q.observed(q.epoch(), 1000 * S, "promoted".into(), false, 30 * S, now);
         assert_eq!(
             s,
             Standing::Quarantined {
@@ -273,7 +279,7 @@ mod tests {
         assert_eq!(q.standing(now + 30 * S), Standing::Votes);
         // A server not taking over keeps its uptime.
         let plain = Quarantine::default();
-        let s = plain.observed(plain.epoch(), 1000 * S, "old".into(), 30 * S, now);
+        let s = plain.observed(plain.epoch(), 1000 * S, "old".into(), false, 30 * S, now);
         assert_eq!(s, Standing::Votes);
     }
 
@@ -283,7 +289,7 @@ mod tests {
         let now = Instant::now();
         assert_eq!(observe(&q, 100 * S, 30 * S, now), Standing::Votes);
         q.connection_lost();
-        let first = q.observed(q.epoch(), 1000 * S, "b".into(), 30 * S, now);
+        let first = q.observed(q.epoch(), 1000 * S, "b".into(), false, 30 * S, now);
         assert_eq!(
             first,
             Standing::Quarantined {
@@ -293,15 +299,37 @@ mod tests {
         // Read again (another caller, a reconnect): still its age since
         // first seen, not its uptime.
         q.connection_lost();
-        let again = q.observed(q.epoch(), 1010 * S, "b".into(), 30 * S, now + 10 * S);
+        let again = q.observed(q.epoch(), 1010 * S, "b".into(), false, 30 * S, now + 10 * S);
         assert_eq!(again, Standing::Quarantined { uptime: 10 * S });
         q.connection_lost();
-        let done = q.observed(q.epoch(), 1030 * S, "b".into(), 30 * S, now + 30 * S);
+        let done = q.observed(q.epoch(), 1030 * S, "b".into(), false, 30 * S, now + 30 * S);
         assert_eq!(done, Standing::Votes);
         // Restarted since: its own uptime is the shorter age.
         q.connection_lost();
-        let restarted = q.observed(q.epoch(), 2 * S, "b".into(), 30 * S, now + 40 * S);
+        let restarted = q.observed(q.epoch(), 2 * S, "b".into(), false, 30 * S, now + 40 * S);
         assert_eq!(restarted, Standing::Quarantined { uptime: 2 * S });
+    }
+
+    #[test]
+    fn a_server_promoted_before_the_first_reading_counts_its_age_from_it() {
+        let now = Instant::now();
+        let q = Quarantine::default();
+        let s = q.observed(q.epoch(), 1000 * S, "b".into(), true, 30 * S, now);
+        assert_eq!(
+            s,
+            Standing::Quarantined {
+                uptime: Duration::ZERO
+            }
+        );
+        assert_eq!(q.standing(now + 30 * S), Standing::Votes);
+        // Read again later: known, its age from the first reading.
+        q.connection_lost();
+        let again = q.observed(q.epoch(), 1040 * S, "b".into(), true, 30 * S, now + 40 * S);
+        assert_eq!(again, Standing::Votes);
+        // Never promoted: its uptime.
+        let plain = Quarantine::default();
+        let s = plain.observed(plain.epoch(), 1000 * S, "c".into(), false, 30 * S, now);
+        assert_eq!(s, Standing::Votes);
     }
 
     #[test]
@@ -319,7 +347,7 @@ mod tests {
         assert_eq!(q.standing(now), Standing::Unknown);
         assert_eq!(q.voter(now), None);
         assert_eq!(
-            q.observed(q.epoch(), 100 * S, "b".into(), 30 * S, now),
+            q.observed(q.epoch(), 100 * S, "b".into(), false, 30 * S, now),
             Standing::Quarantined {
                 uptime: Duration::ZERO
             }

@@ -69,7 +69,7 @@ impl Node {
                 })
                 .await?;
             if let (Some((voter, _)), Some(seen)) = (&probe, seen) {
-                let (seen, _) = self.identity(seen)?;
+                let (seen, ..) = self.identity(seen)?;
                 if !hop.shard.restart.confirm(voter, &seen) {
                     let kind = NodeFailureKind::ServerChanged;
                     self.counters.failed(&kind, None);
@@ -135,14 +135,17 @@ impl Node {
             .ok_or_else(|| self.out(shard.restart.standing(Instant::now())))
     }
 
-    /// The identity (`run_id:replid`) and uptime in an `identity.lua` reply.
-    fn identity(&self, reply: Value) -> NodeResult<(String, Duration)> {
-        let read: Result<(String, i64), _> = parse(reply);
+    /// The identity (`run_id:replid`), uptime and whether the server was
+    /// promoted since it started, in an `identity.lua` reply.
+    fn identity(&self, reply: Value) -> NodeResult<(String, Duration, bool)> {
+        let read: Result<(String, i64, i64), _> = parse(reply);
         match read {
-            Ok((id, uptime)) if id.len() > 1 && uptime >= 0 => {
-                Ok((id, Duration::from_secs(uptime.unsigned_abs())))
-            }
-            Ok((id, uptime)) => Err(self.protocol(format!(
+            Ok((id, uptime, promoted)) if id.len() > 1 && uptime >= 0 => Ok((
+                id,
+                Duration::from_secs(uptime.unsigned_abs()),
+                promoted == 1,
+            )),
+            Ok((id, uptime, _)) => Err(self.protocol(format!(
                 "INFO without run_id or uptime_in_seconds (identity {id:?}, uptime {uptime})"
             ))),
             Err(e) => Err(self.protocol(format!("identity answered {e}"))),
@@ -211,10 +214,11 @@ impl Node {
                     Ok((epoch, self.run(&hop, identity).await?))
                 })
                 .await?;
-            let (id, uptime) = self.identity(reply)?;
+            let (id, uptime, promoted) = self.identity(reply)?;
+            let now = Instant::now();
             standing = shard
                 .restart
-                .observed(epoch, uptime, id.into(), required, Instant::now());
+                .observed(epoch, uptime, id.into(), promoted, required, now);
         }
         match standing {
             Standing::Votes => Ok(()),
