@@ -236,6 +236,8 @@ pub struct Checker {
     logs: Vec<Mutex<Vec<Access>>>,
     grants: Mutex<Vec<Grant>>,
     latencies: Mutex<Vec<Duration>>,
+    /// When each acquire or release failed as unavailable, and the error.
+    outages: Mutex<Vec<(Instant, String)>>,
     next_id: AtomicU64,
     tallies: Tallies,
     /// Direct URLs of the nodes, for [`Checker::coverage`] reads.
@@ -586,6 +588,7 @@ impl Checker {
             logs: (0..resources).map(|_| Mutex::new(Vec::new())).collect(),
             grants: Mutex::new(Vec::new()),
             latencies: Mutex::new(Vec::new()),
+            outages: Mutex::new(Vec::new()),
             next_id: AtomicU64::new(0),
             tallies: Tallies::default(),
             nodes: std::sync::OnceLock::new(),
@@ -649,6 +652,7 @@ impl Checker {
         let counter = if e.is_contended() {
             &t.contended
         } else if e.is_unavailable() {
+            lock(&self.outages).push((Instant::now(), format!("acquire: {e}")));
             &t.unavailable
         } else if e.is_lost() {
             &t.acquire_lost
@@ -672,9 +676,19 @@ impl Checker {
             .fetch_add(1, Ordering::Relaxed);
     }
 
-    /// Counts a failed release.
-    pub fn release_failed(&self) {
+    /// Counts a failed release (an outage when it is unavailable).
+    pub fn release_failed(&self, e: &quorumlock::Error) {
+        if e.is_unavailable() {
+            lock(&self.outages).push((Instant::now(), format!("release: {e}")));
+        }
         self.tallies.release_errors.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Every acquire and release that failed as unavailable: when it
+    /// returned, and the error. A run can tell an outage its faults explain
+    /// from one they do not.
+    pub fn outages(&self) -> Vec<(Instant, String)> {
+        lock(&self.outages).clone()
     }
 
     /// The grants recorded so far.

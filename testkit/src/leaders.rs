@@ -243,7 +243,7 @@ async fn client(c: Client, l: Leaders) {
                 } else {
                     match cancel::run(turn.cancel_release, leadership.resign()).await {
                         None => checker.release_cancelled(),
-                        Some(Err(_)) => checker.release_failed(),
+                        Some(Err(e)) => checker.release_failed(&e),
                         Some(Ok(())) => {}
                     }
                 }

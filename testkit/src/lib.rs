@@ -26,7 +26,8 @@
 //! counted against a semaphore's bound) and [`races`] (repairs racing
 //! releases); [`safety`] runs a randomized
 //! fault run of a load: locks ([`workload`]), permits ([`permits`]) or
-//! leaderships ([`leaders`]).
+//! leaderships ([`leaders`]); [`failovers`] runs that load on Sentinel
+//! groups as members, failing them over.
 //!
 //! Inside: `cluster.rs` (the [`Cluster`]), `sentinel.rs` and `shards.rs`
 //! (the topologies), `node.rs` (one server process),
@@ -45,6 +46,7 @@ pub mod checker;
 mod client;
 mod cluster;
 mod env;
+pub mod failovers;
 pub mod inject;
 pub mod leaders;
 pub mod logs;

@@ -23,6 +23,12 @@
 //! outside the model for mutual exclusion — the checker only excuses an
 //! overlap a jump could explain — but inside it for fencing tokens, which
 //! must stay unique and ordered through it.
+//!
+//! Members with replicas (Sentinel groups) fail over instead
+//! ([`Action::Failover`], scheduled by `failovers::schedule`): a restart
+//! the client must notice, since the promoted replica may lack the
+//! master's last writes. A [`Nemesis`] plays a schedule on any [`Target`]:
+//! a [`Cluster`] with each client's links ([`Proxied`]), or members.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -67,6 +73,32 @@ pub enum Action {
         /// The added delay.
         by: Duration,
     },
+    /// The member's master is replaced by a promoted replica (a member
+    /// with replicas only).
+    Failover(Failover),
+}
+
+/// How a member with replicas (a Sentinel group) fails over. Each begins
+/// when the episode starts and returns once a replica is promoted; what
+/// the episode's end does is said per kind.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Failover {
+    /// `SENTINEL FAILOVER` while the master runs; the old master is
+    /// demoted once every Sentinel names the new one. The end does
+    /// nothing.
+    Graceful,
+    /// The master is killed (`kill -9`) and the Sentinels promote a
+    /// replica; at the end the old master starts again, empty, as a
+    /// replica.
+    Crash,
+    /// The master is stopped (SIGSTOP) for longer than the Sentinels'
+    /// down-after, until they promoted a replica; at the end it resumes
+    /// and answers as a master beside the new one for `split` (the
+    /// split-brain window), then it is demoted.
+    Pause {
+        /// How long both answer as masters.
+        split: Duration,
+    },
 }
 
 impl Action {
@@ -92,12 +124,18 @@ impl Action {
                 Direction::Replies => "link_delay_replies",
                 Direction::Both => "link_delay_both",
             },
+            Action::Failover(Failover::Graceful) => "failover",
+            Action::Failover(Failover::Crash) => "crash_failover",
+            Action::Failover(Failover::Pause { .. }) => "pause_failover",
         }
     }
 
     /// Whether it needs the nodes to be local processes.
     pub fn needs_process_control(&self) -> bool {
-        matches!(self, Action::Pause | Action::Kill | Action::ClockJump(_))
+        matches!(
+            self,
+            Action::Pause | Action::Kill | Action::ClockJump(_) | Action::Failover(_)
+        )
     }
 }
 
@@ -151,7 +189,8 @@ fn direction(rng: &mut StdRng) -> Direction {
     }
 }
 
-fn ms(rng: &mut StdRng, lo: u64, hi: u64) -> Duration {
+/// A duration drawn from `lo..=hi` milliseconds.
+pub fn ms(rng: &mut StdRng, lo: u64, hi: u64) -> Duration {
     Duration::from_millis(rng.random_range(lo..=hi))
 }
 
@@ -267,17 +306,9 @@ impl Schedule {
         Self { seed, episodes }
     }
 
-    /// Episodes per kind, e.g. `kill=2 latency=5 pause=3`.
+    /// Episodes per kind, e.g. `kill=2,latency=5,pause=3`.
     pub fn counts(&self) -> String {
-        let mut by: BTreeMap<&str, usize> = BTreeMap::new();
-        for e in &self.episodes {
-            *by.entry(e.action.name()).or_default() += 1;
-        }
-        let mut out = String::new();
-        for (k, v) in by {
-            let _ = write!(out, "{}{k}={v}", if out.is_empty() { "" } else { "," });
-        }
-        out
+        counts(self.episodes.iter().map(|e| e.action))
     }
 
     /// The most nodes faulted at the same time.
@@ -310,36 +341,96 @@ pub struct Report {
     pub healed: usize,
     /// Each clock jump: the moments just before and just after the step.
     pub jumps: Vec<(Instant, Instant)>,
+    /// Each episode as played: when its fault began and when it was
+    /// undone (both steps done).
+    pub played: Vec<Played>,
 }
 
-/// Plays a schedule on its own thread. It owns the cluster meanwhile;
+impl Report {
+    /// Episodes played per kind, e.g. `crash_failover=1,failover=2`.
+    pub fn counts(&self) -> String {
+        counts(self.played.iter().map(|p| p.action))
+    }
+}
+
+fn counts(actions: impl Iterator<Item = Action>) -> String {
+    let mut by: BTreeMap<&str, usize> = BTreeMap::new();
+    for action in actions {
+        *by.entry(action.name()).or_default() += 1;
+    }
+    let mut out = String::new();
+    for (k, v) in by {
+        let _ = write!(out, "{}{k}={v}", if out.is_empty() { "" } else { "," });
+    }
+    out
+}
+
+/// One episode as the nemesis played it.
+#[derive(Debug, Clone, Copy)]
+pub struct Played {
+    /// The node (or member) faulted.
+    pub node: usize,
+    /// The fault.
+    pub action: Action,
+    /// When its beginning was started.
+    pub began: Instant,
+    /// When its end was done.
+    pub ended: Instant,
+}
+
+/// What a [`Nemesis`] plays a schedule on: nodes on which an [`Action`]
+/// can begin and end.
+pub trait Target: Send + 'static {
+    /// Starts `action` on `node`; may block until it took effect (a
+    /// failover waits for the promotion).
+    fn begin(&mut self, node: usize, action: Action);
+    /// Undoes `action` on `node`.
+    fn end(&mut self, node: usize, action: Action);
+}
+
+/// A [`Cluster`] as a [`Target`], with `links[client][node]`: each
+/// client's own link to each node, for link faults (node-wide network
+/// faults are set on every link of the node too).
+pub struct Proxied {
+    /// The nodes.
+    pub cluster: Cluster,
+    /// Each client's link to each node (empty: no link faults).
+    pub links: Vec<Vec<FaultHandle>>,
+}
+
+/// Plays a schedule on its own thread. It owns the target meanwhile;
 /// [`Nemesis::finish`] gives it back. Dropped early (a failing test), it
-/// heals what it broke at once and drops the cluster, which prints the node
-/// logs while panicking.
-pub struct Nemesis {
+/// heals what it broke at once and drops the target, which prints the
+/// node logs while panicking.
+pub struct Nemesis<T: Target = Proxied> {
     stop: Arc<AtomicBool>,
-    thread: Option<JoinHandle<(Cluster, Report)>>,
+    thread: Option<JoinHandle<(T, Report)>>,
 }
 
-impl Nemesis {
-    /// Starts playing `schedule` now.
+impl Nemesis<Proxied> {
+    /// Starts playing `schedule` on `cluster` now.
     pub fn start(cluster: Cluster, schedule: Schedule) -> Self {
         Self::start_with_links(cluster, Vec::new(), schedule)
     }
 
-    /// As [`Nemesis::start`], with `links[client][node]`: each client's
-    /// own link to each node, for link faults (and node-wide network
-    /// faults, which are set on every link of the node too).
+    /// As [`Nemesis::start`], with each client's links ([`Proxied`]).
     pub fn start_with_links(
         cluster: Cluster,
         links: Vec<Vec<FaultHandle>>,
         schedule: Schedule,
     ) -> Self {
+        Self::play(Proxied { cluster, links }, schedule)
+    }
+}
+
+impl<T: Target> Nemesis<T> {
+    /// Starts playing `schedule` on `target` now.
+    pub fn play(target: T, schedule: Schedule) -> Self {
         let stop = Arc::new(AtomicBool::new(false));
         let flag = stop.clone();
         let thread = std::thread::Builder::new()
             .name("nemesis".into())
-            .spawn(move || play(cluster, &links, &schedule, &flag))
+            .spawn(move || play(target, &schedule, &flag))
             .expect("spawn nemesis");
         Self {
             stop,
@@ -348,8 +439,8 @@ impl Nemesis {
     }
 
     /// Waits for the schedule to end (every fault healed) and returns the
-    /// cluster.
-    pub fn finish(mut self) -> (Cluster, Report) {
+    /// target.
+    pub fn finish(mut self) -> (T, Report) {
         let thread = self.thread.take().expect("not finished twice");
         match thread.join() {
             Ok(done) => done,
@@ -358,7 +449,7 @@ impl Nemesis {
     }
 }
 
-impl Drop for Nemesis {
+impl<T: Target> Drop for Nemesis<T> {
     fn drop(&mut self) {
         if let Some(thread) = self.thread.take() {
             self.stop.store(true, Ordering::Relaxed);
@@ -367,12 +458,7 @@ impl Drop for Nemesis {
     }
 }
 
-fn play(
-    mut cluster: Cluster,
-    links: &[Vec<FaultHandle>],
-    schedule: &Schedule,
-    stop: &AtomicBool,
-) -> (Cluster, Report) {
+fn play<T: Target>(mut target: T, schedule: &Schedule, stop: &AtomicBool) -> (T, Report) {
     let start = Instant::now();
     let mut steps: Vec<(Duration, usize, Step, Action)> = Vec::new();
     for e in &schedule.episodes {
@@ -382,7 +468,7 @@ fn play(
     // Ends before begins at the same instant, so a node is free again first.
     steps.sort_by_key(|(t, node, step, _)| (*t, matches!(step, Step::Begin), *node));
     let mut report = Report::default();
-    let mut active: Vec<Option<Action>> = vec![None; cluster.len()];
+    let mut active: BTreeMap<usize, (Action, Instant)> = BTreeMap::new();
     for (at, node, step, action) in steps {
         let when = start + at;
         while Instant::now() < when && !stop.load(Ordering::Relaxed) {
@@ -394,26 +480,31 @@ fn play(
         match step {
             Step::Begin => {
                 let before = Instant::now();
-                begin(&mut cluster, links, node, action);
+                target.begin(node, action);
                 if matches!(action, Action::ClockJump(_)) {
                     report.jumps.push((before, Instant::now()));
                 }
-                active[node] = Some(action);
+                active.insert(node, (action, before));
                 report.faults += 1;
             }
             Step::End => {
-                end(&mut cluster, links, node, action);
-                active[node] = None;
+                target.end(node, action);
+                if let Some((_, began)) = active.remove(&node) {
+                    report.played.push(Played {
+                        node,
+                        action,
+                        began,
+                        ended: Instant::now(),
+                    });
+                }
                 report.healed += 1;
             }
         }
     }
-    for (node, action) in active.into_iter().enumerate() {
-        if let Some(action) = action {
-            end(&mut cluster, links, node, action);
-        }
+    for (node, (action, _)) in active {
+        target.end(node, action);
     }
-    (cluster, report)
+    (target, report)
 }
 
 /// Client `client`'s link to `node`.
@@ -429,6 +520,16 @@ fn link(links: &[Vec<FaultHandle>], client: usize, node: usize) -> &FaultHandle 
     &links[client % links.len()][node]
 }
 
+impl Target for Proxied {
+    fn begin(&mut self, node: usize, action: Action) {
+        begin(&mut self.cluster, &self.links, node, action);
+    }
+
+    fn end(&mut self, node: usize, action: Action) {
+        end(&mut self.cluster, &self.links, node, action);
+    }
+}
+
 fn begin(cluster: &mut Cluster, links: &[Vec<FaultHandle>], node: usize, action: Action) {
     match action {
         Action::Pause => cluster.pause(node),
@@ -442,6 +543,7 @@ fn begin(cluster: &mut Cluster, links: &[Vec<FaultHandle>], node: usize, action:
         Action::ClockJump(by) => cluster.jump_clock(node, by),
         Action::LinkHold { client, dir } => link(links, client, node).hold(dir),
         Action::LinkDelay { client, dir, by } => link(links, client, node).delay(dir, by),
+        Action::Failover(_) => panic!("a failover needs a member with replicas, not a node"),
     }
 }
 
@@ -459,5 +561,6 @@ fn end(cluster: &mut Cluster, links: &[Vec<FaultHandle>], node: usize, action: A
         Action::LinkHold { client, .. } | Action::LinkDelay { client, .. } => {
             link(links, client, node).heal();
         }
+        Action::Failover(_) => {}
     }
 }

@@ -245,7 +245,7 @@ async fn client(c: Client, p: Permits) {
                 session.stop();
                 match cancel::run(turn.cancel_release, permit.release()).await {
                     None => checker.release_cancelled(),
-                    Some(Err(_)) => checker.release_failed(),
+                    Some(Err(e)) => checker.release_failed(&e),
                     Some(Ok(())) => {}
                 }
             }

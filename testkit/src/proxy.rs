@@ -23,6 +23,10 @@
 //! that needs a second client's links faulted separately gives that client
 //! its own proxies ([`Links`], from `Cluster::links`).
 //!
+//! [`FaultHandle::redirect`] sends new connections to another server:
+//! behind one address, the server changes, as after a failover behind a
+//! virtual IP.
+//!
 //! A connection ends as a whole when either peer closes it (Redis has no
 //! half-close): what the closing side sent is still delivered, then both of
 //! the proxy's sockets are closed, so a client that keeps a dead connection
@@ -167,6 +171,8 @@ struct Script {
 /// The state every connection of a proxy watches.
 #[derive(Debug, Clone, Copy)]
 struct State {
+    /// Where new connections go.
+    upstream: SocketAddr,
     fault: Fault,
     /// Scripted holds and delays, by `Dir::index`.
     script: [Script; 2],
@@ -251,6 +257,12 @@ impl FaultHandle {
         self.script(dir, |s| s.delay = by);
     }
 
+    /// Sends every new connection to `upstream` from now on; open ones
+    /// stay with the server they reached.
+    pub fn redirect(&self, upstream: SocketAddr) {
+        self.state.send_modify(|s| s.upstream = upstream);
+    }
+
     /// Whether `dir` is held by a scripted hold.
     pub fn is_held(&self, dir: Direction) -> bool {
         let state = self.state.borrow();
@@ -310,7 +322,6 @@ impl FaultHandle {
 #[derive(Debug)]
 pub struct Proxy {
     addr: SocketAddr,
-    upstream: SocketAddr,
     handle: FaultHandle,
     accept: tokio::task::JoinHandle<()>,
 }
@@ -368,6 +379,7 @@ impl Proxy {
         std_listener.set_nonblocking(true).expect("nonblocking");
         let addr = std_listener.local_addr().expect("proxy addr");
         let (tx, rx) = watch::channel(State {
+            upstream,
             fault: Fault::None,
             script: [Script::default(); 2],
             epoch: 0,
@@ -380,11 +392,10 @@ impl Proxy {
         let counters = handle.counters.clone();
         let accept = runtime().spawn(async move {
             let listener = TcpListener::from_std(std_listener).expect("tokio listener");
-            accept_loop(listener, upstream, rx, counters).await;
+            accept_loop(listener, rx, counters).await;
         });
         Self {
             addr,
-            upstream,
             handle,
             accept,
         }
@@ -395,9 +406,9 @@ impl Proxy {
         self.addr
     }
 
-    /// The node behind it.
+    /// The node behind it (where new connections go).
     pub fn upstream(&self) -> SocketAddr {
-        self.upstream
+        self.handle.state.borrow().upstream
     }
 
     /// The fault switch.
@@ -418,12 +429,7 @@ impl Drop for Proxy {
     }
 }
 
-async fn accept_loop(
-    listener: TcpListener,
-    upstream: SocketAddr,
-    rx: watch::Receiver<State>,
-    counters: Arc<Counters>,
-) {
+async fn accept_loop(listener: TcpListener, rx: watch::Receiver<State>, counters: Arc<Counters>) {
     loop {
         let Ok((client, _)) = listener.accept().await else {
             tokio::time::sleep(Duration::from_millis(5)).await;
@@ -440,7 +446,7 @@ async fn accept_loop(
         }
         tokio::spawn(serve(
             client,
-            upstream,
+            state.upstream,
             state.epoch,
             rx.clone(),
             counters.clone(),

@@ -182,7 +182,7 @@ async fn client(c: Client, writes: bool) {
                 session.stop();
                 match cancel::run(turn.cancel_release, lock.release()).await {
                     None => checker.release_cancelled(),
-                    Some(Err(_)) => checker.release_failed(),
+                    Some(Err(e)) => checker.release_failed(&e),
                     Some(Ok(())) => {}
                 }
             }

@@ -222,7 +222,8 @@ impl SafetyRun {
                 }
             }
         }
-        let (cluster, report) = nemesis.finish();
+        let (played, report) = nemesis.finish();
+        let cluster = played.cluster;
 
         // Every fault is healed: a fresh client takes each resource within
         // a TTL (orphans expire) plus retries.

@@ -216,6 +216,20 @@ impl SentinelGroup {
             }
         });
         let new = self.await_promotion(old);
+        self.demote(old, new);
+        new
+    }
+
+    /// Sends `old`, still a master after `new` was promoted, the
+    /// `REPLICAOF new` the Sentinels send only 10 to 20 s later, and waits
+    /// until every other running data server replicates `new` with the
+    /// link up. What `old` took meanwhile is lost: it resynchronizes from
+    /// `new`.
+    ///
+    /// # Panics
+    ///
+    /// When the group does not settle within 30 s.
+    pub fn demote(&self, old: u16, new: u16) {
         if role(old).as_deref() == Some("master") {
             let _: redis::RedisResult<()> = connect(old).and_then(|mut c| {
                 redis::cmd("REPLICAOF")
@@ -230,7 +244,6 @@ impl SentinelGroup {
                 .filter(|n| n.is_running() && n.port != new)
                 .all(|n| replicates(n.port, new))
         });
-        new
     }
 
     /// Waits until a running data server other than `old` reports master
@@ -283,6 +296,34 @@ impl SentinelGroup {
     /// When `port` is not a data server of the group.
     pub fn pause_data(&mut self, port: u16) {
         self.node(port).signal("-STOP");
+    }
+
+    /// Stops every replica (`SIGSTOP`) and cuts its replication link on
+    /// the master (`CLIENT KILL TYPE replica`, so nothing already sent
+    /// reaches it when it resumes): the master's writes from now on are
+    /// on the master alone. Returns the replicas' ports, for
+    /// [`SentinelGroup::resume_data`].
+    ///
+    /// # Panics
+    ///
+    /// As [`SentinelGroup::master_port`], or when the master refuses.
+    pub fn cut_replicas(&mut self) -> Vec<u16> {
+        let master = self.master_port();
+        let replicas: Vec<u16> = self
+            .data_ports()
+            .into_iter()
+            .filter(|&p| p != master)
+            .collect();
+        for &port in &replicas {
+            self.pause_data(port);
+        }
+        let _: () = redis::cmd("CLIENT")
+            .arg("KILL")
+            .arg("TYPE")
+            .arg("replica")
+            .query(&mut self.conn(master))
+            .unwrap_or_else(|e| panic!("cut the replication links of {master}: {e}"));
+        replicas
     }
 
     /// Lets the data server on `port` run again (`SIGCONT`).

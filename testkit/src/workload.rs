@@ -177,6 +177,17 @@ impl Workload {
         self.ttls.iter().copied().max().unwrap_or_default()
     }
 
+    /// The largest TTL a key of the run is given, by an acquire or an
+    /// extension: what a restart quarantine must cover.
+    pub fn max_key_ttl(&self) -> Duration {
+        let extends = if self.extend_one_in > 0 {
+            self.extend_ttls.1
+        } else {
+            Duration::ZERO
+        };
+        self.max_ttl().max(extends)
+    }
+
     /// The builder every client starts from.
     pub fn builder(&self, urls: &[String]) -> Builder {
         quorumlock::Builder::new(urls.to_vec())
@@ -356,7 +367,7 @@ async fn client(c: Client, acquire: &AcquireFn) {
                 session.stop();
                 match cancel::run(cancel_release, lock.release()).await {
                     None => checker.release_cancelled(),
-                    Some(Err(_)) => checker.release_failed(),
+                    Some(Err(e)) => checker.release_failed(&e),
                     Some(Ok(())) => {}
                 }
             }

@@ -10,7 +10,8 @@ use std::time::{Duration, Instant};
 
 use support::admission::{over_admissions, slot_overlaps};
 use support::checker::{find_overlaps, Checker, FencedStore, Grant, Outcome, PlainStore};
-use support::nemesis::{Action, Limits, Schedule};
+use support::failovers;
+use support::nemesis::{Action, Failover, Limits, Schedule};
 use support::{unique, Cluster, Direction, Fault, NodeOptions};
 
 fn connect(url: &str) -> redis::RedisResult<redis::Connection> {
@@ -372,6 +373,33 @@ fn schedules_replay_from_their_seed_and_keep_a_minority() {
         "link_delay_",
     ] {
         assert!(kinds.contains(k), "{kinds}");
+    }
+}
+
+#[test]
+fn failover_schedules_replay_play_each_kind_first_and_one_at_a_time() {
+    let kinds =
+        |s: &Schedule| -> Vec<&str> { s.episodes.iter().map(|e| e.action.name()).collect() };
+    for seed in 0..50 {
+        let a = failovers::schedule(seed, 3, Duration::from_secs(5));
+        let b = failovers::schedule(seed, 3, Duration::from_secs(5));
+        assert_eq!(format!("{:?}", a.episodes), format!("{:?}", b.episodes));
+        // A span too short for them still gets one of each kind.
+        let mut first = kinds(&a);
+        first.sort_unstable();
+        assert_eq!(first, ["crash_failover", "failover", "pause_failover"]);
+        let long = failovers::schedule(seed, 3, Duration::from_secs(60));
+        assert!(long.episodes.len() > 5, "{}", long.counts());
+        assert_eq!(kinds(&long)[..3], kinds(&a)[..]);
+        assert_eq!(long.max_concurrent(), 1, "one member at a time");
+        for pair in long.episodes.windows(2) {
+            let gap = match pair[0].action {
+                Action::Failover(Failover::Pause { split }) => split,
+                _ => Duration::ZERO,
+            };
+            assert!(pair[1].start > pair[0].end + gap, "{pair:?}");
+        }
+        assert!(long.episodes.iter().all(|e| e.node < 3));
     }
 }
 
