@@ -48,17 +48,8 @@ check_node() {
   esac
 }
 
-# `docker compose` (v2 plugin) when it is there, else docker-compose (v1).
-COMPOSE=()
-find_compose() {
-  if docker compose version >/dev/null 2>&1; then
-    COMPOSE=(docker compose)
-  elif command -v docker-compose >/dev/null 2>&1; then
-    COMPOSE=(docker-compose)
-  else
-    die "neither 'docker compose' nor 'docker-compose' is installed (apt-get install -y docker-compose)"
-  fi
-}
+# shellcheck source=docker/compose-lib.sh
+. "$HERE/compose-lib.sh"
 
 compose() {
   local files=(-f "$REPO/docker-compose.yml")

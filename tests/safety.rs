@@ -234,14 +234,7 @@ async fn negative_control_on(mut cluster: Cluster, how: Break, strategy: &Strate
     let b = client(3).build().await.expect("client B");
     let second_granted = match (strategy.acquire)(b, name.clone().into_bytes(), TTL).await {
         Ok((lock_b, fence_b)) => {
-            let mut held_b = checker.granted(1, 0, fence_b, Instant::now(), lock_b.deadline());
-            let (read, value_b) = held_b.read(|| !lock_b.validity().is_zero());
-            if read == Outcome::Accepted {
-                tokio::time::sleep(Duration::from_millis(50)).await;
-                held_b.write(value_b + 1, || !lock_b.validity().is_zero());
-            }
-            held_b.stop();
-            let _ = lock_b.release().await;
+            support::safety::second_holder(&checker, lock_b, fence_b).await;
             true
         }
         Err(e) => {

@@ -224,14 +224,7 @@ async fn failover_under_a_held_lock(case: Case) -> Control {
     let mut second_quarantined = false;
     let second_granted = match b.acquire(&name, TTL).await {
         Ok(lock_b) => {
-            let mut held_b = checker.granted(1, 0, None, Instant::now(), lock_b.deadline());
-            let (read, value_b) = held_b.read(|| !lock_b.validity().is_zero());
-            if read == Outcome::Accepted {
-                tokio::time::sleep(Duration::from_millis(50)).await;
-                held_b.write(value_b + 1, || !lock_b.validity().is_zero());
-            }
-            held_b.stop();
-            let _ = lock_b.release().await;
+            support::safety::second_holder(&checker, lock_b, None).await;
             true
         }
         Err(e) => {

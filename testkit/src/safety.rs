@@ -338,3 +338,19 @@ pub fn env_u64(name: &str, default: u64) -> u64 {
 pub fn long_shape() -> bool {
     std::env::var("QUORUMLOCK_SAFETY_LONG").as_deref() == Ok("1")
 }
+
+/// A second holder's turn in a negative control: `lock` (granted to
+/// client 1 with `fence`) reads the counter through `checker`, writes it
+/// back one higher 50 ms later if its validity lasts, and is released.
+/// The checker flags the overlap with a first holder still inside its
+/// validity.
+pub async fn second_holder(checker: &Checker, lock: quorumlock::Lock, fence: Option<u64>) {
+    let mut held = checker.granted(1, 0, fence, Instant::now(), lock.deadline());
+    let (read, value) = held.read(|| !lock.validity().is_zero());
+    if read == super::checker::Outcome::Accepted {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        held.write(value + 1, || !lock.validity().is_zero());
+    }
+    held.stop();
+    let _ = lock.release().await;
+}
