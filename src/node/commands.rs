@@ -214,7 +214,9 @@ impl Command {
     }
 
     /// `INFO server`: which server a node is (its `run_id`, a new one
-    /// every time a server starts), read on each new connection (see
+    /// every time a server starts), read on each new connection and right
+    /// behind each vote under restart quarantine, to name the server that
+    /// cast it (see
     /// [`admission::parse_run_id`](crate::node::admission::parse_run_id)).
     pub(crate) fn server_info() -> Arc<Self> {
         let mut cmd = redis::cmd("INFO");
@@ -226,10 +228,9 @@ impl Command {
         })
     }
 
-    /// Which server a node is (`run_id` and replication id) and its
-    /// uptime (`identity.lua`): for restart quarantine's standing, and
-    /// right behind each vote under quarantine, to name the server that
-    /// cast it.
+    /// Which server a node is (`run_id` and replication id), its uptime
+    /// and whether it was promoted since it started (`identity.lua`): the
+    /// reading of restart quarantine's standing.
     pub(crate) fn identity() -> Arc<Self> {
         Self::call(&lua::IDENTITY, std::iter::empty::<&[u8]>(), |_| {})
     }

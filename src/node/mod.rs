@@ -67,7 +67,7 @@ pub(crate) struct Shared {
     label: Box<str>,
     route: Route,
     /// With restart quarantine: how long a (re)started server stays out,
-    /// and the identity probe sent behind each vote.
+    /// and the probe sent behind each vote (`INFO server`: its `run_id`).
     quarantine: Option<(Duration, Arc<Command>)>,
     /// With durable votes: what a yes must reach to count.
     durable: Option<Durability>,
@@ -141,7 +141,7 @@ impl Node {
         Self(Arc::new(Shared {
             label: label.into(),
             route,
-            quarantine: quarantine.map(|q| (q, Command::identity())),
+            quarantine: quarantine.map(|q| (q, Command::server_info())),
             durable,
             counters: NodeCounters::new(label),
             announce_refused: AtomicBool::new(false),
@@ -393,11 +393,17 @@ impl Node {
         let mut hop = self.within(window, hop).await?;
         let mut redirects = 0;
         loop {
+            let from = hop.shard.clone();
             let attempt: BoxFuture<'a, NodeResult<T>> = Box::pin(work(hop));
             match attempt.await {
                 Err(failure) if redirects < MAX_REDIRECTS => {
                     match failure.redis_error().and_then(|e| self.route.redirect(e)) {
                         Some(next) => {
+                            if !next.asking {
+                                // No longer the slot's master (migrated, or
+                                // demoted): read again before it next votes.
+                                from.restart.connection_lost();
+                            }
                             hop = next;
                             redirects += 1;
                         }

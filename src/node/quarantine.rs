@@ -112,13 +112,17 @@ impl Quarantine {
         }
     }
 
-    /// Whether the vote of server `seen` counts for a node that was
-    /// allowed to vote as server `voter`. When they differ, the node
+    /// Whether the vote of server `seen` (its `run_id`, read behind the
+    /// vote) counts for a node that was allowed to vote as server `voter`
+    /// (`run_id:replid`, its reading). When they differ, the node
     /// restarted or was replaced without a connection loss: its standing
     /// becomes unknown (the next reading names the new server, whose age
-    /// counts from then).
+    /// counts from then). A replication id that changed under the same
+    /// `run_id` (a master demoted and promoted again) comes with a
+    /// connection event instead: a `READONLY` reply or a `MOVED` away
+    /// ends the epoch, and the next reading sees it.
     pub(crate) fn confirm(&self, voter: &str, seen: &str) -> bool {
-        if voter == seen {
+        if voter.split(':').next() == Some(seen) {
             return true;
         }
         self.connection_lost();
@@ -341,6 +345,11 @@ mod tests {
         let voter = q.voter(now).unwrap();
         assert_eq!(&*voter, "a");
         assert!(q.confirm(&voter, "a"));
+        // A reading names `run_id:replid`; the probe, the `run_id`.
+        let read = Quarantine::default();
+        read.observed(read.epoch(), 100 * S, "a:r1".into(), false, 30 * S, now);
+        assert!(read.confirm(&read.voter(now).unwrap(), "a"));
+        assert!(!read.confirm(&read.voter(now).unwrap(), "r1"));
         assert_eq!(q.standing(now), Standing::Votes);
         // The server behind the same connection changed.
         assert!(!q.confirm(&voter, "b"));

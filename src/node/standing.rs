@@ -1,6 +1,7 @@
 //! A member's votes: each server's standing under restart quarantine (its
-//! uptime read, each vote checked to come from the server that was read)
-//! and, with durable votes, the wait behind each write.
+//! identity and uptime read with `identity.lua`, each vote checked to come
+//! from the server that was read) and, with durable votes, the wait behind
+//! each write.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -9,17 +10,19 @@ use futures::future::BoxFuture;
 use redis::{ErrorKind, RedisError, ServerErrorKind, Value};
 
 use super::{durable, parse, Node, NodeResult, Window};
+use crate::config::Durability;
 use crate::error::{NodeFailure, NodeFailureKind};
+use crate::node::admission;
 use crate::node::commands::Command;
 use crate::node::quarantine::Standing;
 use crate::node::route::{Hop, Shard};
 
 impl Node {
     /// Sends the vote `command` to the server serving its slot, with —
-    /// on the same connection, right behind it, so that they reach the
-    /// server that cast the vote or one that started later — the identity
-    /// probe (with `probe` and restart quarantine) and the durability wait
-    /// (with durable votes). The vote is returned when the server that
+    /// on the same connection, behind it, so that they reach the server
+    /// that cast the vote or one that started later — the `INFO server`
+    /// probe naming its `run_id` (with `probe` and restart quarantine) and
+    /// the durability wait (with durable votes). The vote is returned when the server that
     /// cast it is the one whose uptime reading lets it vote, and its write
     /// is as durable as asked — the wait's reply comes back beside the
     /// vote, for the caller to check when the vote is a yes
@@ -36,41 +39,52 @@ impl Node {
     ) -> NodeResult<(Value, Option<Value>)> {
         self.routed(command.slot(), window, |hop| async move {
             let probe = match (&self.quarantine, probe) {
-                (Some((required, identity)), true) => {
+                (Some((required, info)), true) => {
                     let voter = self.voter(&hop.shard, *required, window).await?;
-                    Some((voter, identity))
+                    Some((voter, info))
                 }
                 _ => None,
             };
-            let wait = self
-                .durable
-                .map(|d| durable::wait(d, durable::budget(window)));
+            let durable = self.durable;
+            let wait = durable.map(|d| durable::wait(d, durable::budget(window)));
+            // `WAITAOF` waits for fsyncs the replicas report once a second
+            // unless asked after the write was handled: it goes out after
+            // the vote's reply. `WAIT` rides in the same write.
+            let after = matches!(durable, Some(Durability::Aof { .. }));
+            let behind = if after { None } else { wait.as_ref() };
             let (vote, seen, waited) = self
                 .counted(window, || async {
-                    let identity = probe.as_ref().map(|(_, identity)| &***identity);
+                    let probe = probe.as_ref().map(|(_, probe)| &***probe);
                     let (vote, seen, waited) = futures::join!(
                         self.send(&hop, command.cmd()),
-                        self.maybe_run(&hop, identity),
-                        self.maybe_send(&hop, wait.as_ref()),
+                        self.maybe_run(&hop, probe),
+                        self.maybe_send(&hop, behind),
                     );
-                    match vote {
+                    let (vote, seen, waited) = match vote {
                         Err(e) if e.kind() == ErrorKind::Server(ServerErrorKind::NoScript) => {
                             // The EVAL goes out after the probe and the wait:
                             // both again.
                             let vote = self.run_eval(&hop, command).await?;
                             let (seen, waited) = futures::join!(
-                                self.maybe_run(&hop, identity),
-                                self.maybe_send(&hop, wait.as_ref()),
+                                self.maybe_run(&hop, probe),
+                                self.maybe_send(&hop, behind),
                             );
-                            Ok((vote, seen?, waited?))
+                            (vote, seen?, waited?)
                         }
-                        vote => Ok((vote?, seen?, waited?)),
-                    }
+                        vote => (vote?, seen?, waited?),
+                    };
+                    let waited = match after {
+                        true => self.maybe_send(&hop, wait.as_ref()).await?,
+                        false => waited,
+                    };
+                    Ok((vote, seen, waited))
                 })
                 .await?;
             if let (Some((voter, _)), Some(seen)) = (&probe, seen) {
-                let (seen, ..) = self.identity(seen)?;
-                if !hop.shard.restart.confirm(voter, &seen) {
+                let seen: String = parse(seen).map_err(|e| self.protocol(e.to_string()))?;
+                let seen = admission::parse_run_id(&seen)
+                    .ok_or_else(|| self.protocol("INFO server without run_id".to_owned()))?;
+                if !hop.shard.restart.confirm(voter, seen) {
                     let kind = NodeFailureKind::ServerChanged;
                     self.counters.failed(&kind, None);
                     return Err(self.failure(kind));
@@ -197,9 +211,10 @@ impl Node {
     ) -> NodeResult<()> {
         let mut standing = shard.restart.standing(Instant::now());
         if standing == Standing::Unknown {
-            let Some((_, identity)) = &self.quarantine else {
+            if self.quarantine.is_none() {
                 return Ok(());
-            };
+            }
+            let identity = Command::identity();
             // The identity and uptime, with the epoch of the connection
             // they were read on (taken once that connection is open,
             // before the command is sent).
@@ -211,7 +226,7 @@ impl Node {
                 .counted(window, || async {
                     shard.conn.open().await?;
                     let epoch = shard.restart.epoch();
-                    Ok((epoch, self.run(&hop, identity).await?))
+                    Ok((epoch, self.run(&hop, &identity).await?))
                 })
                 .await?;
             let (id, uptime, promoted) = self.identity(reply)?;
