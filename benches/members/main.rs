@@ -10,23 +10,28 @@
 //! ```
 //!
 //! 1. **shards**: one client, three members (quorum 2), each a Redis
-//!    Cluster of S = 1, 2, 3 masters (no replicas), then three plain
-//!    servers. Per round 10,000 distinct resources are locked by 64 tasks
-//!    (one attempt each, every lock kept), so that all 10,000 are held at
-//!    once, then released: cycles per second, acquire latency, each
-//!    master's commands and CPU (`INFO`) and keys at the peak
-//!    (`DBSIZE`), and the client's CPU (`getrusage`).
+//!    Cluster of S = 1, 2, 3 masters (no replicas); then three plain
+//!    servers, with restart quarantine as the clusters need it and
+//!    without. Per round 10,000 distinct resources are locked by 64 tasks
+//!    (each takes its share one after the other, one attempt each, and
+//!    keeps every lock), so that all 10,000 are held at once; then all
+//!    are released. Cycles per second, acquire latency, each master's
+//!    commands and CPU (`INFO`) and keys at the peak (`DBSIZE`), and the
+//!    client's CPU (`getrusage`). The configurations take turns round by
+//!    round, so that each sees the same load from the rest of the machine.
 //! 2. **durable**: one Sentinel group (a master and one replica) as the
 //!    only member; cycles of one attempt and a release with durable votes
-//!    off and `Replicas(1)`, and, on a Valkey group with `appendonly`, also
-//!    `Aof { local: true, replicas: 1 }` (Debian's Redis 7.0 has no
-//!    `WAITAOF`).
+//!    off and `Replicas(1)`; on a Valkey group with `appendonly` also
+//!    `Aof { local: true, replicas: 0 }` and `{ local: true, replicas: 1 }`
+//!    (Debian's Redis 7.0 has no `WAITAOF`). One client per durability;
+//!    they take turns cycle by cycle.
 //!
-//! Every member here needs restart quarantine (30 s; 1 s in the smoke
-//! run): every server is started first, and the parts wait until each has
-//! been up that long. Results: tables on stdout, and
-//! `target/quorumlock-bench/members.md` and `members.svg`. Run as a test
-//! (`cargo test --benches`), each part runs once, tiny.
+//! Every cluster member needs restart quarantine (30 s; 1 s in the smoke
+//! run; the Sentinel members get it too): every server is started first,
+//! and the parts wait until each has been up that long. Results: tables
+//! on stdout, and `target/quorumlock-bench/members.md` and `members.svg`.
+//! Run as a test (`cargo test --benches`), each part runs once, tiny, on
+//! clusters of 2 shards and without Valkey.
 
 use quorumlock_testkit as support;
 
@@ -210,7 +215,7 @@ fn main() {
     if let Some(groups) = &groups {
         let modes = [None, Some(Durability::Replicas(1))];
         let mut rows = rt.block_on(durable::run(
-            "Redis 7.0, no persistence",
+            "redis-server, no persistence",
             &groups.redis.url(),
             &modes,
             plan.quarantine,
@@ -226,7 +231,7 @@ fn main() {
                 replicas: 1,
             });
             rows.extend(rt.block_on(durable::run(
-                "Valkey 8.1, AOF fsync always",
+                "Valkey, AOF fsync always",
                 &valkey.url(),
                 &[None, Some(Durability::Replicas(1)), local, aof],
                 plan.quarantine,

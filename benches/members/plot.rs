@@ -9,7 +9,7 @@ use plotters::prelude::*;
 use crate::shards::{Paper, Run};
 
 /// Shards per member the on-paper lines run to.
-const PAPER_SHARDS: usize = 8;
+const PAPER_SHARDS: usize = 6;
 
 pub fn draw(
     path: &Path,
@@ -28,24 +28,26 @@ pub fn draw(
             .map(|r| r.rate().median)
     };
     let client = paper.map(|p| 2.0 * p.per_client_core);
+    // Room above the client's ceiling for the on-paper line to leave by.
+    let top = measured
+        .iter()
+        .map(|p| p.1)
+        .chain(plain(true))
+        .chain(plain(false))
+        .chain(client)
+        .fold(1.0, f64::max)
+        * 2.5;
+    // Up to where it leaves the plot.
     let linear: Vec<(f64, f64)> = paper.map_or_else(Vec::new, |p| {
-        (1..=PAPER_SHARDS)
-            .map(|s| (s as f64, s as f64 * p.per_shard))
-            .collect()
+        let last = (top / p.per_shard).min(PAPER_SHARDS as f64);
+        let mut pts: Vec<(f64, f64)> = (1..=PAPER_SHARDS)
+            .map(|s| s as f64)
+            .take_while(|&s| s <= last)
+            .map(|s| (s, s * p.per_shard))
+            .collect();
+        pts.push((last, last * p.per_shard));
+        pts
     });
-    let ys = || {
-        measured
-            .iter()
-            .chain(&linear)
-            .map(|p| p.1)
-            .chain(plain(true))
-            .chain(plain(false))
-            .chain(client)
-    };
-    let (low, top) = (
-        ys().fold(f64::MAX, f64::min) / 2.0,
-        ys().fold(1.0, f64::max) * 1.5,
-    );
 
     let root = SVGBackend::new(path, (900, 520)).into_drawing_area();
     root.fill(&WHITE)?;
@@ -57,14 +59,13 @@ pub fn draw(
         .margin(14)
         .x_label_area_size(40)
         .y_label_area_size(70)
-        .build_cartesian_2d(0.5f64..PAPER_SHARDS as f64 + 0.5, (low..top).log_scale())?;
+        .build_cartesian_2d(0.5f64..PAPER_SHARDS as f64 + 0.5, 0f64..top)?;
     chart
         .configure_mesh()
         .x_labels(PAPER_SHARDS)
-        .y_labels(12)
         .light_line_style(WHITE)
         .x_desc("shards per member (Redis Cluster masters)")
-        .y_desc("acquire + release cycles/s (log)")
+        .y_desc("acquire + release cycles/s")
         .x_label_formatter(&|x| format!("{x:.0}"))
         .y_label_formatter(&|y| format!("{y:.0}"))
         .draw()?;
@@ -115,6 +116,7 @@ pub fn draw(
         chart.draw_series(
             linear
                 .iter()
+                .filter(|p| p.0.fract() == 0.0)
                 .map(|&p| TriangleMarker::new(p, 4, grey.filled())),
         )?;
     }
@@ -127,7 +129,7 @@ pub fn draw(
     }
     chart
         .configure_series_labels()
-        .position(SeriesLabelPosition::LowerRight)
+        .position(SeriesLabelPosition::UpperRight)
         .background_style(WHITE.mix(0.85))
         .border_style(BLACK)
         .draw()?;
