@@ -43,6 +43,13 @@ pub const LIBFAKETIME_ENV: &str = "QUORUMLOCK_LIBFAKETIME";
 /// Valkey or libfaketime is missing. Unset — as in CI — they fail.
 pub const ALLOW_NO_VALKEY_ENV: &str = "QUORUMLOCK_ALLOW_NO_VALKEY";
 
+/// The Valkey binary: [`VALKEY_ENV`], else where `scripts/fetch-servers.sh`
+/// unpacks it; `None` when there is no file there.
+pub fn valkey_binary() -> Option<PathBuf> {
+    let server = std::env::var_os(VALKEY_ENV).map_or_else(fetched_valkey, PathBuf::from);
+    server.is_file().then_some(server)
+}
+
 fn fetched_valkey() -> PathBuf {
     let cache = std::env::var_os("QUORUMLOCK_CACHE").map_or_else(
         || {

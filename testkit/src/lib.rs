@@ -67,8 +67,8 @@ use std::time::{Duration, Instant};
 pub use client::{OneAttempt, EXTERNAL_NODE_TIMEOUT};
 pub use cluster::Cluster;
 pub use env::{
-    server_binary, valkey_clock_options, ALLOW_NO_VALKEY_ENV, LIBFAKETIME_ENV, NODES_ENV,
-    SERVERS_ENV, SERVER_ENV, VALKEY_ENV,
+    server_binary, valkey_binary, valkey_clock_options, ALLOW_NO_VALKEY_ENV, LIBFAKETIME_ENV,
+    NODES_ENV, SERVERS_ENV, SERVER_ENV, VALKEY_ENV,
 };
 pub use node::{LocalNode, NodeOptions};
 pub use proxy::{Direction, Fault, FaultHandle, Links, Proxy};

@@ -2,6 +2,7 @@
 //! watch them, as local processes; failovers on demand.
 
 use std::collections::HashMap;
+use std::path::PathBuf;
 use std::time::Duration;
 
 use crate::block_on_eventually;
@@ -26,6 +27,10 @@ pub struct GroupOptions {
     pub down_after: Duration,
     /// `sentinel failover-timeout`. Default 3 s.
     pub failover_timeout: Duration,
+    /// The binary every process of the group runs, data servers and
+    /// Sentinels (e.g. [`valkey_binary`](crate::valkey_binary)). Default
+    /// `None`: [`server_binary`](crate::server_binary).
+    pub server: Option<PathBuf>,
 }
 
 impl Default for GroupOptions {
@@ -36,6 +41,7 @@ impl Default for GroupOptions {
             aof: false,
             down_after: Duration::from_secs(1),
             failover_timeout: Duration::from_secs(3),
+            server: None,
         }
     }
 }
@@ -78,8 +84,12 @@ impl SentinelGroup {
             in_memory_dir: options.aof,
             ..NodeOptions::default()
         };
-        let spawn = |i: usize, options: &NodeOptions, mode: Mode| {
-            LocalNode::start(server_binary(i), options, mode).unwrap_or_else(|e| panic!("{e}"))
+        let spawn = |i: usize, node: &NodeOptions, mode: Mode| {
+            let binary = options
+                .server
+                .as_ref()
+                .map_or_else(|| server_binary(i), |p| p.display().to_string());
+            LocalNode::start(binary, node, mode).unwrap_or_else(|e| panic!("{e}"))
         };
         let mut group = Self {
             name: name.to_owned(),
