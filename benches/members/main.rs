@@ -29,7 +29,8 @@
 //! Every cluster member needs restart quarantine (30 s; 1 s in the smoke
 //! run; the Sentinel members get it too): every server is started first,
 //! and the parts wait until each has been up that long. Results: tables
-//! on stdout, and `target/quorumlock-bench/members.md` and `members.svg`.
+//! on stdout, and `members.md` and `members.svg` in the bench output
+//! folder (`quorumlock-bench` under the target directory).
 //! Run as a test (`cargo test --benches`), each part runs once, tiny, on
 //! clusters of 2 shards and without Valkey.
 
