@@ -157,10 +157,6 @@ async fn three_sentinel_groups_keep_one_holder_through_a_failover_and_quarantine
         task.await.expect("load task");
     }
     let yes_after: u64 = clients.iter().map(|c| acquire_yes(c, 0)).sum();
-    report(&format!(
-        "members/sentinel: member 0 {:?}",
-        clients[0].stats().nodes[0]
-    ));
 
     let overlaps = history.overlaps();
     let errors = history.errors.lock().unwrap().clone();

@@ -80,11 +80,13 @@ impl Node {
         shape: Shape,
         window: Window,
     ) -> NodeResult<Grant> {
-        let (reply, waited) = Box::pin(self.vote(command, window, true)).await?;
-        let grant = match shape {
-            Shape::Slots { listed, want } => read(&reply, listed, want),
-            lock => read_lock(&reply, lock == Shape::Fenced),
+        let grant = |reply: &Value| match shape {
+            Shape::Slots { listed, want } => read(reply, listed, want),
+            lock => read_lock(reply, lock == Shape::Fenced),
         };
+        let yes = |reply: &Value| grant(reply).is_ok_and(|g| g.granted());
+        let (reply, waited) = Box::pin(self.vote(command, window, true, yes)).await?;
+        let grant = grant(&reply);
         let grant = grant.map_err(|what| self.protocol(what))?;
         if grant.granted() {
             self.durable_reached(waited.as_ref())?;

@@ -302,11 +302,13 @@ impl Node {
                         for set in sets {
                             replies.push(self.send(&hop, set).await?);
                         }
-                        let waited = match self.durable {
-                            Some(d) => Some(
-                                self.send(&hop, &durable::wait(d, durable::budget(window)))
-                                    .await?,
-                            ),
+                        // Durable once a key was set (a wait after none
+                        // would only block the connection).
+                        let set = replies.iter().any(|r| *r == Value::Okay);
+                        let wait = self.durable.filter(|_| set);
+                        let wait = wait.map(|d| durable::wait(d, durable::budget(window)));
+                        let waited = match wait {
+                            Some(wait) => Some(self.send(&hop, &wait).await?),
                             None => None,
                         };
                         Ok((replies, waited))
@@ -342,7 +344,11 @@ impl Node {
         write: bool,
     ) -> NodeResult<(bool, i64)> {
         let (reply, waited) = if write && self.durable.is_some() {
-            self.vote(command, window, false).await?
+            let yes = |reply: &Value| {
+                let n = i64::from_redis_value_ref(reply).ok();
+                n.and_then(|n| reply::counts(kind, n)) == Some(true)
+            };
+            self.vote(command, window, false, yes).await?
         } else {
             (self.call(command, window).await?, None)
         };

@@ -10,7 +10,6 @@ use futures::future::BoxFuture;
 use redis::{ErrorKind, RedisError, ServerErrorKind, Value};
 
 use super::{durable, parse, Node, NodeResult, Window};
-use crate::config::Durability;
 use crate::error::{NodeFailure, NodeFailureKind};
 use crate::node::admission;
 use crate::node::commands::Command;
@@ -22,12 +21,12 @@ impl Node {
     /// on the same connection, behind it, so that they reach the server
     /// that cast the vote or one that started later — the `INFO server`
     /// probe naming its `run_id` (with `probe` and restart quarantine) and
-    /// the durability wait (with durable votes). The vote is returned when the server that
+    /// the durability wait. The vote is returned when the server that
     /// cast it is the one whose uptime reading lets it vote, and its write
-    /// is as durable as asked — the wait's reply comes back beside the
-    /// vote, for the caller to check when the vote is a yes
-    /// ([`durable_reached`](Self::durable_reached)): a no wrote nothing
-    /// that must last. A restart hidden from the client (a proxy
+    /// is as durable as asked: with durable votes, a vote `yes` reads as a
+    /// yes is followed by the wait, whose reply comes back beside the vote
+    /// for the caller to check
+    /// ([`durable_reached`](Self::durable_reached)). A restart hidden from the client (a proxy
     /// that keeps its connection open, a failover) or a reconnect between
     /// the standing check and the send is caught here: the vote is not
     /// counted and the standing becomes unknown.
@@ -36,7 +35,9 @@ impl Node {
         command: &Command,
         window: Window,
         probe: bool,
+        yes: impl Fn(&Value) -> bool + Send + Sync,
     ) -> NodeResult<(Value, Option<Value>)> {
+        let yes = &yes;
         self.routed(command.slot(), window, |hop| async move {
             let probe = match (&self.quarantine, probe) {
                 (Some((required, info)), true) => {
@@ -45,38 +46,31 @@ impl Node {
                 }
                 _ => None,
             };
-            let durable = self.durable;
-            let wait = durable.map(|d| durable::wait(d, durable::budget(window)));
-            // `WAITAOF` waits for fsyncs the replicas report once a second
-            // unless asked after the write was handled: it goes out after
-            // the vote's reply. `WAIT` rides in the same write.
-            let after = matches!(durable, Some(Durability::Aof { .. }));
-            let behind = if after { None } else { wait.as_ref() };
             let (vote, seen, waited) = self
                 .counted(window, || async {
                     let probe = probe.as_ref().map(|(_, probe)| &***probe);
-                    let (vote, seen, waited) = futures::join!(
+                    let (vote, seen) = futures::join!(
                         self.send(&hop, command.cmd()),
                         self.maybe_run(&hop, probe),
-                        self.maybe_send(&hop, behind),
                     );
-                    let (vote, seen, waited) = match vote {
+                    let (vote, seen) = match vote {
                         Err(e) if e.kind() == ErrorKind::Server(ServerErrorKind::NoScript) => {
-                            // The EVAL goes out after the probe and the wait:
-                            // both again.
+                            // The EVAL goes out after the probe: probe again.
                             let vote = self.run_eval(&hop, command).await?;
-                            let (seen, waited) = futures::join!(
-                                self.maybe_run(&hop, probe),
-                                self.maybe_send(&hop, behind),
-                            );
-                            (vote, seen?, waited?)
+                            (vote, self.maybe_run(&hop, probe).await?)
                         }
-                        vote => (vote?, seen?, waited?),
+                        vote => (vote?, seen?),
                     };
-                    let waited = match after {
-                        true => self.maybe_send(&hop, wait.as_ref()).await?,
-                        false => waited,
-                    };
+                    // The wait goes out once the yes is known: a no wrote
+                    // nothing that must last, and a wait blocks the
+                    // connection while the replicas lag (`WAITAOF`, sent
+                    // with the write, would even wait for the replicas'
+                    // once-a-second report).
+                    let wait = self
+                        .durable
+                        .filter(|_| yes(&vote))
+                        .map(|d| durable::wait(d, durable::budget(window)));
+                    let waited = self.maybe_send(&hop, wait.as_ref()).await?;
                     Ok((vote, seen, waited))
                 })
                 .await?;
