@@ -304,7 +304,7 @@ impl Node {
                         }
                         // Durable once a key was set (a wait after none
                         // would only block the connection).
-                        let set = replies.iter().any(|r| *r == Value::Okay);
+                        let set = replies.contains(&Value::Okay);
                         let wait = self.durable.filter(|_| set);
                         let wait = wait.map(|d| durable::wait(d, durable::budget(window)));
                         let waited = match wait {
