@@ -534,7 +534,7 @@ fn route(source: Source, label: &str, config: &Config, gate: Arc<Gate>) -> Resul
         }
         single => Target::Server(Box::new(client(single, config)?)),
     };
-    Ok(Route::One(Shard::new(label, target, timeout, gate, false)))
+    Ok(Route::One(Shard::new(label, target, timeout, gate)))
 }
 
 /// The client for `source`: a ready client as it is, an address with the

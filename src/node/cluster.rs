@@ -2,11 +2,12 @@
 //!
 //! The table is read with `CLUSTER SLOTS` (from a known master, else from
 //! the seeds) when the member first sends, after a master's connection
-//! broke, and is corrected slot by slot by `MOVED` replies. A server that
-//! starts serving slots after the first reading is a *replacement* (a
-//! replica promoted by a failover, most of the time): its first uptime
-//! reading counts as a restart, so it does not vote before the restart
-//! quarantine has passed (`docs/guarantees.md`, "Members").
+//! broke, and is corrected slot by slot by `MOVED` replies. Each master is
+//! a shard with its own restart quarantine: a replica promoted by a
+//! failover (it reads as promoted since it started) does not vote before
+//! the quarantine has passed since this client first read it, and a
+//! master a `MOVED` sent away from is read again before it next votes
+//! (`docs/members.md`).
 //!
 //! The redis crate's cluster client is not used: it routes keyless
 //! commands (the `run_id` probe behind a vote) to any node, retries a
@@ -46,8 +47,6 @@ struct Table {
     shards: HashMap<String, Arc<Shard>>,
     /// The table must be read (again) before the next command.
     stale: bool,
-    /// A reading has succeeded: servers seen later are replacements.
-    settled: bool,
 }
 
 impl ClusterMap {
@@ -143,13 +142,7 @@ impl ClusterMap {
         // stands for the first seed, whose answers redirect again (and
         // the redirections are bounded).
         let target = target.unwrap_or_else(|| self.seed.clone());
-        let shard = Shard::new(
-            addr,
-            target,
-            self.connect_timeout,
-            self.gate.clone(),
-            table.settled,
-        );
+        let shard = Shard::new(addr, target, self.connect_timeout, self.gate.clone());
         table.shards.insert(addr.to_owned(), shard.clone());
         shard
     }
@@ -246,7 +239,6 @@ impl ClusterMap {
         }
         table.slots = slots;
         table.stale = false;
-        table.settled = true;
     }
 }
 

@@ -85,7 +85,7 @@ impl Node {
             lock => read_lock(reply, lock == Shape::Fenced),
         };
         let yes = |reply: &Value| grant(reply).is_ok_and(|g| g.granted());
-        let (reply, waited) = Box::pin(self.vote(command, window, true, yes)).await?;
+        let (reply, waited) = self.vote(command, window, true, yes).await?;
         let grant = grant(&reply);
         let grant = grant.map_err(|what| self.protocol(what))?;
         if grant.granted() {

@@ -63,15 +63,6 @@ impl Quarantine {
         self.last.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// The restart state of a server that takes over from another (a
-    /// cluster shard's promoted replica): its first reading counts as a
-    /// restart, whatever uptime it reports.
-    pub(crate) fn replacing() -> Self {
-        let quarantine = Self::default();
-        quarantine.reading().run_id = Some(Arc::from(""));
-        quarantine
-    }
-
     /// The node's standing at `now`.
     pub(crate) fn standing(&self, now: Instant) -> Standing {
         self.standing_of(&self.reading(), now)
@@ -267,24 +258,6 @@ mod tests {
         );
         assert_eq!(q.standing(now + 29 * S), s);
         assert_eq!(q.standing(now + 30 * S), Standing::Votes);
-    }
-
-    #[test]
-    fn a_server_taking_over_counts_its_age_from_its_first_reading() {
-        let q = Quarantine::replacing();
-        let now = Instant::now();
-        let s = q.observed(q.epoch(), 1000 * S, "promoted".into(), false, 30 * S, now);
-        assert_eq!(
-            s,
-            Standing::Quarantined {
-                uptime: Duration::ZERO
-            }
-        );
-        assert_eq!(q.standing(now + 30 * S), Standing::Votes);
-        // A server not taking over keeps its uptime.
-        let plain = Quarantine::default();
-        let s = plain.observed(plain.epoch(), 1000 * S, "old".into(), false, 30 * S, now);
-        assert_eq!(s, Standing::Votes);
     }
 
     #[test]

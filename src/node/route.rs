@@ -25,21 +25,14 @@ pub(crate) struct Shard {
 }
 
 impl Shard {
-    /// The server `target`, admitted by `gate`; `replacing` when it takes
-    /// over slots another server served (its first uptime reading then
-    /// counts as a restart).
+    /// The server `target`, admitted by `gate`.
     pub(crate) fn new(
         addr: &str,
         target: Target,
         connect_timeout: Duration,
         gate: Arc<Gate>,
-        replacing: bool,
     ) -> Arc<Self> {
-        let restart = Arc::new(if replacing {
-            Quarantine::replacing()
-        } else {
-            Quarantine::default()
-        });
+        let restart = Arc::new(Quarantine::default());
         let conn = Link::new(target, connect_timeout, restart.clone(), gate);
         Arc::new(Self {
             addr: addr.into(),
