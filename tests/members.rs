@@ -436,7 +436,7 @@ async fn every_primitive_works_on_mixed_members() {
     });
     let plain = support::Cluster::local(1);
     let members = format!("{},{},{}", group.url(), cluster.url(), plain.url(0));
-    // Fresh servers: a short quarantine, waited out once.
+    // Fresh servers: a short quarantine, until every member votes.
     let quarantine = Duration::from_millis(1500);
     let redlock = Builder::from_list(&members)
         .restart_quarantine(Some(quarantine))
@@ -445,7 +445,11 @@ async fn every_primitive_works_on_mixed_members() {
         .await
         .expect("three members of three kinds");
     assert_eq!(redlock.nodes(), 3, "{:?}", redlock.node_labels());
-    tokio::time::sleep(quarantine).await;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while redlock.health().await.ready() < 3 {
+        assert!(Instant::now() < deadline, "{}", redlock.health().await);
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
     let ttl = Duration::from_secs(5);
     let retry = Retry::Until(Duration::from_secs(5));
     let logs = || format!("{}{}{}", group.logs(), cluster.logs(), plain.logs());

@@ -311,7 +311,7 @@ impl FailoverRun {
                 workload: w.clone(),
                 checker: checker.clone(),
                 prefix: prefix.clone(),
-                seed: self.seed ^ (id as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15),
+                seed: super::safety::client_seed(self.seed, id),
                 until,
             }));
         }

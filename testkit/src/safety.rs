@@ -38,6 +38,12 @@ pub struct Client {
     pub until: Instant,
 }
 
+/// The seed of client `id` of a run seeded `seed`: each client's own
+/// choices, replayable from the run's seed.
+pub fn client_seed(seed: u64, id: usize) -> u64 {
+    seed ^ (id as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15)
+}
+
 /// What the clients of a safety run do.
 pub trait Load: Sync {
     /// Name for reports.
@@ -209,7 +215,7 @@ impl SafetyRun {
                 workload: w.clone(),
                 checker: checker.clone(),
                 prefix: prefix.clone(),
-                seed: self.seed ^ (id as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15),
+                seed: client_seed(self.seed, id),
                 until,
             }));
         }
