@@ -1,6 +1,7 @@
 //! Locks on highly available members: each vote is a Sentinel group (or
-//! a Redis Cluster), a failover is treated as a restart, and a yes counts
-//! once a replica has it.
+//! a Redis Cluster), and a yes counts once every replica has it (durable
+//! votes), so a failover keeps every lock and a deposed master grants
+//! nothing.
 //!
 //! ```text
 //! docker/topologies.sh up sentinel
@@ -11,10 +12,10 @@
 //! (`redis+sentinel://host:port,…/group` or `redis+cluster://host:port,…`
 //! each, or plain `redis://` servers, mixed as you like). It shows each
 //! member's health, takes a fenced lock and runs a job under it (renewed
-//! meanwhile), and takes two permits of a semaphore, with restart
-//! quarantine on (a promoted replica does not vote for 10 s) and, with
-//! `QUORUMLOCK_DURABLE=1`, durable votes (`WAIT 1`: a yes counts once a
-//! replica has the write).
+//! meanwhile), and takes two permits of a semaphore, with durable votes
+//! on each member's `QUORUMLOCK_REPLICAS` replicas (default 1: `WAIT 1`)
+//! and restart quarantine on (for plain servers: a restarted one does not
+//! vote for 10 s).
 
 use std::process::ExitCode;
 use std::time::Duration;
@@ -36,10 +37,15 @@ async fn main() -> ExitCode {
 }
 
 async fn run() -> Result<(), String> {
-    let durable = std::env::var("QUORUMLOCK_DURABLE").is_ok_and(|v| v == "1");
+    let replicas = match std::env::var("QUORUMLOCK_REPLICAS") {
+        Ok(n) => n
+            .parse()
+            .map_err(|e| format!("QUORUMLOCK_REPLICAS={n}: {e}"))?,
+        Err(_) => 1,
+    };
     let redlock = Builder::from_env("QUORUMLOCK_NODES")
         .restart_quarantine(Some(QUARANTINE))
-        .durable_votes(durable.then_some(Durability::Replicas(1)))
+        .durable_votes(Some(Durability::Replicas(replicas)))
         .node_timeout(Duration::from_millis(200))
         .build()
         .await
@@ -71,7 +77,7 @@ async fn run() -> Result<(), String> {
         .await
         .map_err(|e| e.to_string())?;
     let token = lock.fence().map(|f| f.to_string()).unwrap_or_default();
-    println!("== lock invoice:2026-12 held, fencing token {token}, durable votes: {durable}");
+    println!("== lock invoice:2026-12 held, fencing token {token}, durable votes on {replicas} replica(s)");
     lock.run(|_lost| tokio::time::sleep(Duration::from_millis(300)))
         .await
         .map_err(|e| e.to_string())?;

@@ -129,6 +129,7 @@ async fn three_sentinel_groups_keep_one_holder_through_a_failover_and_quarantine
     for _ in 0..3 {
         let redlock = Builder::new(&urls)
             .restart_quarantine(Some(quarantine))
+            .durable_votes(Some(Durability::Replicas(1)))
             .node_timeout(Duration::from_millis(300))
             .build()
             .await
@@ -201,18 +202,24 @@ async fn three_sentinel_groups_keep_one_holder_through_a_failover_and_quarantine
 /// while the first still held it.
 async fn failover_after_a_grant(durable: bool) -> bool {
     let mut group = SentinelGroup::start(&unique("solo"), &GroupOptions::default());
-    // Too short to cover the failover on purpose: only the votes can.
-    let build = || {
-        Builder::new([group.url()])
+    // Too short to cover the failover on purpose: only the votes can. The
+    // control's first client knows the master as a single server, which
+    // waits for no replica (`build()` refuses a group without durable
+    // votes); its second asks the group, with no replica left to wait for.
+    let master = format!("redis://127.0.0.1:{}", group.master_port());
+    let build = |url: String, replicas: u32| {
+        Builder::new([url])
             .restart_quarantine(Some(Duration::from_millis(1)))
-            .durable_votes(durable.then_some(Durability::Replicas(1)))
+            .durable_votes(Some(Durability::Replicas(replicas)))
             .node_timeout(Duration::from_millis(300))
             .build()
     };
-    let (first, second) = (
-        build().await.expect("first"),
-        build().await.expect("second"),
-    );
+    let (first, second) = if durable {
+        (build(group.url(), 1), build(group.url(), 1))
+    } else {
+        (build(master, 0), build(group.url(), 0))
+    };
+    let first = first.await.expect("first");
     let resource = unique("solo-job");
     let ttl = Duration::from_secs(30);
     let replica = group
@@ -254,6 +261,9 @@ async fn failover_after_a_grant(durable: bool) -> bool {
         group.resume_data(replica);
     }
     let new = tokio::task::block_in_place(|| group.await_promotion(old));
+    // Built once the promoted master has no replica: the control's
+    // `Replicas(0)` is then what every replica is.
+    let second = second.await.expect("second");
     let second_got = second
         .lock(&resource, ttl)
         .retry(Retry::Until(Duration::from_secs(3)))
@@ -311,6 +321,7 @@ async fn a_cluster_member_follows_a_migration_and_quarantines_a_failed_over_shar
     let build = || {
         Builder::new([cluster.url()])
             .restart_quarantine(Some(quarantine))
+            .durable_votes(Some(Durability::Replicas(1)))
             .node_timeout(Duration::from_millis(300))
             .build()
     };
@@ -428,7 +439,7 @@ async fn a_cluster_member_follows_a_migration_and_quarantines_a_failed_over_shar
 async fn every_primitive_works_on_mixed_members() {
     let (group, cluster) = std::thread::scope(|s| {
         let group = s.spawn(|| SentinelGroup::start("mixed", &GroupOptions::default()));
-        let cluster = s.spawn(|| ShardedCluster::start(2, 0));
+        let cluster = s.spawn(|| ShardedCluster::start(2, 1));
         (
             group.join().expect("group"),
             cluster.join().expect("cluster"),
@@ -440,7 +451,7 @@ async fn every_primitive_works_on_mixed_members() {
     let quarantine = Duration::from_millis(1500);
     let redlock = Builder::from_list(&members)
         .restart_quarantine(Some(quarantine))
-        .durable_votes(Some(Durability::Replicas(0)))
+        .durable_votes(Some(Durability::Replicas(1)))
         .build()
         .await
         .expect("three members of three kinds");
@@ -550,16 +561,16 @@ async fn every_primitive_works_on_mixed_members() {
     assert_eq!(redlock.health().await.ready(), 3);
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn durable_votes_on_the_aof_need_waitaof_and_work_where_it_is() {
-    // Redis 7.0 has no WAITAOF: refused at build, naming it.
-    let redis = support::Cluster::local(1);
-    let aof = Durability::Aof {
+    let both = Durability::Aof {
         local: true,
-        replicas: 0,
+        replicas: 1,
     };
-    let err = Builder::new([redis.url(0)])
-        .durable_votes(Some(aof))
+    // Redis 7.0 has no WAITAOF: refused at build, naming it.
+    let redis = SentinelGroup::start(&unique("no-aof"), &GroupOptions::default());
+    let err = Builder::new([redis.url()])
+        .durable_votes(Some(both))
         .build()
         .await
         .expect_err("no WAITAOF on Redis 7.0");
@@ -568,20 +579,20 @@ async fn durable_votes_on_the_aof_need_waitaof_and_work_where_it_is() {
         "{err}"
     );
     // Valkey 8 has it: a master with its AOF and a replica.
-    let Some(mut options) = support::valkey_clock_options("durable-aof") else {
+    let Some(server) = support::valkey_binary() else {
+        assert!(
+            std::env::var_os(support::ALLOW_NO_VALKEY_ENV).is_some(),
+            "no Valkey: run scripts/fetch-servers.sh"
+        );
         return;
     };
-    options.faketime = None;
-    options.aof = true;
-    options.in_memory_dir = true;
-    let valkey = support::Cluster::local_custom(2, &options);
-    let port = valkey.url(0).rsplit(':').next().expect("a port").to_owned();
-    let _: () = valkey.exec(1, redis::cmd("REPLICAOF").arg("127.0.0.1").arg(port));
-    let both = Durability::Aof {
-        local: true,
-        replicas: 1,
+    let options = GroupOptions {
+        aof: true,
+        server: Some(server),
+        ..GroupOptions::default()
     };
-    let redlock = Builder::new([valkey.url(0)])
+    let valkey = SentinelGroup::start(&unique("aof"), &options);
+    let redlock = Builder::new([valkey.url()])
         .durable_votes(Some(both))
         .node_timeout(Duration::from_millis(500))
         .build()
@@ -597,30 +608,27 @@ async fn durable_votes_on_the_aof_need_waitaof_and_work_where_it_is() {
 }
 
 #[tokio::test]
-async fn a_member_that_fails_over_needs_quarantine_or_durable_votes_on_a_replica() {
+async fn a_member_that_fails_over_needs_durable_votes_not_quarantine_alone() {
+    // A Sentinel group: refused before anything is sent, whatever the
+    // quarantine (it does not stop a deposed master from granting).
+    for quarantine in [None, Some(Duration::from_secs(30))] {
+        let err = Builder::new(["redis+sentinel://127.0.0.1:1/g"])
+            .restart_quarantine(quarantine)
+            .build()
+            .await
+            .expect_err("a group without durable votes");
+        assert!(
+            err.is_invalid_input() && err.to_string().contains("durable votes on every replica"),
+            "{err}"
+        );
+    }
+    // With durable votes, both kinds build (a member that does not answer
+    // is not an error at build; a cluster's masters are judged by their
+    // replicas once reached).
     for url in [
         "redis+sentinel://127.0.0.1:1/g",
         "redis+cluster://127.0.0.1:1",
     ] {
-        for durable in [None, Some(Durability::Replicas(0))] {
-            let err = Builder::new([url])
-                .durable_votes(durable)
-                .build()
-                .await
-                .expect_err(url);
-            assert!(
-                err.is_invalid_input() && err.to_string().contains("restart_quarantine"),
-                "{err}"
-            );
-        }
-        // Either safeguard builds (a member that does not answer is not an
-        // error at build).
-        let quarantined = Builder::new([url])
-            .restart_quarantine(Some(Duration::from_secs(30)))
-            .connect_timeout(Duration::from_millis(100))
-            .build()
-            .await;
-        assert!(quarantined.is_ok(), "{url}: {quarantined:?}");
         let durable = Builder::new([url])
             .durable_votes(Some(Durability::Replicas(1)))
             .connect_timeout(Duration::from_millis(100))
@@ -628,6 +636,168 @@ async fn a_member_that_fails_over_needs_quarantine_or_durable_votes_on_a_replica
             .await;
         assert!(durable.is_ok(), "{url}: {durable:?}");
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn durable_votes_must_wait_for_every_replica_of_a_group_or_a_cluster() {
+    let options = GroupOptions {
+        replicas: 2,
+        ..GroupOptions::default()
+    };
+    let (group, cluster, bare) = std::thread::scope(|s| {
+        let group = s.spawn(|| SentinelGroup::start(&unique("every"), &options));
+        let cluster = s.spawn(|| ShardedCluster::start(1, 1));
+        let bare = s.spawn(|| ShardedCluster::start(1, 0));
+        (
+            group.join().expect("group"),
+            cluster.join().expect("cluster"),
+            bare.join().expect("cluster without replicas"),
+        )
+    });
+    let logs = || group.logs() + &cluster.logs() + &bare.logs();
+    let build = |url: String, replicas: Option<u32>| {
+        Builder::new([url])
+            .durable_votes(replicas.map(Durability::Replicas))
+            .node_timeout(Duration::from_millis(300))
+            .build()
+    };
+    // Fewer than the group's replicas: a master deposed with the others
+    // would still grant.
+    let err = build(group.url(), Some(1)).await.expect_err("1 of 2");
+    assert!(
+        err.is_invalid_input() && err.to_string().contains("wait for every replica"),
+        "{err}\n{}",
+        logs()
+    );
+    // A cluster whose master has a replica, without durable votes.
+    let err = build(cluster.url(), None).await.expect_err("no durability");
+    assert!(
+        err.is_invalid_input() && err.to_string().contains("can fail over"),
+        "{err}\n{}",
+        logs()
+    );
+    let name = unique("every-job");
+    let take = |redlock: Redlock| {
+        let name = name.clone();
+        async move {
+            let lock = redlock
+                .lock(&name, Duration::from_secs(5))
+                .retry(Retry::Until(Duration::from_secs(5)))
+                .acquire()
+                .await?;
+            lock.release().await
+        }
+    };
+    // A cluster without replicas cannot fail over: nothing to wait for.
+    let redlock = build(bare.url(), None).await.expect("no replica");
+    take(redlock)
+        .await
+        .unwrap_or_else(|e| panic!("{e}\n{}", logs()));
+    // More than the group has: it builds (a replica may be down a while),
+    // its master votes nothing, and the failure and health say why.
+    let redlock = build(group.url(), Some(3)).await.expect("3 of 2");
+    let err = redlock
+        .lock(&name, Duration::from_secs(5))
+        .retry(Retry::Times(1))
+        .acquire()
+        .await
+        .expect_err("a replica short");
+    assert!(
+        err.is_unavailable() && err.to_string().contains("reached 2 of 3 replicas"),
+        "{err}"
+    );
+    let health = redlock.health().await;
+    assert!(
+        !health.quorum_ready() && health.to_string().contains("2 of the 3 replicas"),
+        "{health}"
+    );
+    // Every replica: granted.
+    let redlock = build(group.url(), Some(2)).await.expect("2 of 2");
+    take(redlock)
+        .await
+        .unwrap_or_else(|e| panic!("{e}\n{}", logs()));
+}
+
+/// A forced failover that leaves the old master running (the Sentinels
+/// demote it 10 to 20 s later): two masters, each with its keys. A client
+/// connected before it and one built after it ask for one lock at once.
+/// With durable votes on every replica neither master can grant: the
+/// replica follows the new master, and the new master has none until the
+/// old one is demoted. The control (each master known as a single server,
+/// which waits for no replica) grants it twice.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_deposed_master_still_accepting_writes_never_makes_a_second_holder() {
+    let group = SentinelGroup::start(&unique("deposed"), &GroupOptions::default());
+    let build = |url: String, replicas: u32| {
+        Builder::new([url])
+            .durable_votes(Some(Durability::Replicas(replicas)))
+            .node_timeout(Duration::from_millis(300))
+            .retry_delay(Duration::from_millis(10), Duration::from_millis(50))
+            .build()
+    };
+    let before = build(group.url(), 1).await.expect("a client before");
+    let name = unique("deposed-job");
+    let ttl = Duration::from_secs(10);
+    let take = |redlock: &Redlock, name: &str, within: Duration| {
+        let lock = redlock.lock(name, ttl).retry(Retry::Until(within));
+        async move { lock.acquire().await }
+    };
+    take(&before, &name, Duration::from_secs(5))
+        .await
+        .unwrap_or_else(|e| panic!("{e}\n{}", group.logs()))
+        .release()
+        .await
+        .expect("released");
+    let switched = Instant::now();
+    let (old, new) = tokio::task::block_in_place(|| group.switch());
+    let plain = |port: u16| format!("redis://127.0.0.1:{port}");
+    // The control first: it takes a few milliseconds, well inside the
+    // Sentinels' 8 s before they demote the old master.
+    let control = unique("deposed-control");
+    let (on_old, on_new) = (
+        build(plain(old), 0).await.expect("old master"),
+        build(plain(new), 0).await.expect("new master"),
+    );
+    let (a, b) = futures::join!(
+        take(&on_old, &control, Duration::from_secs(1)),
+        take(&on_new, &control, Duration::from_secs(1))
+    );
+    assert!(
+        a.is_ok() && b.is_ok(),
+        "the control found one master only: {a:?} {b:?}\n{}",
+        group.logs()
+    );
+    let after = build(group.url(), 1).await.expect("a client after");
+    let (a, b) = futures::join!(
+        take(&before, &name, Duration::from_secs(2)),
+        take(&after, &name, Duration::from_secs(2))
+    );
+    report(&format!(
+        "members/deposed: {old} switched to {new} {:?} ago; before: {}; after: {}",
+        switched.elapsed(),
+        a.as_ref()
+            .map_or_else(ToString::to_string, |_| "granted".into()),
+        b.as_ref()
+            .map_or_else(ToString::to_string, |_| "granted".into()),
+    ));
+    assert!(
+        a.is_err() || b.is_err(),
+        "two holders of {name} on two masters\n{}",
+        group.logs()
+    );
+    drop((a, b));
+    // Once the old master is demoted, the new one has its replica back.
+    tokio::task::block_in_place(|| group.demote(old, new));
+    let demoted = Instant::now();
+    let lock = take(&after, &name, ttl * 2)
+        .await
+        .unwrap_or_else(|e| panic!("{e}\n{}", group.logs()));
+    report(&format!(
+        "members/deposed: granted {:?} after the demotion, {:?} after the switch",
+        demoted.elapsed(),
+        switched.elapsed()
+    ));
+    lock.release().await.expect("released");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -639,6 +809,7 @@ async fn a_replica_given_as_a_seed_is_still_quarantined_when_promoted() {
     let quarantine = Duration::from_secs(3);
     let redlock = Builder::new([url])
         .restart_quarantine(Some(quarantine))
+        .durable_votes(Some(Durability::Replicas(1)))
         .build()
         .await
         .expect("cluster");

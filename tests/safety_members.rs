@@ -34,7 +34,7 @@ use quorumlock_testkit as support;
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
-use quorumlock::{Builder, NodeFailureKind, Redlock, Retry};
+use quorumlock::{Builder, Durability, NodeFailureKind, Redlock, Retry};
 use support::checker::{Checker, Figures, Outcome, PlainStore};
 use support::failovers::FailoverRun;
 use support::safety::{SafetyRun, Sizes};
@@ -114,9 +114,10 @@ enum Case {
     /// promoted replica after the failover; no restart quarantine, as for
     /// a plain server: the failover is not noticed.
     BehindOneAddress,
-    /// The group itself (its Sentinels' URL), with restart quarantine; the
-    /// second client built after the failover (one built before it is
-    /// `tests/members.rs`'s three-groups test).
+    /// The group itself (its Sentinels' URL), with durable votes on its
+    /// replica and restart quarantine; the second client built after the
+    /// failover (one built before it is `tests/members.rs`'s three-groups
+    /// test).
     GroupFreshClient,
 }
 
@@ -155,9 +156,12 @@ async fn failover_under_a_held_lock(case: Case) -> Control {
         Case::GroupFreshClient => group.url(),
     }];
     urls.extend(plain.proxied());
+    // The group as a member needs durable votes on its replica.
+    let durable = (case == Case::GroupFreshClient).then_some(Durability::Replicas(1));
     let build = || async {
         Builder::new(&urls)
             .restart_quarantine(quarantine)
+            .durable_votes(durable)
             .node_timeout(node_timeout)
             .retry(Retry::Times(3))
             .retry_delay(Duration::from_millis(10), Duration::from_millis(50))
@@ -184,7 +188,12 @@ async fn failover_under_a_held_lock(case: Case) -> Control {
 
     let name = unique("failover-control");
     let checker = Checker::new(1, PlainStore::shared(1));
-    let replicas = tokio::task::block_in_place(|| group.cut_replicas());
+    // Behind one address, the master's writes stay on the master; the
+    // group waits for its replica.
+    let replicas = match case {
+        Case::BehindOneAddress => tokio::task::block_in_place(|| group.cut_replicas()),
+        Case::GroupFreshClient => Vec::new(),
+    };
     plain.proxy(1).set(Fault::Reset);
     let lock_a = a
         .acquire(&name, TTL)

@@ -48,17 +48,25 @@ pub fn shown(durability: Option<Durability>) -> String {
     }
 }
 
-/// Every durability in `modes` on the group at `url`, `group` naming it.
+/// Every durability in `modes` on the group at `url` (its `replicas`
+/// replicas), `group` naming it. A durability that does not wait for every
+/// replica, which `build()` refuses for a group, is measured on the
+/// group's master reached as a single server (`master`): the same
+/// commands.
 pub async fn run(
     group: &str,
-    url: &str,
+    (url, master, replicas): (&str, &str, u32),
     modes: &[Option<Durability>],
     quarantine: Duration,
     plan: Plan,
 ) -> Vec<Row> {
     let mut clients = Vec::new();
     for &durability in modes {
-        let client = Builder::new([url])
+        let every = matches!(
+            durability,
+            Some(Durability::Replicas(r) | Durability::Aof { replicas: r, .. }) if r == replicas
+        );
+        let client = Builder::new([if every { url } else { master }])
             .restart_quarantine(Some(quarantine))
             .durable_votes(durability)
             // A wait may block three quarters of it: past the replica's

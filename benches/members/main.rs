@@ -215,9 +215,10 @@ fn main() {
     }
     if let Some(groups) = &groups {
         let modes = [None, Some(Durability::Replicas(1))];
+        let master = |g: &SentinelGroup| format!("redis://127.0.0.1:{}", g.master_port());
         let mut rows = rt.block_on(durable::run(
             "redis-server, no persistence",
-            &groups.redis.url(),
+            (&groups.redis.url(), &master(&groups.redis), 1),
             &modes,
             plan.quarantine,
             plan.durable,
@@ -233,7 +234,7 @@ fn main() {
             });
             rows.extend(rt.block_on(durable::run(
                 "Valkey, AOF fsync always",
-                &valkey.url(),
+                (&valkey.url(), &master(valkey), 1),
                 &[None, Some(Durability::Replicas(1)), local, aof],
                 plan.quarantine,
                 plan.durable,

@@ -24,7 +24,7 @@ fn quorumlock(members: &str) -> Command {
 #[test]
 fn run_and_status_on_a_sentinel_group_a_cluster_and_a_server() {
     let group = SentinelGroup::start("cli", &GroupOptions::default());
-    let cluster = ShardedCluster::start(2, 0);
+    let cluster = ShardedCluster::start(2, 1);
     let plain = support::Cluster::local(1);
     let members = format!("{},{},{}", group.url(), cluster.url(), plain.url(0));
     let name = unique("cli-members");
@@ -36,16 +36,13 @@ fn run_and_status_on_a_sentinel_group_a_cluster_and_a_server() {
     });
     assert_eq!(refused.status.code(), Some(2), "{}", text(&refused.stderr));
     let said = text(&refused.stderr);
-    assert!(
-        said.contains("--restart-quarantine") && said.contains("--durable-replicas"),
-        "{said}"
-    );
+    assert!(said.contains("--durable-replicas"), "{said}");
 
     let ran = output({
         let mut cmd = quorumlock(&members);
         cmd.args([
-            "--restart-quarantine",
-            "1ms",
+            "--durable-replicas",
+            "1",
             "run",
             "--fenced",
             "--wait",
@@ -65,7 +62,7 @@ fn run_and_status_on_a_sentinel_group_a_cluster_and_a_server() {
     );
     let status = output({
         let mut cmd = quorumlock(&members);
-        cmd.args(["--restart-quarantine", "1ms", "status", &name]);
+        cmd.args(["--durable-replicas", "1", "status", &name]);
         cmd
     });
     let shown = text(&status.stdout) + &text(&status.stderr);

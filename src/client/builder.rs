@@ -10,7 +10,7 @@ use super::members;
 use super::nodes::{self, IntoNode, NodeSource, Source};
 use crate::config::{Config, Durability, Retry};
 use crate::error::{Error, Result};
-use crate::node::admission::{self, Gate, Registry};
+use crate::node::admission::{self, Failover, Gate, Registry};
 use crate::node::cluster::ClusterMap;
 use crate::node::link::Target;
 use crate::node::route::{Route, Shard};
@@ -269,10 +269,18 @@ impl Builder {
     /// A yes that did not is not counted
     /// ([`NodeFailureKind::NotDurable`](crate::NodeFailureKind::NotDurable)).
     ///
-    /// For members with replicas (a Sentinel group, a cluster shard): a
-    /// failover to a replica that had the write keeps the lock. Costs the
-    /// replication round trip on every acquire (`BENCHMARKS.md`); the node
-    /// timeout must cover it.
+    /// For members that fail over (Sentinel groups, Redis Clusters), and
+    /// only them: a single server does not wait. Such a member needs them,
+    /// with `r` equal to its master's number of replicas: a failover to
+    /// any replica then keeps every lock, and a deposed master still
+    /// accepting writes cannot grant (its replicas follow the new master).
+    /// [`build`](Builder::build) refuses a Sentinel group without durable
+    /// votes, and a master whose replicas `r` does not all cover
+    /// ([`NodeFailureKind::Replicas`](crate::NodeFailureKind::Replicas));
+    /// restart quarantine alone is not enough (`docs/members.md`). While
+    /// fewer than `r` replicas are online, the member grants nothing.
+    /// Costs the replication round trip on every acquire
+    /// (`BENCHMARKS.md`); the node timeout must cover it.
     ///
     /// # Examples
     ///
@@ -442,14 +450,13 @@ impl Builder {
         let entries = self.nodes.into_iter().zip(&labels).enumerate();
         let nodes = entries
             .map(|(i, (node, label))| {
-                let gate = Arc::new(Gate::new(i, registry.clone(), !config.allow_eviction));
-                let route = route(node, label, &config, gate)?;
-                Ok(Node::new(
-                    label,
-                    route,
-                    config.restart_quarantine,
-                    config.durable,
-                ))
+                let failover = failover(&node, label, config.durable)?;
+                let gate = Gate::new(i, registry.clone(), !config.allow_eviction, failover);
+                let route = route(node, label, &config, Arc::new(gate))?;
+                // Durable votes are for members that fail over: a single
+                // server is its own (its persistence, restart quarantine).
+                let durable = config.durable.filter(|_| failover != Failover::Never);
+                Ok(Node::new(label, route, config.restart_quarantine, durable))
             })
             .collect::<Result<Arc<[_]>>>()?;
         let handoff = config
@@ -465,7 +472,7 @@ impl Builder {
         engine.connect_all().await;
         if let Some(Durability::Aof { .. }) = engine.config.durable {
             let window = Window::from_now(timeout);
-            for node in engine.nodes.iter() {
+            for node in engine.nodes.iter().filter(|n| n.fails_over()) {
                 if node.lacks("WAITAOF", window).await {
                     return Err(Error::invalid(format!(
                         "member {} has no WAITAOF (Redis 7.2 or later, Valkey 8): durable \
@@ -491,28 +498,31 @@ impl Builder {
     }
 }
 
+/// Whether the member `source` (shown as `label`) fails over, and what
+/// its votes wait for then ([`Failover`]). A Sentinel group always can: it
+/// needs durable votes, or `Err` (a cluster's masters are judged by their
+/// replicas when they are reached: one without replicas needs nothing).
+fn failover(source: &Source, label: &str, durable: Option<Durability>) -> Result<Failover> {
+    let durable = durable.map(|d| match d {
+        Durability::Replicas(r) | Durability::Aof { replicas: r, .. } => r,
+    });
+    match source {
+        Source::Sentinel { .. } if durable.is_none() => Err(Error::invalid(format!(
+            "member {label} fails over: a replica promoted may lack locks the old master \
+             granted, and a deposed master goes on granting until it is demoted (restart \
+             quarantine does not stop it); set durable votes on every replica of the group \
+             (Builder::durable_votes, quorumlock --durable-replicas): see docs/members.md"
+        ))),
+        Source::Sentinel { .. } | Source::Cluster(_) => Ok(Failover::Replicas { durable }),
+        _ => Ok(Failover::Never),
+    }
+}
+
 /// How the member `source` (shown as `label`) is reached, its
-/// connections admitted by `gate`. A Sentinel group or a cluster needs
-/// restart quarantine: a failover promotes a replica that may lack keys
-/// the old master granted.
+/// connections admitted by `gate`.
 fn route(source: Source, label: &str, config: &Config, gate: Arc<Gate>) -> Result<Route> {
     let timeout = config.connect_timeout;
     let unusable = |e: redis::RedisError| Error::invalid(format!("cannot use member {label}: {e}"));
-    let several = matches!(source, Source::Sentinel { .. } | Source::Cluster(_));
-    let replicated = match config.durable {
-        Some(Durability::Replicas(r)) | Some(Durability::Aof { replicas: r, .. }) => r > 0,
-        None => false,
-    };
-    if several && config.restart_quarantine.is_none() && !replicated {
-        return Err(Error::invalid(format!(
-            "member {label} fails over to replicas, which may lack keys the old master \
-             granted: set a restart quarantine at least the longest TTL in use \
-             (Builder::restart_quarantine, quorumlock --restart-quarantine: a promoted \
-             replica does not vote before it has passed), or durable votes on every replica \
-             (Builder::durable_votes, quorumlock --durable-replicas: a yes counts once they \
-             have it)"
-        )));
-    }
     let target = match source {
         Source::Sentinel {
             sentinels,

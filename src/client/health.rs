@@ -238,6 +238,7 @@ impl Redlock {
                 node.ping(window).await?;
                 let latency = start.elapsed();
                 node.check_standing(window).await?;
+                node.check_replicas(window).await?;
                 Ok(latency)
             };
             let (live, new) = futures::join!(

@@ -146,6 +146,45 @@ pub enum NodeFailureKind {
         /// which does not ask).
         fsynced: bool,
     },
+    /// A master that a replica can replace (a Sentinel group's, a Redis
+    /// Cluster master with replicas) whose replicas are not what its votes
+    /// need: it does not vote. A promoted replica may lack the locks the
+    /// old master granted, and a deposed master may go on granting while
+    /// it keeps a replica; both are closed only by durable votes that wait
+    /// for **every** replica ([`Builder::durable_votes`](crate::Builder::durable_votes),
+    /// `docs/members.md`). With `required` `None` (no durable votes) or
+    /// below `online`, the configuration is unsafe and
+    /// [`Builder::build`](crate::Builder::build) refuses it; above
+    /// `online`, replicas are missing (down, or resynchronizing after a
+    /// failover) and the member votes again once they are back.
+    #[error("{}", replicas_text(*online, *required))]
+    Replicas {
+        /// The master's replicas online (`INFO replication`).
+        online: u32,
+        /// The replicas durable votes wait for, if they are on.
+        required: Option<u32>,
+    },
+}
+
+/// What [`NodeFailureKind::Replicas`] says.
+fn replicas_text(online: u32, required: Option<u32>) -> String {
+    let plural = |n: u32| if n == 1 { "" } else { "s" };
+    match required {
+        None => format!(
+            "its master has {online} replica{} and can fail over: votes must wait for every \
+             replica (durable votes); restart quarantine does not stop a deposed master from granting",
+            plural(online)
+        ),
+        Some(r) if r < online => format!(
+            "its master has {online} replicas online and durable votes wait for {r}: a master \
+             deposed with the others would still grant; wait for every replica"
+        ),
+        Some(r) => format!(
+            "its master has {online} of the {r} replica{} durable votes wait for online: no vote \
+             counts until they are back",
+            plural(r)
+        ),
+    }
 }
 
 impl NodeFailureKind {
@@ -164,8 +203,11 @@ impl NodeFailureKind {
     /// rights (`NOPERM`), holds a key of another type under the lock's name
     /// (`WRONGTYPE`), holds a fencing counter that is not a canonical
     /// integer in `[0, 2^53)` (`FENCERANGE`), is another listed node's server
-    /// ([`SameServer`](NodeFailureKind::SameServer)) or can evict the keys
-    /// ([`Evicts`](NodeFailureKind::Evicts)).
+    /// ([`SameServer`](NodeFailureKind::SameServer)), can evict the keys
+    /// ([`Evicts`](NodeFailureKind::Evicts)), or is a master whose
+    /// replicas durable votes do not all cover
+    /// ([`Replicas`](NodeFailureKind::Replicas) with fewer required than
+    /// online, or none).
     ///
     /// # Examples
     ///
@@ -179,6 +221,7 @@ impl NodeFailureKind {
         match self {
             Self::Redis { .. } => MISCONFIGURED_CODES.iter().any(|c| self.is_redis_error(c)),
             Self::SameServer { .. } | Self::Evicts { .. } => true,
+            Self::Replicas { online, required } => required.is_none_or(|r| r < *online),
             _ => false,
         }
     }

@@ -1,15 +1,17 @@
 //! What a node must show before a new connection to it carries a lock
 //! command: which server it is (`run_id` from `INFO server`), so that one
-//! server listed under two addresses never votes twice, and that it cannot
-//! evict the lock's keys (`maxmemory` with an evicting `maxmemory-policy`).
-//! The link runs the two reads on every new connection ([`Gate::admit`]);
-//! reading and judging the replies is pure.
+//! server listed under two addresses never votes twice; that it cannot
+//! evict the lock's keys (`maxmemory` with an evicting `maxmemory-policy`);
+//! and, for a master a replica can replace, that durable votes wait for
+//! every one of its replicas (`INFO replication`: [`Failover`]). The link
+//! runs the reads on every new connection ([`Gate::admit`]); reading and
+//! judging the replies is pure.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use redis::aio::{ConnectionLike, MultiplexedConnection};
-use redis::{ErrorKind, RedisError, Value};
+use redis::{Cmd, ErrorKind, RedisError, Value};
 use tracing::warn;
 
 use crate::error::NodeFailureKind;
@@ -53,12 +55,60 @@ impl Registry {
     }
 }
 
+/// Whether a member's master can be replaced by one of its replicas, and
+/// what its votes wait for then.
+///
+/// The rule (`docs/members.md`, "The rule"): a master that can fail over
+/// votes only when durable votes wait for every replica it has. A
+/// promoted replica then has every lock the old master granted, and a
+/// deposed master still accepting writes cannot grant: the replicas that
+/// follow the new master no longer acknowledge it. Restart quarantine
+/// covers the first and not the second, so it is not enough alone.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Failover {
+    /// A single server: it does not fail over (a restart is quarantine's).
+    Never,
+    /// A Sentinel group's or a Redis Cluster's master; `durable`, the
+    /// replicas a vote waits for, when durable votes are on.
+    Replicas {
+        /// The replicas a durable vote waits for.
+        durable: Option<u32>,
+    },
+}
+
+/// Why a master with `online` replicas may not vote under `failover`:
+/// its votes must wait for exactly its replicas (none without durable
+/// votes, which only a master without replicas may have).
+pub(crate) fn replicas_refusal(failover: Failover, online: u32) -> Option<NodeFailureKind> {
+    let Failover::Replicas { durable } = failover else {
+        return None;
+    };
+    match durable {
+        None if online == 0 => None,
+        Some(r) if r == online => None,
+        required => Some(NodeFailureKind::Replicas { online, required }),
+    }
+}
+
+/// The replicas `INFO replication` lists online (`slaveN:…,state=online,…`).
+pub(crate) fn online_replicas(info: &str) -> u32 {
+    let online = info.lines().filter(|line| {
+        let Some(rest) = line.strip_prefix("slave") else {
+            return false;
+        };
+        let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+        digits > 0 && rest[digits..].starts_with(':') && rest.contains("state=online")
+    });
+    u32::try_from(online.count()).unwrap_or(u32::MAX)
+}
+
 /// One node's admission rules and the refusal of its last connection.
 #[derive(Debug)]
 pub(crate) struct Gate {
     index: usize,
     registry: Arc<Registry>,
     check_eviction: bool,
+    failover: Failover,
     refused: Mutex<Option<NodeFailureKind>>,
     info_warned: AtomicBool,
     config_warned: AtomicBool,
@@ -76,12 +126,19 @@ const EVICTS: &str =
 
 impl Gate {
     /// Node `index` of `registry`; with `check_eviction`, a node that can
-    /// evict keys is refused.
-    pub(crate) fn new(index: usize, registry: Arc<Registry>, check_eviction: bool) -> Self {
+    /// evict keys is refused; a master that can fail over is judged by its
+    /// replicas as `failover` says.
+    pub(crate) fn new(
+        index: usize,
+        registry: Arc<Registry>,
+        check_eviction: bool,
+        failover: Failover,
+    ) -> Self {
         Self {
             index,
             registry,
             check_eviction,
+            failover,
             refused: Mutex::new(None),
             info_warned: AtomicBool::new(false),
             config_warned: AtomicBool::new(false),
@@ -108,16 +165,17 @@ impl Gate {
         self.refused()
     }
 
-    /// Reads the server's identity and eviction settings on a new
-    /// connection (one round trip) and admits it, or refuses it with an
-    /// error [`refusal`](Self::refusal) explains. A server that does not
-    /// permit the reads (ACL, renamed commands) is admitted, with one
-    /// warning per node.
+    /// Reads the server's identity, eviction settings and (for a master
+    /// that can fail over) replicas on a new connection (one round trip)
+    /// and admits it, or refuses it with an error
+    /// [`refusal`](Self::refusal) explains. A server that does not permit
+    /// the reads (ACL, renamed commands) is admitted, with one warning per
+    /// node.
     pub(crate) async fn admit(&self, conn: &mut MultiplexedConnection) -> Result<(), RedisError> {
         let info = Command::server_info();
         let mut config = redis::cmd("CONFIG");
         config.arg("GET").arg("maxmemory*");
-        let mut second = conn.clone();
+        let (mut second, mut third) = (conn.clone(), conn.clone());
         let config = async {
             if self.check_eviction {
                 Some(second.req_packed_command(&config).await)
@@ -125,12 +183,45 @@ impl Gate {
                 None
             }
         };
-        let (info, config) = futures::join!(conn.req_packed_command(info.cmd()), config);
-        let (info, config) = (
+        let replication = async {
+            match self.failover {
+                Failover::Never => None,
+                Failover::Replicas { .. } => {
+                    Some(third.req_packed_command(&replication_info()).await)
+                }
+            }
+        };
+        let (info, config, replication) =
+            futures::join!(conn.req_packed_command(info.cmd()), config, replication);
+        let (info, config, replication) = (
             permitted(info?)?,
             config.transpose()?.map(permitted).transpose()?,
+            replication.transpose()?.map(permitted).transpose()?,
         );
-        let verdict = self.judge(info, config.flatten());
+        // Replicas missing (down, or resynchronizing after a failover) do
+        // not keep the connection out: a release must get through, and the
+        // durable wait refuses the votes meanwhile. Said once here.
+        let verdict = match self.replicas_verdict(replication.flatten()) {
+            Some(kind) if !kind.is_misconfigured() => {
+                warn!(node = %self.label(), reason = %kind, "node admitted, not voting yet");
+                None
+            }
+            replicas => replicas,
+        };
+        self.decide(self.judge(info, config.flatten()).or(verdict))
+    }
+
+    /// Judges a master's replicas again on a connection in use (`INFO
+    /// replication`'s reply `replication`): what [`admit`](Self::admit)
+    /// checks, for health, where a replica lost since the connection
+    /// opened must show.
+    pub(crate) fn readmit(&self, replication: Value) -> Result<(), RedisError> {
+        let verdict = self.replicas_verdict(permitted(replication)?);
+        self.decide(verdict)
+    }
+
+    /// Records `verdict` (`None`: admitted) and fails with the refusal.
+    fn decide(&self, verdict: Option<NodeFailureKind>) -> Result<(), RedisError> {
         if let Some(kind) = &verdict {
             warn!(node = %self.label(), reason = %kind, "node refused: it does not vote");
         }
@@ -144,6 +235,18 @@ impl Gate {
             )));
         }
         Ok(())
+    }
+
+    /// Whether the member's master fails over ([`Failover::Replicas`]).
+    pub(crate) fn fails_over(&self) -> bool {
+        self.failover != Failover::Never
+    }
+
+    /// Why the replicas in `replication` (`INFO replication`'s text) keep
+    /// the master from voting; `None` when they do not, or were not read.
+    fn replicas_verdict(&self, replication: Option<Value>) -> Option<NodeFailureKind> {
+        let info = replication.and_then(text)?;
+        replicas_refusal(self.failover, online_replicas(&info))
     }
 
     /// Why the connection must be refused, if it must; `None` for a read
@@ -205,6 +308,11 @@ pub(crate) fn build_refusal(
              (quorumlock --allow-eviction)",
             label(i)
         )),
+        kind @ NodeFailureKind::Replicas { .. } if kind.is_misconfigured() => Some(format!(
+            "member {}: {kind}: set Builder::durable_votes (quorumlock --durable-replicas) to \
+             its number of replicas",
+            label(i)
+        )),
         _ => None,
     })
 }
@@ -249,6 +357,13 @@ fn pairs(value: Value) -> Option<Vec<(String, String)>> {
         ),
         _ => None,
     }
+}
+
+/// `INFO replication`: a master's replicas, for [`Failover`].
+pub(crate) fn replication_info() -> Cmd {
+    let mut cmd = redis::cmd("INFO");
+    cmd.arg("replication");
+    cmd
 }
 
 /// Reads `run_id` from the text of `INFO server` ([`Command::server_info`]).
@@ -351,7 +466,47 @@ mod tests {
     fn gate(check_eviction: bool) -> Gate {
         let registry = Registry::new(&["a:1/0".to_owned(), "b:1/0".to_owned()]);
         registry.claim(0, &Arc::from("x")).ok();
-        Gate::new(1, registry, check_eviction)
+        Gate::new(1, registry, check_eviction, Failover::Never)
+    }
+
+    #[test]
+    fn a_master_that_fails_over_votes_only_with_every_replica_waited_for() {
+        let never = Failover::Never;
+        let plain = |durable| Failover::Replicas { durable };
+        assert_eq!(replicas_refusal(never, 3), None);
+        // Nothing to fail over to: nothing to wait for.
+        assert_eq!(replicas_refusal(plain(None), 0), None);
+        assert_eq!(replicas_refusal(plain(Some(0)), 0), None);
+        assert_eq!(replicas_refusal(plain(Some(2)), 2), None);
+        let refused = |online, required| Some(NodeFailureKind::Replicas { online, required });
+        // Unsafe, whatever the quarantine: a configuration error.
+        assert_eq!(replicas_refusal(plain(None), 1), refused(1, None));
+        assert_eq!(replicas_refusal(plain(Some(1)), 2), refused(2, Some(1)));
+        // Replicas missing: no vote until they are back, not an error.
+        assert_eq!(replicas_refusal(plain(Some(2)), 1), refused(1, Some(2)));
+        let misconfigured =
+            |online, required| NodeFailureKind::Replicas { online, required }.is_misconfigured();
+        assert!(misconfigured(1, None) && misconfigured(2, Some(1)));
+        assert!(!misconfigured(1, Some(2)));
+        let text = NodeFailureKind::Replicas {
+            online: 1,
+            required: Some(2),
+        }
+        .to_string();
+        assert!(text.contains("1 of the 2 replicas"), "{text}");
+    }
+
+    #[test]
+    fn online_replicas_are_counted_from_info_replication() {
+        let info = "# Replication\r\nrole:master\r\nconnected_slaves:3\r\n\
+            slave0:ip=127.0.0.1,port=7001,state=online,offset=10,lag=0\r\n\
+            slave1:ip=127.0.0.1,port=7002,state=wait_bgsave,offset=0,lag=0\r\n\
+            slave12:ip=127.0.0.1,port=7003,state=online,offset=10,lag=1\r\n\
+            slave_read_repl_offset:10\r\nmaster_repl_offset:10\r\n";
+        assert_eq!(online_replicas(info), 2);
+        let replica = "# Replication\r\nrole:slave\r\nslave_repl_offset:3\r\n\
+            slave_priority:100\r\nslave_read_only:1\r\nconnected_slaves:0\r\n";
+        assert_eq!(online_replicas(replica), 0);
     }
 
     #[test]

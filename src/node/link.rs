@@ -135,6 +135,19 @@ impl Link {
         result
     }
 
+    /// Takes the connection in use down: the next command connects again
+    /// (to the master a Sentinel group's sentinels name then) and is
+    /// admitted again. For a master whose durable wait fell short: it may
+    /// have been deposed (its replicas follow another master now) or have
+    /// lost a replica, which the new connection's admission tells apart.
+    pub(crate) fn reconnect(&self) {
+        let number = match &*self.state() {
+            State::Up(_, number) => *number,
+            _ => return,
+        };
+        down(&self.0, number);
+    }
+
     /// Where this link connects.
     pub(crate) fn target(&self) -> &Target {
         &self.0.target

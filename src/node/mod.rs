@@ -163,6 +163,12 @@ impl Node {
         self.route.gate().refused()
     }
 
+    /// Whether the member's master can be replaced by a replica (a
+    /// Sentinel group, a Redis Cluster): durable votes apply to it.
+    pub(crate) fn fails_over(&self) -> bool {
+        self.route.gate().fails_over()
+    }
+
     /// Whether this member is a Redis Cluster (each lock's keys in one
     /// hash slot).
     pub(crate) fn is_cluster(&self) -> bool {

@@ -9,7 +9,7 @@ use std::time::Instant;
 use futures::future::BoxFuture;
 use redis::{ErrorKind, RedisError, Value};
 
-use super::{lua, Node, NodeResult, Window};
+use super::{admission, lua, Node, NodeResult, Window};
 use crate::error::classify::classify;
 use crate::node::route::Hop;
 
@@ -42,6 +42,24 @@ impl Node {
             })
             .await;
         matches!(&known, Err(f) if f.redis_error().is_some_and(|e| e.kind() == ErrorKind::Client))
+    }
+
+    /// For a member whose master can fail over: each master's replicas
+    /// read again (`INFO replication`) and judged as a new connection's
+    /// are ([`Gate::readmit`](crate::node::admission::Gate::readmit)), so
+    /// that a replica lost since the connection opened shows now, not at
+    /// the next vote.
+    pub(crate) async fn check_replicas(&self, window: Window) -> NodeResult<()> {
+        let gate = self.route.gate();
+        if !gate.fails_over() {
+            return Ok(());
+        }
+        let info = &admission::replication_info();
+        self.on_every_shard(window, |hop| async move {
+            let reply = hop.shard.conn.send(info, false).await?;
+            gate.readmit(reply)
+        })
+        .await
     }
 
     /// `work` on every server of the member, at once.

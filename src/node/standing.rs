@@ -74,6 +74,15 @@ impl Node {
                     Ok((vote, seen, waited))
                 })
                 .await?;
+            if let (Some(durability), Some(waited)) = (self.durable, &waited) {
+                if durable::reached(durability, waited).is_err() {
+                    // Deposed, or a replica lost: ask again which server is
+                    // the master, and judge its replicas, before the next
+                    // vote (the sentinels name a new master within a
+                    // failover, not once the old one is demoted).
+                    hop.shard.conn.reconnect();
+                }
+            }
             if let (Some((voter, _)), Some(seen)) = (&probe, seen) {
                 let seen: String = parse(seen).map_err(|e| self.protocol(e.to_string()))?;
                 let seen = admission::parse_run_id(&seen)

@@ -120,7 +120,7 @@ impl NodeCounters {
         use NodeFailureKind as K;
         match kind {
             K::Timeout(_) => self.timeouts.add(),
-            K::Connection(_) | K::SameServer { .. } | K::Evicts { .. } => {
+            K::Connection(_) | K::SameServer { .. } | K::Evicts { .. } | K::Replicas { .. } => {
                 self.connection_errors.add()
             }
             K::Protocol(_) => self.protocol_errors.add(),
@@ -139,9 +139,11 @@ impl NodeCounters {
             }
         }
         match kind {
-            K::Timeout(_) | K::Connection(_) | K::SameServer { .. } | K::Evicts { .. } => {
-                self.set_up(false)
-            }
+            K::Timeout(_)
+            | K::Connection(_)
+            | K::SameServer { .. }
+            | K::Evicts { .. }
+            | K::Replicas { .. } => self.set_up(false),
             K::Redis { .. } => self.set_up(!CREDENTIALS.iter().any(|c| kind.is_redis_error(c))),
             K::Protocol(_) | K::Quarantined { .. } | K::ServerChanged | K::NotDurable { .. } => {}
         }

@@ -280,12 +280,15 @@ impl FailoverRun {
             })
         });
         let urls: Vec<String> = groups.iter().map(SentinelGroup::url).collect();
+        // Durable votes on every replica: a group needs them.
+        let replicas = u32::try_from(self.group_options.replicas).unwrap_or(u32::MAX);
         // Uptime is read in whole seconds.
         let warmup = self.quarantine + Duration::from_secs(1);
         tokio::time::sleep(warmup.saturating_sub(booted.elapsed())).await;
         let build = || {
             load.builder(w.builder(&urls))
                 .restart_quarantine(Some(self.quarantine))
+                .durable_votes(Some(quorumlock::Durability::Replicas(replicas)))
                 .build()
         };
 

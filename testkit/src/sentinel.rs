@@ -202,6 +202,21 @@ impl SentinelGroup {
     ///
     /// When the group does not settle within 30 s (every log is printed).
     pub fn failover(&self) -> u16 {
+        let (old, new) = self.switch();
+        self.demote(old, new);
+        new
+    }
+
+    /// A forced failover (`SENTINEL FAILOVER`) that leaves the old master
+    /// running, still a master with its keys, as the Sentinels do for 10
+    /// to 20 s: two masters at once. Returns the old master's port and the
+    /// new one's, once every Sentinel names the new one
+    /// ([`SentinelGroup::demote`] ends it).
+    ///
+    /// # Panics
+    ///
+    /// When the group does not settle within 30 s (every log is printed).
+    pub fn switch(&self) -> (u16, u16) {
         let old = self.master_port();
         let sentinel = self.sentinels.first().expect("a group has Sentinels").port;
         self.settle("a Sentinel accepts SENTINEL FAILOVER", || {
@@ -225,9 +240,7 @@ impl SentinelGroup {
                 }
             }
         });
-        let new = self.await_promotion(old);
-        self.demote(old, new);
-        new
+        (old, self.await_promotion(old))
     }
 
     /// Sends `old`, still a master after `new` was promoted, the
