@@ -63,7 +63,11 @@ async fn randomized_failovers_of_one_member_at_a_time_keep_mutual_exclusion() {
         seed,
         duration: base.duration,
         quiet: Duration::from_secs(3),
-        groups: 3,
+        // QUORUMLOCK_FAILOVER_GROUPS=1: one group as the only member.
+        groups: std::env::var("QUORUMLOCK_FAILOVER_GROUPS")
+            .ok()
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(3),
         group_options: GroupOptions::default(),
         quarantine: base.workload.max_key_ttl() + Duration::from_millis(200),
         workload: base.workload,

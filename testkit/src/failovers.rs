@@ -1,16 +1,17 @@
 //! A randomized safety run on members that fail over: Sentinel groups as
 //! the quorum's members, a seeded schedule of failovers on one group at a
-//! time ([`schedule`]: graceful, crash, and a pause past the
-//! Sentinels' down-after that leaves two masters answering for a while),
+//! time ([`schedule`]: graceful, crash, a pause past the Sentinels'
+//! down-after that leaves two masters answering for a while, and a graceful
+//! switch that leaves the old master running as a master until the end),
 //! and a [`Load`] of clients recording their grants in a [`Checker`] — the
 //! load, the checker and the client loop of the other safety runs.
 //!
-//! A failover is a restart: the promoted replica may lack the keys the old
-//! master granted. The clients therefore run with restart quarantine
-//! ([`FailoverRun::quarantine`], at least the largest TTL a key is given),
-//! and the run records when each failover was played, so that an acquire
-//! refused for want of members can be told apart from one the failovers do
-//! not explain.
+//! The clients run with durable votes on every replica (what a group
+//! needs) and restart quarantine ([`FailoverRun::quarantine`], at least the
+//! largest TTL a key is given), and the run records when each failover was
+//! played, so that an acquire refused for want of members can be told
+//! apart from one the failovers do not explain, and how long each left the
+//! clients without a grant ([`FailoverOutcome::gaps`]).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -78,14 +79,56 @@ pub struct FailoverOutcome {
     /// How long a fresh client took, after the run, to take each resource
     /// (the slowest), or `None` when one could not be taken in time.
     pub recovery: Option<Duration>,
+    /// Per failover played, in order: the longest time without a grant
+    /// (of any resource, to any client) from its beginning to the first
+    /// grant after its end.
+    pub gaps: Vec<Duration>,
+}
+
+/// Per failover in `played`, the longest time without a grant (`grants`,
+/// sorted) from its beginning to the first grant after its end (or `last`,
+/// the end of the load, when none came).
+pub fn grant_gaps(played: &[Played], grants: &[Instant], last: Instant) -> Vec<Duration> {
+    played
+        .iter()
+        .map(|p| {
+            let from = grants.partition_point(|&g| g <= p.began);
+            let resumed = grants.partition_point(|&g| g <= p.ended);
+            let until = grants.get(resumed).copied().unwrap_or(last);
+            let inside = grants.get(from..resumed).unwrap_or_default();
+            let points = std::iter::once(p.began)
+                .chain(inside.iter().copied())
+                .chain(std::iter::once(until));
+            let mut gap = Duration::ZERO;
+            let mut previous = p.began;
+            for t in points {
+                gap = gap.max(t.saturating_duration_since(previous));
+                previous = t;
+            }
+            gap
+        })
+        .collect()
+}
+
+/// The median and the largest of `gaps`.
+pub fn gap_figures(gaps: &[Duration]) -> (Duration, Duration) {
+    let mut sorted = gaps.to_vec();
+    sorted.sort();
+    let p50 = sorted.get(sorted.len() / 2).copied().unwrap_or_default();
+    (p50, sorted.last().copied().unwrap_or_default())
 }
 
 impl FailoverOutcome {
     /// Whether every kind of failover was played.
     pub fn every_kind(&self) -> bool {
-        ["failover", "crash_failover", "pause_failover"]
-            .iter()
-            .all(|k| self.played.iter().any(|p| p.action.name() == *k))
+        [
+            "failover",
+            "crash_failover",
+            "pause_failover",
+            "switch_failover",
+        ]
+        .iter()
+        .all(|k| self.played.iter().any(|p| p.action.name() == *k))
     }
 
     /// The failovers as played, from the start of the load: `member 1
@@ -119,7 +162,7 @@ impl FailoverOutcome {
 /// never overlaps it.
 pub fn schedule(seed: u64, members: usize, span: Duration) -> Schedule {
     let mut rng = StdRng::seed_from_u64(seed);
-    let mut first = [0, 1, 2];
+    let mut first = [0, 1, 2, 3];
     first.shuffle(&mut rng);
     let mut episodes = Vec::new();
     let mut t = ms(&mut rng, 300, 600);
@@ -127,10 +170,12 @@ pub fn schedule(seed: u64, members: usize, span: Duration) -> Schedule {
         let kind = first
             .get(episodes.len())
             .copied()
-            .unwrap_or_else(|| rng.random_range(0..3));
+            .unwrap_or_else(|| rng.random_range(0..4));
         let (failover, length) = match kind {
             0 => (Failover::Graceful, ms(&mut rng, 1_500, 2_000)),
             1 => (Failover::Crash, ms(&mut rng, 4_500, 5_500)),
+            // The switch, then two masters for 1 to 3 s.
+            3 => (Failover::Switch, ms(&mut rng, 2_500, 4_500)),
             _ => (
                 Failover::Pause {
                     split: ms(&mut rng, 200, 1_500),
@@ -193,6 +238,7 @@ impl Target for Members {
                 group.pause_data(old);
                 group.await_promotion(old)
             }
+            Failover::Switch => group.switch().1,
         };
         self.switched[node] = Some((old, new));
     }
@@ -209,6 +255,7 @@ impl Target for Members {
                 std::thread::sleep(split);
                 group.demote(old, new);
             }
+            Action::Failover(Failover::Switch) => group.demote(old, new),
             _ => {}
         }
     }
@@ -229,7 +276,7 @@ impl FailoverRun {
             "safety/members: seed={} secs={} clients={} members={}(sentinel) resources={} \
              ttls_ms={} quarantine_ms={} faults={} fault_kinds={} slowest_fault={:.0}ms \
              grants_after_faults={} unexplained_outages={} release_errors={} leaked_keys={} \
-             recovery={} {} failovers=[{}]",
+             recovery={} no_grant_p50={:.0}ms no_grant_max={:.0}ms {} failovers=[{}]",
             self.seed,
             outcome.duration.as_secs(),
             w.clients,
@@ -248,6 +295,8 @@ impl FailoverRun {
                 "{:.0}ms",
                 d.as_secs_f64() * 1e3
             )),
+            gap_figures(&outcome.gaps).0.as_secs_f64() * 1e3,
+            gap_figures(&outcome.gaps).1.as_secs_f64() * 1e3,
             outcome.figures.line(),
             outcome.timeline(),
         )
@@ -371,6 +420,9 @@ impl FailoverRun {
             .filter(|(t, _)| !explained(*t))
             .map(|(t, e)| format!("+{:.2}s: {e}", (t - started).as_secs_f64()))
             .collect();
+        let mut granted: Vec<Instant> = checker.grants().iter().map(|g| g.granted_at).collect();
+        granted.sort();
+        let gaps = grant_gaps(&report.played, &granted, until);
         let quiet_from = report.played.iter().map(|p| p.ended).max();
         let grants_after_faults = checker
             .grants()
@@ -390,6 +442,47 @@ impl FailoverRun {
             grants_after_faults,
             leaked_keys,
             recovery,
+            gaps,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_gap_runs_from_the_failover_to_the_first_grant_after_its_end() {
+        let t0 = Instant::now();
+        let at = |ms: u64| t0 + Duration::from_millis(ms);
+        let played = |began, ended| Played {
+            node: 0,
+            action: Action::Failover(Failover::Graceful),
+            began: at(began),
+            ended: at(ended),
+        };
+        let grants = [at(50), at(120), at(900), at(1_000), at(3_000)];
+        // Grants inside: the longest stretch is 120 -> 900.
+        // None inside and the next one late: 1_000 -> 3_000.
+        let gaps = grant_gaps(
+            &[played(100, 950), played(1_100, 1_200)],
+            &grants,
+            at(4_000),
+        );
+        assert_eq!(
+            gaps,
+            [Duration::from_millis(780), Duration::from_millis(1_900)]
+        );
+        // No grant after it: until the end of the load.
+        let gaps = grant_gaps(&[played(3_100, 3_200)], &grants, at(4_000));
+        assert_eq!(gaps, [Duration::from_millis(900)]);
+        assert_eq!(
+            gap_figures(&[
+                Duration::from_millis(3),
+                Duration::from_millis(1),
+                Duration::from_millis(2)
+            ]),
+            (Duration::from_millis(2), Duration::from_millis(3))
+        );
     }
 }

@@ -99,6 +99,10 @@ pub enum Failover {
         /// How long both answer as masters.
         split: Duration,
     },
+    /// `SENTINEL FAILOVER` while the master runs, the old master left
+    /// running as a master, with its keys and its clients' connections, as
+    /// the Sentinels leave it for 10 to 20 s; at the end it is demoted.
+    Switch,
 }
 
 impl Action {
@@ -127,6 +131,7 @@ impl Action {
             Action::Failover(Failover::Graceful) => "failover",
             Action::Failover(Failover::Crash) => "crash_failover",
             Action::Failover(Failover::Pause { .. }) => "pause_failover",
+            Action::Failover(Failover::Switch) => "switch_failover",
         }
     }
 
