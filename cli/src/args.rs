@@ -50,9 +50,11 @@ pub struct Common {
     /// `appendfsync always`; off by default.
     #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration, global = true)]
     pub restart_quarantine: Option<Duration>,
-    /// Durable votes: a member's yes counts once this many replicas have
-    /// the write (`WAIT`); with --durable-aof, once they and the master
-    /// fsynced it to their AOF (`WAITAOF`, Redis 7.2+ or Valkey).
+    /// Durable votes: a Sentinel group's or cluster master's yes counts
+    /// once this many replicas have the write (`WAIT`); with --durable-aof,
+    /// once they and the master fsynced it to their AOF (`WAITAOF`, Redis
+    /// 7.2+ or Valkey). Required for a member that fails over, and equal to
+    /// its number of replicas (a deposed master then grants nothing).
     #[arg(long, value_name = "REPLICAS", global = true)]
     pub durable_replicas: Option<u32>,
     /// With --durable-replicas: count a yes once fsynced to the AOFs too.
