@@ -12,6 +12,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use quorumlock::{Redlock, Retry};
+use support::announce::Announcer;
 use support::{eventually, unique, Cluster};
 
 const TTL: Duration = Duration::from_secs(10);
@@ -290,6 +291,40 @@ async fn a_writer_under_sixteen_cycling_readers_waits_at_most_about_one_reader_t
     let bound = reader_ttl + Duration::from_secs(1);
     eprintln!("writer waited {waited:?} under {READERS} readers (bound {bound:?})");
     assert!(waited < bound * 3, "waited {waited:?}, bound {bound:?}");
+    assert!(nothing_left(&cluster, &name).await);
+}
+
+/// A reader with a count of retries hears a writer's release every 20 ms,
+/// as under writers taking the write side back to back, and finds a
+/// writer in each time (one writer keeps it; the test announces the
+/// releases on the readers' channel). Each retry still comes at most one
+/// retry delay (200 ms here) after the attempt before: with 3 retries it
+/// is refused within about 3 × (200 ms + an attempt), bounded here at
+/// 8 s, about ten times that.
+#[tokio::test]
+async fn a_reader_with_a_retry_count_spends_it_under_a_stream_of_writers() {
+    const RETRIES: u32 = 3;
+    let cluster = Cluster::shared(5);
+    let redlock = cluster.redlock().await;
+    let name = unique("rw-count");
+    let writer = once(&redlock, &name, false, TTL).acquire().await;
+    let writer = writer.expect("writer");
+    let channel = format!("quorumlock:rwlock:{{{name}}}");
+    let releases = Announcer::start(&cluster, channel.as_bytes(), Duration::from_millis(20)).await;
+    let delay = Duration::from_millis(200);
+    let reader = cluster.builder().retry_delay(delay, delay).build().await;
+    let read = reader.expect("build").read(&name, TTL);
+    let acquire = read.retry(Retry::Times(RETRIES)).acquire();
+    let outcome = tokio::time::timeout(Duration::from_secs(8), acquire).await;
+    let heard = releases.stop().await;
+    writer.release().await.expect("release");
+    match outcome {
+        Ok(Err(quorumlock::Error::Contended { attempts, .. })) => {
+            assert_eq!(attempts, RETRIES + 1)
+        }
+        Ok(other) => panic!("{other:?}"),
+        Err(_) => panic!("still waiting after 8 s with {RETRIES} retries ({heard} releases)"),
+    }
     assert!(nothing_left(&cluster, &name).await);
 }
 
