@@ -398,6 +398,29 @@ async fn status_shows_the_readers_and_the_writer_without_internal_keys() {
     assert!(err.is_invalid_input(), "{err}");
 }
 
+#[tokio::test]
+async fn a_name_and_the_same_name_in_braces_are_two_read_write_locks() {
+    // `x` has no hash tag, `{x}` has one: the same slot on a cluster, two
+    // resources all the same, down to the keys beside them.
+    let cluster = Cluster::shared(5);
+    let redlock = cluster.redlock().await;
+    let plain = unique("rw-braces");
+    for (a, b) in [
+        (plain.clone(), format!("{{{plain}}}")),
+        (format!("{plain}}}b"), format!("{{{plain}}}b}}")),
+    ] {
+        let reader = once(&redlock, &a, true, TTL).acquire().await;
+        let reader = reader.expect("reader");
+        let status = redlock.rwlock_status(&b).await.expect("status");
+        assert_eq!(status.readers_held(), 0, "{a} is read, not {b}: {status}");
+        let writer = once(&redlock, &b, false, TTL).fenced().acquire().await;
+        let writer = writer.unwrap_or_else(|e| panic!("a reader of {a} keeps out {b}: {e}"));
+        writer.release().await.expect("release");
+        reader.release().await.expect("release");
+        assert!(nothing_left(&cluster, &a).await);
+    }
+}
+
 /// The reader entries on node `i` whose token starts with `prefix`.
 fn entries_of(cluster: &Cluster, i: usize, name: &str, prefix: &str) -> Vec<String> {
     let members: Vec<String> = cluster.exec(
