@@ -32,6 +32,14 @@ pub const MAX_TTL: Duration = Duration::from_secs(365 * 24 * 3600);
 /// [`retry_delay`](crate::Builder::retry_delay) passes, or less when fast
 /// hand-off announces a release.
 ///
+/// A count of retries is spent in bounded time: each retry starts at most
+/// one retry delay (as drawn, at most the builder's maximum) after the
+/// attempt before it was refused. A release announced meanwhile makes it
+/// sooner, never later, however many come: a waiter that hears a release
+/// and finds the lock taken again goes on waiting only for what is left of
+/// that delay. So `Times(n)` against a resource that stays taken ends after
+/// `n + 1` attempts, within about `n × (retry delay maximum + an attempt)`.
+///
 /// A time limit stops new attempts: none starts after it, nor one whose
 /// retry delay would end after it. A limit too large to add to the current
 /// instant (`Duration::MAX`) is no limit: `Retry::Until(Duration::MAX)`
@@ -61,7 +69,7 @@ pub const MAX_TTL: Duration = Duration::from_secs(365 * 24 * 3600);
 #[non_exhaustive]
 pub enum Retry {
     /// At most this many retries after the first attempt (`Times(0)`: one
-    /// attempt only), whatever time they take.
+    /// attempt only), each within one retry delay of the attempt before.
     Times(u32),
     /// Retries, as many as it takes, until this much time has passed since
     /// the acquisition began. With fast hand-off a waiter of this kind does

@@ -91,7 +91,7 @@ impl LockRequest {
     /// the nodes never lose their counters. Only for a single resource.
     ///
     /// The token goes through the quorum in two phases. Each node reads its
-    /// counter (`quorumlock:fence:<resource>`) atomically with the
+    /// counter (`quorumlock:fence:{<resource>}`) atomically with the
     /// `SET NX`; the client proposes `T = max + 1` over the granting nodes;
     /// then a node still holding this lock's token counts for the commit
     /// only when it raises its counter from strictly below `T` to `T`, and

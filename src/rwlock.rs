@@ -80,7 +80,7 @@ impl RwLockRequest {
     /// Hands out a **fencing token** ([`Lock::fence`]) with the write
     /// side: larger than every earlier writer's (and every earlier fenced
     /// lock's of the same resource: they share its counter,
-    /// `quorumlock:fence:<name>`). Readers write nothing to fence; a fenced
+    /// `quorumlock:fence:{<name>}`). Readers write nothing to fence; a fenced
     /// read is refused. Costs one more round trip per acquire.
     ///
     /// # Examples

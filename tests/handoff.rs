@@ -7,6 +7,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use support::announce::Announcer;
 use support::{unique, Cluster};
 
 const TTL: Duration = Duration::from_secs(10);
@@ -206,6 +207,38 @@ async fn a_waiter_without_a_retry_count_does_not_poll_a_live_holder() {
         "{attempts} attempts in {wait:?} (every 0–200 ms would be about 30)"
     );
     lock.release().await.expect("release");
+}
+
+/// A waiter with a count of retries hears a release every 20 ms, as under
+/// holders taking the lock back to back, and finds the key set each time
+/// (its holder keeps it; the test announces the releases). Each retry
+/// still comes at most one retry delay (200 ms here) after the attempt
+/// before: with 3 retries it is refused within about 3 × (200 ms + an
+/// attempt), bounded here at 8 s, about ten times that. Before, each
+/// release heard pushed its next retry a retry delay further out, and it
+/// waited as long as releases came.
+#[tokio::test]
+async fn a_waiter_with_a_retry_count_spends_it_under_a_stream_of_releases() {
+    const RETRIES: u32 = 3;
+    let cluster = Cluster::shared(5);
+    let name = unique("handoff-count");
+    let holder = cluster.redlock().await;
+    let lock = holder.acquire(&name, TTL).await.expect("holder");
+    let releases = Announcer::start(&cluster, name.as_bytes(), Duration::from_millis(20)).await;
+    let delay = Duration::from_millis(200);
+    let waiter = cluster.builder().retry_delay(delay, delay).build().await;
+    let request = waiter.expect("build").lock(&name, TTL);
+    let acquire = request.retry(quorumlock::Retry::Times(RETRIES)).acquire();
+    let outcome = tokio::time::timeout(Duration::from_secs(8), acquire).await;
+    let heard = releases.stop().await;
+    lock.release().await.expect("release");
+    match outcome {
+        Ok(Err(quorumlock::Error::Contended { attempts, .. })) => {
+            assert_eq!(attempts, RETRIES + 1)
+        }
+        Ok(other) => panic!("{other:?}"),
+        Err(_) => panic!("still waiting after 8 s with {RETRIES} retries ({heard} releases)"),
+    }
 }
 
 #[tokio::test]

@@ -532,8 +532,9 @@ async fn every_primitive_works_on_mixed_members() {
         (leadership.epoch(), &b"me"[..])
     );
     leadership.resign().await.expect("resigned");
-    // Readers together, then a writer.
-    let doc = unique("mixed-doc");
+    // Readers together, then a fenced writer, of a name with a hash tag:
+    // its readers, intent mark and counter (`tagged:`) share its slot.
+    let doc = format!("{{{}}}:doc", unique("mixed"));
     let r1 = redlock.read(&doc, ttl).acquire().await.expect("reader");
     let r2 = redlock
         .read(&doc, ttl)

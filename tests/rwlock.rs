@@ -12,6 +12,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use quorumlock::{Redlock, Retry};
+use support::announce::Announcer;
 use support::{eventually, unique, Cluster};
 
 const TTL: Duration = Duration::from_secs(10);
@@ -293,6 +294,40 @@ async fn a_writer_under_sixteen_cycling_readers_waits_at_most_about_one_reader_t
     assert!(nothing_left(&cluster, &name).await);
 }
 
+/// A reader with a count of retries hears a writer's release every 20 ms,
+/// as under writers taking the write side back to back, and finds a
+/// writer in each time (one writer keeps it; the test announces the
+/// releases on the readers' channel). Each retry still comes at most one
+/// retry delay (200 ms here) after the attempt before: with 3 retries it
+/// is refused within about 3 × (200 ms + an attempt), bounded here at
+/// 8 s, about ten times that.
+#[tokio::test]
+async fn a_reader_with_a_retry_count_spends_it_under_a_stream_of_writers() {
+    const RETRIES: u32 = 3;
+    let cluster = Cluster::shared(5);
+    let redlock = cluster.redlock().await;
+    let name = unique("rw-count");
+    let writer = once(&redlock, &name, false, TTL).acquire().await;
+    let writer = writer.expect("writer");
+    let channel = format!("quorumlock:rwlock:{{{name}}}");
+    let releases = Announcer::start(&cluster, channel.as_bytes(), Duration::from_millis(20)).await;
+    let delay = Duration::from_millis(200);
+    let reader = cluster.builder().retry_delay(delay, delay).build().await;
+    let read = reader.expect("build").read(&name, TTL);
+    let acquire = read.retry(Retry::Times(RETRIES)).acquire();
+    let outcome = tokio::time::timeout(Duration::from_secs(8), acquire).await;
+    let heard = releases.stop().await;
+    writer.release().await.expect("release");
+    match outcome {
+        Ok(Err(quorumlock::Error::Contended { attempts, .. })) => {
+            assert_eq!(attempts, RETRIES + 1)
+        }
+        Ok(other) => panic!("{other:?}"),
+        Err(_) => panic!("still waiting after 8 s with {RETRIES} retries ({heard} releases)"),
+    }
+    assert!(nothing_left(&cluster, &name).await);
+}
+
 #[tokio::test]
 async fn bad_input_is_a_typed_error_and_sends_nothing() {
     let cluster = Cluster::shared(5);
@@ -361,6 +396,29 @@ async fn status_shows_the_readers_and_the_writer_without_internal_keys() {
     assert!(shown.ends_with("is free"), "{shown}");
     let err = redlock.rwlock_status("").await.unwrap_err();
     assert!(err.is_invalid_input(), "{err}");
+}
+
+#[tokio::test]
+async fn a_name_and_the_same_name_in_braces_are_two_read_write_locks() {
+    // `x` has no hash tag, `{x}` has one: the same slot on a cluster, two
+    // resources all the same, down to the keys beside them.
+    let cluster = Cluster::shared(5);
+    let redlock = cluster.redlock().await;
+    let plain = unique("rw-braces");
+    for (a, b) in [
+        (plain.clone(), format!("{{{plain}}}")),
+        (format!("{plain}}}b"), format!("{{{plain}}}b}}")),
+    ] {
+        let reader = once(&redlock, &a, true, TTL).acquire().await;
+        let reader = reader.expect("reader");
+        let status = redlock.rwlock_status(&b).await.expect("status");
+        assert_eq!(status.readers_held(), 0, "{a} is read, not {b}: {status}");
+        let writer = once(&redlock, &b, false, TTL).fenced().acquire().await;
+        let writer = writer.unwrap_or_else(|e| panic!("a reader of {a} keeps out {b}: {e}"));
+        writer.release().await.expect("release");
+        reader.release().await.expect("release");
+        assert!(nothing_left(&cluster, &a).await);
+    }
 }
 
 /// The reader entries on node `i` whose token starts with `prefix`.

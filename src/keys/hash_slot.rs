@@ -26,15 +26,25 @@ fn tag(key: &[u8]) -> Option<&[u8]> {
     (close > 0).then(|| &rest[..close])
 }
 
-/// The key `prefix` + `resource` + `suffix`, in `resource`'s slot: the
-/// resource as it is when it carries a hash tag (the key then has the
-/// same tag, `prefix` having no brace), else in braces (the whole
-/// resource as the tag). A resource without a tag but with a `}` (`a}b`,
-/// `a{}b`) cannot be wrapped so; its keys then span two slots, which a
-/// Redis Cluster member refuses ([`same_slot`]).
+/// What [`beside`] puts between its prefix and a resource that carries a
+/// hash tag. No `{` in it, so the key's tag is the resource's; not a `{`
+/// first, so such keys never meet those of resources without a tag,
+/// which have the `{` of their braces there.
+pub(crate) const TAGGED: &[u8] = b"tagged:";
+
+/// The key `prefix` + `resource` + `suffix`, in `resource`'s slot: a
+/// resource without a hash tag in braces (`prefix{x}suffix`, the whole
+/// resource as the tag), one with a tag as it is after [`TAGGED`]
+/// (`prefix` `tagged:{o}:1` `suffix`, the same tag). The two forms differ
+/// right after `prefix`, and each holds the resource whole, so two
+/// resources never share a key (`x` and `{x}`, `a}b` and `{a}b}` did when
+/// both forms were `prefix{…}`); `prefix` must hold no `{`. A resource
+/// without a tag but with a `}` (`a}b`, `a{}b`) cannot be wrapped so: no
+/// tag can hold its `}`, so its keys span two slots, which a Redis Cluster
+/// member refuses ([`same_slot`]).
 pub(crate) fn beside(prefix: &[u8], resource: &[u8], suffix: &[u8]) -> Vec<u8> {
     if tag(resource).is_some() {
-        [prefix, resource, suffix].concat()
+        [prefix, TAGGED, resource, suffix].concat()
     } else {
         [prefix, b"{", resource, b"}", suffix].concat()
     }
@@ -95,14 +105,66 @@ mod tests {
             assert_eq!(same_slot([resource, &key[..]]), Some(slot(resource)));
         }
         assert_eq!(beside(prefix, b"job:42", b""), b"quorumlock:fence:{job:42}");
-        assert_eq!(beside(prefix, b"{o}:1", b""), b"quorumlock:fence:{o}:1");
+        assert_eq!(
+            beside(prefix, b"{o}:1", b""),
+            b"quorumlock:fence:tagged:{o}:1"
+        );
         // No tag, but a `}`: cannot be kept beside it.
         for resource in [&b"a}b"[..], b"a{}b"] {
             let key = beside(prefix, resource, b"");
             assert_eq!(same_slot([resource, &key[..]]), None, "{key:?}");
         }
+        // No tag, but a `}` and the rest with a tag: apart.
+        for (a, b) in [(&b"a}b"[..], &b"{a}b}"[..]), (b"a{}b", b"{a{}b}")] {
+            assert_ne!(beside(prefix, a, b""), beside(prefix, b, b""));
+            assert_eq!(slot(&beside(prefix, b, b"")), slot(b));
+        }
         assert_eq!(same_slot([&b"{o}:1"[..], b"{o}:2"]), Some(slot(b"o")));
         assert_eq!(same_slot([&b"a"[..], b"b"]), None);
         assert_eq!(same_slot(std::iter::empty()), None);
+    }
+
+    #[test]
+    fn no_two_resources_share_a_key_beside_them() {
+        // Each with and without braces, with stray braces, with the marker
+        // of the tagged form inside, and the keys the forms make themselves.
+        let names: &[&[u8]] = &[
+            b"x",
+            b"{x}",
+            b"{{x}}",
+            b"a}b",
+            b"{a}b}",
+            b"{a}b",
+            b"a{}b",
+            b"{a{}b}",
+            b"}",
+            b"{}",
+            b"{}}",
+            b"tagged:{x}",
+            b"{tagged:{x}}",
+            b"x}:readers",
+            b"{x}:readers",
+            b"x:readers",
+            b"{x:readers}",
+        ];
+        let prefix = b"quorumlock:rwlock:";
+        // A fencing counter (or a channel) alone; a read–write lock's two
+        // keys together.
+        let families: [&[&[u8]]; 2] = [&[b""], &[b":readers", b":intent"]];
+        for suffixes in families {
+            let mut keys = std::collections::HashMap::new();
+            for &name in names {
+                for &suffix in suffixes {
+                    let key = beside(prefix, name, suffix);
+                    // In its resource's slot, wherever one can be.
+                    if tag(name).is_some() || !name.contains(&b'}') {
+                        assert_eq!(slot(&key), slot(name), "{key:?}");
+                    }
+                    if let Some(other) = keys.insert(key.clone(), (name, suffix)) {
+                        panic!("{key:?}: {other:?} and {:?}", (name, suffix));
+                    }
+                }
+            }
+        }
     }
 }

@@ -12,9 +12,10 @@ mod slots;
 pub(crate) use slots::Slots;
 
 /// Prefix of the fencing counter keys: `quorumlock:fence:{<resource>}`,
-/// or `quorumlock:fence:<resource>` for a resource that carries a Redis
-/// Cluster hash tag (`{order:7}:a`), so that the counter always hashes
-/// to its resource's slot. Resource names starting with it are reserved.
+/// or `quorumlock:fence:tagged:<resource>` for a resource that carries a
+/// Redis Cluster hash tag (`{order:7}:a`), so that the counter always
+/// hashes to its resource's slot and no two resources share one (`x` and
+/// `{x}` have theirs apart). Resource names starting with it are reserved.
 pub const FENCE_KEY_PREFIX: &[u8] = b"quorumlock:fence:";
 
 /// Prefix of a counting semaphore's keys: its slots
@@ -34,8 +35,10 @@ pub const ELECTION_KEY_PREFIX: &[u8] = b"quorumlock:election:";
 /// readers' entries `quorumlock:rwlock:{<name>}:readers` and a waiting
 /// writer's intent mark `quorumlock:rwlock:{<name>}:intent`; waiting
 /// readers listen on the channel `quorumlock:rwlock:{<name>}` (after
-/// [`RELEASE_CHANNEL_PREFIX`]). Resource names starting with it are
-/// reserved.
+/// [`RELEASE_CHANNEL_PREFIX`]). A name that carries a hash tag keeps it,
+/// after `tagged:` (`quorumlock:rwlock:tagged:{order:7}:a:readers`), as a
+/// fencing counter does ([`FENCE_KEY_PREFIX`]). Resource names starting
+/// with it are reserved.
 pub const RWLOCK_KEY_PREFIX: &[u8] = b"quorumlock:rwlock:";
 
 /// Prefix of the channels the release script publishes on:
@@ -391,7 +394,7 @@ mod tests {
         let tagged = Keys::one(b"{order:7}:pay", true).unwrap();
         assert_eq!(
             tagged.fence_key(),
-            Some(&b"quorumlock:fence:{order:7}:pay"[..])
+            Some(&b"quorumlock:fence:tagged:{order:7}:pay"[..])
         );
         assert_eq!(tagged.slot(), Some(hash_slot::slot(b"order:7")));
         let many = Keys::many([&b"{o}:a"[..], b"{o}:b"]).unwrap();
@@ -428,6 +431,38 @@ mod tests {
             .unwrap()
             .read_write_keys()
             .is_none());
+    }
+
+    #[test]
+    fn a_name_and_the_same_name_in_braces_keep_their_side_keys_apart() {
+        for (plain, tagged) in [(&b"x"[..], &b"{x}"[..]), (b"a}b", b"{a}b}")] {
+            for reader in [true, false] {
+                let a = Keys::read_write(plain, reader, !reader).unwrap();
+                let b = Keys::read_write(tagged, reader, !reader).unwrap();
+                let ([_, a_readers, a_intent], _) = a.read_write_keys().unwrap();
+                let ([_, b_readers, b_intent], _) = b.read_write_keys().unwrap();
+                assert_ne!(a_readers, b_readers);
+                assert_ne!(a_intent, b_intent);
+                assert_ne!(a.channels(), b.channels());
+                if !reader {
+                    assert!(a.fence_key().is_some());
+                    assert_ne!(a.fence_key(), b.fence_key());
+                    assert_ne!(a.writer(), b.writer());
+                }
+                // The tagged name's keys stay in its slot.
+                assert_eq!(b.slot(), Some(hash_slot::slot(tagged)));
+            }
+        }
+        let tagged = Keys::read_write(b"{x}", true, false).unwrap();
+        assert_eq!(
+            tagged.read_write_keys().unwrap().0,
+            [
+                &b"{x}"[..],
+                b"quorumlock:rwlock:tagged:{x}:readers",
+                b"quorumlock:rwlock:tagged:{x}:intent"
+            ]
+        );
+        assert_eq!(tagged.slot(), Some(hash_slot::slot(b"x")));
     }
 
     #[test]

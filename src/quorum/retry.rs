@@ -117,8 +117,9 @@ pub(crate) async fn acquire(
                 }
                 (_, Some(w)) if held => {
                     // With a count of retries to keep, each retry comes
-                    // after the retry delay as configured.
-                    let patience = patience(delay, retry.count().is_none(), deadline);
+                    // within the retry delay as drawn, sooner if woken.
+                    let stretch = retry.count().is_none();
+                    let patience = patience(delay, stretch, deadline, Instant::now());
                     woken = wait_for_release(engine, &claim, w, patience, &mut spread).await;
                 }
                 _ => tokio::time::sleep(delay).await,
@@ -154,31 +155,43 @@ fn widened(spread: Duration) -> Duration {
 /// missed (a subscriber reconnecting) costs at most this much.
 const PATIENCE_MAX: Duration = Duration::from_secs(1);
 
-/// How long a waiter waits for an announcement before it tries anyway,
-/// given that the key was seen set for `held_for` more at `now`: its
-/// retry `delay` (drawn for this wait), or with `stretch` (no count of
-/// retries to keep) up to the holder's remaining time.
+/// How long a waiter that begins to wait at `start` waits for an
+/// announcement before it tries anyway, given that the key was seen set
+/// for `held_for` more at `now`: with `stretch` (no count of retries to
+/// keep), its retry `delay` (drawn for this wait) up to the holder's
+/// remaining time; else what is left of its retry delay since `start`.
 ///
 /// Announcements tell a waiter about releases; what they cannot tell is
 /// a holder that vanished (its keys expire, nobody announces) or an
-/// announcement missed. So a waiter tries again when the holder's keys
-/// expire, but at the latest after [`PATIENCE_MAX`] (or its retry
-/// delay, if longer), and never before its retry delay: it does not
-/// poll every 0–200 ms as a waiter without announcements must. Never
-/// past the caller's `deadline`.
+/// announcement missed. So a waiter without a count tries again when the
+/// holder's keys expire, but at the latest after [`PATIENCE_MAX`] (or its
+/// retry delay, if longer), and never before its retry delay: it does not
+/// poll every 0–200 ms as a waiter without announcements must; each look
+/// that finds the key taken again may push its next try out.
+///
+/// A waiter with a count tries again at `start + delay` at the latest,
+/// whatever it sees meanwhile: a look that finds the key taken again never
+/// pushes that out. So its retries are spent in bounded time under any
+/// stream of releases — each one within one retry delay of the attempt
+/// before — as [`Retry`] documents. Never past the caller's `deadline`.
 fn patience(
     delay: Duration,
     stretch: bool,
     deadline: Option<Instant>,
+    start: Instant,
 ) -> impl Fn(Duration, Instant) -> Duration {
+    let end = match stretch {
+        true => deadline,
+        false => deadline.into_iter().chain(start.checked_add(delay)).min(),
+    };
     move |held_for, now| {
         let wait = if stretch {
             held_for.clamp(delay, PATIENCE_MAX.max(delay))
         } else {
             delay
         };
-        match deadline {
-            Some(deadline) => wait.min(deadline.saturating_duration_since(now)),
+        match end {
+            Some(end) => wait.min(end.saturating_duration_since(now)),
             None => wait,
         }
     }
@@ -226,7 +239,9 @@ async fn wait_for_release(
         let Some(held_for) = look().await.held_for() else {
             return true;
         };
-        // Set again by a faster waiter, for this long at most.
+        // Set again by a faster waiter, for this long at most: a waiter
+        // without a count may wait for it (`patience` keeps a waiter with
+        // one within its retry delay).
         let now = Instant::now();
         if let Some(until) = now.checked_add(patience(held_for, now)) {
             if until > fallback.deadline().into_std() {
@@ -314,7 +329,7 @@ mod tests {
     #[test]
     fn a_patient_waiter_waits_for_the_holders_keys_within_bounds() {
         let now = Instant::now();
-        let p = patience(100 * MS, true, None);
+        let p = patience(100 * MS, true, None, now);
         // The holder's keys expire in 400 ms: that is when it looks again.
         assert_eq!(p(400 * MS, now), 400 * MS);
         // Never sooner than its retry delay, never later than a second.
@@ -322,7 +337,7 @@ mod tests {
         assert_eq!(p(Duration::from_secs(30), now), PATIENCE_MAX);
         assert_eq!(p(Duration::MAX, now), PATIENCE_MAX);
         // A retry delay above a second is kept as it is.
-        let slow = patience(4000 * MS, true, None);
+        let slow = patience(4000 * MS, true, None, now);
         assert_eq!(slow(Duration::from_secs(30), now), 4000 * MS);
         assert_eq!(slow(MS, now), 4000 * MS);
     }
@@ -330,19 +345,36 @@ mod tests {
     #[test]
     fn a_waiter_with_a_retry_count_keeps_its_retry_delay() {
         let now = Instant::now();
-        let p = patience(150 * MS, false, None);
+        let p = patience(150 * MS, false, None, now);
         assert_eq!(p(Duration::from_secs(30), now), 150 * MS);
         assert_eq!(p(MS, now), 150 * MS);
     }
 
     #[test]
+    fn a_waiter_with_a_retry_count_never_waits_past_its_retry_delay() {
+        // Woken 100 ms into its 150 ms, it finds the key taken again: it
+        // waits what is left, not another 150 ms.
+        let start = Instant::now();
+        let p = patience(150 * MS, false, None, start);
+        assert_eq!(p(Duration::from_secs(30), start + 100 * MS), 50 * MS);
+        assert_eq!(p(MS, start + 149 * MS), MS);
+        assert_eq!(p(MS, start + 200 * MS), Duration::ZERO);
+        // The caller's deadline, if sooner, still ends it.
+        let p = patience(150 * MS, false, Some(start + 40 * MS), start);
+        assert_eq!(p(Duration::from_secs(30), start), 40 * MS);
+        // A delay too large to add to an instant: no bound but the delay.
+        let huge = patience(Duration::MAX, false, None, start);
+        assert_eq!(huge(MS, start), Duration::MAX);
+    }
+
+    #[test]
     fn no_wait_goes_past_the_callers_deadline() {
         let now = Instant::now();
-        let p = patience(100 * MS, true, Some(now + 250 * MS));
+        let p = patience(100 * MS, true, Some(now + 250 * MS), now);
         assert_eq!(p(Duration::from_secs(30), now), 250 * MS);
-        let past = patience(100 * MS, true, Some(now));
+        let past = patience(100 * MS, true, Some(now), now);
         assert_eq!(past(Duration::from_secs(30), now + MS), Duration::ZERO);
-        let huge = patience(Duration::MAX, true, None);
+        let huge = patience(Duration::MAX, true, None, now);
         assert_eq!(huge(MS, now), Duration::MAX);
     }
 }

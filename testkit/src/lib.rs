@@ -22,7 +22,8 @@
 //! and delays per direction and per link, see [`Cluster::links`]),
 //! [`inject`] (early expiry and per-node error replies on real servers),
 //! [`nemesis`] (seeded fault schedules), [`cancel`] (futures dropped
-//! mid-flight), [`checker`] (the safety history), [`admission`] (holders
+//! mid-flight), [`checker`] (the safety history), [`announce`] (release
+//! announcements sent by the test), [`admission`] (holders
 //! counted against a semaphore's bound) and [`races`] (repairs racing
 //! releases); [`safety`] runs a randomized
 //! fault run of a load: locks ([`workload`]), permits ([`permits`]) or
@@ -41,6 +42,7 @@
 #![warn(missing_docs)]
 
 pub mod admission;
+pub mod announce;
 pub mod cancel;
 pub mod checker;
 mod client;
