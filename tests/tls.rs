@@ -3,7 +3,9 @@
 //! trusting that CA through `Builder::tls_root_ca`. A client trusting
 //! another CA, or the system roots, is refused per node; with
 //! `tls-auth-clients yes` the client certificate is required; and the fault
-//! proxy works on TLS traffic too.
+//! proxy works on TLS traffic too. A Sentinel group and a Redis Cluster
+//! serving TLS are members (`rediss+sentinel://`, `rediss+cluster://`)
+//! trusting that CA too.
 
 use quorumlock_testkit as support;
 
@@ -15,7 +17,9 @@ use rcgen::{
     BasicConstraints, CertificateParams, CertifiedIssuer, DnType, ExtendedKeyUsagePurpose, IsCa,
     KeyPair, KeyUsagePurpose,
 };
-use support::{unique, Cluster, Fault, NodeOptions, OneAttempt};
+use support::{
+    unique, Cluster, Fault, GroupOptions, NodeOptions, OneAttempt, SentinelGroup, ShardedCluster,
+};
 
 const TTL: Duration = Duration::from_secs(10);
 
@@ -33,13 +37,13 @@ struct Leaf {
     key: String,
 }
 
-fn leaf(issuer: &CertifiedIssuer<'static, KeyPair>, usage: ExtendedKeyUsagePurpose) -> Leaf {
+fn leaf(issuer: &CertifiedIssuer<'static, KeyPair>, usages: &[ExtendedKeyUsagePurpose]) -> Leaf {
     let mut params = CertificateParams::new(vec!["localhost".to_owned(), "127.0.0.1".to_owned()])
         .expect("params");
     params
         .distinguished_name
         .push(DnType::CommonName, "quorumlock test");
-    params.extended_key_usages = vec![usage];
+    params.extended_key_usages = usages.to_vec();
     let key = KeyPair::generate().expect("key");
     let cert = params.signed_by(&key, issuer).expect("sign");
     Leaf {
@@ -60,8 +64,16 @@ struct Pki {
 impl Pki {
     fn new() -> Self {
         let ca = ca("quorumlock test CA");
-        let server = leaf(&ca, ExtendedKeyUsagePurpose::ServerAuth);
-        let client = leaf(&ca, ExtendedKeyUsagePurpose::ClientAuth);
+        // The servers' certificate is their client certificate too: on a
+        // cluster's bus, and to a Sentinel group's servers.
+        let server = leaf(
+            &ca,
+            &[
+                ExtendedKeyUsagePurpose::ServerAuth,
+                ExtendedKeyUsagePurpose::ClientAuth,
+            ],
+        );
+        let client = leaf(&ca, &[ExtendedKeyUsagePurpose::ClientAuth]);
         let dir = tempfile::tempdir().expect("temp dir");
         let write = |name: &str, text: &str| std::fs::write(dir.path().join(name), text);
         write("ca.crt", &ca.pem()).expect("write");
@@ -192,4 +204,60 @@ async fn mutual_tls_needs_the_client_certificate() {
     let lock = redlock.try_acquire(&name, TTL).await.expect("acquire");
     assert!(cluster.held_on(&name, 3, Duration::from_secs(2)).await);
     lock.release().await.expect("release");
+}
+
+/// Locks through the member at `url` (a Sentinel group or a cluster
+/// serving TLS, client certificates required) with the test CA and the
+/// client certificate, and is refused with the system's roots.
+async fn member_over_tls(url: String, pki: &Pki) {
+    let member =
+        |url: &str| builder(&[url.to_owned()]).restart_quarantine(Some(Duration::from_millis(1)));
+    let redlock = member(&url)
+        .tls_root_ca(pki.ca.as_bytes())
+        .tls_client_auth(pki.client.cert.as_bytes(), pki.client.key.as_bytes())
+        .build()
+        .await
+        .expect("build");
+    let name = unique("tls");
+    let lock = redlock.try_acquire(&name, TTL).await.expect("acquire");
+    lock.extend(TTL).await.expect("extend");
+    lock.release().await.expect("release");
+    let fenced = redlock
+        .lock(&name, TTL)
+        .fenced()
+        .acquire()
+        .await
+        .expect("fenced acquire");
+    fenced.release().await.expect("fenced release");
+
+    let redlock = member(&url).build().await.expect("build");
+    let err = redlock
+        .try_acquire(unique("tls"), TTL)
+        .await
+        .expect_err("the servers' certificates are not trusted");
+    assert!(err.is_unavailable(), "{err}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sentinel_group_over_tls_takes_the_builders_certificates() {
+    let pki = Pki::new();
+    let options = GroupOptions {
+        sentinels: 1,
+        tls_args: pki.node_options(true).tls_args,
+        ..GroupOptions::default()
+    };
+    let group = tokio::task::block_in_place(|| SentinelGroup::start(&unique("tls"), &options));
+    let url = group.url();
+    assert!(url.starts_with("rediss+sentinel://"), "{url}");
+    member_over_tls(url, &pki).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cluster_over_tls_takes_the_builders_certificates() {
+    let pki = Pki::new();
+    let cluster =
+        tokio::task::block_in_place(|| ShardedCluster::start_with(2, 0, &pki.node_options(true)));
+    let url = cluster.url();
+    assert!(url.starts_with("rediss+cluster://"), "{url}");
+    member_over_tls(url, &pki).await;
 }

@@ -529,7 +529,7 @@ fn route(source: Source, label: &str, config: &Config, gate: Arc<Gate>) -> Resul
             group,
             server,
         } => Target::Sentinel(Arc::new(
-            Sentinels::new(sentinels, &group, &server).map_err(unusable)?,
+            Sentinels::new(sentinels, &group, &server, config).map_err(unusable)?,
         )),
         Source::Cluster(seeds) => {
             let seeds = seeds.into_iter().map(|info| {
@@ -537,9 +537,13 @@ fn route(source: Source, label: &str, config: &Config, gate: Arc<Gate>) -> Resul
                 let addr = addr
                     .rsplit_once('/')
                     .map_or(addr.clone(), |(a, _)| a.to_owned());
-                (addr, info)
+                // The builder's TLS settings ride in the seed's address,
+                // and from it to every server the slot table names.
+                let client = client(Source::Address(info), config)?;
+                Ok((addr, client.get_connection_info().clone()))
             });
-            let map = ClusterMap::new(seeds.collect(), timeout, gate).map_err(unusable)?;
+            let seeds = seeds.collect::<Result<_>>()?;
+            let map = ClusterMap::new(seeds, timeout, gate).map_err(unusable)?;
             return Ok(Route::Cluster(Box::new(map)));
         }
         single => Target::Server(Box::new(client(single, config)?)),

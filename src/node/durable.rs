@@ -110,6 +110,36 @@ mod tests {
     }
 
     #[test]
+    fn a_wait_may_block_three_quarters_of_what_is_left() {
+        // The budget is three quarters of what is left, read at some
+        // instant between the window's start and the read below: at most
+        // three quarters of the whole window, at least three quarters of
+        // what is left after the call.
+        for (timeout, most) in [
+            (Duration::from_secs(4), Duration::from_secs(3)),
+            (Duration::from_secs(3600), Duration::from_secs(2700)),
+            (Duration::from_millis(1000), Duration::from_millis(750)),
+        ] {
+            let before = Instant::now();
+            let window = Window {
+                deadline: before + timeout,
+                timeout,
+            };
+            let budget = budget(window);
+            let least = window.deadline.saturating_duration_since(Instant::now()) * 3 / 4;
+            assert!(
+                least <= budget && budget <= most,
+                "{timeout:?}: {budget:?} not within {least:?}..={most:?}"
+            );
+        }
+        let past = Window {
+            deadline: Instant::now(),
+            timeout: Duration::from_secs(1),
+        };
+        assert_eq!(budget(past), Duration::ZERO);
+    }
+
+    #[test]
     fn a_yes_counts_when_enough_replicas_and_files_have_it() {
         let two = Durability::Replicas(2);
         assert_eq!(reached(two, &Value::Int(2)), Ok(()));

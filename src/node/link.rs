@@ -110,8 +110,16 @@ impl Link {
         let result = if asking {
             let mut pipe = redis::pipe();
             pipe.cmd("ASKING").add_command(cmd.clone());
-            let replies = conn.req_packed_commands(&pipe, 1, 1).await;
-            replies.map(|mut replies| replies.pop().unwrap_or(Value::Nil))
+            let replies = conn.req_packed_commands(&pipe, 0, 2).await;
+            replies.map(|mut replies| {
+                let reply = replies.pop().unwrap_or(Value::Nil);
+                match replies.pop() {
+                    // `ASKING` refused (an ACL without `+asking`): that is
+                    // the answer, not the `MOVED` the command then meets.
+                    Some(refused @ Value::ServerError(_)) => refused,
+                    _ => reply,
+                }
+            })
         } else {
             conn.req_packed_command(cmd).await
         };

@@ -10,9 +10,11 @@
 //! connection down) and restart quarantine's
 //! ([`crate::node::quarantine`]: the new master is another server).
 
-use redis::sentinel::{SentinelClient, SentinelNodeConnectionInfo, SentinelServerType};
-use redis::{Client, ConnectionInfo, RedisError};
+use redis::sentinel::{SentinelClient, SentinelClientBuilder, SentinelServerType};
+use redis::{Client, ConnectionAddr, ConnectionInfo, RedisError, TlsMode};
 use tokio::sync::Mutex;
+
+use crate::config::Config;
 
 /// The sentinels of one group, and how to reach its master.
 pub(crate) struct Sentinels {
@@ -20,30 +22,54 @@ pub(crate) struct Sentinels {
 }
 
 impl Sentinels {
-    /// The group `group` watched by `sentinels`; its servers are reached
-    /// with `server`'s settings (credentials, database, protocol, TLS).
+    /// The group `group` watched by `sentinels`, asked without
+    /// credentials; its servers are reached with `server`'s settings
+    /// (credentials, database, protocol, TLS). Over TLS (`rediss+sentinel://`),
+    /// the sentinels and the servers are checked against `config`'s
+    /// certificates (`Builder::tls_root_ca`, `Builder::tls_client_auth`),
+    /// else the system's roots.
+    #[cfg_attr(not(feature = "tls"), allow(unused_variables))]
     pub(crate) fn new(
         sentinels: Vec<ConnectionInfo>,
         group: &str,
         server: &ConnectionInfo,
+        config: &Config,
     ) -> Result<Self, RedisError> {
-        let mut node = SentinelNodeConnectionInfo::default()
-            .set_redis_connection_info(server.redis_settings().clone());
-        if let redis::ConnectionAddr::TcpTls { insecure, .. } = server.addr() {
-            node = node.set_tls_mode(if *insecure {
-                redis::TlsMode::Insecure
-            } else {
-                redis::TlsMode::Secure
-            });
+        let settings = server.redis_settings();
+        let tls = |addr: &ConnectionAddr| match addr {
+            ConnectionAddr::TcpTls { insecure: true, .. } => Some(TlsMode::Insecure),
+            ConnectionAddr::TcpTls { .. } => Some(TlsMode::Secure),
+            _ => None,
+        };
+        let addrs: Vec<ConnectionAddr> = sentinels.iter().map(|s| s.addr().clone()).collect();
+        let mut builder = SentinelClientBuilder::new(addrs, group, SentinelServerType::Master)?
+            .set_client_to_redis_db(settings.db())
+            .set_client_to_redis_protocol(settings.protocol())
+            .set_client_to_redis_tcp_settings(server.tcp_settings().clone());
+        if let Some(user) = settings.username() {
+            builder = builder.set_client_to_redis_username(user);
         }
-        let client = SentinelClient::build(
-            sentinels,
-            String::from(group),
-            Some(node),
-            SentinelServerType::Master,
-        )?;
+        if let Some(password) = settings.password() {
+            builder = builder.set_client_to_redis_password(password);
+        }
+        if let Some(mode) = tls(server.addr()) {
+            builder = builder.set_client_to_redis_tls_mode(mode);
+        }
+        #[cfg(feature = "tls")]
+        if let Some(certs) = &config.tls {
+            // rustls needs a process-wide crypto provider; install ring
+            // unless the application installed one already.
+            let _ = rustls::crypto::ring::default_provider().install_default();
+            if tls(server.addr()).is_some() {
+                builder = builder.set_client_to_redis_certificates(certs.clone());
+            }
+            // Refused unless every sentinel is reached over TLS.
+            if sentinels.iter().all(|s| tls(s.addr()).is_some()) {
+                builder = builder.set_client_to_sentinel_certificates(certs.clone());
+            }
+        }
         Ok(Self {
-            client: Mutex::new(client),
+            client: Mutex::new(builder.build()?),
         })
     }
 

@@ -225,6 +225,15 @@ impl LocalNode {
                     // offset is not 0: with no writes, after the master's
                     // first replication ping (every 10 s by default).
                     .args(["--repl-ping-replica-period", "1"]);
+                if self.tls_port.is_some() {
+                    // The bus and replication over TLS; the bus stays on
+                    // the plain port + 10000 (which `cluster_port` found
+                    // free) instead of the TLS port's. Plain connections
+                    // are told the plain ports, TLS ones the TLS ports.
+                    cmd.args(["--tls-cluster", "yes", "--tls-replication", "yes"])
+                        .arg("--cluster-port")
+                        .arg((self.port + 10_000).to_string());
+                }
             }
             Mode::Sentinel { .. } => {
                 cmd.arg("--sentinel");

@@ -31,6 +31,14 @@ pub struct GroupOptions {
     /// Sentinels (e.g. [`valkey_binary`](crate::valkey_binary)). Default
     /// `None`: [`server_binary`](crate::server_binary).
     pub server: Option<PathBuf>,
+    /// When set, every process also serves TLS with these arguments
+    /// ([`NodeOptions::tls_args`]), replication and the Sentinels' links
+    /// run over TLS (`tls-replication yes`), and [`SentinelGroup::url`]
+    /// names the Sentinels' TLS ports (`rediss+sentinel://`). Side
+    /// connections stay plain; the helpers that name a master by port
+    /// ([`SentinelGroup::failover`] and those after it) are for groups
+    /// without TLS. Default `None`.
+    pub tls_args: Option<Vec<String>>,
 }
 
 impl Default for GroupOptions {
@@ -42,6 +50,7 @@ impl Default for GroupOptions {
             down_after: Duration::from_secs(1),
             failover_timeout: Duration::from_secs(3),
             server: None,
+            tls_args: None,
         }
     }
 }
@@ -79,9 +88,15 @@ impl SentinelGroup {
     /// group does not settle within 30 s (every log is printed then).
     pub fn start(name: &str, options: &GroupOptions) -> Self {
         assert!(options.sentinels > 0, "a Sentinel group needs a Sentinel");
+        let tls = options
+            .tls_args
+            .as_ref()
+            .map(|_| vec!["--tls-replication".to_owned(), "yes".to_owned()]);
         let data_options = NodeOptions {
             aof: options.aof,
             in_memory_dir: options.aof,
+            tls_args: options.tls_args.clone(),
+            args: tls.clone().unwrap_or_default(),
             ..NodeOptions::default()
         };
         let spawn = |i: usize, node: &NodeOptions, mode: Mode| {
@@ -96,9 +111,10 @@ impl SentinelGroup {
             sentinels: Vec::new(),
             data: vec![spawn(0, &data_options, Mode::Data)],
         };
-        let master = group.data[0].port;
+        // Replicas and Sentinels reach the master on its TLS port, if any.
+        let master = group.data[0].tls_port.unwrap_or(group.data[0].port);
         let replica_options = NodeOptions {
-            args: replica_of(master),
+            args: [replica_of(master), data_options.args.clone()].concat(),
             ..data_options.clone()
         };
         for i in 1..=options.replicas {
@@ -118,11 +134,14 @@ impl SentinelGroup {
             down = options.down_after.as_millis(),
             failover = options.failover_timeout.as_millis(),
         );
+        let sentinel_options = NodeOptions {
+            tls_args: options.tls_args.clone(),
+            args: tls.unwrap_or_default(),
+            ..NodeOptions::default()
+        };
         for i in 0..options.sentinels {
             let mode = Mode::Sentinel { conf: conf.clone() };
-            group
-                .sentinels
-                .push(spawn(i, &NodeOptions::default(), mode));
+            group.sentinels.push(spawn(i, &sentinel_options, mode));
         }
         group.settle("every Sentinel lists every replica and Sentinel", || {
             group.sentinels.iter().all(|s| {
@@ -142,14 +161,20 @@ impl SentinelGroup {
     }
 
     /// The URL of the group for clients:
-    /// `redis+sentinel://127.0.0.1:<s1>,127.0.0.1:<s2>,…/<name>`.
+    /// `redis+sentinel://127.0.0.1:<s1>,127.0.0.1:<s2>,…/<name>`
+    /// (`rediss+sentinel://` and the TLS ports with [`GroupOptions::tls_args`]).
     pub fn url(&self) -> String {
         let hosts: Vec<String> = self
             .sentinels
             .iter()
-            .map(|s| format!("127.0.0.1:{}", s.port))
+            .map(|s| format!("127.0.0.1:{}", s.tls_port.unwrap_or(s.port)))
             .collect();
-        format!("redis+sentinel://{}/{}", hosts.join(","), self.name)
+        let tls = if self.data[0].tls_port.is_some() {
+            "s"
+        } else {
+            ""
+        };
+        format!("redis{tls}+sentinel://{}/{}", hosts.join(","), self.name)
     }
 
     /// Each Sentinel's own URL (`redis://127.0.0.1:<port>`).

@@ -80,13 +80,30 @@ impl ShardedCluster {
     /// When `shards` is 0, a process cannot be started, or the cluster
     /// does not form within 30 s (every log is printed then).
     pub fn start(shards: usize, replicas: usize) -> Self {
+        Self::start_with(shards, replicas, &NodeOptions::default())
+    }
+
+    /// As [`start`](Self::start), each node started with `options`. With
+    /// [`NodeOptions::tls_args`] the nodes also serve TLS, their bus is
+    /// TLS (`tls-cluster yes`), and [`url`](Self::url) names their TLS
+    /// ports (`rediss+cluster://`); side connections stay plain.
+    ///
+    /// # Panics
+    ///
+    /// As [`start`](Self::start); also with TLS and replicas (not
+    /// supported: a replica's link reads as the master's TLS port).
+    pub fn start_with(shards: usize, replicas: usize, options: &NodeOptions) -> Self {
         assert!(shards > 0, "a cluster needs at least one shard");
+        assert!(
+            options.tls_args.is_none() || replicas == 0,
+            "a TLS cluster has no replicas here"
+        );
         let mode = Mode::Cluster {
             node_timeout: NODE_TIMEOUT,
         };
         let nodes: Vec<LocalNode> = (0..shards * (1 + replicas))
             .map(|i| {
-                LocalNode::start(server_binary(i), &NodeOptions::default(), mode.clone())
+                LocalNode::start(server_binary(i), options, mode.clone())
                     .unwrap_or_else(|e| panic!("{e}"))
             })
             .collect();
@@ -151,13 +168,16 @@ impl ShardedCluster {
     }
 
     /// The URL of the cluster for clients, naming the masters it started
-    /// with: `redis+cluster://127.0.0.1:<p1>,127.0.0.1:<p2>,…`.
+    /// with: `redis+cluster://127.0.0.1:<p1>,127.0.0.1:<p2>,…`
+    /// (`rediss+cluster://` and the TLS ports when the nodes serve TLS).
     pub fn url(&self) -> String {
-        let hosts: Vec<String> = self.nodes[..self.shards]
+        let nodes = &self.nodes[..self.shards];
+        let hosts: Vec<String> = nodes
             .iter()
-            .map(|n| format!("127.0.0.1:{}", n.port))
+            .map(|n| format!("127.0.0.1:{}", n.tls_port.unwrap_or(n.port)))
             .collect();
-        format!("redis+cluster://{}", hosts.join(","))
+        let tls = if nodes[0].tls_port.is_some() { "s" } else { "" };
+        format!("redis{tls}+cluster://{}", hosts.join(","))
     }
 
     /// Every node's port: the masters it started with in shard order, then
