@@ -41,6 +41,23 @@ pub async fn connect(common: &Common) -> Result<quorumlock::Redlock, u8> {
     })
 }
 
+/// [`connect`] for the commands that only read (`status`, `leader`):
+/// without `--restart-quarantine` or `--durable-replicas`, a restart
+/// quarantine stands in for them, so that a member that fails over
+/// (a Sentinel group, a cluster) is accepted. It changes nothing for a
+/// read: the quarantine withholds votes only, and these commands ask for
+/// none.
+pub async fn connect_reader(common: &Common) -> Result<quorumlock::Redlock, u8> {
+    if common.restart_quarantine.is_some() || common.durable_replicas.is_some() {
+        return connect(common).await;
+    }
+    let common = Common {
+        restart_quarantine: Some(Duration::from_secs(1)),
+        ..common.clone()
+    };
+    connect(&common).await
+}
+
 /// The exit status for a library error.
 pub fn status_of(err: &quorumlock::Error) -> u8 {
     if err.is_contended() {
