@@ -113,8 +113,12 @@ pub(crate) struct LockCounters {
     /// Attempts that found no quorum reachable, after which the call
     /// waited on, and the campaigns waiting so, by election, with since
     /// when: a campaign's only (see [`Self::unreachable`]).
-    unreachable: Option<(Count, Mutex<HashMap<Vec<u8>, Instant>>)>,
+    unreachable: Option<(Count, Waiting)>,
 }
+
+/// The campaigns waiting while too few nodes answer, by their key, with
+/// when each began to wait.
+type Waiting = Mutex<HashMap<Vec<u8>, Instant>>;
 
 impl LockCounters {
     /// The counters of `primitive`, each registering its series now.
