@@ -163,6 +163,8 @@ pub(crate) struct Config {
     pub(crate) allow_eviction: bool,
     /// Whether `build` fails without a ready quorum.
     pub(crate) require_quorum: bool,
+    /// Whether the client only reads (`Builder::read_only`).
+    pub(crate) read_only: bool,
     /// Root CA and client certificate for `rediss://` nodes.
     #[cfg(feature = "tls")]
     pub(crate) tls: Option<redis::TlsCertificates>,
@@ -182,6 +184,7 @@ impl Default for Config {
             fast_handoff: true,
             allow_eviction: false,
             require_quorum: false,
+            read_only: false,
             #[cfg(feature = "tls")]
             tls: None,
         }

@@ -168,3 +168,79 @@ async fn a_campaign_without_a_quorum_warns_once_counts_and_says_when_it_recovers
     assert_eq!(redlock.stats().elections.acquires.granted, 1);
     leadership.resign().await.expect("resign");
 }
+
+/// A caller that campaigns in slices (`Retry::Until`, again and again, as
+/// `quorumlock elect` does) through one outage sees one warning and one
+/// recovery, not one per slice; and an attempt that only one node answered
+/// (another's key there, a node refusing connections, one not answering)
+/// is no recovery. Three nodes: first one answers `no`, two are paused;
+/// then one of those is killed (refused at once) while the other stays
+/// paused; then all answer and the key is gone. Fails on a campaign that
+/// warned once per acquire call, and said "answers again" when an attempt
+/// failed with one `no` and one refusal.
+#[tokio::test]
+async fn a_campaign_in_slices_warns_once_per_outage_and_recovers_once() {
+    let (capture, _log) = LogCapture::at(tracing::Level::INFO);
+    let mut cluster = Cluster::local(3);
+    let redlock = cluster.redlock().await;
+    let name = unique("campaign-slices");
+    let key = format!("quorumlock:election:{{{name}}}");
+    let _: () = cluster.exec(
+        0,
+        redis::cmd("SET")
+            .arg(&key)
+            .arg("another")
+            .arg("PX")
+            .arg(60_000),
+    );
+    for i in [1, 2] {
+        cluster.pause(i);
+    }
+    let slices = {
+        let (redlock, name) = (redlock.clone(), name.clone());
+        tokio::spawn(async move {
+            loop {
+                let slice = quorumlock::Retry::Until(600 * MS);
+                match redlock.campaign(&name, TTL).retry(slice).lead().await {
+                    Ok(leadership) => return leadership,
+                    Err(e) => assert!(e.is_unavailable() || e.is_contended(), "{e}"),
+                }
+            }
+        })
+    };
+    let calls = || {
+        let a = redlock.stats().elections.acquires;
+        a.unavailable + a.contended
+    };
+    assert!(eventually(SOON * 2, || calls() >= 3).await, "slices ended");
+    cluster.kill(1);
+    let before = calls();
+    assert!(
+        eventually(SOON * 2, || calls() >= before + 3).await,
+        "slices ended"
+    );
+    let recovery = capture.text().len();
+    cluster.restart(1);
+    cluster.resume(2);
+    let _: () = cluster.exec(0, redis::cmd("DEL").arg(&key));
+    let leadership = tokio::time::timeout(SOON * 2, slices)
+        .await
+        .expect("elected once every node answers")
+        .expect("the campaign's task");
+    let log = capture.text();
+    let lines = |text: &str| -> Vec<String> {
+        log.lines()
+            .filter(|l| l.contains(text) && l.contains(&name))
+            .map(str::to_owned)
+            .collect()
+    };
+    let waiting = lines("campaign waiting");
+    assert_eq!(waiting.len(), 1, "one warning per outage:\n{log}");
+    let recovered = lines("a quorum answers again");
+    assert_eq!(recovered.len(), 1, "one recovery:\n{log}");
+    assert!(
+        log[recovery..].contains(&recovered[0]),
+        "said when a quorum answers, not before:\n{log}"
+    );
+    leadership.resign().await.expect("resign");
+}

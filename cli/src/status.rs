@@ -8,7 +8,7 @@ use crate::output::{stderr_line, stdout_line};
 use crate::{client, exit};
 
 pub async fn status(common: &Common, args: StatusArgs) -> u8 {
-    let redlock = match client::connect(common).await {
+    let redlock = match client::connect_reader(common).await {
         Ok(r) => r,
         Err(code) => return code,
     };
@@ -117,7 +117,7 @@ fn shared_exit_code(status: &RwLockStatus) -> u8 {
 /// Who leads the election NAME: its epoch and value (0), nobody (1), or
 /// the error (69, 78; 2 for an empty name).
 pub async fn leader(common: &Common, args: LeaderArgs) -> u8 {
-    let redlock = match client::connect(common).await {
+    let redlock = match client::connect_reader(common).await {
         Ok(r) => r,
         Err(code) => return code,
     };

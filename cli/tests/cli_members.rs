@@ -2,7 +2,8 @@
 //! `QUORUMLOCK_NODES` holding a Sentinel group, a Redis Cluster and a
 //! plain server (each member's own host list kept together), a fenced
 //! `run` and `status` across them, and such members refused without a
-//! restart quarantine or durable votes (a usage error, saying which option).
+//! restart quarantine or durable votes (a usage error, saying which option)
+//! except by the read-only commands, `status` and `leader`.
 
 use quorumlock_testkit as support;
 
@@ -70,4 +71,18 @@ fn run_and_status_on_a_sentinel_group_a_cluster_and_a_server() {
         shown.contains("sentinel://") && shown.contains("cluster://"),
         "{shown}"
     );
+    // The read-only commands take no vote: no write-safety flag needed.
+    for args in [vec!["status", &name], vec!["leader", &name]] {
+        let read = output({
+            let mut cmd = quorumlock(&members);
+            cmd.args(&args);
+            cmd
+        });
+        let said = text(&read.stdout) + &text(&read.stderr);
+        assert!(
+            matches!(read.status.code(), Some(0 | 1)) && !said.contains("--restart-quarantine"),
+            "{args:?}: {:?} {said}",
+            read.status.code()
+        );
+    }
 }

@@ -391,6 +391,30 @@ impl Builder {
         self.set(|c| c.require_quorum = required)
     }
 
+    /// A client that only reads (default off): status, semaphore and
+    /// read–write lock status, the leader and its observer, health and
+    /// stats. It takes no lock, permit or leadership (each is refused with
+    /// [`Error::InvalidInput`](crate::Error::InvalidInput) before anything
+    /// is sent), so the safeguards of votes do not apply to it: a member
+    /// that fails over needs no durable votes, and its replicas are not
+    /// judged. For dashboards and `quorumlock status`.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # async fn demo() -> Result<(), quorumlock::Error> {
+    /// let reader = quorumlock::Builder::new(["redis+sentinel://10.0.0.1:26379,10.0.0.2:26379/locks"])
+    ///     .read_only(true)
+    ///     .build()
+    ///     .await?;
+    /// println!("{:?}", reader.status("nightly-invoice").await);
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn read_only(self, read_only: bool) -> Self {
+        self.set(|c| c.read_only = read_only)
+    }
+
     /// The builder with `change` made to its settings.
     fn set(mut self, change: impl FnOnce(&mut Config)) -> Self {
         change(&mut self.config);
@@ -450,7 +474,10 @@ impl Builder {
         let entries = self.nodes.into_iter().zip(&labels).enumerate();
         let nodes = entries
             .map(|(i, (node, label))| {
-                let failover = failover(&node, label, config.durable)?;
+                let failover = match config.read_only {
+                    true => Failover::Never,
+                    false => failover(&node, label, config.durable)?,
+                };
                 let gate = Gate::new(i, registry.clone(), !config.allow_eviction, failover);
                 let route = route(node, label, &config, Arc::new(gate))?;
                 // Durable votes are for members that fail over: a single

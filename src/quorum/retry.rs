@@ -43,24 +43,32 @@ pub(crate) async fn acquire(
     let result: Result<Held> = async {
         let deadline = retry.deadline(Instant::now());
         let cfg = &engine.config;
+        if cfg.read_only {
+            return Err(Error::invalid(
+                "this client was built read-only (Builder::read_only): it takes no lock, permit \
+                 or leadership",
+            ));
+        }
         let ttl = cfg.check_ttl(ttl)?;
         engine.check_slot(claim.keys())?;
         let mut attempts: u32 = 0;
         let mut watch: Option<Watch> = None;
         let mut spread = HANDOFF_JITTER;
         let mut woken = false;
-        // Since when a campaign's attempts find no quorum reachable.
-        let mut unreachable: Option<Instant> = None;
         loop {
             attempts = attempts.saturating_add(1);
             let began = Instant::now();
             let attempt = attempt::once(engine, &claim, Token::generate(), ttl).await;
             counters.attempted(began.elapsed());
-            let answered = attempt.as_ref().err().is_none_or(|f| !f.unreachable());
-            if let Some(since) = unreachable.filter(|_| answered) {
-                let waited = since.elapsed();
+            // Granted, or a quorum's answers (yes or no) counted: the
+            // failed and the unanswered alone decided nothing.
+            let answered = attempt.as_ref().err().is_none_or(|f| {
+                let t = &f.tally;
+                t.yes() + t.no() >= t.needed()
+            });
+            let key = claim.keys().first();
+            if let Some(waited) = answered.then(|| counters.answered(key)).flatten() {
                 info!(resource = %claim.name(), ?waited, "campaign: a quorum answers again");
-                unreachable = None;
             }
             let mut failure = match attempt {
                 Ok(held) => return Ok(held),
@@ -94,14 +102,13 @@ pub(crate) async fn acquire(
                 }
                 return Err(error);
             }
-            if !answered && counters.unreachable() && unreachable.is_none() {
+            if !answered && counters.unreachable(key, began) {
                 let nodes: Vec<&str> = failure.failures.iter().map(|f| f.node.as_str()).collect();
                 warn!(
                     resource = %claim.name(),
                     nodes = %nodes.join(","),
                     "campaign waiting: too few nodes answer for a quorum; it keeps trying"
                 );
-                unreachable = Some(began);
             }
             let held = failure.tally.no() > 0;
             if held && woken {

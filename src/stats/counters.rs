@@ -62,6 +62,7 @@ pub(crate) struct NodeCounters {
     connection_errors: Count,
     protocol_errors: Count,
     quarantined: Count,
+    not_durable: Count,
     latency: LatencyCounters,
     /// Indexed as [`CODES`].
     redis_errors: [AtomicU64; CODES.len()],
@@ -86,6 +87,7 @@ impl NodeCounters {
             connection_errors: Count::new(CONNECTION_ERRORS, &node),
             protocol_errors: Count::new(PROTOCOL_ERRORS, &node),
             quarantined: Count::new(QUARANTINED, &node),
+            not_durable: Count::new(NOT_DURABLE, &node),
             latency: LatencyCounters::new(
                 &LATENCY_BUCKETS,
                 series::histogram(REPLY_SECONDS, &node),
@@ -124,9 +126,8 @@ impl NodeCounters {
                 self.connection_errors.add()
             }
             K::Protocol(_) => self.protocol_errors.add(),
-            K::Quarantined { .. } | K::ServerChanged | K::NotDurable { .. } => {
-                self.quarantined.add()
-            }
+            K::Quarantined { .. } | K::ServerChanged => self.quarantined.add(),
+            K::NotDurable { .. } => self.not_durable.add(),
             K::Redis { code, .. } => {
                 if let Some(elapsed) = elapsed {
                     self.latency.record(elapsed);
@@ -139,13 +140,15 @@ impl NodeCounters {
             }
         }
         match kind {
+            // A quarantined node answers, but may not vote.
             K::Timeout(_)
             | K::Connection(_)
             | K::SameServer { .. }
             | K::Evicts { .. }
-            | K::Replicas { .. } => self.set_up(false),
+            | K::Replicas { .. }
+            | K::Quarantined { .. } => self.set_up(false),
             K::Redis { .. } => self.set_up(!CREDENTIALS.iter().any(|c| kind.is_redis_error(c))),
-            K::Protocol(_) | K::Quarantined { .. } | K::ServerChanged | K::NotDurable { .. } => {}
+            K::Protocol(_) | K::ServerChanged | K::NotDurable { .. } => {}
         }
     }
 
@@ -179,6 +182,7 @@ impl NodeCounters {
             connection_errors: self.connection_errors.get(),
             protocol_errors: self.protocol_errors.get(),
             quarantined: self.quarantined.get(),
+            not_durable: self.not_durable.get(),
             redis_errors: CODES
                 .into_iter()
                 .zip(self.redis_errors.each_ref().map(load))
@@ -290,8 +294,10 @@ mod tests {
         }
         c.failed(&NodeFailureKind::Protocol("?".into()), None);
         c.failed(
-            &NodeFailureKind::Quarantined {
-                uptime: Duration::from_secs(1),
+            &NodeFailureKind::NotDurable {
+                replicas: 1,
+                required: 2,
+                fsynced: true,
             },
             None,
         );
@@ -303,9 +309,13 @@ mod tests {
                 s.timeouts,
                 s.connection_errors,
                 s.protocol_errors,
-                s.quarantined
+                s.not_durable
             ),
             (1, 1, 1, 1)
+        );
+        assert_eq!(
+            s.quarantined, 0,
+            "a vote short of replicas is not a quarantine"
         );
         assert_eq!(s.redis_error_count("OOM"), 2);
         assert_eq!(s.redis_error_count("wrongtype"), 1);
@@ -314,8 +324,18 @@ mod tests {
         assert_eq!(s.failures(), 7);
         assert!(
             s.up,
-            "an error reply is an answer; a quarantine changes nothing"
+            "an error reply is an answer; a vote short of replicas too"
         );
+        c.failed(
+            &NodeFailureKind::Quarantined {
+                uptime: Duration::from_secs(1),
+            },
+            None,
+        );
+        let q = c.snapshot();
+        assert_eq!(q.quarantined, 1);
+        assert!(!q.up, "a quarantined node may not vote");
+        c.replied(MS);
         c.failed(&NodeFailureKind::Timeout(50 * MS), None);
         assert!(!c.snapshot().up, "down after a timeout");
         let reply = |code: &str| NodeFailureKind::Redis {

@@ -4,8 +4,10 @@
 //! `metrics` facade, under the primitive's own series, when that feature
 //! is on.
 
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
-use std::time::Duration;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
 
 use crate::error::Error;
 use crate::stats::latency::LatencyCounters;
@@ -109,9 +111,14 @@ pub(crate) struct LockCounters {
     held_series: Gauge,
     holds: LatencyCounters,
     /// Attempts that found no quorum reachable, after which the call
-    /// waited on: a campaign's only (see [`Self::unreachable`]).
-    unreachable: Option<Count>,
+    /// waited on, and the campaigns waiting so, by election, with since
+    /// when: a campaign's only (see [`Self::unreachable`]).
+    unreachable: Option<(Count, Waiting)>,
 }
+
+/// The campaigns waiting while too few nodes answer, by their key, with
+/// when each began to wait.
+type Waiting = Mutex<HashMap<Vec<u8>, Instant>>;
 
 impl LockCounters {
     /// The counters of `primitive`, each registering its series now.
@@ -126,16 +133,43 @@ impl LockCounters {
             held_series: series::gauge(held, &[]),
             holds: histogram(&DURATION_BUCKETS, hold),
             unreachable: (primitive == Primitive::Election)
-                .then(|| Count::new(ELECTION_UNREACHABLE, &[])),
+                .then(|| (Count::new(ELECTION_UNREACHABLE, &[]), Mutex::default())),
         }
     }
 
-    /// An attempt found too few nodes answering for a quorum, and the call
-    /// waits on: counted, and true, for a campaign, which waits without
-    /// limit by default and has no other way to tell; false for a lock or
-    /// permits, whose calls end `unavailable` once their retries are spent.
-    pub(crate) fn unreachable(&self) -> bool {
-        self.unreachable.as_ref().map(Count::add).is_some()
+    /// An attempt of the campaign on the key `name`, begun at `began`, found too few
+    /// nodes answering for a quorum, and the call waits on: counted for a
+    /// campaign, which waits without limit by default and has no other
+    /// way to tell; true when this begins the campaign's wait (its first
+    /// such attempt since a quorum last answered it, whichever acquire
+    /// call made it: a caller retrying in slices waits once). False for a
+    /// lock or permits, whose calls end `unavailable` once their retries
+    /// are spent.
+    pub(crate) fn unreachable(&self, name: &[u8], began: Instant) -> bool {
+        let Some((count, waiting)) = &self.unreachable else {
+            return false;
+        };
+        count.add();
+        let mut waiting = waiting.lock().unwrap_or_else(|e| e.into_inner());
+        match waiting.entry(name.to_vec()) {
+            std::collections::hash_map::Entry::Occupied(_) => false,
+            std::collections::hash_map::Entry::Vacant(entry) => {
+                entry.insert(began);
+                true
+            }
+        }
+    }
+
+    /// An attempt of the campaign `name` found a quorum answering: how
+    /// long it had waited without one, if it had
+    /// ([`unreachable`](Self::unreachable)).
+    pub(crate) fn answered(&self, name: &[u8]) -> Option<Duration> {
+        let (_, waiting) = self.unreachable.as_ref()?;
+        let mut waiting = waiting.lock().unwrap_or_else(|e| e.into_inner());
+        if waiting.is_empty() {
+            return None;
+        }
+        waiting.remove(name).map(|since| since.elapsed())
     }
 
     /// One acquire attempt took `elapsed`.
@@ -186,7 +220,10 @@ impl LockCounters {
             attempt_latency: self.attempts.snapshot(),
             wait: self.waits.snapshot(),
             hold: self.holds.snapshot(),
-            unreachable: self.unreachable.as_ref().map_or(0, Count::get),
+            unreachable: self
+                .unreachable
+                .as_ref()
+                .map_or(0, |(count, _)| count.get()),
         }
     }
 }
@@ -248,12 +285,24 @@ mod tests {
     }
 
     #[test]
-    fn only_a_campaign_counts_attempts_that_found_no_quorum() {
+    fn only_a_campaign_counts_attempts_that_found_no_quorum_and_waits_once() {
         let election = LockCounters::new(Primitive::Election);
-        assert!(election.unreachable() && election.unreachable());
-        assert_eq!(election.snapshot().unreachable, 2);
+        let now = Instant::now();
+        // The first attempt begins the wait; the next ones, in this call
+        // or another, continue it.
+        assert!(election.unreachable(b"a", now));
+        assert!(!election.unreachable(b"a", now));
+        assert!(
+            election.unreachable(b"b", now),
+            "another election waits apart"
+        );
+        assert_eq!(election.snapshot().unreachable, 3);
+        assert!(election.answered(b"a").is_some());
+        assert_eq!(election.answered(b"a"), None, "once");
+        assert!(election.unreachable(b"a", now), "a new outage");
         let lock = LockCounters::new(Primitive::Lock);
-        assert!(!lock.unreachable());
+        assert!(!lock.unreachable(b"a", now));
+        assert_eq!(lock.answered(b"a"), None);
         assert_eq!(lock.snapshot().unreachable, 0);
     }
 

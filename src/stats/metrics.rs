@@ -190,8 +190,11 @@ table! {
     PROTOCOL_ERRORS = "quorumlock_node_protocol_errors_total", counter ["node"]:
         "Replies the client could not interpret.";
     QUARANTINED = "quorumlock_node_quarantined_total", counter ["node"]:
-        "Votes withheld or not counted: the node restarted or failed over too recently, another \
-         server cast the vote, or its write missed the replicas durable votes require.";
+        "Votes withheld or not counted: the node restarted or failed over too recently, or another \
+         server cast the vote.";
+    NOT_DURABLE = "quorumlock_node_not_durable_total", counter ["node"]:
+        "Yes votes not counted: their write missed the replicas (or append-only files) durable \
+         votes require.";
     ERROR_REPLIES = "quorumlock_node_error_replies_total", counter ["node", "code"]:
         "Error replies by code (WRONGTYPE, OOM, NOSCRIPT, BUSY, NOAUTH, READONLY, …, OTHER).";
     REPLY_SECONDS = "quorumlock_node_reply_duration_seconds", histogram(LATENCY_BUCKETS) ["node"]:
@@ -200,7 +203,8 @@ table! {
         "1 while the node's last command got an answer it can vote after (a reply, or an error \
          reply about one key or command: WRONGTYPE, NOPERM, OOM, …); 0 after a timeout, a \
          connection failure, refused credentials (WRONGPASS, NOAUTH), a node this client \
-         refuses (another node's server, an evicting policy), and before the first reply.";
+         refuses (another node's server, an evicting policy), a vote withheld by the restart \
+         quarantine, and before the first reply.";
     // Each primitive's five series, one primitive after the other, in the
     // order of `Primitive` and of these (`stats::locks::series` reads them here).
     ACQUIRES = "quorumlock_lock_acquires_total", counter ["outcome"]:

@@ -185,10 +185,13 @@ pub struct NodeStats {
     /// (see [`Builder::restart_quarantine`](crate::Builder::restart_quarantine));
     /// no command was sent for these. Also votes not counted because
     /// another server than the one read cast them
-    /// ([`NodeFailureKind::ServerChanged`](crate::NodeFailureKind::ServerChanged)),
-    /// and yes votes whose write missed the replicas durable votes require
-    /// ([`NodeFailureKind::NotDurable`](crate::NodeFailureKind::NotDurable)).
+    /// ([`NodeFailureKind::ServerChanged`](crate::NodeFailureKind::ServerChanged)).
     pub quarantined: u64,
+    /// Yes votes not counted because their write missed the replicas (or
+    /// append-only files) durable votes require
+    /// ([`NodeFailureKind::NotDurable`](crate::NodeFailureKind::NotDurable),
+    /// see [`Builder::durable_votes`](crate::Builder::durable_votes)).
+    pub not_durable: u64,
     /// Error replies by code (`WRONGTYPE`, `OOM`, `NOSCRIPT`, `BUSY`,
     /// `NOAUTH`, `READONLY`, … and `OTHER` for any code not listed), only
     /// codes seen at least once.
@@ -202,7 +205,8 @@ pub struct NodeStats {
     /// connection failure, a refusal of this client's credentials
     /// (`WRONGPASS`, `NOAUTH`: the node votes on nothing until they are
     /// fixed), a refusal by this client (another node's server, an
-    /// evicting policy), and before the first reply.
+    /// evicting policy), a vote withheld by the restart quarantine (until
+    /// the node next answers), and before the first reply.
     pub up: bool,
 }
 
