@@ -623,6 +623,22 @@ async fn a_member_that_fails_over_needs_durable_votes_not_quarantine_alone() {
             "{err}"
         );
     }
+    // A client that only reads needs neither, and takes nothing.
+    let reader = Builder::new(["redis+sentinel://127.0.0.1:1/g"])
+        .read_only(true)
+        .connect_timeout(Duration::from_millis(100))
+        .build()
+        .await
+        .expect("a read-only client");
+    let err = reader
+        .lock("read-only", Duration::from_secs(1))
+        .acquire()
+        .await
+        .expect_err("a read-only client takes no lock");
+    assert!(
+        err.is_invalid_input() && err.to_string().contains("read-only"),
+        "{err}"
+    );
     // With durable votes, both kinds build (a member that does not answer
     // is not an error at build; a cluster's masters are judged by their
     // replicas once reached).

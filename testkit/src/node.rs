@@ -263,10 +263,9 @@ impl LocalNode {
     }
 
     pub(crate) fn stop(&mut self) {
-        if self.paused {
-            self.signal("-CONT");
-            self.paused = false;
-        }
+        // SIGKILL ends a stopped process as it is: no `SIGCONT` first,
+        // which would let it answer what was queued while it was paused.
+        self.paused = false;
         if let Some(mut child) = self.child.take() {
             let _ = child.kill();
             let _ = child.wait();
