@@ -705,6 +705,29 @@ async fn durable_votes_must_wait_for_every_replica_of_a_group_or_a_cluster() {
             lock.release().await
         }
     };
+    // Addresses that cannot be what they say: misconfiguration at build,
+    // not an outage retried for ever.
+    let sentinels = group
+        .url()
+        .rsplit_once('/')
+        .expect("a group name")
+        .0
+        .to_owned();
+    let master = format!("127.0.0.1:{}", group.master_port());
+    for (url, said) in [
+        (
+            format!("{sentinels}/nosuch"),
+            "no sentinel watches a group named \"nosuch\"",
+        ),
+        (format!("redis+sentinel://{master}/g"), "is not a sentinel"),
+        (format!("redis+cluster://{master}"), "not in cluster mode"),
+    ] {
+        let err = build(url.clone(), Some(2)).await.expect_err(&url);
+        assert!(
+            err.is_invalid_input() && err.to_string().contains(said),
+            "{url}: {err}"
+        );
+    }
     // A cluster without replicas cannot fail over: nothing to wait for.
     let redlock = build(bare.url(), None).await.expect("no replica");
     take(redlock)

@@ -497,6 +497,11 @@ impl Builder {
             background: Background::default(),
         });
         engine.connect_all().await;
+        let misconfigured = engine.nodes.iter().map(|n| n.misconfigured(timeout));
+        let misconfigured = futures::future::join_all(misconfigured).await;
+        if let Some(wrong) = misconfigured.into_iter().flatten().next() {
+            return Err(Error::invalid(wrong));
+        }
         if let Some(Durability::Aof { .. }) = engine.config.durable {
             let window = Window::from_now(timeout);
             for node in engine.nodes.iter().filter(|n| n.fails_over()) {

@@ -45,6 +45,15 @@ pub(crate) fn classify(e: &RedisError, waited: Duration) -> NodeFailureKind {
              password was sent to a node that has none",
         );
     }
+    if e.kind() == ErrorKind::MasterNameNotFoundBySentinel {
+        // The crate says so for a group no sentinel watches and for one whose
+        // master is down or being replaced; `build()` tells the first apart.
+        return NodeFailureKind::Connection(
+            "the sentinels name no master for the group now (its master down, or a failover \
+             under way)"
+                .to_owned(),
+        );
+    }
     // Everything else: a connection refused, reset or dropped, another I/O
     // error, a client-side error. (An error of a server kind always has a
     // code, so it was handled above.)

@@ -11,7 +11,11 @@
 //! ([`crate::node::quarantine`]: the new master is another server).
 
 use redis::sentinel::{SentinelClient, SentinelClientBuilder, SentinelServerType};
-use redis::{Client, ConnectionAddr, ConnectionInfo, RedisError, TlsMode};
+use std::time::Duration;
+
+use redis::{
+    Client, ConnectionAddr, ConnectionInfo, ErrorKind, RedisError, ServerErrorKind, TlsMode, Value,
+};
 use tokio::sync::Mutex;
 
 use crate::config::Config;
@@ -19,6 +23,10 @@ use crate::config::Config;
 /// The sentinels of one group, and how to reach its master.
 pub(crate) struct Sentinels {
     client: Mutex<SentinelClient>,
+    /// The sentinels as listed, and the group's name: for
+    /// [`misconfigured`](Self::misconfigured).
+    sentinels: Vec<ConnectionInfo>,
+    group: String,
 }
 
 impl Sentinels {
@@ -70,6 +78,56 @@ impl Sentinels {
         }
         Ok(Self {
             client: Mutex::new(builder.build()?),
+            sentinels,
+            group: group.to_owned(),
+        })
+    }
+
+    /// What the sentinels say against the address, within `timeout`: that
+    /// one of them is not a sentinel, or that none watches a group of this
+    /// name (with the names they watch). `None` when one watches it, or
+    /// none answers (a member down is no error at build). Sentinels over
+    /// TLS are not asked.
+    pub(crate) async fn misconfigured(&self, timeout: Duration) -> Option<String> {
+        let ask = |info: ConnectionInfo| async move {
+            let addr = info.addr().to_string();
+            let masters = async {
+                let client = Client::open(info)?;
+                let mut conn = client.get_multiplexed_async_connection().await?;
+                redis::cmd("SENTINEL")
+                    .arg("MASTERS")
+                    .query_async::<Value>(&mut conn)
+                    .await
+            };
+            match tokio::time::timeout(timeout, masters).await {
+                Ok(Ok(reply)) => Some(Ok(master_names(reply))),
+                Ok(Err(e)) if e.kind() == ErrorKind::Server(ServerErrorKind::ResponseError) => {
+                    Some(Err(format!("{addr} is not a sentinel ({e})")))
+                }
+                _ => None,
+            }
+        };
+        let plain = self
+            .sentinels
+            .iter()
+            .filter(|s| !matches!(s.addr(), ConnectionAddr::TcpTls { .. }));
+        let answers = futures::future::join_all(plain.cloned().map(ask)).await;
+        let mut watched: Vec<String> = Vec::new();
+        for answer in answers.into_iter().flatten() {
+            match answer {
+                Ok(names) if names.contains(&self.group) => return None,
+                Ok(names) => watched.extend(names),
+                Err(not_a_sentinel) => return Some(not_a_sentinel),
+            }
+        }
+        watched.sort();
+        watched.dedup();
+        (!watched.is_empty() || self.sentinels.is_empty()).then(|| {
+            format!(
+                "no sentinel watches a group named {:?} (they watch: {})",
+                self.group,
+                watched.join(", ")
+            )
         })
     }
 
@@ -80,5 +138,60 @@ impl Sentinels {
     /// Dropped midway, the lookup is abandoned; the next one asks again.
     pub(crate) async fn master(&self) -> Result<Client, RedisError> {
         self.client.lock().await.async_get_client().await
+    }
+}
+
+/// The `name` of each master in a `SENTINEL MASTERS` reply (an array of
+/// flat field arrays, or of maps with RESP3).
+fn master_names(reply: Value) -> Vec<String> {
+    let text = |v: &Value| match v {
+        Value::BulkString(b) => String::from_utf8(b.clone()).ok(),
+        Value::SimpleString(s) => Some(s.clone()),
+        _ => None,
+    };
+    let Value::Array(masters) = reply else {
+        return Vec::new();
+    };
+    masters
+        .iter()
+        .filter_map(|master| match master {
+            Value::Array(fields) => fields
+                .chunks_exact(2)
+                .find(|kv| text(&kv[0]).as_deref() == Some("name"))
+                .and_then(|kv| text(&kv[1])),
+            Value::Map(fields) => fields
+                .iter()
+                .find(|(k, _)| text(k).as_deref() == Some("name"))
+                .and_then(|(_, v)| text(v)),
+            _ => None,
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn master_names_are_read_from_both_protocols() {
+        let bulk = |s: &str| Value::BulkString(s.as_bytes().to_vec());
+        let resp2 = Value::Array(vec![
+            Value::Array(vec![
+                bulk("name"),
+                bulk("locks"),
+                bulk("ip"),
+                bulk("10.0.0.1"),
+            ]),
+            Value::Array(vec![
+                bulk("ip"),
+                bulk("10.0.0.2"),
+                bulk("name"),
+                bulk("other"),
+            ]),
+        ]);
+        assert_eq!(master_names(resp2), ["locks", "other"]);
+        let resp3 = Value::Array(vec![Value::Map(vec![(bulk("name"), bulk("locks"))])]);
+        assert_eq!(master_names(resp3), ["locks"]);
+        assert!(master_names(Value::Nil).is_empty());
     }
 }

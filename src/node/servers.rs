@@ -4,14 +4,15 @@
 //! for health), ask whether they know a command.
 
 use std::future::Future;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use futures::future::BoxFuture;
 use redis::{ErrorKind, RedisError, Value};
 
 use super::{admission, lua, Node, NodeResult, Window};
 use crate::error::classify::classify;
-use crate::node::route::Hop;
+use crate::node::link::Target;
+use crate::node::route::{Hop, Route};
 
 impl Node {
     /// Sends `PING` to every server of the member, used to open the
@@ -60,6 +61,28 @@ impl Node {
             gate.readmit(reply)
         })
         .await
+    }
+
+    /// What the member's address gets wrong, when its servers tell within
+    /// `timeout`: a Sentinel group's sentinels do not watch the group (or
+    /// are not sentinels); a cluster's seed is not in cluster mode. For
+    /// `build()`, where these are misconfiguration, not an outage.
+    pub(crate) async fn misconfigured(&self, timeout: Duration) -> Option<String> {
+        let wrong = match &self.route {
+            Route::One(shard) => match shard.conn.target() {
+                Target::Sentinel(sentinels) => sentinels.misconfigured(timeout).await,
+                Target::Server(_) => None,
+            },
+            Route::Cluster(map) => match tokio::time::timeout(timeout, map.masters()).await {
+                Ok(Err(e)) if e.to_string().contains("cluster support disabled") => Some(
+                    "its servers are not in cluster mode (cluster support disabled): list a \
+                     server that is not in a cluster as redis://"
+                        .to_owned(),
+                ),
+                _ => None,
+            },
+        };
+        wrong.map(|wrong| format!("member {}: {wrong}", self.label()))
     }
 
     /// `work` on every server of the member, at once.
