@@ -112,7 +112,7 @@ fn acquire_yes(redlock: &Redlock, member: usize) -> u64 {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn three_sentinel_groups_keep_one_holder_through_a_failover_and_quarantine_the_new_master() {
+async fn three_sentinel_groups_keep_one_holder_through_a_failover_and_the_new_master_votes_at_once() {
     let groups: Vec<SentinelGroup> = std::thread::scope(|s| {
         let started: Vec<_> = ["qa", "qb", "qc"]
             .map(|name| s.spawn(move || SentinelGroup::start(name, &GroupOptions::default())))
@@ -125,6 +125,9 @@ async fn three_sentinel_groups_keep_one_holder_through_a_failover_and_quarantine
     });
     let urls: Vec<String> = groups.iter().map(SentinelGroup::url).collect();
     let quarantine = Duration::from_secs(5);
+    // Servers older than the quarantine: only a replacement's rule could
+    // keep the promoted master out.
+    tokio::time::sleep(quarantine + Duration::from_secs(1)).await;
     let mut clients = Vec::new();
     for _ in 0..3 {
         let redlock = Builder::new(&urls)
@@ -149,9 +152,10 @@ async fn three_sentinel_groups_keep_one_holder_through_a_failover_and_quarantine
     let new = tokio::task::block_in_place(|| group.failover());
     let switched = Instant::now();
     let yes_at_switch: u64 = clients.iter().map(|c| acquire_yes(c, 0)).sum();
-    // Until the quarantine ends (counted from when a client first read the
-    // new master, after the failover began), member 0 grants nothing.
-    let quiet_until = failover_start + quarantine - Duration::from_millis(300);
+    // With durable votes on every replica the promoted master has every
+    // lock: it votes once its replica is back, without sitting out a
+    // quarantine from when each client first read it.
+    let quiet_until = switched + quarantine - Duration::from_millis(500);
     tokio::time::sleep_until(quiet_until.into()).await;
     let yes_in_quarantine: u64 = clients.iter().map(|c| acquire_yes(c, 0)).sum();
     for task in tasks {
@@ -174,15 +178,14 @@ async fn three_sentinel_groups_keep_one_holder_through_a_failover_and_quarantine
         "two holders at once: {overlaps:?}\n{}",
         logs()
     );
-    assert_eq!(
-        yes_in_quarantine,
-        yes_at_switch,
-        "the promoted master voted yes inside its quarantine\n{}",
+    assert!(
+        yes_at_switch > 0,
+        "member 0 never voted before the failover\n{}",
         logs()
     );
     assert!(
-        yes_after > yes_in_quarantine,
-        "member 0 never voted again after its quarantine\n{}",
+        yes_in_quarantine > yes_at_switch,
+        "the promoted master sat out a quarantine it does not need\n{}",
         logs()
     );
     assert!(

@@ -39,7 +39,7 @@ struct Reading {
     /// Until when the node does not vote (`None`: for ever, the
     /// quarantine too long to express as an instant), and the uptime it
     /// reported.
-    out: Option<(Option<Instant>, Duration)>,
+    out: Option<(Option<Instant>, Duration, Instant)>,
     /// The server it was read from.
     run_id: Option<Arc<str>>,
     /// When that server was first read, if it replaced another: its age
@@ -54,7 +54,8 @@ pub(crate) enum Standing {
     Votes,
     /// Its uptime must be read first.
     Unknown,
-    /// It restarted `uptime` ago (as of the last reading) and stays out.
+    /// It restarted (or replaced another server) `uptime` ago, as of the
+    /// time asked, and stays out.
     Quarantined { uptime: Duration },
 }
 
@@ -69,8 +70,11 @@ impl Quarantine {
     }
 
     fn standing_of(&self, last: &Reading, now: Instant) -> Standing {
-        if let Some((until, uptime)) = last.out {
+        if let Some((until, uptime, read_at)) = last.out {
             if until.is_none_or(|t| now < t) {
+                // Its age now, not at the reading: a message read later
+                // says how long it has really been.
+                let uptime = uptime.saturating_add(now.saturating_duration_since(read_at));
                 return Standing::Quarantined { uptime };
             }
         }
@@ -135,15 +139,17 @@ impl Quarantine {
         promoted: bool,
         required: Duration,
         now: Instant,
+        replacements: bool,
     ) -> Standing {
         let mut last = self.reading();
         if epoch != self.epoch.load(Ordering::SeqCst) {
             return Standing::Unknown;
         }
-        let replaced = match &last.run_id {
-            Some(known) => *known != run_id,
-            None => promoted,
-        };
+        let replaced = replacements
+            && match &last.run_id {
+                Some(known) => *known != run_id,
+                None => promoted,
+            };
         if replaced {
             last.replaced_at = Some(now);
         }
@@ -157,7 +163,7 @@ impl Quarantine {
         last.run_id = Some(run_id);
         match required.checked_sub(uptime) {
             Some(left) if !left.is_zero() => {
-                last.out = Some((now.checked_add(left), uptime));
+                last.out = Some((now.checked_add(left), uptime, now));
                 Standing::Quarantined { uptime }
             }
             _ => {
@@ -175,7 +181,7 @@ mod tests {
     const S: Duration = Duration::from_secs(1);
 
     fn observe(q: &Quarantine, uptime: Duration, required: Duration, now: Instant) -> Standing {
-        q.observed(q.epoch(), uptime, "a".into(), false, required, now)
+        q.observed(q.epoch(), uptime, "a".into(), false, required, now, true)
     }
 
     #[test]
@@ -193,9 +199,10 @@ mod tests {
         let now = Instant::now();
         let s = observe(&q, 10 * S, 30 * S, now);
         assert_eq!(s, Standing::Quarantined { uptime: 10 * S });
+        // Its age as of the time asked.
         assert_eq!(
             q.standing(now + 19 * S),
-            Standing::Quarantined { uptime: 10 * S }
+            Standing::Quarantined { uptime: 29 * S }
         );
         assert_eq!(
             q.standing(now + 20 * S),
@@ -228,14 +235,14 @@ mod tests {
         let before = q.epoch();
         q.connection_lost();
         assert_eq!(
-            q.observed(before, 100 * S, "a".into(), false, 30 * S, now),
+            q.observed(before, 100 * S, "a".into(), false, 30 * S, now, true),
             Standing::Unknown
         );
         assert_eq!(q.standing(now), Standing::Unknown, "still unknown");
         // A loss between the reading and its use, too.
         let epoch = q.epoch();
         assert_eq!(
-            q.observed(epoch, 100 * S, "a".into(), false, 30 * S, now),
+            q.observed(epoch, 100 * S, "a".into(), false, 30 * S, now, true),
             Standing::Votes
         );
         q.connection_lost();
@@ -249,14 +256,17 @@ mod tests {
         assert_eq!(observe(&q, 100 * S, 30 * S, now), Standing::Votes);
         q.connection_lost();
         // A replica promoted long ago, or another server behind a proxy.
-        let s = q.observed(q.epoch(), 1000 * S, "b".into(), false, 30 * S, now);
+        let s = q.observed(q.epoch(), 1000 * S, "b".into(), false, 30 * S, now, true);
         assert_eq!(
             s,
             Standing::Quarantined {
                 uptime: Duration::ZERO
             }
         );
-        assert_eq!(q.standing(now + 29 * S), s);
+        assert_eq!(
+            q.standing(now + 29 * S),
+            Standing::Quarantined { uptime: 29 * S }
+        );
         assert_eq!(q.standing(now + 30 * S), Standing::Votes);
     }
 
@@ -266,7 +276,7 @@ mod tests {
         let now = Instant::now();
         assert_eq!(observe(&q, 100 * S, 30 * S, now), Standing::Votes);
         q.connection_lost();
-        let first = q.observed(q.epoch(), 1000 * S, "b".into(), false, 30 * S, now);
+        let first = q.observed(q.epoch(), 1000 * S, "b".into(), false, 30 * S, now, true);
         assert_eq!(
             first,
             Standing::Quarantined {
@@ -276,14 +286,38 @@ mod tests {
         // Read again (another caller, a reconnect): still its age since
         // first seen, not its uptime.
         q.connection_lost();
-        let again = q.observed(q.epoch(), 1010 * S, "b".into(), false, 30 * S, now + 10 * S);
+        let again = q.observed(
+            q.epoch(),
+            1010 * S,
+            "b".into(),
+            false,
+            30 * S,
+            now + 10 * S,
+            true,
+        );
         assert_eq!(again, Standing::Quarantined { uptime: 10 * S });
         q.connection_lost();
-        let done = q.observed(q.epoch(), 1030 * S, "b".into(), false, 30 * S, now + 30 * S);
+        let done = q.observed(
+            q.epoch(),
+            1030 * S,
+            "b".into(),
+            false,
+            30 * S,
+            now + 30 * S,
+            true,
+        );
         assert_eq!(done, Standing::Votes);
         // Restarted since: its own uptime is the shorter age.
         q.connection_lost();
-        let restarted = q.observed(q.epoch(), 2 * S, "b".into(), false, 30 * S, now + 40 * S);
+        let restarted = q.observed(
+            q.epoch(),
+            2 * S,
+            "b".into(),
+            false,
+            30 * S,
+            now + 40 * S,
+            true,
+        );
         assert_eq!(restarted, Standing::Quarantined { uptime: 2 * S });
     }
 
@@ -291,7 +325,7 @@ mod tests {
     fn a_server_promoted_before_the_first_reading_counts_its_age_from_it() {
         let now = Instant::now();
         let q = Quarantine::default();
-        let s = q.observed(q.epoch(), 1000 * S, "b".into(), true, 30 * S, now);
+        let s = q.observed(q.epoch(), 1000 * S, "b".into(), true, 30 * S, now, true);
         assert_eq!(
             s,
             Standing::Quarantined {
@@ -301,11 +335,27 @@ mod tests {
         assert_eq!(q.standing(now + 30 * S), Standing::Votes);
         // Read again later: known, its age from the first reading.
         q.connection_lost();
-        let again = q.observed(q.epoch(), 1040 * S, "b".into(), true, 30 * S, now + 40 * S);
+        let again = q.observed(
+            q.epoch(),
+            1040 * S,
+            "b".into(),
+            true,
+            30 * S,
+            now + 40 * S,
+            true,
+        );
         assert_eq!(again, Standing::Votes);
         // Never promoted: its uptime.
         let plain = Quarantine::default();
-        let s = plain.observed(plain.epoch(), 1000 * S, "c".into(), false, 30 * S, now);
+        let s = plain.observed(
+            plain.epoch(),
+            1000 * S,
+            "c".into(),
+            false,
+            30 * S,
+            now,
+            true,
+        );
         assert_eq!(s, Standing::Votes);
     }
 
@@ -320,7 +370,15 @@ mod tests {
         assert!(q.confirm(&voter, "a"));
         // A reading names `run_id:replid`; the probe, the `run_id`.
         let read = Quarantine::default();
-        read.observed(read.epoch(), 100 * S, "a:r1".into(), false, 30 * S, now);
+        read.observed(
+            read.epoch(),
+            100 * S,
+            "a:r1".into(),
+            false,
+            30 * S,
+            now,
+            true,
+        );
         assert!(read.confirm(&read.voter(now).unwrap(), "a"));
         assert!(!read.confirm(&read.voter(now).unwrap(), "r1"));
         assert_eq!(q.standing(now), Standing::Votes);
@@ -329,12 +387,30 @@ mod tests {
         assert_eq!(q.standing(now), Standing::Unknown);
         assert_eq!(q.voter(now), None);
         assert_eq!(
-            q.observed(q.epoch(), 100 * S, "b".into(), false, 30 * S, now),
+            q.observed(q.epoch(), 100 * S, "b".into(), false, 30 * S, now, true),
             Standing::Quarantined {
                 uptime: Duration::ZERO
             }
         );
         assert_eq!(q.voter(now), None, "quarantined");
+    }
+
+    #[test]
+    fn with_durable_votes_a_replacement_is_as_old_as_its_uptime() {
+        let q = Quarantine::default();
+        let now = Instant::now();
+        let first = q.observed(q.epoch(), 1000 * S, "a".into(), true, 30 * S, now, false);
+        assert_eq!(
+            first,
+            Standing::Votes,
+            "promoted long ago, every grant kept"
+        );
+        q.connection_lost();
+        let other = q.observed(q.epoch(), 1000 * S, "b".into(), false, 30 * S, now, false);
+        assert_eq!(other, Standing::Votes, "another server, up long");
+        q.connection_lost();
+        let restarted = q.observed(q.epoch(), 2 * S, "c".into(), false, 30 * S, now, false);
+        assert_eq!(restarted, Standing::Quarantined { uptime: 2 * S });
     }
 
     #[test]
@@ -347,7 +423,9 @@ mod tests {
         );
         assert_eq!(
             q.standing(now + 1_000_000 * S),
-            Standing::Quarantined { uptime: S }
+            Standing::Quarantined {
+                uptime: 1_000_001 * S
+            }
         );
     }
 

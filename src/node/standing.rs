@@ -234,9 +234,20 @@ impl Node {
                 .await?;
             let (id, uptime, promoted) = self.identity(reply)?;
             let now = Instant::now();
-            standing = shard
-                .restart
-                .observed(epoch, uptime, id.into(), promoted, required, now);
+            // With durable votes on every replica (the rule for a member
+            // that fails over), a promoted replica has every lock the old
+            // master counted: its own uptime is its age, not the time since
+            // this client first saw it (`docs/members.md`).
+            let replacements = self.durable.is_none();
+            standing = shard.restart.observed(
+                epoch,
+                uptime,
+                id.into(),
+                promoted,
+                required,
+                now,
+                replacements,
+            );
         }
         match standing {
             Standing::Votes => Ok(()),
