@@ -6,8 +6,9 @@
 //! afterwards must be what `scripts::answer_at` (`model/src/scripts.rs`, the
 //! rule the model check explores) says, and the reply must vote as
 //! `reply::counts` (`src/node/reply.rs`, the client's) says. An unset
-//! counter reads as the node's time in microseconds: the time is read
-//! around each such run, and an acquire's reply must fall inside it.
+//! counter, and an acquire's counter behind the time, read as the node's
+//! time in microseconds: the time is read around each such run, and an
+//! acquire's reply must fall inside it.
 //!
 //! This is what ties the model to the code: reverting `fence_commit.lua` to
 //! "a counter already at T counts", making `release.lua` a plain `DEL`, or
@@ -18,8 +19,8 @@
 //!
 //! The semaphore's script, `acquire_slots.lua`, has cases of its own at the
 //! end (the reply `src/node/grant.rs` reads): the first `k` free slots in
-//! the order given or none at all, the fencing counter read and never
-//! written, a counter out of range refused before anything is set; and
+//! the order given or none at all, the fencing counter read (and stored
+//! only where it was read as the time), a counter out of range refused before anything is set; and
 //! `release.lua` given a channel announces once there, per key without.
 //! The status read, `peek.lua`, answers for the keys set only, each key's
 //! token and time left, and a key of another type on its own.
@@ -526,31 +527,39 @@ fn acquire_slots_sets_the_first_k_free_in_the_given_order_or_nothing() {
 fn acquire_slots_reads_the_counter_and_refuses_one_out_of_range() {
     let cluster = Cluster::shared(1);
     let mut node = SlotsOnNode::new(&cluster, 3);
-    // The counter, read with the slots and left as it is.
-    for (counter, read) in [(Some("41"), 41), (Some("9007199254740991"), (1 << 53) - 1)] {
-        node.set(&[0], counter);
-        let reply = ints(&node.take(0, 1, true).expect("script"));
-        assert_eq!(reply, [read, 2], "counter {counter:?}");
-        assert_eq!(
-            node.counter().as_deref(),
-            counter,
-            "the counter is only read"
-        );
-    }
-    // Unset, it reads as the node's time in microseconds rounded down to a
-    // multiple of 1024, and is stored with the slots; unfenced, no counter
-    // is read or set.
-    node.set(&[0], None);
     let time = |node: &mut SlotsOnNode| {
         let (secs, micros): (i64, i64) = redis::cmd("TIME").query(&mut node.conn).expect("TIME");
         secs * 1_000_000 + micros
     };
-    let before = time(&mut node);
-    let reply = ints(&node.take(0, 1, true).expect("script"));
-    let started = reply[0] % 1024 == 0 && reply[0] + 1024 > before;
-    assert!(started && reply[0] <= time(&mut node), "{reply:?}");
-    assert_eq!(reply[1], 2);
-    assert_eq!(node.counter(), Some(reply[0].to_string()), "stored");
+    // A counter ahead of the node's time, or less than 2^20 us behind it,
+    // is read with the slots and left as it is.
+    let recent = (time(&mut node) - 500_000).to_string();
+    for counter in ["9007199254740991", &recent] {
+        node.set(&[0], Some(counter));
+        let reply = ints(&node.take(0, 1, true).expect("script"));
+        let read: i64 = counter.parse().expect("a number");
+        assert_eq!(reply, [read, 2], "counter {counter}");
+        assert_eq!(
+            node.counter().as_deref(),
+            Some(counter),
+            "the counter is only read"
+        );
+    }
+    // Unset, or further behind (brought back older), it reads as the
+    // node's time in microseconds rounded down to a multiple of 1024, and
+    // is stored with the slots; unfenced, no counter is read or set.
+    for counter in [None, Some("41")] {
+        node.set(&[0], counter);
+        let before = time(&mut node);
+        let reply = ints(&node.take(0, 1, true).expect("script"));
+        let started = reply[0] % 1024 == 0 && reply[0] + 1024 > before;
+        assert!(
+            started && reply[0] <= time(&mut node),
+            "{counter:?}: {reply:?}"
+        );
+        assert_eq!(reply[1], 2);
+        assert_eq!(node.counter(), Some(reply[0].to_string()), "stored");
+    }
     node.set(&[0], None);
     assert_eq!(ints(&node.take(0, 1, false).expect("script")), [0, 2]);
     assert_eq!(node.counter(), None, "not fenced: nothing stored");

@@ -149,6 +149,25 @@ async fn one_leader_at_a_time_among_three_contenders() {
 /// next leader epoch 1, and a store checking epochs refused its writes.
 #[tokio::test]
 async fn epochs_stay_above_the_last_one_after_every_node_restarts_empty() {
+    epochs_stay_above_the_last_one_after_every_node_restarts(false).await;
+}
+
+/// Every node restarts from a snapshot older than its epoch counter (no
+/// AOF; a `dump.rdb` written after the first leader, as `SAVE` or a
+/// replica's full sync writes one even under `save ""`): the next leader's
+/// epoch is still above the last one's, because a campaign reads a counter
+/// never below the node's time. Read as stored, the counters gave the next
+/// leader an epoch already handed out, and a store refused its writes for
+/// as long as it led.
+#[tokio::test]
+async fn epochs_stay_above_the_last_one_after_every_node_restarts_from_an_older_snapshot() {
+    epochs_stay_above_the_last_one_after_every_node_restarts(true).await;
+}
+
+/// Three leaders one after another, a restart of every node (from a
+/// snapshot taken after the first leader when `snapshot`), then one more
+/// leader: its epoch is above every epoch before.
+async fn epochs_stay_above_the_last_one_after_every_node_restarts(snapshot: bool) {
     let mut cluster = Cluster::local(3);
     let name = unique("election-full-restart");
     let mut last = 0;
@@ -160,10 +179,21 @@ async fn epochs_stay_above_the_last_one_after_every_node_restarts_empty() {
             assert!(leader.epoch() > last, "{} after {last}", leader.epoch());
             last = leader.epoch();
             leader.resign().await.expect("resign");
+            if snapshot && value == "a" {
+                for i in 0..3 {
+                    let _: () = cluster.exec(i, &redis::cmd("SAVE"));
+                }
+            }
         }
     }
     for i in 0..3 {
         cluster.restart(i);
+    }
+    if snapshot {
+        for i in 0..3 {
+            let kept: Option<u64> = cluster.exec(i, redis::cmd("GET").arg(&keys(&name)[1]));
+            assert!(kept.is_some_and(|k| k < last), "node {i}: {kept:?}");
+        }
     }
     let redlock = cluster.redlock().await;
     let leader = redlock.campaign(&name, TTL).value("d").lead().await;

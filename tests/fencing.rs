@@ -235,12 +235,32 @@ async fn fences_stay_monotonic_through_restarts_and_early_expiry() {
 /// then refused every write until the counters were raised by hand.
 #[tokio::test]
 async fn tokens_stay_above_the_last_one_after_every_node_restarts_empty() {
+    tokens_stay_above_the_last_one_after_every_node_restarts(false).await;
+}
+
+/// Every node restarts from a snapshot older than its counter (no AOF; a
+/// `dump.rdb` written after the first holder, as `SAVE` or a replica's full
+/// sync writes one even under `save ""`): the counters come back older,
+/// and the next lock's token and the next permit's are still above every
+/// token before the restart, because an acquire reads a counter never
+/// below the node's time (docs/fencing.md, "A counter that comes back
+/// older"). Read as stored, the counters gave the next holder the first
+/// holder's token plus one, and a store refused its writes.
+#[tokio::test]
+async fn tokens_stay_above_the_last_one_after_every_node_restarts_from_an_older_snapshot() {
+    tokens_stay_above_the_last_one_after_every_node_restarts(true).await;
+}
+
+/// Three holders of a lock and of a permit, a restart of every node
+/// (from a snapshot taken after the first holders when `snapshot`), then
+/// one more of each: its token is above every token before.
+async fn tokens_stay_above_the_last_one_after_every_node_restarts(snapshot: bool) {
     let mut cluster = Cluster::local(3);
     let (lock, permits) = (unique("full-restart"), unique("full-restart-sem"));
     let mut last = (0, 0);
     {
         let redlock = cluster.redlock().await;
-        for _ in 0..3 {
+        for round in 0..3 {
             let held = redlock.lock(&lock, TTL).fenced().acquire().await;
             let held = held.expect("lock");
             let permit = redlock.semaphore(&permits, 2, TTL).fenced().acquire();
@@ -256,6 +276,11 @@ async fn tokens_stay_above_the_last_one_after_every_node_restarts_empty() {
             last = fences;
             held.release().await.expect("release");
             permit.release().await.expect("release");
+            if snapshot && round == 0 {
+                for i in 0..3 {
+                    let _: () = cluster.exec(i, &redis::cmd("SAVE"));
+                }
+            }
         }
     }
     for i in 0..3 {
@@ -263,7 +288,13 @@ async fn tokens_stay_above_the_last_one_after_every_node_restarts_empty() {
     }
     for i in 0..3 {
         let kept: Option<u64> = cluster.exec(i, redis::cmd("GET").arg(counter_key(&lock)));
-        assert_eq!(kept, None, "node {i} restarted without its counter");
+        match snapshot {
+            true => assert!(
+                kept.is_some_and(|k| k < last.0),
+                "node {i} came back older: {kept:?}"
+            ),
+            false => assert_eq!(kept, None, "node {i} restarted without its counter"),
+        }
     }
     let redlock = cluster.redlock().await;
     let held = redlock.lock(&lock, TTL).fenced().acquire().await;
@@ -277,6 +308,11 @@ async fn tokens_stay_above_the_last_one_after_every_node_restarts_empty() {
         last.0
     );
     assert!(store.write(fence), "the store takes the new holder's write");
+    if snapshot {
+        // A semaphore's counter is lifted once it is more than 2^20 us
+        // (about a second) behind the node's time.
+        tokio::time::sleep(Duration::from_millis(1200)).await;
+    }
     let permit = redlock.semaphore(&permits, 2, TTL).fenced().acquire();
     let permit = permit.await.expect("permit after the restart");
     let fence = permit.fence().expect("fenced");

@@ -27,7 +27,7 @@
 //! What observers read (the leader's value, the stream of changes) is not
 //! modelled: it carries no promise beyond the epoch's.
 
-use crate::fencing::{Config, Missing, Rule};
+use crate::fencing::{Config, Missing, Persistence, Rule};
 
 /// Two candidates campaigning once each, renewing once, with one early
 /// expiry and one restart that keeps the counter: epochs only (exclusion
@@ -39,7 +39,7 @@ pub fn epochs() -> Config {
         extends: 1,
         early_expiries: 1,
         restarts: 1,
-        persistent_counter: true,
+        persistence: Persistence::Aof,
         missing: Missing::Zero,
         rule: Rule::RaiseFromBelow,
         exclusion: false,
@@ -76,7 +76,7 @@ pub fn epochs_after_lost_counters() -> Config {
     Config {
         early_expiries: 0,
         restarts: 1,
-        persistent_counter: false,
+        persistence: Persistence::Off,
         missing: Missing::Clock,
         ..epochs()
     }
@@ -88,7 +88,7 @@ pub fn forgetful_epochs() -> Config {
     Config {
         extends: 0,
         early_expiries: 0,
-        persistent_counter: false,
+        persistence: Persistence::Off,
         ..epochs()
     }
 }
@@ -104,7 +104,7 @@ mod tests {
         assert_eq!(incr_epochs().rule, Rule::IncrMax);
         assert_eq!(incr_epochs().attempts, 2);
         let forgetful = forgetful_epochs();
-        assert!(!forgetful.persistent_counter && forgetful.restarts == 1);
+        assert!(forgetful.persistence == Persistence::Off && forgetful.restarts == 1);
         assert_eq!(forgetful.missing, Missing::Zero);
         assert_eq!(epochs_after_lost_counters().missing, Missing::Clock);
         assert_eq!(epochs().rule, Rule::RaiseFromBelow);

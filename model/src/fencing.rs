@@ -8,8 +8,8 @@
 //! may arrive after its own late `SET`s; a holder's validity ends at any
 //! point (after which its keys may expire); a key expires early on a node
 //! while its holder is still inside validity (a clock jump), and a node
-//! crash-restarts, losing its keys and — unless persistence is assumed —
-//! its counter. Time is not modelled beyond that order: a key of an attempt
+//! crash-restarts, losing its keys and, as [`Persistence`] says, keeping
+//! its counter, losing it, or getting it back older. Time is not modelled beyond that order: a key of an attempt
 //! still inside validity expires only through an injected early expiry or
 //! restart, and a key an extension did not reach may expire while the
 //! extended holder still holds.
@@ -21,7 +21,9 @@
 //! every node (their clocks agree and never step back), which advances
 //! faster than counters grow — it is at least every counter any node has
 //! stored and every fence a client has proposed, and it moves on by one
-//! at each read of a missing counter. `docs/fencing.md` ("A counter that
+//! at each read of a missing counter. An acquire reads a counter that is
+//! there never below the clock either (a counter brought back older is
+//! lifted to it), as `fence_check.lua` does. `docs/fencing.md` ("A counter that
 //! is lost") argues why `TIME` in microseconds does so: a counter rises by
 //! at most one per commit, far fewer than a million a second.
 //!
@@ -43,7 +45,8 @@
 //! is `fence::propose`, the client's own. The negative controls run the old
 //! rule ("counter >= T counts"), a restart that loses the counter and
 //! starts it again from 0 ([`Missing::Zero`]) or from a clock set back
-//! ([`Missing::ClockSetBack`]), and
+//! ([`Missing::ClockSetBack`]), a restart that brings it back older with
+//! an acquire reading it as stored ([`Missing::ClockIfMissing`]), and
 //! fences taken from `INCR` replies without a commit ([`Rule::IncrMax`],
 //! the leader-election control of [`crate::election`]).
 
@@ -94,9 +97,9 @@ pub struct Config {
     pub extends: u8,
     pub early_expiries: u8,
     pub restarts: u8,
-    /// A restarted node keeps its counter (AOF with `appendfsync always`).
-    pub persistent_counter: bool,
-    /// What a missing counter reads as.
+    /// What a restart leaves of a node's counter.
+    pub persistence: Persistence,
+    /// What a missing counter, or one below the clock, reads as.
     pub missing: Missing,
     pub rule: Rule,
     /// Check (b), mutual exclusion: promised only without early expiry
@@ -104,7 +107,21 @@ pub struct Config {
     pub exclusion: bool,
 }
 
-/// What a missing counter (never set, or lost in a restart) reads as; an
+/// What a restart leaves of a node's fencing counter (its keys are lost).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Persistence {
+    /// Kept: AOF with `appendfsync always`.
+    Aof,
+    /// Lost: no persistence.
+    Off,
+    /// Brought back older, as it was before its last change: a restart
+    /// from a snapshot taken before that change (RDB, or a replica's full
+    /// sync), `appendfsync everysec` losing its last second.
+    Snapshot,
+}
+
+/// What a missing counter (never set, or lost in a restart) reads as, and
+/// whether an acquire reads a counter below the clock as the clock; an
 /// acquire that sets its key stores what it read (`scripts::answer_at`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Missing {
@@ -112,8 +129,13 @@ pub enum Missing {
     /// once a restart loses it).
     Zero,
     /// The clock (the fix), which keeps up with the counters: at least
-    /// every counter stored and fence proposed, one more at each read.
+    /// every counter stored and fence proposed, one more at each read of
+    /// a missing counter. An acquire reads a counter never below it.
     Clock,
+    /// [`Missing::Clock`] for a missing counter only: an acquire reads a
+    /// counter that is there as it is, even below the clock (the rule
+    /// before; negative control once a counter comes back older).
+    ClockIfMissing,
     /// [`Missing::Clock`], set back to 0 by a restart that loses a
     /// counter: a host whose clock is reset at boot, or counters that
     /// outgrew the clock (negative control).
@@ -135,6 +157,9 @@ struct Node {
     key: Option<Key>,
     /// 0 when missing: no script stores 0.
     counter: u8,
+    /// The counter before its last change, which a restart brings back
+    /// under [`Persistence::Snapshot`] (0 otherwise).
+    previous: u8,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -428,8 +453,12 @@ impl State {
                     out.push(Action::Deliver(m, Before::EarlyExpiry));
                 }
             }
-            let restart_changes =
-                node.key.is_some() || (!cfg.persistent_counter && node.counter > 0);
+            let restart_changes = node.key.is_some()
+                || match cfg.persistence {
+                    Persistence::Aof => false,
+                    Persistence::Off => node.counter > 0,
+                    Persistence::Snapshot => node.previous != node.counter,
+                };
             if self.restarts_left > 0 && restart_changes {
                 out.push(Action::Deliver(m, Before::Restart));
             }
@@ -486,11 +515,15 @@ impl State {
                         }
                         Before::Restart => {
                             node.key = None;
-                            if !cfg.persistent_counter {
-                                node.counter = 0;
-                                if cfg.missing == Missing::ClockSetBack {
-                                    s.clock = 0;
+                            match cfg.persistence {
+                                Persistence::Aof => {}
+                                Persistence::Off => {
+                                    node.counter = 0;
+                                    if cfg.missing == Missing::ClockSetBack {
+                                        s.clock = 0;
+                                    }
                                 }
+                                Persistence::Snapshot => node.counter = node.previous,
                             }
                             s.restarts_left -= 1;
                         }
@@ -535,7 +568,7 @@ impl State {
                     if set {
                         n.key = Some(Key { token, gen: 0 });
                     }
-                    n.counter = after.map_or(0, small);
+                    n.store(after.map_or(0, small), cfg);
                     set.then(|| small(u64::try_from(answer).expect("a counter")))
                 };
                 self.msgs.push(Msg::SetReply {
@@ -561,7 +594,7 @@ impl State {
                             };
                             let (answer, _, after) =
                                 scripts::answer_at(key, n.stored(cfg), now.into(), command);
-                            n.counter = after.map_or(0, small);
+                            n.store(after.map_or(0, small), cfg);
                             reply::counts(reply::Kind::Commit, answer) == Some(true)
                         }
                         Rule::AtLeast => {
@@ -756,16 +789,31 @@ impl Node {
     fn stored(&self, cfg: &Config) -> Option<u64> {
         (self.counter > 0 || cfg.missing == Missing::Zero).then_some(self.counter.into())
     }
+
+    /// Sets the counter, keeping the one before under
+    /// [`Persistence::Snapshot`].
+    fn store(&mut self, counter: u8, cfg: &Config) {
+        if cfg.persistence == Persistence::Snapshot && counter != self.counter {
+            self.previous = self.counter;
+        }
+        self.counter = counter;
+    }
 }
 
 impl State {
     /// The clock as a script on `node` reads it: one more when that node's
-    /// counter is missing (the clock moves on between such reads).
+    /// counter is missing (the clock moves on between such reads); under
+    /// [`Missing::ClockIfMissing`], 0 where the counter is there (the
+    /// script read no time).
     fn tick(&mut self, node: u8, cfg: &Config) -> u8 {
-        if self.nodes[usize::from(node)].stored(cfg).is_none() {
+        let stored = self.nodes[usize::from(node)].stored(cfg).is_some();
+        if !stored {
             self.clock += 1;
         }
-        self.clock
+        match cfg.missing {
+            Missing::ClockIfMissing if stored => 0,
+            _ => self.clock,
+        }
     }
 }
 
@@ -873,6 +921,11 @@ impl State {
                         [t.0, t.1, k.gen, n.counter]
                     }
                 });
+                // Only under Persistence::Snapshot: one entry more, never
+                // a message's (their first byte is below 6).
+                if n.previous > 0 {
+                    signatures[i].push([0xfd, n.previous, 0, 0]);
+                }
             }
             for m in &self.msgs {
                 let mut e = m.encode();
@@ -928,7 +981,7 @@ pub const BASE: Config = Config {
     extends: 1,
     early_expiries: 0,
     restarts: 0,
-    persistent_counter: true,
+    persistence: Persistence::Aof,
     missing: Missing::Zero,
     rule: Rule::RaiseFromBelow,
     exclusion: true,

@@ -15,7 +15,7 @@
 
 /// What a node holds for one resource: the lock's key, if any, and the
 /// resource's fencing counter as the scripts read it (a missing one reads
-/// as the node's time: [`answer_at`]).
+/// as the node's time, and an acquire reads none below it: [`answer_at`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
 pub(crate) struct Held<T, L> {
     /// The lock's key.
@@ -172,27 +172,35 @@ pub(crate) fn answer<T: PartialEq + Copy, L: Later>(
 
 /// [`answer`] on a node whose counter is `stored` (`None`: missing — never
 /// set, or lost in a restart without persistence), at the node's time
-/// `now` in microseconds. The scripts read a missing counter as `now`
-/// (`fence_check.lua`'s `read_counter`); an acquire that sets the key
-/// stores it (`keep_counter`), so that its commit reads the value the
-/// client was given; a commit stores a counter only with a yes. Otherwise
-/// a missing counter stays missing. Returns the reply, the key and the
-/// counter stored afterwards.
+/// `now` (in microseconds, rounded down to a multiple of 1024). An acquire
+/// reads the counter never below `now` (`fence_check.lua`'s
+/// `read_counter`): a missing counter, or one below the time (brought back
+/// older by a restart from a snapshot), reads as `now`; an acquire that
+/// sets the key stores what it read (`keep_counter`), so that its commit
+/// reads the value the client was given. A commit reads the counter as
+/// stored (`now` only when missing), and stores a counter only with a yes.
+/// Returns the reply, the key and the counter stored afterwards.
 pub(crate) fn answer_at<T: PartialEq + Copy, L: Later>(
     key: Option<Key<T, L>>,
     stored: Option<u64>,
     now: u64,
     command: Command<T, L>,
 ) -> (i64, Option<Key<T, L>>, Option<u64>) {
-    let counter = stored.unwrap_or(now);
+    let counter = match command {
+        Command::Acquire { .. } => stored.map_or(now, |c| c.max(now)),
+        _ => stored.unwrap_or(now),
+    };
     let (reply, after) = answer(Held { key, counter }, command);
     let writes = match command {
         Command::Acquire { .. } => reply >= 0,
         Command::Commit { .. } => reply == 1,
         _ => false,
     };
-    let kept = (stored.is_some() || writes).then_some(after.counter);
-    (reply, after.key, kept)
+    (
+        reply,
+        after.key,
+        if writes { Some(after.counter) } else { stored },
+    )
 }
 
 /// A fenced semaphore's fencing state on a node: its counter and its round
@@ -312,13 +320,25 @@ mod tests {
         let set = Some(Key { token: 1, life: 7 });
         assert_eq!(answer_at(free, None, 90, acquire), (90, set, Some(90)));
         assert_eq!(answer_at(mine, None, 90, acquire), (-1, mine, None));
-        assert_eq!(answer_at(free, Some(4), 90, acquire), (4, set, Some(4)));
+        assert_eq!(answer_at(free, Some(94), 90, acquire), (94, set, Some(94)));
         let commit = |fence| Command::Commit { token: 1, fence };
         assert_eq!(answer_at(mine, None, 90, commit(5)), (-1, mine, None));
         assert_eq!(answer_at(mine, None, 90, commit(91)), (1, mine, Some(91)));
         assert_eq!(answer_at(free, None, 90, commit(91)), (0, free, None));
         let release = Command::Release { token: 1 };
         assert_eq!(answer_at(mine, None, 90, release), (1, None, None));
+    }
+
+    #[test]
+    fn an_acquire_lifts_a_counter_below_the_time_and_a_commit_does_not() {
+        let (free, mine) = (FREE.key, MINE.key);
+        let acquire = Command::Acquire { token: 1, life: 7 };
+        let set = Some(Key { token: 1, life: 7 });
+        assert_eq!(answer_at(free, Some(4), 90, acquire), (90, set, Some(90)));
+        assert_eq!(answer_at(mine, Some(4), 90, acquire), (-1, mine, Some(4)));
+        let commit = |fence| Command::Commit { token: 1, fence };
+        assert_eq!(answer_at(mine, Some(4), 90, commit(5)), (1, mine, Some(5)));
+        assert_eq!(answer_at(mine, Some(4), 90, commit(4)), (-1, mine, Some(4)));
     }
 
     #[test]

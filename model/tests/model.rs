@@ -4,9 +4,9 @@
 //! Negative controls: each plausible wrong implementation — the old fence
 //! commit rule, a plain `DEL` release, an extension that re-creates an
 //! expired key, no restart quarantine, colliding tokens, a server counted
-//! twice, a restart that loses the counter — must be caught with a
-//! counterexample, and so must today's extension rule once a reconnect
-//! reorders a cancelled short extension and a longer one.
+//! twice, a restart that loses the counter or brings it back older — must
+//! be caught with a counterexample, and so must today's extension rule
+//! once a reconnect reorders a cancelled short extension and a longer one.
 
 use quorumlock_model::fencing::{self, Fencing};
 use quorumlock_model::lease::{self, DeadlineRule, ExtendScript, Lease, ReleaseScript, Repair};
@@ -86,7 +86,7 @@ fn a_restart_that_loses_the_counter_repeats_a_fence() {
         &Fencing(fencing::Config {
             extends: 0,
             restarts: 1,
-            persistent_counter: false,
+            persistence: fencing::Persistence::Off,
             exclusion: false,
             ..fencing::BASE
         }),
@@ -106,7 +106,7 @@ fn a_restart_that_loses_the_counter_keeps_fences_unique_with_the_clock() {
         &Fencing(fencing::Config {
             extends: 0,
             restarts: 3,
-            persistent_counter: false,
+            persistence: fencing::Persistence::Off,
             missing: fencing::Missing::Clock,
             exclusion: false,
             ..fencing::BASE
@@ -124,7 +124,7 @@ fn a_restart_that_sets_the_clock_back_repeats_a_fence() {
         &Fencing(fencing::Config {
             extends: 0,
             restarts: 2,
-            persistent_counter: false,
+            persistence: fencing::Persistence::Off,
             missing: fencing::Missing::ClockSetBack,
             exclusion: false,
             ..fencing::BASE
@@ -132,6 +132,45 @@ fn a_restart_that_sets_the_clock_back_repeats_a_fence() {
         40,
         repeats_a_fence,
     );
+}
+
+/// Negative control: a restart brings a counter back older (from a
+/// snapshot taken before its last change), and an acquire reads it as it
+/// is — the rule before the lift: a fence goes back (below one granted
+/// before its commit began).
+#[test]
+fn a_counter_back_from_an_older_snapshot_repeats_a_fence() {
+    assert_found(
+        "fencing: restart from an older snapshot, counter read as stored",
+        &Fencing(older_snapshots(1, fencing::Missing::ClockIfMissing)),
+        30,
+        repeats_a_fence,
+    );
+}
+
+/// The configuration of the negative control above, the acquire reading
+/// a counter never below the clock (`fence_check.lua`): fences stay unique
+/// and ordered. (Two restarts, a majority's: 4.8 million states, about a
+/// minute; three: 10 million, five minutes.)
+#[test]
+fn a_counter_back_from_an_older_snapshot_keeps_fences_unique_with_the_clock() {
+    assert_safe(
+        "fencing: 2 clients, restart from an older snapshot, clock",
+        &Fencing(older_snapshots(1, fencing::Missing::Clock)),
+    );
+}
+
+/// Two clients, `restarts` restarts that bring a counter back as it was
+/// before its last change, the counter read as `missing` says.
+fn older_snapshots(restarts: u8, missing: fencing::Missing) -> fencing::Config {
+    fencing::Config {
+        extends: 0,
+        restarts,
+        persistence: fencing::Persistence::Snapshot,
+        missing,
+        exclusion: false,
+        ..fencing::BASE
+    }
 }
 
 /// Negative control for exclusion: with an early expiry, the check finds

@@ -58,12 +58,12 @@ pub(crate) fn propose(
 /// How far a token may run ahead of the client's clock, in microseconds
 /// (one minute), before the client warns.
 ///
-/// A counter that a node lost starts again from that node's time in
-/// microseconds (`fence_check.lua`), which is above every token granted
-/// before only while counters grow slower than time: one per grant for a
-/// lock or an election, about [`ROUND`] per grant for a fenced semaphore
-/// (`docs/fencing.md`, "A counter that is lost"). A token ahead of the
-/// clock by more than this says that a counter outran time (a semaphore
+/// A counter that a node lost, or got back older, is read as that node's
+/// time in microseconds (`fence_check.lua`), which is above every token
+/// granted before only while counters grow slower than time: one per
+/// grant for a lock or an election, about [`ROUND`] per grant for a fenced
+/// semaphore (`docs/fencing.md`, "A counter that is lost"). A token ahead
+/// of the clock by more than this says that a counter outran time (a semaphore
 /// granting more than about 976 fenced permits a second on average), that
 /// a node's clock is ahead, or that a counter was set by hand.
 pub(crate) const AHEAD: u64 = 60_000_000;

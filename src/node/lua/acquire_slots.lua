@@ -8,8 +8,9 @@
 -- slots listed; the record holds the L its holders named, and lives at
 -- least as long as any slot set here.
 -- Returns {counter, p1, ..., pk} (the positions in KEYS of the slots set,
--- ascending; the counter is 0 when not fenced; a missing one starts from
--- the server's time and is stored with the slots), {-1, free} when fewer
+-- ascending; the counter is 0 when not fenced; a missing one, or one more
+-- than 2^20 us behind the server's time, is read as that time and stored
+-- with the slots, the round key left as it is), {-1, free} when fewer
 -- than k slots are free (nothing set), or {-2, recorded} when the record
 -- holds another limit (nothing set). A counter that fence_check.lua
 -- refuses is refused before anything is set.
@@ -18,7 +19,7 @@ local counter = 0
 if ARGV[4] == "1" then
     n = n - 1
     local refused
-    counter, refused = read_counter(KEYS[#KEYS])
+    counter, refused = read_counter(KEYS[#KEYS], 1048576)
     if refused then
         return refused
     end
@@ -45,7 +46,7 @@ end
 if redis.call("PTTL", limit) < tonumber(ARGV[2]) then
     redis.call("SET", limit, n, "PX", ARGV[2])
 end
-keep_counter(KEYS[#KEYS]) -- only a fenced counter read_counter started
+keep_counter(KEYS[#KEYS]) -- only a fenced counter read_counter took from the time
 local reply = {counter}
 for _, i in ipairs(free) do
     redis.call("SET", KEYS[i], ARGV[1], "PX", ARGV[2])

@@ -13,15 +13,17 @@
 -- T, the round key to just s), or is r with the round key present and s not
 -- in it (s added, the counter raised to T if below); never where the round
 -- passed r, s was committed in it, or the round key is missing.
--- A T or a counter that fence_check.lua refuses is refused with a
--- FENCERANGE error (a T of 0 too).
+-- The counter is read as stored, never lifted to the time as an acquire
+-- reads it: the acquire stored what it read, and T is above that. A T or
+-- a counter that fence_check.lua refuses is refused with a FENCERANGE
+-- error (a T of 0 too).
 if not canonical(ARGV[2]) or tonumber(ARGV[2]) < 1 then
     return redis.error_reply("FENCERANGE fencing token is not an integer in [1, 2^53)")
 end
 if redis.call("GET", KEYS[1]) ~= ARGV[1] then
     return 0
 end
-local counter, refused = read_counter(KEYS[2])
+local counter, refused = read_counter(KEYS[2], math.huge)
 if refused then
     return refused
 end

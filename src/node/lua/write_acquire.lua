@@ -6,13 +6,13 @@
 -- KEYS[1] = resource, KEYS[2] = readers' entries, KEYS[3] = writer's
 -- intent mark, KEYS[4] = for a fenced writer, the fencing counter;
 -- ARGV[1] = token, ARGV[2] = TTL in ms, ARGV[3] = intent lease in ms.
--- Returns, fenced, the counter (a missing one starts from the server's
--- time and is stored with the grant) or -1; otherwise 1 or 0. A counter
+-- Returns, fenced, the counter (a missing or older one is read as the
+-- server's time and stored with the grant) or -1; otherwise 1 or 0. A counter
 -- that fence_check.lua refuses is refused before anything is set.
 local counter = 1
 if KEYS[4] then
     local refused
-    counter, refused = read_counter(KEYS[4])
+    counter, refused = read_counter(KEYS[4], 0)
     if refused then
         return refused
     end
