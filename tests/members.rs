@@ -112,7 +112,8 @@ fn acquire_yes(redlock: &Redlock, member: usize) -> u64 {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn three_sentinel_groups_keep_one_holder_through_a_failover_and_the_new_master_votes_at_once() {
+async fn three_sentinel_groups_keep_one_holder_through_a_failover_and_the_new_master_votes_at_once()
+{
     let groups: Vec<SentinelGroup> = std::thread::scope(|s| {
         let started: Vec<_> = ["qa", "qb", "qc"]
             .map(|name| s.spawn(move || SentinelGroup::start(name, &GroupOptions::default())))

@@ -47,6 +47,21 @@ struct Reading {
     replaced_at: Option<Instant>,
 }
 
+/// How a server that replaced another (a promoted replica, another server
+/// behind the same address) is aged.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Aged {
+    /// From this client's first reading of it, whatever its uptime; at the
+    /// first reading, so is a server `promoted` since it started.
+    FromFirstReading {
+        /// The server was promoted since it started.
+        promoted: bool,
+    },
+    /// By its uptime: with durable votes on every replica, a promoted
+    /// replica has every lock the old master counted.
+    ByUptime,
+}
+
 /// Whether a node may vote now.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Standing {
@@ -126,30 +141,30 @@ impl Quarantine {
 
     /// Records an uptime requested in `epoch` and read at `now` from server
     /// `run_id`; the node stays out until it has been up for `required`
-    /// (counted from `now` when `run_id` is not the server of the last
-    /// reading, or — at the first reading — when the server was
-    /// `promoted` since it started: a replica promoted before this client
-    /// ever read the member may lack keys, whatever its uptime). A reading
-    /// from an epoch that has ended is not counted: `Unknown`.
+    /// (with [`Aged::FromFirstReading`], counted from `now` when `run_id`
+    /// is not the server of the last reading, or — at the first reading —
+    /// when the server was promoted since it started: a replica promoted
+    /// before this client ever read the member may lack keys, whatever its
+    /// uptime). A reading from an epoch that has ended is not counted:
+    /// `Unknown`.
     pub(crate) fn observed(
         &self,
         epoch: u64,
         uptime: Duration,
         run_id: Arc<str>,
-        promoted: bool,
+        aged: Aged,
         required: Duration,
         now: Instant,
-        replacements: bool,
     ) -> Standing {
         let mut last = self.reading();
         if epoch != self.epoch.load(Ordering::SeqCst) {
             return Standing::Unknown;
         }
-        let replaced = replacements
-            && match &last.run_id {
-                Some(known) => *known != run_id,
-                None => promoted,
-            };
+        let replaced = match (aged, &last.run_id) {
+            (Aged::ByUptime, _) => false,
+            (Aged::FromFirstReading { .. }, Some(known)) => *known != run_id,
+            (Aged::FromFirstReading { promoted }, None) => promoted,
+        };
         if replaced {
             last.replaced_at = Some(now);
         }
@@ -181,7 +196,14 @@ mod tests {
     const S: Duration = Duration::from_secs(1);
 
     fn observe(q: &Quarantine, uptime: Duration, required: Duration, now: Instant) -> Standing {
-        q.observed(q.epoch(), uptime, "a".into(), false, required, now, true)
+        q.observed(
+            q.epoch(),
+            uptime,
+            "a".into(),
+            Aged::FromFirstReading { promoted: false },
+            required,
+            now,
+        )
     }
 
     #[test]
@@ -235,14 +257,28 @@ mod tests {
         let before = q.epoch();
         q.connection_lost();
         assert_eq!(
-            q.observed(before, 100 * S, "a".into(), false, 30 * S, now, true),
+            q.observed(
+                before,
+                100 * S,
+                "a".into(),
+                Aged::FromFirstReading { promoted: false },
+                30 * S,
+                now
+            ),
             Standing::Unknown
         );
         assert_eq!(q.standing(now), Standing::Unknown, "still unknown");
         // A loss between the reading and its use, too.
         let epoch = q.epoch();
         assert_eq!(
-            q.observed(epoch, 100 * S, "a".into(), false, 30 * S, now, true),
+            q.observed(
+                epoch,
+                100 * S,
+                "a".into(),
+                Aged::FromFirstReading { promoted: false },
+                30 * S,
+                now
+            ),
             Standing::Votes
         );
         q.connection_lost();
@@ -256,7 +292,14 @@ mod tests {
         assert_eq!(observe(&q, 100 * S, 30 * S, now), Standing::Votes);
         q.connection_lost();
         // A replica promoted long ago, or another server behind a proxy.
-        let s = q.observed(q.epoch(), 1000 * S, "b".into(), false, 30 * S, now, true);
+        let s = q.observed(
+            q.epoch(),
+            1000 * S,
+            "b".into(),
+            Aged::FromFirstReading { promoted: false },
+            30 * S,
+            now,
+        );
         assert_eq!(
             s,
             Standing::Quarantined {
@@ -276,7 +319,14 @@ mod tests {
         let now = Instant::now();
         assert_eq!(observe(&q, 100 * S, 30 * S, now), Standing::Votes);
         q.connection_lost();
-        let first = q.observed(q.epoch(), 1000 * S, "b".into(), false, 30 * S, now, true);
+        let first = q.observed(
+            q.epoch(),
+            1000 * S,
+            "b".into(),
+            Aged::FromFirstReading { promoted: false },
+            30 * S,
+            now,
+        );
         assert_eq!(
             first,
             Standing::Quarantined {
@@ -290,10 +340,9 @@ mod tests {
             q.epoch(),
             1010 * S,
             "b".into(),
-            false,
+            Aged::FromFirstReading { promoted: false },
             30 * S,
             now + 10 * S,
-            true,
         );
         assert_eq!(again, Standing::Quarantined { uptime: 10 * S });
         q.connection_lost();
@@ -301,10 +350,9 @@ mod tests {
             q.epoch(),
             1030 * S,
             "b".into(),
-            false,
+            Aged::FromFirstReading { promoted: false },
             30 * S,
             now + 30 * S,
-            true,
         );
         assert_eq!(done, Standing::Votes);
         // Restarted since: its own uptime is the shorter age.
@@ -313,10 +361,9 @@ mod tests {
             q.epoch(),
             2 * S,
             "b".into(),
-            false,
+            Aged::FromFirstReading { promoted: false },
             30 * S,
             now + 40 * S,
-            true,
         );
         assert_eq!(restarted, Standing::Quarantined { uptime: 2 * S });
     }
@@ -325,7 +372,14 @@ mod tests {
     fn a_server_promoted_before_the_first_reading_counts_its_age_from_it() {
         let now = Instant::now();
         let q = Quarantine::default();
-        let s = q.observed(q.epoch(), 1000 * S, "b".into(), true, 30 * S, now, true);
+        let s = q.observed(
+            q.epoch(),
+            1000 * S,
+            "b".into(),
+            Aged::FromFirstReading { promoted: true },
+            30 * S,
+            now,
+        );
         assert_eq!(
             s,
             Standing::Quarantined {
@@ -339,10 +393,9 @@ mod tests {
             q.epoch(),
             1040 * S,
             "b".into(),
-            true,
+            Aged::FromFirstReading { promoted: true },
             30 * S,
             now + 40 * S,
-            true,
         );
         assert_eq!(again, Standing::Votes);
         // Never promoted: its uptime.
@@ -351,10 +404,9 @@ mod tests {
             plain.epoch(),
             1000 * S,
             "c".into(),
-            false,
+            Aged::FromFirstReading { promoted: false },
             30 * S,
             now,
-            true,
         );
         assert_eq!(s, Standing::Votes);
     }
@@ -374,10 +426,9 @@ mod tests {
             read.epoch(),
             100 * S,
             "a:r1".into(),
-            false,
+            Aged::FromFirstReading { promoted: false },
             30 * S,
             now,
-            true,
         );
         assert!(read.confirm(&read.voter(now).unwrap(), "a"));
         assert!(!read.confirm(&read.voter(now).unwrap(), "r1"));
@@ -387,7 +438,14 @@ mod tests {
         assert_eq!(q.standing(now), Standing::Unknown);
         assert_eq!(q.voter(now), None);
         assert_eq!(
-            q.observed(q.epoch(), 100 * S, "b".into(), false, 30 * S, now, true),
+            q.observed(
+                q.epoch(),
+                100 * S,
+                "b".into(),
+                Aged::FromFirstReading { promoted: false },
+                30 * S,
+                now
+            ),
             Standing::Quarantined {
                 uptime: Duration::ZERO
             }
@@ -399,17 +457,17 @@ mod tests {
     fn with_durable_votes_a_replacement_is_as_old_as_its_uptime() {
         let q = Quarantine::default();
         let now = Instant::now();
-        let first = q.observed(q.epoch(), 1000 * S, "a".into(), true, 30 * S, now, false);
+        let first = q.observed(q.epoch(), 1000 * S, "a".into(), Aged::ByUptime, 30 * S, now);
         assert_eq!(
             first,
             Standing::Votes,
             "promoted long ago, every grant kept"
         );
         q.connection_lost();
-        let other = q.observed(q.epoch(), 1000 * S, "b".into(), false, 30 * S, now, false);
+        let other = q.observed(q.epoch(), 1000 * S, "b".into(), Aged::ByUptime, 30 * S, now);
         assert_eq!(other, Standing::Votes, "another server, up long");
         q.connection_lost();
-        let restarted = q.observed(q.epoch(), 2 * S, "c".into(), false, 30 * S, now, false);
+        let restarted = q.observed(q.epoch(), 2 * S, "c".into(), Aged::ByUptime, 30 * S, now);
         assert_eq!(restarted, Standing::Quarantined { uptime: 2 * S });
     }
 

@@ -13,7 +13,7 @@ use super::{durable, parse, Node, NodeResult, Window};
 use crate::error::{NodeFailure, NodeFailureKind};
 use crate::node::admission;
 use crate::node::commands::Command;
-use crate::node::quarantine::Standing;
+use crate::node::quarantine::{Aged, Standing};
 use crate::node::route::{Hop, Shard};
 
 impl Node {
@@ -238,16 +238,13 @@ impl Node {
             // that fails over), a promoted replica has every lock the old
             // master counted: its own uptime is its age, not the time since
             // this client first saw it (`docs/members.md`).
-            let replacements = self.durable.is_none();
-            standing = shard.restart.observed(
-                epoch,
-                uptime,
-                id.into(),
-                promoted,
-                required,
-                now,
-                replacements,
-            );
+            let aged = match self.durable {
+                Some(_) => Aged::ByUptime,
+                None => Aged::FromFirstReading { promoted },
+            };
+            standing = shard
+                .restart
+                .observed(epoch, uptime, id.into(), aged, required, now);
         }
         match standing {
             Standing::Votes => Ok(()),
