@@ -476,12 +476,11 @@ impl Builder {
             .map(|(i, (node, label))| {
                 let failover = match config.read_only {
                     true => Failover::Never,
-                    false => failover(&node, label, config.durable)?,
+                    false => node.failover(label, config.durable)?,
                 };
                 let gate = Gate::new(i, registry.clone(), !config.allow_eviction, failover);
                 let route = route(node, label, &config, Arc::new(gate))?;
-                // Durable votes are for members that fail over: a single
-                // server is its own (its persistence, restart quarantine).
+                // For members that fail over only (`durable_votes`).
                 let durable = config.durable.filter(|_| failover != Failover::Never);
                 Ok(Node::new(label, route, config.restart_quarantine, durable))
             })
@@ -527,26 +526,6 @@ impl Builder {
             }
         }
         Ok(redlock)
-    }
-}
-
-/// Whether the member `source` (shown as `label`) fails over, and what
-/// its votes wait for then ([`Failover`]). A Sentinel group always can: it
-/// needs durable votes, or `Err` (a cluster's masters are judged by their
-/// replicas when they are reached: one without replicas needs nothing).
-fn failover(source: &Source, label: &str, durable: Option<Durability>) -> Result<Failover> {
-    let durable = durable.map(|d| match d {
-        Durability::Replicas(r) | Durability::Aof { replicas: r, .. } => r,
-    });
-    match source {
-        Source::Sentinel { .. } if durable.is_none() => Err(Error::invalid(format!(
-            "member {label} fails over: a replica promoted may lack locks the old master \
-             granted, and a deposed master goes on granting until it is demoted (restart \
-             quarantine does not stop it); set durable votes on every replica of the group \
-             (Builder::durable_votes, quorumlock --durable-replicas): see docs/members.md"
-        ))),
-        Source::Sentinel { .. } | Source::Cluster(_) => Ok(Failover::Replicas { durable }),
-        _ => Ok(Failover::Never),
     }
 }
 

@@ -7,12 +7,15 @@
 use redis::IntoConnectionInfo;
 
 use super::nodes::{parse, redacted, BadAddress, NodeSource, Source};
+use crate::config::Durability;
+use crate::error::{Error, Result};
+use crate::node::admission::Failover;
 
 impl NodeSource {
     /// A Sentinel-managed group as one member: the group `group` watched
     /// by the sentinels at `sentinels` (`redis://host:port` each). Its
-    /// master is asked of the sentinels at every connect; a failover is
-    /// treated as a restart (`docs/guarantees.md`, "Members"). The same as
+    /// master is asked of the sentinels at every connect; it needs durable
+    /// votes on every replica (`docs/members.md`, "The rule"). The same as
     /// the address `redis+sentinel://host:port,host:port/group`; the
     /// servers are reached with the credentials of the first sentinel
     /// address, the sentinels without.
@@ -171,6 +174,28 @@ pub(crate) fn parse_member(text: &str) -> Option<Source> {
         }));
     }
     Some(member(kind, &addresses, Some(group), text))
+}
+
+impl Source {
+    /// Whether this member (shown as `label`) fails over, and what
+    /// its votes wait for then ([`Failover`]). A Sentinel group always can: it
+    /// needs durable votes, or `Err` (a cluster's masters are judged by their
+    /// replicas when they are reached: one without replicas needs nothing).
+    pub(super) fn failover(&self, label: &str, durable: Option<Durability>) -> Result<Failover> {
+        let durable = durable.map(|d| match d {
+            Durability::Replicas(r) | Durability::Aof { replicas: r, .. } => r,
+        });
+        match self {
+            Source::Sentinel { .. } if durable.is_none() => Err(Error::invalid(format!(
+                "member {label} fails over: a replica promoted may lack locks the old master \
+                 granted, and a deposed master goes on granting until it is demoted (restart \
+                 quarantine does not stop it); set durable votes on every replica of the group \
+                 (Builder::durable_votes, quorumlock --durable-replicas): see docs/members.md"
+            ))),
+            Source::Sentinel { .. } | Source::Cluster(_) => Ok(Failover::Replicas { durable }),
+            _ => Ok(Failover::Never),
+        }
+    }
 }
 
 #[cfg(test)]
