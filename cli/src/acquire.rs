@@ -4,6 +4,7 @@
 //! a configuration error not at all; a stop signal ends the wait and
 //! releases whatever was partly taken.
 
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use quorumlock::{Redlock, Retry};
@@ -62,13 +63,24 @@ pub async fn acquire(
     signals: &mut Signals,
 ) -> Result<Taken, u8> {
     let started = Instant::now();
+    // Why the last attempt failed when no holder explains it (too few
+    // nodes vote: down, quarantined, short of replicas): the progress line
+    // says that rather than "is free".
+    let outage = Arc::new(Mutex::new(None::<String>));
     let progress = (!args.no_wait).then(|| {
         let (redlock, resource) = (redlock.clone(), resource.to_owned());
-        let target = args.target.clone();
+        let (target, outage) = (args.target.clone(), outage.clone());
         tokio::spawn(async move {
             tokio::time::sleep(Duration::from_millis(300)).await;
             loop {
-                let status = target.read(&redlock, &resource).await;
+                let why = outage
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .clone();
+                let status = match why {
+                    Some(why) => why,
+                    None => target.read(&redlock, &resource).await.to_string(),
+                };
                 out.progress(&format!(
                     "waiting for {} ({:.0}s): {status}",
                     target.wanted(),
@@ -78,7 +90,7 @@ pub async fn acquire(
             }
         })
     });
-    let result = attempts(redlock, args, resource, out, signals, started).await;
+    let result = attempts(redlock, args, resource, (out, &outage), signals, started).await;
     if let Some(progress) = progress {
         progress.abort();
     }
@@ -95,10 +107,13 @@ async fn attempts(
     redlock: &Redlock,
     args: &AcquireOptions,
     resource: &str,
-    out: Out,
+    (out, outage): (Out, &Mutex<Option<String>>),
     signals: &mut Signals,
     started: Instant,
 ) -> Result<Taken, u8> {
+    let set_outage = |why: Option<String>| {
+        *outage.lock().unwrap_or_else(PoisonError::into_inner) = why;
+    };
     // A wait too large to add to an instant is no limit.
     let wait_until = args.wait.and_then(|w| started.checked_add(w));
     let ran_out = || {
@@ -161,6 +176,7 @@ async fn attempts(
         match verdict {
             Verdict::Contended => {
                 outage_since = None;
+                set_outage(None);
                 let reading = match reading {
                     Some(r) => r,
                     None => args.target.read(redlock, resource).await,
@@ -197,6 +213,7 @@ async fn attempts(
                     return Err(exit::UNAVAILABLE);
                 }
                 out.detail(&msg);
+                set_outage(Some(msg));
                 // Let the release of this attempt's partial grants land
                 // before the next one. The thread-local generator is fine
                 // here, unlike in the library (its `random` module): this

@@ -319,3 +319,28 @@ fn restart_quarantine_keeps_young_nodes_from_voting() {
     let out = output(cmd);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
 }
+
+/// A `run` that waits out the restart quarantine of freshly started nodes
+/// says why it waits, not that the lock "is free" (which it is, every
+/// second), and runs once the nodes vote.
+#[test]
+fn run_waiting_out_a_quarantine_says_so() {
+    let cluster = Cluster::local(3);
+    let name = unique("cli-quarantine");
+    let mut run = quorumlock(&cluster);
+    run.args([
+        "--restart-quarantine",
+        "3s",
+        "run",
+        "--wait",
+        "20s",
+        &name,
+        "--",
+        "true",
+    ]);
+    let out = output(run);
+    let said = text(&out.stderr);
+    assert!(out.status.success(), "{said}");
+    assert!(!said.contains("is free"), "{said}");
+    assert!(said.contains("restarted too recently to vote"), "{said}");
+}
