@@ -242,8 +242,22 @@ impl Target {
             }
         };
         let status = redlock.status(key).await;
+        let mut text = status.to_string();
+        if let Target::Leadership { .. } = self {
+            // Name the election, and its leader by value and epoch: the key
+            // and a token prefix say little to an operator.
+            text = match redlock.leader(resource).await {
+                Ok(Some(leader)) => format!(
+                    "election {resource:?} is led by {:?} (epoch {})",
+                    String::from_utf8_lossy(&leader.value),
+                    leader.epoch
+                ),
+                Ok(None) => format!("election {resource:?} has no leader a quorum agrees on"),
+                Err(e) => format!("election {resource:?}: {e}"),
+            };
+        }
         Reading {
-            text: status.to_string(),
+            text,
             keys: vec![status],
         }
     }

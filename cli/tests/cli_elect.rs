@@ -99,6 +99,13 @@ fn elect_runs_the_command_while_it_leads_and_the_next_one_after_it() {
     let stderr = text(&out.stderr);
     assert_eq!(out.status.code(), Some(75), "{stderr}");
     assert!(stderr.contains("another process leads"), "{stderr}");
+    // Named by the election, the leader's value and its epoch.
+    assert!(
+        stderr.contains(&format!(
+            "election {name:?} is led by \"host-a\" (epoch {a})"
+        )),
+        "{stderr}"
+    );
 
     let mut second = quorumlock(&cluster);
     second
