@@ -213,6 +213,13 @@ impl Redlock {
     /// a connection per node and call (about a millisecond on a local
     /// network).
     ///
+    /// A member that fails over (a Sentinel group, a cluster) is ready only
+    /// when each of its masters has every replica durable votes wait for
+    /// online (`INFO replication`, read on each call): short of one, no
+    /// vote of it can count. A cluster member is as ready as its least
+    /// ready master: a lock whose slot another master serves may still be
+    /// taken meanwhile.
+    ///
     /// # Examples
     ///
     /// ```no_run
@@ -229,7 +236,8 @@ impl Redlock {
         let timeout = engine.config.connect_timeout;
         // Per node: a `PING` (opening the connection, and so authenticating
         // and admitting it, when there is none) and, with restart
-        // quarantine, its standing; all at once, each within the timeout.
+        // quarantine, its standing; for a member that fails over, its
+        // masters' replicas; all at once, each within the timeout.
         // A new connection's `PING` beside, for what a reconnect meets.
         let nodes = futures::future::join_all(engine.nodes.iter().map(|node| async move {
             let window = Window::from_now(timeout);
