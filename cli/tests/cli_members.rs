@@ -1,9 +1,9 @@
 //! The command-line tool on members that are not one server:
 //! `QUORUMLOCK_NODES` holding a Sentinel group, a Redis Cluster and a
 //! plain server (each member's own host list kept together), a fenced
-//! `run` and `status` across them, and such members refused without a
-//! restart quarantine or durable votes (a usage error, saying which option)
-//! except by the read-only commands, `status` and `leader`.
+//! `run` and `status` across them, and such members refused without
+//! durable votes (a usage error, saying which option) except by the
+//! read-only commands, `status` and `leader`.
 
 use quorumlock_testkit as support;
 
