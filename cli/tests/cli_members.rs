@@ -80,7 +80,7 @@ fn run_and_status_on_a_sentinel_group_a_cluster_and_a_server() {
         });
         let said = text(&read.stdout) + &text(&read.stderr);
         assert!(
-            matches!(read.status.code(), Some(0 | 1)) && !said.contains("--restart-quarantine"),
+            matches!(read.status.code(), Some(0 | 1)) && !said.contains("--durable-replicas"),
             "{args:?}: {:?} {said}",
             read.status.code()
         );
