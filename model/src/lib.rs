@@ -34,6 +34,13 @@
 //!   leader is read at quorum while a majority of nodes vote and were
 //!   renewed since they restarted; a repair that restores the lock but not
 //!   the leader's record hides the leader (a negative control).
+//! - [`failover`]: one member that fails over (a Sentinel group: a master,
+//!   its replicas, asynchronous replication, promotions that leave the old
+//!   master running until it is re-pointed); a vote counts once `WAIT`
+//!   saw every replica acknowledge it: never two holders; waiting for no
+//!   replica (with or without the restart quarantine), for one fewer, or
+//!   for the replicas read online gives the lock twice (negative
+//!   controls).
 //!
 //! Shared by the models: the breadth-first [`search`], the [`symmetry`]
 //! reduction and the record of [`fences`] handed out.
@@ -77,6 +84,7 @@ mod config {
 }
 
 pub mod election;
+pub mod failover;
 pub mod fences;
 pub mod fencing;
 pub mod lease;
