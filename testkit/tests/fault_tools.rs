@@ -387,10 +387,18 @@ fn failover_schedules_replay_play_each_kind_first_and_one_at_a_time() {
         // A span too short for them still gets one of each kind.
         let mut first = kinds(&a);
         first.sort_unstable();
-        assert_eq!(first, ["crash_failover", "failover", "pause_failover"]);
+        assert_eq!(
+            first,
+            [
+                "crash_failover",
+                "failover",
+                "pause_failover",
+                "switch_failover"
+            ]
+        );
         let long = failovers::schedule(seed, 3, Duration::from_secs(60));
         assert!(long.episodes.len() > 5, "{}", long.counts());
-        assert_eq!(kinds(&long)[..3], kinds(&a)[..]);
+        assert_eq!(kinds(&long)[..4], kinds(&a)[..]);
         assert_eq!(long.max_concurrent(), 1, "one member at a time");
         for pair in long.episodes.windows(2) {
             let gap = match pair[0].action {
