@@ -195,6 +195,25 @@ mod tests {
 
     const S: Duration = Duration::from_secs(1);
 
+    /// A reading of `id` (up `uptime`, `promoted` or not) at `now` in the
+    /// current epoch, aged from the first reading, quarantine 30 s.
+    fn reading_of(
+        q: &Quarantine,
+        uptime: Duration,
+        id: &str,
+        promoted: bool,
+        now: Instant,
+    ) -> Standing {
+        q.observed(
+            q.epoch(),
+            uptime,
+            id.into(),
+            Aged::FromFirstReading { promoted },
+            30 * S,
+            now,
+        )
+    }
+
     fn observe(q: &Quarantine, uptime: Duration, required: Duration, now: Instant) -> Standing {
         q.observed(
             q.epoch(),
@@ -292,14 +311,7 @@ mod tests {
         assert_eq!(observe(&q, 100 * S, 30 * S, now), Standing::Votes);
         q.connection_lost();
         // A replica promoted long ago, or another server behind a proxy.
-        let s = q.observed(
-            q.epoch(),
-            1000 * S,
-            "b".into(),
-            Aged::FromFirstReading { promoted: false },
-            30 * S,
-            now,
-        );
+        let s = reading_of(&q, 1000 * S, "b", false, now);
         assert_eq!(
             s,
             Standing::Quarantined {
@@ -319,14 +331,7 @@ mod tests {
         let now = Instant::now();
         assert_eq!(observe(&q, 100 * S, 30 * S, now), Standing::Votes);
         q.connection_lost();
-        let first = q.observed(
-            q.epoch(),
-            1000 * S,
-            "b".into(),
-            Aged::FromFirstReading { promoted: false },
-            30 * S,
-            now,
-        );
+        let first = reading_of(&q, 1000 * S, "b", false, now);
         assert_eq!(
             first,
             Standing::Quarantined {
@@ -336,35 +341,14 @@ mod tests {
         // Read again (another caller, a reconnect): still its age since
         // first seen, not its uptime.
         q.connection_lost();
-        let again = q.observed(
-            q.epoch(),
-            1010 * S,
-            "b".into(),
-            Aged::FromFirstReading { promoted: false },
-            30 * S,
-            now + 10 * S,
-        );
+        let again = reading_of(&q, 1010 * S, "b", false, now + 10 * S);
         assert_eq!(again, Standing::Quarantined { uptime: 10 * S });
         q.connection_lost();
-        let done = q.observed(
-            q.epoch(),
-            1030 * S,
-            "b".into(),
-            Aged::FromFirstReading { promoted: false },
-            30 * S,
-            now + 30 * S,
-        );
+        let done = reading_of(&q, 1030 * S, "b", false, now + 30 * S);
         assert_eq!(done, Standing::Votes);
         // Restarted since: its own uptime is the shorter age.
         q.connection_lost();
-        let restarted = q.observed(
-            q.epoch(),
-            2 * S,
-            "b".into(),
-            Aged::FromFirstReading { promoted: false },
-            30 * S,
-            now + 40 * S,
-        );
+        let restarted = reading_of(&q, 2 * S, "b", false, now + 40 * S);
         assert_eq!(restarted, Standing::Quarantined { uptime: 2 * S });
     }
 
@@ -372,14 +356,7 @@ mod tests {
     fn a_server_promoted_before_the_first_reading_counts_its_age_from_it() {
         let now = Instant::now();
         let q = Quarantine::default();
-        let s = q.observed(
-            q.epoch(),
-            1000 * S,
-            "b".into(),
-            Aged::FromFirstReading { promoted: true },
-            30 * S,
-            now,
-        );
+        let s = reading_of(&q, 1000 * S, "b", true, now);
         assert_eq!(
             s,
             Standing::Quarantined {
@@ -389,25 +366,11 @@ mod tests {
         assert_eq!(q.standing(now + 30 * S), Standing::Votes);
         // Read again later: known, its age from the first reading.
         q.connection_lost();
-        let again = q.observed(
-            q.epoch(),
-            1040 * S,
-            "b".into(),
-            Aged::FromFirstReading { promoted: true },
-            30 * S,
-            now + 40 * S,
-        );
+        let again = reading_of(&q, 1040 * S, "b", true, now + 40 * S);
         assert_eq!(again, Standing::Votes);
         // Never promoted: its uptime.
         let plain = Quarantine::default();
-        let s = plain.observed(
-            plain.epoch(),
-            1000 * S,
-            "c".into(),
-            Aged::FromFirstReading { promoted: false },
-            30 * S,
-            now,
-        );
+        let s = reading_of(&plain, 1000 * S, "c", false, now);
         assert_eq!(s, Standing::Votes);
     }
 
@@ -422,14 +385,7 @@ mod tests {
         assert!(q.confirm(&voter, "a"));
         // A reading names `run_id:replid`; the probe, the `run_id`.
         let read = Quarantine::default();
-        read.observed(
-            read.epoch(),
-            100 * S,
-            "a:r1".into(),
-            Aged::FromFirstReading { promoted: false },
-            30 * S,
-            now,
-        );
+        reading_of(&read, 100 * S, "a:r1", false, now);
         assert!(read.confirm(&read.voter(now).unwrap(), "a"));
         assert!(!read.confirm(&read.voter(now).unwrap(), "r1"));
         assert_eq!(q.standing(now), Standing::Votes);
@@ -438,14 +394,7 @@ mod tests {
         assert_eq!(q.standing(now), Standing::Unknown);
         assert_eq!(q.voter(now), None);
         assert_eq!(
-            q.observed(
-                q.epoch(),
-                100 * S,
-                "b".into(),
-                Aged::FromFirstReading { promoted: false },
-                30 * S,
-                now
-            ),
+            reading_of(&q, 100 * S, "b", false, now),
             Standing::Quarantined {
                 uptime: Duration::ZERO
             }
