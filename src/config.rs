@@ -118,13 +118,16 @@ impl Retry {
 /// ([`Builder::durable_votes`](crate::Builder::durable_votes)). Each
 /// vote that writes (an acquire, an extension, a repair, a fencing
 /// commit) is followed on the same connection by `WAIT` or `WAITAOF`,
-/// bounded by what is left of the node timeout.
+/// bounded by what is left of the node timeout. For members that fail
+/// over (Sentinel groups, Redis Clusters), with the count equal to each
+/// master's number of replicas.
 ///
 /// # Examples
 ///
 /// ```
 /// use quorumlock::Durability;
-/// // One replica has the write: a failover to it keeps the lock.
+/// // A group of a master and one replica: the replica has the write, so
+/// // a failover to it keeps the lock.
 /// let replicated = Durability::Replicas(1);
 /// // The master's AOF and one replica have it (Redis 7.2+, Valkey).
 /// let fsynced = Durability::Aof { local: true, replicas: 1 };
