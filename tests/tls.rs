@@ -12,7 +12,7 @@ use quorumlock_testkit as support;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use quorumlock::NodeFailureKind;
+use quorumlock::{Durability, NodeFailureKind, Retry};
 use rcgen::{
     BasicConstraints, CertificateParams, CertifiedIssuer, DnType, ExtendedKeyUsagePurpose, IsCa,
     KeyPair, KeyUsagePurpose,
@@ -210,8 +210,15 @@ async fn mutual_tls_needs_the_client_certificate() {
 /// serving TLS, client certificates required) with the test CA and the
 /// client certificate, and is refused with the system's roots.
 async fn member_over_tls(url: String, pki: &Pki) {
-    let member =
-        |url: &str| builder(&[url.to_owned()]).restart_quarantine(Some(Duration::from_millis(1)));
+    // A group waits for its replica; the cluster has none.
+    let replicas = url
+        .starts_with("rediss+sentinel://")
+        .then_some(Durability::Replicas(1));
+    let member = |url: &str| {
+        builder(&[url.to_owned()])
+            .durable_votes(replicas)
+            .node_timeout(Duration::from_millis(500))
+    };
     let redlock = member(&url)
         .tls_root_ca(pki.ca.as_bytes())
         .tls_client_auth(pki.client.cert.as_bytes(), pki.client.key.as_bytes())
@@ -219,7 +226,13 @@ async fn member_over_tls(url: String, pki: &Pki) {
         .await
         .expect("build");
     let name = unique("tls");
-    let lock = redlock.try_acquire(&name, TTL).await.expect("acquire");
+    // The group's replica may still be syncing.
+    let lock = redlock
+        .lock(&name, TTL)
+        .retry(Retry::Until(Duration::from_secs(10)))
+        .acquire()
+        .await
+        .expect("acquire");
     lock.extend(TTL).await.expect("extend");
     lock.release().await.expect("release");
     let fenced = redlock
