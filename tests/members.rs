@@ -676,7 +676,7 @@ async fn durable_votes_must_wait_for_every_replica_of_a_group_or_a_cluster() {
     let build = |url: String, replicas: Option<u32>| {
         Builder::new([url])
             .durable_votes(replicas.map(Durability::Replicas))
-            .node_timeout(Duration::from_millis(300))
+            .node_timeout(Duration::from_secs(1))
             .build()
     };
     // Fewer than the group's replicas: a master deposed with the others

@@ -69,8 +69,8 @@ pub async fn run(
         let client = Builder::new([if every { url } else { master }])
             .restart_quarantine(Some(quarantine))
             .durable_votes(durability)
-            // A wait may block three quarters of it: past the replica's
-            // once-a-second acknowledgement.
+            // A wait may block three quarters of it, less the server's
+            // 100 ms tick: past the replica's once-a-second acknowledgement.
             .node_timeout(Duration::from_secs(2))
             .build()
             .await
