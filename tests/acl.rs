@@ -310,7 +310,13 @@ async fn each_documented_acl_line_is_enough_and_each_required_right_is_needed() 
                          at {step}: {text}"
                     );
                     assert!(noperm, "{user} without {right}: at {step}: {text}");
-                    if step.starts_with("acquire") || step.starts_with("take") || step == "lead" {
+                    // A fenced permit's commit refused by the ACL on some
+                    // nodes may meet a plain no on another (a round already
+                    // committed there): the attempt then reads as contended,
+                    // with the NOPERM among its failures (asserted above).
+                    let acquiring =
+                        step.starts_with("acquire") || step.starts_with("take") || step == "lead";
+                    if acquiring && step != "take 2 fenced" {
                         assert!(misconfigured, "{user} without {right}: {text}");
                     }
                 }
