@@ -104,8 +104,13 @@ async fn randomized_failovers_of_one_member_at_a_time_keep_mutual_exclusion() {
         f.acquire_cancelled + f.extend_cancelled + f.release_cancelled > 0,
         "no call was cancelled: {line}"
     );
+    // Grants after the last failover, or — when a promotion ran so late
+    // that the failover outlasted the load — the fresh client's takes
+    // after the run (`recovery`) show it.
+    let load_end = outcome.started + outcome.duration;
+    let outlasted = outcome.played.iter().any(|p| p.ended >= load_end);
     assert!(
-        outcome.grants_after_faults > 0 && outcome.recovery.is_some(),
+        (outcome.grants_after_faults > 0 || outlasted) && outcome.recovery.is_some(),
         "not recovered after the last failover: {line}"
     );
     assert_eq!(outcome.leaked_keys, 0, "{line}");
