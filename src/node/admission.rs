@@ -328,7 +328,7 @@ fn permitted(value: Value) -> Result<Option<Value>, RedisError> {
 }
 
 /// A bulk or simple string reply as text; `None` for an error reply.
-fn text(value: Value) -> Option<String> {
+pub(crate) fn text(value: Value) -> Option<String> {
     match value {
         Value::BulkString(bytes) => String::from_utf8(bytes).ok(),
         Value::SimpleString(s) | Value::VerbatimString { text: s, .. } => Some(s),

@@ -144,11 +144,7 @@ impl Sentinels {
 /// The `name` of each master in a `SENTINEL MASTERS` reply (an array of
 /// flat field arrays, or of maps with RESP3).
 fn master_names(reply: Value) -> Vec<String> {
-    let text = |v: &Value| match v {
-        Value::BulkString(b) => String::from_utf8(b.clone()).ok(),
-        Value::SimpleString(s) => Some(s.clone()),
-        _ => None,
-    };
+    let text = |v: &Value| crate::node::admission::text(v.clone());
     let Value::Array(masters) = reply else {
         return Vec::new();
     };
