@@ -579,6 +579,58 @@ async fn an_observer_sees_a_resignation_right_after_its_first_item() {
     ));
 }
 
+/// A subscriber that comes up after the observer's first read may have
+/// missed an announcement: the observer reads again once it stands. Here
+/// the observer's subscribers cannot connect at first (new connections on
+/// its links go to a closed port; the links already open keep working),
+/// so its first item comes from a read after the wait for them; the
+/// leader resigns while no subscriber stands, then the links take new
+/// connections again. With a 15 s TTL the next read at the observer's
+/// pace is 5 s after the first: a `None` within 2.5 s is the read made
+/// when the subscribers stood. Fails on an observer that waits for its
+/// pace instead.
+#[tokio::test]
+async fn an_observer_reads_again_when_a_late_subscriber_stands() {
+    let cluster = Cluster::shared(3);
+    let ttl = Duration::from_secs(15);
+    let redlock = cluster.redlock().await;
+    let links = cluster.links();
+    let watcher = quorumlock::Builder::new(links.urls())
+        .build()
+        .await
+        .expect("build");
+    let name = unique("election");
+    let leadership = redlock.campaign(&name, ttl).lead().await.expect("lead");
+    let epoch = leadership.epoch();
+    let closed = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port");
+    for i in 0..cluster.len() {
+        links.link(i).redirect(closed);
+    }
+    let mut observer = watcher.observe(&name);
+    let first = next(&mut observer, Duration::from_secs(10)).await;
+    assert_eq!(first.map(|l| l.epoch), Some(epoch));
+    leadership.resign().await.expect("resign");
+    let reopened = Instant::now();
+    for i in 0..cluster.len() {
+        let node = cluster.url(i);
+        let addr = node.trim_start_matches("redis://").trim_end_matches('/');
+        links
+            .link(i)
+            .redirect(addr.parse().expect("a node address"));
+    }
+    assert_eq!(
+        next(&mut observer, Duration::from_millis(2500)).await,
+        None,
+        "the resignation was not read when the subscribers stood"
+    );
+    support::report(&format!(
+        "election: a resignation unheard by a late subscriber read {:?} after it could connect",
+        reopened.elapsed()
+    ));
+}
+
 #[tokio::test]
 async fn a_proclamation_changes_the_value_in_the_same_epoch() {
     let cluster = Cluster::shared(3);

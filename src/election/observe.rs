@@ -9,6 +9,7 @@ use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use futures::stream::{BoxStream, Stream, StreamExt};
+use tokio::sync::watch;
 use tracing::debug;
 
 use crate::keys::Keys;
@@ -55,7 +56,8 @@ const FOLLOW_UP: Duration = Duration::from_millis(5);
 /// [connect timeout](crate::Builder::connect_timeout) plus the
 /// [node timeout](crate::Builder::node_timeout) (550 ms by default), and a
 /// node whose subscription is not up by then is followed by the reads
-/// alone until it is. A read that fails (too few nodes answer) yields
+/// alone until it is, and read at once when it comes up (or back), since
+/// what was announced before it stood was not heard. A read that fails (too few nodes answer) yields
 /// [`Observed::Unknown`], once: the leader reported before may have lost
 /// its leadership since, or another may lead. The reads go on at their
 /// pace, and the first that succeeds yields the state again, whether it
@@ -171,6 +173,10 @@ struct Follow {
     /// connections: a release wakes one waiter per subscription, and an
     /// observer must not take that wake-up from a waiting campaign).
     watch: Option<Watch>,
+    /// The number of its subscribers that stand, seen as of the last read:
+    /// a subscriber that comes up (late, or again) after a read may have
+    /// missed an announcement, so its coming up is a reason to read.
+    subscribers: Option<watch::Receiver<usize>>,
     /// Whether the first read has been made.
     started: bool,
     /// The wait between reads: a third of the TTL of the last leadership
@@ -187,6 +193,7 @@ impl Follow {
             keys,
             last: None,
             watch: None,
+            subscribers: None,
             started: false,
             pace: PACE_UNKNOWN,
             follow_ups: 0,
@@ -201,6 +208,9 @@ impl Follow {
             } else {
                 self.started = true;
                 self.subscribe().await;
+            }
+            if let Some(subscribers) = &mut self.subscribers {
+                subscribers.borrow_and_update();
             }
             let since = Instant::now();
             let observed = match election::read(&self.engine, &self.keys).await {
@@ -241,6 +251,7 @@ impl Follow {
         let cfg = &self.engine.config;
         let handoff = Arc::new(Handoff::listening(&self.engine.nodes, cfg.connect_timeout));
         self.watch = Some(handoff.watch(&self.keys, cfg.node_timeout).await);
+        self.subscribers = Some(handoff.readiness());
         let bound = cfg.connect_timeout.saturating_add(cfg.node_timeout);
         if !handoff.subscribed(bound).await {
             debug!(
@@ -251,7 +262,9 @@ impl Follow {
     }
 
     /// Until the next read: a follow-up after an announcement, or the pace,
-    /// cut short by an announcement.
+    /// cut short by an announcement or by a subscriber coming up or going
+    /// since the last read (what was announced before it stood was not
+    /// heard).
     async fn wait(&mut self) {
         if self.follow_ups > 0 {
             let done = FOLLOW_UPS - self.follow_ups;
@@ -260,12 +273,18 @@ impl Follow {
             return;
         }
         let sleep = tokio::time::sleep(self.pace);
-        let Some(watch) = &self.watch else {
+        let (Some(watch), Some(subscribers)) = (&self.watch, &mut self.subscribers) else {
             return sleep.await;
+        };
+        let changed = async {
+            if subscribers.changed().await.is_err() {
+                std::future::pending::<()>().await;
+            }
         };
         tokio::select! {
             () = sleep => {}
             () = watch.released() => self.follow_ups = FOLLOW_UPS,
+            () = changed => {}
         }
     }
 }

@@ -167,6 +167,14 @@ impl Handoff {
             .is_ok_and(|r| r.is_ok())
     }
 
+    /// How many listened nodes' subscribers stand, watched: it changes
+    /// when one connects and subscribes (or reconnects) and when one is
+    /// lost. A release announced while a subscriber was not up is not
+    /// heard, so a follower reads again when this changes.
+    pub(crate) fn readiness(&self) -> watch::Receiver<usize> {
+        self.ready.subscribe()
+    }
+
     fn announce(&self, channel: &[u8], release: &[u8]) {
         if let Some(entry) = self.state().channels.get_mut(channel) {
             if entry.last == release {
