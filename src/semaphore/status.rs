@@ -84,7 +84,12 @@ impl SemaphoreStatus {
         holders
     }
 
-    /// Permits held: the slots held by a quorum.
+    /// Permits held: the slots held by a quorum. A read cannot tell a
+    /// holder's slot from one a failed attempt set on a quorum and has not
+    /// cleaned up yet (its cleanup is in flight, or could not reach a node
+    /// during a failover): such a slot counts as held, and is taken indeed
+    /// (no other acquire can have it) until the cleanup lands or its key
+    /// expires, at most one TTL later.
     pub fn held(&self) -> u32 {
         super::permits(self.slots.iter().filter(|s| s.held_by_quorum()).count())
     }
