@@ -1,6 +1,7 @@
 //! The randomized safety run with members that fail over: three Sentinel
 //! groups (a master, a replica, three Sentinels each) as the members,
-//! clients with restart quarantine of the largest key TTL, and a seeded
+//! clients with durable votes on every replica (what `build()` requires of
+//! a group) and restart quarantine of the largest key TTL, and a seeded
 //! schedule of failovers on one group at a time — graceful (`SENTINEL
 //! FAILOVER`), a crash (the master killed, restarted empty as a replica
 //! once a replica was promoted), and a pause past the Sentinels'
