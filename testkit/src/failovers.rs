@@ -258,6 +258,12 @@ impl Target for Members {
             Action::Failover(Failover::Switch) => group.demote(old, new),
             _ => {}
         }
+        // A master demoted while running (not restarted): the next
+        // failover of this group waits until every Sentinel has read it
+        // as a replica, or a Sentinel may undo that failover's promotion.
+        if !matches!(action, Action::Failover(Failover::Crash)) {
+            group.await_sentinels_read_replica(old);
+        }
     }
 }
 

@@ -294,6 +294,50 @@ impl SentinelGroup {
         });
     }
 
+    /// Waits until every Sentinel has read the data server on `port` report
+    /// the replica role (`SENTINEL REPLICAS`, `role-reported`). A Sentinel
+    /// reads a replica's role only every 10 s: one that last read `port` as
+    /// a master (before [`SentinelGroup::demote`], which is quicker than the
+    /// Sentinels) and sees it report master again more than 8 s later —
+    /// promoted by the next failover — takes it for a stray master and
+    /// turns it back into a replica, which aborts that failover. A failover
+    /// of this group waits for this first.
+    ///
+    /// # Panics
+    ///
+    /// When that does not happen within 30 s.
+    pub fn await_sentinels_read_replica(&self, port: u16) {
+        self.settle(
+            "every Sentinel reads the demoted master as a replica",
+            || {
+                self.sentinels
+                    .iter()
+                    .all(|s| self.role_reported(s.port, port).as_deref() == Some("slave"))
+            },
+        );
+    }
+
+    /// The role Sentinel `sentinel` last read from the replica on `port`.
+    fn role_reported(&self, sentinel: u16, port: u16) -> Option<String> {
+        let replicas: Vec<Vec<String>> = redis::cmd("SENTINEL")
+            .arg("REPLICAS")
+            .arg(&self.name)
+            .query(&mut connect(sentinel).ok()?)
+            .ok()?;
+        let port = port.to_string();
+        replicas.iter().find_map(|fields| {
+            let field = |name: &str| {
+                fields
+                    .chunks(2)
+                    .find(|kv| kv[0] == name)
+                    .and_then(|kv| kv.get(1).cloned())
+            };
+            (field("port").as_deref() == Some(port.as_str()))
+                .then(|| field("role-reported"))
+                .flatten()
+        })
+    }
+
     /// Waits until a running data server other than `old` reports master
     /// and every Sentinel names it — after [`SentinelGroup::kill_master`],
     /// the Sentinels' own failover — and returns its port.
