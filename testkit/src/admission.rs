@@ -7,7 +7,8 @@
 //! same instant, the windows being half-open — keeping the permits held at
 //! every instant; a start that takes the total above the bound is an
 //! over-admission. [`slot_overlaps`] checks the finer promise that no two
-//! holders hold the same slot at once.
+//! holders hold the same slot at once. The read–write lock's check,
+//! [`writer_overlaps`], takes the same sweep.
 
 use std::collections::BTreeMap;
 use std::time::Instant;
@@ -78,50 +79,55 @@ pub struct Admission {
 /// How many of the violations [`Admission::first`] keeps.
 const KEPT: usize = 5;
 
-/// Sweeps the windows of `grants` per resource and flags every grant at
-/// whose start more than `bound` permits were held.
-pub fn over_admissions(grants: &[Grant], bound: usize) -> Admission {
-    // (resource, time, starts?, index): ends sort before starts at one
-    // instant (false < true).
-    let mut events: Vec<(usize, Instant, bool, usize)> = Vec::with_capacity(grants.len() * 2);
-    for (i, g) in grants.iter().enumerate() {
-        if g.end > g.granted_at {
-            events.push((g.resource, g.granted_at, true, i));
-            events.push((g.resource, g.end, false, i));
-        }
+/// Sweeps the windows of `grants` per resource in time order, an end
+/// before a start at one instant (half-open windows), and calls `start`
+/// at each window's start with its instant and every grant of the
+/// resource holding then, the starting one included, by [`Grant::id`].
+fn sweep<'g>(grants: &'g [Grant], mut start: impl FnMut(&'g Grant, Instant, &Holding<'g>)) {
+    let mut events: Vec<(usize, Instant, bool, &Grant)> = Vec::with_capacity(grants.len() * 2);
+    for g in grants.iter().filter(|g| g.end > g.granted_at) {
+        events.push((g.resource, g.granted_at, true, g));
+        events.push((g.resource, g.end, false, g));
     }
-    events.sort_by_key(|&(r, t, starts, i)| (r, t, starts, grants[i].id));
-    let mut found = Admission::default();
+    // Ends sort before starts at one instant (false < true).
+    events.sort_by_key(|&(r, t, starts, g)| (r, t, starts, g.id));
     let mut resource = None;
-    let mut held = 0;
-    let mut active: BTreeMap<u64, usize> = BTreeMap::new();
-    for (r, t, starts, i) in events {
+    let mut holding = Holding::new();
+    for (r, t, starts, g) in events {
         if resource != Some(r) {
             resource = Some(r);
-            held = 0;
-            active.clear();
+            holding.clear();
         }
-        let g = &grants[i];
         if starts {
-            held += g.weight();
-            active.insert(g.id, i);
-            found.max_concurrent = found.max_concurrent.max(held);
-            if held > bound {
-                found.violations += 1;
-                if found.first.len() < KEPT {
-                    found.first.push(Excess {
-                        resource: r,
-                        at: t,
-                        held,
-                        holders: active.values().map(|&j| grants[j].clone()).collect(),
-                    });
-                }
-            }
+            holding.insert(g.id, g);
+            start(g, t, &holding);
         } else {
-            held -= g.weight();
-            active.remove(&g.id);
+            holding.remove(&g.id);
         }
     }
+}
+
+/// The grants of one resource holding at an instant, by [`Grant::id`].
+type Holding<'g> = BTreeMap<u64, &'g Grant>;
+
+/// Flags every grant at whose start more than `bound` permits were held.
+pub fn over_admissions(grants: &[Grant], bound: usize) -> Admission {
+    let mut found = Admission::default();
+    sweep(grants, |g, at, holding| {
+        let held = holding.values().map(|h| h.weight()).sum();
+        found.max_concurrent = found.max_concurrent.max(held);
+        if held > bound {
+            found.violations += 1;
+            if found.first.len() < KEPT {
+                found.first.push(Excess {
+                    resource: g.resource,
+                    at,
+                    held,
+                    holders: holding.values().map(|&h| h.clone()).collect(),
+                });
+            }
+        }
+    });
     found
 }
 
@@ -144,50 +150,22 @@ pub fn slot_overlaps(grants: &[Grant]) -> Vec<Overlap> {
 
 /// A read–write lock's promise against its holders' windows: the pairs of
 /// one resource that overlap where one of them is a writer (`writer`
-/// tells which grants are); readers beside readers are not flagged. Sweeps
-/// the window endpoints per resource in time order, an end before a start
-/// at one instant (half-open windows), as [`over_admissions`] does.
+/// tells which grants are); readers beside readers are not flagged. Each
+/// holder starting is paired with the first (by id) other holder then —
+/// the first other writer, when it reads.
 pub fn writer_overlaps(grants: &[Grant], writer: impl Fn(&Grant) -> bool) -> Vec<Overlap> {
-    let mut events: Vec<(usize, Instant, bool, usize)> = Vec::with_capacity(grants.len() * 2);
-    for (i, g) in grants.iter().enumerate() {
-        if g.end > g.granted_at {
-            events.push((g.resource, g.granted_at, true, i));
-            events.push((g.resource, g.end, false, i));
-        }
-    }
-    events.sort_by_key(|&(r, t, starts, i)| (r, t, starts, grants[i].id));
     let mut found = Vec::new();
-    let mut resource = None;
-    // The grants holding now, and the writers among them.
-    let mut active: BTreeMap<u64, usize> = BTreeMap::new();
-    let mut writers: BTreeMap<u64, usize> = BTreeMap::new();
-    for (r, _, starts, i) in events {
-        if resource != Some(r) {
-            resource = Some(r);
-            active.clear();
-            writers.clear();
-        }
-        let g = &grants[i];
-        if !starts {
-            active.remove(&g.id);
-            writers.remove(&g.id);
-            continue;
-        }
-        let is_writer = writer(g);
-        let beside = match is_writer {
-            true => active.values().next(),
-            false => writers.values().next(),
-        };
-        if let Some(&j) = beside {
+    sweep(grants, |g, _, holding| {
+        let writes = writer(g);
+        let beside = holding
+            .values()
+            .find(|h| h.id != g.id && (writes || writer(h)));
+        if let Some(&first) = beside {
             found.push(Overlap {
-                first: grants[j].clone(),
+                first: first.clone(),
                 second: g.clone(),
             });
         }
-        active.insert(g.id, i);
-        if is_writer {
-            writers.insert(g.id, i);
-        }
-    }
+    });
     found
 }

@@ -268,6 +268,11 @@ pub struct Session<'a> {
 }
 
 impl Session<'_> {
+    /// When `acquire` returned.
+    pub fn granted_at(&self) -> Instant {
+        self.grant.granted_at
+    }
+
     /// The grant's fencing token.
     pub fn fence(&self) -> Option<u64> {
         self.grant.fence
@@ -534,10 +539,7 @@ impl Figures {
         format!(
             "store={} grants={} overlaps={} lost_updates={} stale_writes_accepted={} \
              duplicate_fences={} fence_inversions={} writes={} refused_writes={} \
-             expired_before_write={} extended={} (shorter={}) extend_lost={} \
-             cancelled=acquire:{}/extend:{}/release:{} \
-             contended={} unavailable={} other_errors={} acquire_p50={:.1}ms \
-             acquire_p99={:.1}ms acquire_max={:.1}ms coverage={}/{}",
+             expired_before_write={} {} {} coverage={}/{}",
             self.store,
             self.grants,
             self.overlaps,
@@ -548,6 +550,20 @@ impl Figures {
             self.writes_accepted,
             self.writes_refused,
             self.expired_before_write,
+            self.calls(),
+            self.latency(),
+            self.coverage_full,
+            self.coverage_checked,
+        )
+    }
+
+    /// What became of the clients' calls, for a summary line: extensions,
+    /// cancellations and acquire errors.
+    pub fn calls(&self) -> String {
+        format!(
+            "extended={} (shorter={}) extend_lost={} \
+             cancelled=acquire:{}/extend:{}/release:{} \
+             contended={} unavailable={} other_errors={}",
             self.extended,
             self.extend_shorter,
             self.extend_lost,
@@ -557,11 +573,16 @@ impl Figures {
             self.contended,
             self.unavailable,
             self.other_errors,
+        )
+    }
+
+    /// The acquire latency, for a summary line.
+    pub fn latency(&self) -> String {
+        format!(
+            "acquire_p50={:.1}ms acquire_p99={:.1}ms acquire_max={:.1}ms",
             ms(self.acquire_p50),
             ms(self.acquire_p99),
             ms(self.acquire_max),
-            self.coverage_full,
-            self.coverage_checked,
         )
     }
 }

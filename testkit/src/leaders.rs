@@ -19,14 +19,15 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use futures::future::{BoxFuture, FutureExt};
-use quorumlock::Redlock;
+use quorumlock::{Leadership, Lock, Redlock};
 use rand::rngs::StdRng;
-use rand::{Rng, SeedableRng};
+use rand::Rng;
 
 use super::cancel;
 use super::checker::{FencedStore, Grant, Outcome, PlainStore, Store};
-use super::safety::{Client, Load, SafetyOutcome, SafetyRun};
-use super::workload::{resource_name, Turn, Workload};
+use super::safety::{Client, SafetyOutcome, SafetyRun};
+use super::turns::{Holding, Release, Taking, Turn, Turns};
+use super::workload::resource_name;
 
 /// How clients campaign and lead.
 #[derive(Debug, Clone, Copy)]
@@ -125,10 +126,20 @@ pub fn epoch_inversions(grants: &[Grant]) -> u64 {
     found
 }
 
-impl Load for Leaders {
-    fn name(&self) -> &'static str {
-        self.name
-    }
+/// How one leadership goes, drawn with its turn.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Reign {
+    /// How long it holds: `U(0, hold)`.
+    hold: Duration,
+    /// Whether it ends by a drop without resign.
+    crash: bool,
+    /// Whether it proclaims a new value mid-way.
+    proclaim: bool,
+}
+
+impl Turns for Leaders {
+    type Held = (Leadership, Reign);
+    const ACQUIRE: &'static str = "campaign";
 
     fn store(&self, resources: usize) -> Arc<dyn Store> {
         if self.fenced_store {
@@ -138,121 +149,82 @@ impl Load for Leaders {
         }
     }
 
-    fn client(&self, c: Client) -> BoxFuture<'static, ()> {
-        let leaders = *self;
-        async move { client(c, leaders).await }.boxed()
-    }
-
-    fn take_once<'a>(
-        &'a self,
-        redlock: &'a Redlock,
-        name: &'a str,
-        w: &'a Workload,
-        wait: Duration,
-    ) -> BoxFuture<'a, bool> {
-        async move {
-            match redlock
-                .campaign(name, w.max_ttl())
-                .retry(quorumlock::Retry::Until(wait))
-                .lead()
-                .await
-            {
-                Ok(leadership) => {
-                    let _ = leadership.resign().await;
-                    true
-                }
-                Err(_) => false,
-            }
-        }
-        .boxed()
-    }
-
     fn keys(&self, prefix: &str) -> String {
         // The leadership locks (which expire); the epoch counter and the
         // leader's record stay by design.
         format!("quorumlock:election:{{{prefix}:*}}")
     }
-}
 
-async fn client(c: Client, l: Leaders) {
-    let Client {
-        id,
-        redlock,
-        workload: ref w,
-        ref checker,
-        ref prefix,
-        seed,
-        until,
-    } = c;
-    let mut rng = StdRng::seed_from_u64(seed);
-    while Instant::now() < until {
-        let turn = Turn::draw(&mut rng, w);
-        let hold = l.hold.mul_f64(rng.random::<f64>());
-        let crash = l.crash_one_in > 0 && rng.random_range(0..l.crash_one_in) == 0;
-        let proclaim = l.proclaim_one_in > 0 && rng.random_range(0..l.proclaim_one_in) == 0;
+    fn take(&self, c: &Client, turn: &Turn, rng: &mut StdRng) -> Taking<Self> {
+        let reign = Reign {
+            hold: self.hold.mul_f64(rng.random::<f64>()),
+            crash: self.crash_one_in > 0 && rng.random_range(0..self.crash_one_in) == 0,
+            proclaim: self.proclaim_one_in > 0 && rng.random_range(0..self.proclaim_one_in) == 0,
+        };
         // A campaign waits for the leader's release (or its expiry) up to
         // twice its TTL, then the client thinks and tries again.
+        let campaign = c
+            .redlock
+            .campaign(resource_name(&c.prefix, turn.resource), turn.ttl)
+            .value(format!("client-{}", c.id))
+            .retry(quorumlock::Retry::Until(turn.ttl * 2));
+        campaign.lead().map(move |r| r.map(|l| (l, reign))).boxed()
+    }
+
+    fn probe(&self, redlock: &Redlock, name: &str, ttl: Duration, wait: Duration) -> Taking<Self> {
         let campaign = redlock
-            .campaign(resource_name(prefix, turn.resource), turn.ttl)
-            .value(format!("client-{id}"))
-            .retry(quorumlock::Retry::Until(turn.ttl * 2))
-            .lead();
-        let t0 = Instant::now();
-        match cancel::run(turn.cancel_acquire, campaign).await {
-            None => checker.acquire_cancelled(),
-            Some(Ok(mut leadership)) => {
-                let granted_at = Instant::now();
-                checker.acquire_latency(granted_at - t0);
-                let mut session = checker.granted(
-                    id,
-                    turn.resource,
-                    Some(leadership.epoch()),
-                    granted_at,
-                    leadership.deadline(),
-                );
-                session.requested_at(t0);
-                let end = granted_at + hold;
-                let mut proclaimed = !proclaim;
-                while Instant::now() < end && !leadership.is_lost() {
-                    // Act only until the deadline just recorded.
-                    let d = leadership.deadline();
-                    session.observe(d);
-                    let valid = || !leadership.validity().is_zero() && Instant::now() < d;
-                    let (read, value) = session.read(valid);
-                    if read != Outcome::Accepted {
-                        break;
-                    }
-                    tokio::time::sleep(turn.work / 2).await;
-                    let d = leadership.deadline();
-                    session.observe(d);
-                    let valid = || !leadership.validity().is_zero() && Instant::now() < d;
-                    if session.write(value + 1, valid) != Outcome::Accepted {
-                        break;
-                    }
-                    if !proclaimed {
-                        proclaimed = true;
-                        let v = format!("client-{id}-again");
-                        let _ = cancel::run(turn.cancel_extend, leadership.proclaim(v)).await;
-                    }
-                    tokio::time::sleep(turn.work / 2).await;
+            .campaign(name, ttl)
+            .retry(quorumlock::Retry::Until(wait));
+        campaign
+            .lead()
+            .map(|r| r.map(|l| (l, Reign::default())))
+            .boxed()
+    }
+
+    fn lock((leadership, _): &Self::Held) -> &Lock {
+        leadership
+    }
+
+    fn fence((leadership, _): &Self::Held) -> Option<u64> {
+        Some(leadership.epoch())
+    }
+
+    /// Reads and writes the counter until the reign's end or the
+    /// leadership's loss, acting only until the deadline just recorded;
+    /// proclaims once after the first write, if the reign does.
+    fn hold<'a>(&'a self, h: Holding<'a, '_, Self::Held>) -> BoxFuture<'a, ()> {
+        let ((leadership, reign), session, turn) = (h.held, h.session, h.turn);
+        async move {
+            let end = session.granted_at() + reign.hold;
+            let mut proclaimed = !reign.proclaim;
+            while Instant::now() < end && !leadership.is_lost() {
+                // Act only until the deadline just recorded.
+                let d = leadership.deadline();
+                session.observe(d);
+                let valid = || !leadership.validity().is_zero() && Instant::now() < d;
+                let (read, value) = session.read(valid);
+                if read != Outcome::Accepted {
+                    break;
                 }
-                session.observe(leadership.deadline());
-                session.stop();
-                if crash {
-                    drop(leadership);
-                } else {
-                    match cancel::run(turn.cancel_release, leadership.resign()).await {
-                        None => checker.release_cancelled(),
-                        Some(Err(e)) => checker.release_failed(&e),
-                        Some(Ok(())) => {}
-                    }
+                tokio::time::sleep(turn.work / 2).await;
+                let d = leadership.deadline();
+                session.observe(d);
+                let valid = || !leadership.validity().is_zero() && Instant::now() < d;
+                if session.write(value + 1, valid) != Outcome::Accepted {
+                    break;
                 }
-            }
-            Some(Err(e)) => {
-                assert!(!e.is_invalid_input(), "campaign: {e}");
-                checker.acquire_failed(&e);
+                if !proclaimed {
+                    proclaimed = true;
+                    let v = format!("client-{}-again", h.client.id);
+                    let _ = cancel::run(turn.cancel_extend, leadership.proclaim(v)).await;
+                }
+                tokio::time::sleep(turn.work / 2).await;
             }
         }
-        tokio::time::sleep(turn.think).await;
+        .boxed()
+    }
+
+    fn let_go((leadership, reign): Self::Held) -> Release {
+        (!reign.crash).then(|| leadership.resign().boxed())
     }
 }

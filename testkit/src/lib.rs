@@ -26,8 +26,9 @@
 //! announcements sent by the test), [`admission`] (holders
 //! counted against a semaphore's bound) and [`races`] (repairs racing
 //! releases); [`safety`] runs a randomized
-//! fault run of a load: locks ([`workload`]), permits ([`permits`]) or
-//! leaderships ([`leaders`]); [`failovers`] runs that load on Sentinel
+//! fault run of a load: locks ([`workload`]), permits ([`permits`]), the
+//! sides of a read–write lock ([`rwlock`]) or leaderships ([`leaders`]),
+//! each played by one driver of turns ([`turns`]); [`failovers`] runs that load on Sentinel
 //! groups as members, failing them over.
 //!
 //! Inside: `cluster.rs` (the [`Cluster`]), `sentinel.rs` and `shards.rs`
@@ -62,6 +63,7 @@ pub mod safety;
 mod sentinel;
 mod shards;
 pub mod sticky;
+pub mod turns;
 pub mod workload;
 
 use std::time::{Duration, Instant};

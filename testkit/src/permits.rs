@@ -15,18 +15,18 @@
 //! [`Checker::granted`]: super::checker::Checker::granted
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use futures::future::{BoxFuture, FutureExt};
-use quorumlock::Redlock;
+use quorumlock::{Lock, Permit, Redlock};
 use rand::rngs::StdRng;
-use rand::{Rng, SeedableRng};
+use rand::Rng;
 
 use super::admission::{over_admissions, slot_overlaps, Admission};
-use super::cancel;
-use super::checker::{ms, PlainStore, Store};
-use super::safety::{Client, Load, SafetyOutcome, SafetyRun};
-use super::workload::{hold_extend, resource_name, Turn, Workload};
+use super::checker::{PlainStore, Store};
+use super::safety::{Client, SafetyOutcome, SafetyRun};
+use super::turns::{work, Holding, Release, Taking, Turn, Turns};
+use super::workload::resource_name;
 
 /// How clients take permits.
 #[derive(Debug, Clone, Copy)]
@@ -81,9 +81,7 @@ impl Permits {
         format!(
             "semaphore-safety: {} strategy={} permits={} take_two_one_in={} grants={} \
              permits_granted={} max_concurrent_permits={} over_bound={} slot_overlaps={} \
-             duplicate_fences={} fence_inversions={} extended={} (shorter={}) extend_lost={} \
-             cancelled=acquire:{}/extend:{}/release:{} contended={} unavailable={} \
-             other_errors={} acquire_p50={:.1}ms acquire_p99={:.1}ms acquire_max={:.1}ms",
+             duplicate_fences={} fence_inversions={} {} {}",
             run.head(outcome),
             self.name,
             self.permits,
@@ -95,18 +93,8 @@ impl Permits {
             p.slot_overlaps,
             f.duplicate_fences,
             f.fence_inversions,
-            f.extended,
-            f.extend_shorter,
-            f.extend_lost,
-            f.acquire_cancelled,
-            f.extend_cancelled,
-            f.release_cancelled,
-            f.contended,
-            f.unavailable,
-            f.other_errors,
-            ms(f.acquire_p50),
-            ms(f.acquire_p99),
-            ms(f.acquire_max),
+            f.calls(),
+            f.latency(),
         )
     }
 }
@@ -140,10 +128,9 @@ impl PermitFigures {
     }
 }
 
-impl Load for Permits {
-    fn name(&self) -> &'static str {
-        self.name
-    }
+impl Turns for Permits {
+    type Held = (Permit, u32);
+    const ACQUIRE: &'static str = "acquire permits";
 
     fn store(&self, resources: usize) -> Arc<dyn Store> {
         // Holders do not update a counter: up to `L` of them at once is
@@ -151,109 +138,53 @@ impl Load for Permits {
         PlainStore::shared(resources)
     }
 
-    fn client(&self, c: Client) -> BoxFuture<'static, ()> {
-        let permits = *self;
-        async move { client(c, permits).await }.boxed()
-    }
-
-    fn take_once<'a>(
-        &'a self,
-        redlock: &'a Redlock,
-        name: &'a str,
-        w: &'a Workload,
-        wait: Duration,
-    ) -> BoxFuture<'a, bool> {
-        async move {
-            // Every permit at once: no slot is left held.
-            match redlock
-                .semaphore(name, self.permits, w.max_ttl())
-                .take(self.permits)
-                .retry(quorumlock::Retry::Until(wait))
-                .acquire()
-                .await
-            {
-                Ok(permit) => {
-                    let _ = permit.release().await;
-                    true
-                }
-                Err(_) => false,
-            }
-        }
-        .boxed()
-    }
-
     fn keys(&self, prefix: &str) -> String {
         // The slots and the record of the limit (`…:limit`), which expire
         // or go with the last slot; not the fencing counter (which stays).
         format!("quorumlock:semaphore:{{{prefix}:*}}:[0-9l]*")
     }
-}
 
-async fn client(c: Client, p: Permits) {
-    let Client {
-        id,
-        redlock,
-        workload: ref w,
-        ref checker,
-        ref prefix,
-        seed,
-        until,
-    } = c;
-    let mut rng = StdRng::seed_from_u64(seed);
-    while Instant::now() < until {
-        let turn = Turn::draw(&mut rng, w);
-        let take = if p.permits >= 2
-            && p.take_two_one_in > 0
-            && rng.random_range(0..p.take_two_one_in) == 0
-        {
-            2
-        } else {
-            1
-        };
-        let mut request = redlock
-            .semaphore(resource_name(prefix, turn.resource), p.permits, turn.ttl)
-            .take(take);
-        if p.fenced {
+    /// 1 permit, or 2 one turn in [`Permits::take_two_one_in`].
+    fn take(&self, c: &Client, turn: &Turn, rng: &mut StdRng) -> Taking<Self> {
+        let two = self.permits >= 2
+            && self.take_two_one_in > 0
+            && rng.random_range(0..self.take_two_one_in) == 0;
+        let take = if two { 2 } else { 1 };
+        let name = resource_name(&c.prefix, turn.resource);
+        let mut request = c.redlock.semaphore(name, self.permits, turn.ttl).take(take);
+        if self.fenced {
             request = request.fenced();
         }
-        let t0 = Instant::now();
-        match cancel::run(turn.cancel_acquire, request.acquire()).await {
-            None => checker.acquire_cancelled(),
-            Some(Ok(permit)) => {
-                let granted_at = Instant::now();
-                checker.acquire_latency(granted_at - t0);
-                let mut session = checker.granted(
-                    id,
-                    turn.resource,
-                    permit.fence(),
-                    granted_at,
-                    permit.deadline(),
-                );
-                session.requested_at(t0);
-                session.slots(permit.slots());
-                assert_eq!(permit.permits(), take, "permits granted");
-                tokio::time::sleep(turn.work / 2).await;
-                match turn.extend {
-                    Some((new_ttl, then)) => {
-                        hold_extend(&permit, &mut session, new_ttl, turn.ttl, turn.cancel_extend)
-                            .await;
-                        tokio::time::sleep(permit.validity().mul_f64(then)).await;
-                    }
-                    None => tokio::time::sleep(turn.work / 2).await,
-                }
-                session.observe(permit.deadline());
-                session.stop();
-                match cancel::run(turn.cancel_release, permit.release()).await {
-                    None => checker.release_cancelled(),
-                    Some(Err(e)) => checker.release_failed(&e),
-                    Some(Ok(())) => {}
-                }
-            }
-            Some(Err(e)) => {
-                assert!(!e.is_invalid_input(), "acquire permits: {e}");
-                checker.acquire_failed(&e);
-            }
-        }
-        tokio::time::sleep(turn.think).await;
+        request.acquire().map(move |r| r.map(|p| (p, take))).boxed()
+    }
+
+    /// Every permit at once: no slot is left held.
+    fn probe(&self, redlock: &Redlock, name: &str, ttl: Duration, wait: Duration) -> Taking<Self> {
+        let all = self.permits;
+        let request = redlock
+            .semaphore(name, all, ttl)
+            .take(all)
+            .retry(quorumlock::Retry::Until(wait));
+        request.acquire().map(move |r| r.map(|p| (p, all))).boxed()
+    }
+
+    fn lock((permit, _): &Self::Held) -> &Lock {
+        permit
+    }
+
+    fn fence((permit, _): &Self::Held) -> Option<u64> {
+        permit.fence()
+    }
+
+    /// Records the slots, checks how many were granted, then [`work`].
+    fn hold<'a>(&'a self, h: Holding<'a, '_, Self::Held>) -> BoxFuture<'a, ()> {
+        let (permit, take) = &*h.held;
+        h.session.slots(permit.slots());
+        assert_eq!(permit.permits(), *take, "permits granted");
+        work(permit, h.session, h.turn, || {}).boxed()
+    }
+
+    fn let_go((permit, _): Self::Held) -> Release {
+        Some(permit.release().boxed())
     }
 }

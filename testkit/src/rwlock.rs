@@ -15,18 +15,17 @@
 //! [`Checker::granted`]: super::checker::Checker::granted
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use futures::future::{BoxFuture, FutureExt};
-use quorumlock::Redlock;
+use futures::future::FutureExt;
+use quorumlock::{Lock, Redlock};
 use rand::rngs::StdRng;
-use rand::SeedableRng;
 
 use super::admission::writer_overlaps;
-use super::cancel;
 use super::checker::{Grant, Overlap, PlainStore, Store};
-use super::safety::{Client, Load, SafetyOutcome, SafetyRun};
-use super::workload::{hold_extend, resource_name, Turn, Workload};
+use super::safety::{Client, SafetyOutcome, SafetyRun};
+use super::turns::{Release, Taking, Turn, Turns};
+use super::workload::resource_name;
 
 /// How clients take the two sides.
 #[derive(Debug, Clone, Copy)]
@@ -61,25 +60,14 @@ impl ReadWrite {
 
     /// The one summary line of a read–write run.
     pub fn line(&self, run: &SafetyRun, outcome: &SafetyOutcome, p: &ReadWriteFigures) -> String {
-        let f = &outcome.figures;
         format!(
-            "rwlock-safety: {} writer_one_in={} reads={} writes={} writer_overlaps={} \
-             extended={} (shorter={}) extend_lost={} cancelled=acquire:{}/extend:{}/release:{} \
-             contended={} unavailable={} other_errors={}",
+            "rwlock-safety: {} writer_one_in={} reads={} writes={} writer_overlaps={} {}",
             run.head(outcome),
             self.writer_one_in,
             p.reads,
             p.writes,
             p.overlaps,
-            f.extended,
-            f.extend_shorter,
-            f.extend_lost,
-            f.acquire_cancelled,
-            f.extend_cancelled,
-            f.release_cancelled,
-            f.contended,
-            f.unavailable,
-            f.other_errors,
+            outcome.figures.calls(),
         )
     }
 }
@@ -97,100 +85,46 @@ pub struct ReadWriteFigures {
     pub first: Vec<String>,
 }
 
-impl Load for ReadWrite {
-    fn name(&self) -> &'static str {
-        "rwlock"
-    }
+impl Turns for ReadWrite {
+    type Held = Lock;
+    const ACQUIRE: &'static str = "acquire a side";
 
     fn store(&self, resources: usize) -> Arc<dyn Store> {
         PlainStore::shared(resources)
-    }
-
-    fn client(&self, c: Client) -> BoxFuture<'static, ()> {
-        let writes = self.writes(c.id);
-        async move { client(c, writes).await }.boxed()
-    }
-
-    fn take_once<'a>(
-        &'a self,
-        redlock: &'a Redlock,
-        name: &'a str,
-        w: &'a Workload,
-        wait: Duration,
-    ) -> BoxFuture<'a, bool> {
-        async move {
-            // The write side: nobody else holds it.
-            match redlock
-                .write(name, w.max_ttl())
-                .retry(quorumlock::Retry::Until(wait))
-                .acquire()
-                .await
-            {
-                Ok(lock) => {
-                    let _ = lock.release().await;
-                    true
-                }
-                Err(_) => false,
-            }
-        }
-        .boxed()
     }
 
     fn keys(&self, prefix: &str) -> String {
         // The resources, the readers' entries and the intent marks.
         format!("*{prefix}:*")
     }
-}
 
-async fn client(c: Client, writes: bool) {
-    let Client {
-        id,
-        redlock,
-        workload: ref w,
-        ref checker,
-        ref prefix,
-        seed,
-        until,
-    } = c;
-    let mut rng = StdRng::seed_from_u64(seed);
-    while Instant::now() < until {
-        let turn = Turn::draw(&mut rng, w);
-        let name = resource_name(prefix, turn.resource);
-        let request = match writes {
-            true => redlock.write(name, turn.ttl),
-            false => redlock.read(name, turn.ttl),
+    /// The write side for a writer ([`ReadWrite::writes`]), else the read side.
+    fn take(&self, c: &Client, turn: &Turn, _: &mut StdRng) -> Taking<Self> {
+        let name = resource_name(&c.prefix, turn.resource);
+        let request = match self.writes(c.id) {
+            true => c.redlock.write(name, turn.ttl),
+            false => c.redlock.read(name, turn.ttl),
         };
-        let t0 = Instant::now();
-        match cancel::run(turn.cancel_acquire, request.acquire()).await {
-            None => checker.acquire_cancelled(),
-            Some(Ok(lock)) => {
-                let granted_at = Instant::now();
-                checker.acquire_latency(granted_at - t0);
-                let mut session =
-                    checker.granted(id, turn.resource, None, granted_at, lock.deadline());
-                session.requested_at(t0);
-                tokio::time::sleep(turn.work / 2).await;
-                match turn.extend {
-                    Some((new_ttl, then)) => {
-                        hold_extend(&lock, &mut session, new_ttl, turn.ttl, turn.cancel_extend)
-                            .await;
-                        tokio::time::sleep(lock.validity().mul_f64(then)).await;
-                    }
-                    None => tokio::time::sleep(turn.work / 2).await,
-                }
-                session.observe(lock.deadline());
-                session.stop();
-                match cancel::run(turn.cancel_release, lock.release()).await {
-                    None => checker.release_cancelled(),
-                    Some(Err(e)) => checker.release_failed(&e),
-                    Some(Ok(())) => {}
-                }
-            }
-            Some(Err(e)) => {
-                assert!(!e.is_invalid_input(), "acquire a side: {e}");
-                checker.acquire_failed(&e);
-            }
-        }
-        tokio::time::sleep(turn.think).await;
+        request.acquire().boxed()
+    }
+
+    /// The write side: nobody else holds it.
+    fn probe(&self, redlock: &Redlock, name: &str, ttl: Duration, wait: Duration) -> Taking<Self> {
+        let request = redlock
+            .write(name, ttl)
+            .retry(quorumlock::Retry::Until(wait));
+        request.acquire().boxed()
+    }
+
+    fn lock(lock: &Lock) -> &Lock {
+        lock
+    }
+
+    fn fence(_: &Lock) -> Option<u64> {
+        None
+    }
+
+    fn let_go(lock: Lock) -> Release {
+        Some(lock.release().boxed())
     }
 }

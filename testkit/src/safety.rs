@@ -3,13 +3,16 @@
 //! [`Checker`], then recovery and leftovers checked.
 //!
 //! The load is what the clients do: take locks ([`Strategy`]), permits of
-//! a semaphore ([`Permits`]) or leaderships ([`Leaders`]). The run, the
-//! faults, the checker's history and the summary line's head are the same
-//! for all.
+//! a semaphore ([`Permits`]), a side of a read–write lock ([`ReadWrite`])
+//! or leaderships ([`Leaders`]), each turn played by one driver
+//! ([`drive`]). The run, the faults, the checker's history and the summary
+//! line's head are the same for all.
 //!
 //! [`Strategy`]: super::workload::Strategy
 //! [`Permits`]: super::permits::Permits
 //! [`Leaders`]: super::leaders::Leaders
+//! [`ReadWrite`]: super::rwlock::ReadWrite
+//! [`drive`]: super::turns::drive
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -44,21 +47,16 @@ pub fn client_seed(seed: u64, id: usize) -> u64 {
     seed ^ (id as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15)
 }
 
-/// What the clients of a safety run do.
+/// What the clients of a safety run do: every [`Turns`] is one.
+///
+/// [`Turns`]: super::turns::Turns
 pub trait Load: Sync {
-    /// Name for reports.
-    fn name(&self) -> &'static str;
-
     /// How long nodes must have been up before the load can start (a
     /// restart quarantine).
-    fn warmup(&self) -> Duration {
-        Duration::ZERO
-    }
+    fn warmup(&self) -> Duration;
 
     /// Adjusts each client's builder.
-    fn builder(&self, builder: Builder) -> Builder {
-        builder
-    }
+    fn builder(&self, builder: Builder) -> Builder;
 
     /// The store the holders update, for `resources` resources.
     fn store(&self, resources: usize) -> Arc<dyn Store>;

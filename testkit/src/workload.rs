@@ -17,31 +17,27 @@
 //! quarantine customises the builder. The checker and the figures are the
 //! same for all.
 //!
+//! [`Cancel`]: super::cancel::Cancel
 //! [`FencedStore::shared`]: super::checker::FencedStore::shared
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use futures::future::{BoxFuture, FutureExt};
 use quorumlock::{Builder, Lock, Redlock};
 use rand::rngs::StdRng;
-use rand::{Rng, SeedableRng};
 
-use super::cancel::{self, Cancel};
 use super::checker::{Checker, Outcome, PlainStore, Store};
-use super::safety::{Client, Load};
+use super::safety::Client;
+use super::turns::{work, Holding, Release, Taking, Turn, Turns};
+
+/// A lock and its fencing token, if the strategy has one.
+type Acquired = quorumlock::Result<(Lock, Option<u64>)>;
 
 /// Takes a lock: `(redlock, resource, ttl)` → the lock and its fencing
 /// token, if the strategy has one.
-pub type AcquireFn = Arc<
-    dyn Fn(
-            Redlock,
-            Vec<u8>,
-            Duration,
-        ) -> BoxFuture<'static, quorumlock::Result<(Lock, Option<u64>)>>
-        + Send
-        + Sync,
->;
+pub type AcquireFn =
+    Arc<dyn Fn(Redlock, Vec<u8>, Duration) -> BoxFuture<'static, Acquired> + Send + Sync>;
 
 /// Adjusts each client's builder (e.g. a restart quarantine).
 pub type Customize = Arc<dyn Fn(Builder) -> Builder + Send + Sync>;
@@ -203,10 +199,9 @@ pub fn resource_name(prefix: &str, r: usize) -> String {
     format!("{prefix}:{r}")
 }
 
-impl Load for Strategy {
-    fn name(&self) -> &'static str {
-        self.name
-    }
+impl Turns for Strategy {
+    type Held = (Lock, Option<u64>);
+    const ACQUIRE: &'static str = "acquire";
 
     fn warmup(&self) -> Duration {
         self.warmup
@@ -220,199 +215,53 @@ impl Load for Strategy {
         (self.store)(resources)
     }
 
-    fn client(&self, c: Client) -> BoxFuture<'static, ()> {
-        let acquire = self.acquire.clone();
-        async move { client(c, &acquire).await }.boxed()
+    fn keys(&self, prefix: &str) -> String {
+        format!("{prefix}:*")
     }
 
-    fn take_once<'a>(
-        &'a self,
-        redlock: &'a Redlock,
-        name: &'a str,
-        w: &'a Workload,
-        wait: Duration,
-    ) -> BoxFuture<'a, bool> {
+    fn take(&self, c: &Client, turn: &Turn, _: &mut StdRng) -> Taking<Self> {
+        let name = resource_name(&c.prefix, turn.resource).into_bytes();
+        (self.acquire)(c.redlock.clone(), name, turn.ttl)
+    }
+
+    fn probe(&self, redlock: &Redlock, name: &str, ttl: Duration, wait: Duration) -> Taking<Self> {
+        let request = redlock
+            .lock(name, ttl)
+            .retry(quorumlock::Retry::Until(wait));
+        async move { request.acquire().await.map(|lock| (lock, None)) }.boxed()
+    }
+
+    fn lock((lock, _): &Self::Held) -> &Lock {
+        lock
+    }
+
+    fn fence((_, fence): &Self::Held) -> Option<u64> {
+        *fence
+    }
+
+    /// Reads the counter, works (extending as the turn says), and writes
+    /// it back one higher — each access only while validity is left.
+    fn hold<'a>(&'a self, h: Holding<'a, '_, Self::Held>) -> BoxFuture<'a, ()> {
+        let ((lock, _), session, turn, c) = (h.held, h.session, h.turn, h.client);
         async move {
-            match redlock
-                .lock(name, w.max_ttl())
-                .retry(quorumlock::Retry::Until(wait))
-                .acquire()
-                .await
-            {
-                Ok(lock) => {
-                    let _ = lock.release().await;
-                    true
-                }
-                Err(_) => false,
+            let (read, value) = session.read(|| !lock.validity().is_zero());
+            if read == Outcome::Accepted {
+                work(lock, session, turn, || {
+                    if let Some(nodes) = c.checker.nodes() {
+                        let key = resource_name(&c.prefix, turn.resource);
+                        tokio::spawn(coverage(Arc::clone(&c.checker), nodes, key));
+                    }
+                })
+                .await;
+                session.write(value + 1, || !lock.validity().is_zero());
             }
         }
         .boxed()
     }
 
-    fn keys(&self, prefix: &str) -> String {
-        format!("{prefix}:*")
+    fn let_go((lock, _): Self::Held) -> Release {
+        Some(lock.release().boxed())
     }
-}
-
-/// One turn of a client, drawn from its seed: what it takes, for how
-/// long, whether it extends and which calls it drops.
-#[derive(Debug, Clone, Copy)]
-pub struct Turn {
-    /// The resource, `0..resources`.
-    pub resource: usize,
-    /// The TTL asked for.
-    pub ttl: Duration,
-    /// Time holding: `U(0, work)`.
-    pub work: Duration,
-    /// An extension mid-way: the TTL asked for, and how much of the
-    /// validity reported afterwards the holder then works on (up to 1.2:
-    /// its last access lands near, or past, its deadline).
-    pub extend: Option<(Duration, f64)>,
-    /// The pause after the turn.
-    pub think: Duration,
-    /// How the acquire call is dropped, if it is.
-    pub cancel_acquire: Cancel,
-    /// How the release call is dropped, if it is.
-    pub cancel_release: Cancel,
-    /// How the extend call is dropped, if it is.
-    pub cancel_extend: Cancel,
-}
-
-impl Turn {
-    /// Draws the next turn of a client of `w`.
-    pub fn draw(rng: &mut StdRng, w: &Workload) -> Self {
-        let resource = rng.random_range(0..w.resources);
-        let ttl = w.ttls[rng.random_range(0..w.ttls.len())];
-        let work = w.work.mul_f64(rng.random::<f64>());
-        let extend =
-            (w.extend_one_in > 0 && rng.random_range(0..w.extend_one_in) == 0).then(|| {
-                let (lo, hi) = w.extend_ttls;
-                let new_ttl = lo + hi.saturating_sub(lo).mul_f64(rng.random::<f64>());
-                (new_ttl, 1.2 * rng.random::<f64>())
-            });
-        let think = w.think.mul_f64(rng.random::<f64>());
-        let mut cancel = || Cancel::draw(rng, w.cancel_one_in, w.cancel_within);
-        let (cancel_acquire, cancel_release) = (cancel(), cancel());
-        let cancel_extend = Cancel::draw(rng, w.cancel_extend_one_in, w.cancel_within);
-        Self {
-            resource,
-            ttl,
-            work,
-            extend,
-            think,
-            cancel_acquire,
-            cancel_release,
-            cancel_extend,
-        }
-    }
-}
-
-async fn client(c: Client, acquire: &AcquireFn) {
-    let Client {
-        id,
-        redlock,
-        workload: ref w,
-        ref checker,
-        ref prefix,
-        seed,
-        until,
-    } = c;
-    let mut rng = StdRng::seed_from_u64(seed);
-    while Instant::now() < until {
-        let Turn {
-            resource: r,
-            ttl,
-            work,
-            extend,
-            think,
-            cancel_acquire,
-            cancel_release,
-            cancel_extend,
-        } = Turn::draw(&mut rng, w);
-        let name = resource_name(prefix, r).into_bytes();
-        let t0 = Instant::now();
-        match cancel::run(cancel_acquire, acquire(redlock.clone(), name, ttl)).await {
-            None => checker.acquire_cancelled(),
-            Some(Ok((lock, fence))) => {
-                let granted_at = Instant::now();
-                checker.acquire_latency(granted_at - t0);
-                let mut session = checker.granted(id, r, fence, granted_at, lock.deadline());
-                session.requested_at(t0);
-                let (read, value) = session.read(|| !lock.validity().is_zero());
-                if read == Outcome::Accepted {
-                    tokio::time::sleep(work / 2).await;
-                    match extend {
-                        Some((new_ttl, then)) => {
-                            let extended =
-                                hold_extend(&lock, &mut session, new_ttl, ttl, cancel_extend).await;
-                            if extended {
-                                if let Some(nodes) = checker.nodes() {
-                                    tokio::spawn(coverage(
-                                        Arc::clone(checker),
-                                        nodes,
-                                        resource_name(prefix, r),
-                                    ));
-                                }
-                            }
-                            tokio::time::sleep(lock.validity().mul_f64(then)).await;
-                        }
-                        None => tokio::time::sleep(work / 2).await,
-                    }
-                    session.write(value + 1, || !lock.validity().is_zero());
-                }
-                // Nothing but an extend moves the deadline here (no renewal
-                // runs); reading it once more keeps the window sound if
-                // that ever changes.
-                session.observe(lock.deadline());
-                session.stop();
-                match cancel::run(cancel_release, lock.release()).await {
-                    None => checker.release_cancelled(),
-                    Some(Err(e)) => checker.release_failed(&e),
-                    Some(Ok(())) => {}
-                }
-            }
-            Some(Err(e)) => {
-                assert!(!e.is_invalid_input(), "acquire: {e}");
-                checker.acquire_failed(&e);
-            }
-        }
-        tokio::time::sleep(think).await;
-    }
-}
-
-/// Extends `lock` to `ttl` under `cancel`, reporting the lock's deadline to
-/// the session after every poll (the only time it can change); true when
-/// it was extended.
-pub(crate) async fn hold_extend(
-    lock: &Lock,
-    session: &mut super::checker::Session<'_>,
-    ttl: Duration,
-    old_ttl: Duration,
-    cancel: Cancel,
-) -> bool {
-    let (began, before) = (Instant::now(), lock.deadline());
-    let out = cancel::observed(cancel, lock.extend(ttl), || {
-        session.observe(lock.deadline());
-    })
-    .await;
-    let how = match out {
-        None => {
-            session.extend_cancelled(lock.deadline());
-            "cancelled"
-        }
-        Some(Ok(_)) => {
-            session.extended(lock.deadline(), ttl < old_ttl);
-            "extended"
-        }
-        Some(Err(e)) => {
-            assert!(e.is_lost(), "extend: {e}");
-            session.observe(lock.deadline());
-            session.extend_lost();
-            "lost"
-        }
-    };
-    session.note_extend(how, ttl, old_ttl, began, before);
-    how == "extended"
 }
 
 /// After a successful extension of `key`: once the repairs had time to
