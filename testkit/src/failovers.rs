@@ -219,6 +219,9 @@ fn planned_end(schedule: &Schedule) -> Duration {
 struct Members {
     groups: Vec<SentinelGroup>,
     switched: Vec<Option<(u16, u16)>>,
+    /// Per group, its last old master demoted while it ran, until the
+    /// group's next failover has waited for the Sentinels to read it.
+    demoted: Vec<Option<u16>>,
 }
 
 impl Target for Members {
@@ -227,6 +230,9 @@ impl Target for Members {
             panic!("members only fail over, not {}", action.name());
         };
         let group = &mut self.groups[node];
+        if let Some(demoted) = self.demoted[node].take() {
+            group.await_sentinels_read_replica(demoted);
+        }
         let old = group.master_port();
         let new = match kind {
             Failover::Graceful => group.failover(),
@@ -262,7 +268,7 @@ impl Target for Members {
         // failover of this group waits until every Sentinel has read it
         // as a replica, or a Sentinel may undo that failover's promotion.
         if !matches!(action, Action::Failover(Failover::Crash)) {
-            group.await_sentinels_read_replica(old);
+            self.demoted[node] = Some(old);
         }
     }
 }
@@ -375,6 +381,7 @@ impl FailoverRun {
         }
         let members = Members {
             switched: vec![None; groups.len()],
+            demoted: vec![None; groups.len()],
             groups,
         };
         let nemesis = Nemesis::play(members, schedule);

@@ -300,8 +300,8 @@ impl SentinelGroup {
     /// a master (before [`SentinelGroup::demote`], which is quicker than the
     /// Sentinels) and sees it report master again more than 8 s later —
     /// promoted by the next failover — takes it for a stray master and
-    /// turns it back into a replica, which aborts that failover. A failover
-    /// of this group waits for this first.
+    /// turns it back into a replica, which aborts that failover. The next
+    /// failover of this group waits for this first.
     ///
     /// # Panics
     ///
