@@ -10,6 +10,7 @@ mod error;
 mod keys;
 mod lease;
 mod lock;
+mod member;
 mod node;
 mod quorum;
 mod random;

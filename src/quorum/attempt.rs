@@ -18,7 +18,7 @@ use crate::node::commands::{Announce, Command};
 use crate::node::fence;
 use crate::node::grant::Grant;
 use crate::node::reply::{Kind, Vote};
-use crate::node::Node;
+use crate::member::Node;
 use crate::quorum::claim::{Claim, Won};
 use crate::quorum::engine::Engine;
 use crate::quorum::fanout::Plan;

@@ -20,7 +20,7 @@ use crate::keys::Keys;
 use crate::node::commands::Command;
 use crate::node::election::{Reading, Record};
 use crate::node::reply::{Kind, Vote};
-use crate::node::Node;
+use crate::member::Node;
 use crate::quorum::engine::Engine;
 use crate::quorum::fanout::Count;
 use crate::quorum::held::Held;

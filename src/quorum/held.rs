@@ -13,7 +13,7 @@ use crate::keys::Keys;
 use crate::lease::state::Lease;
 use crate::node::commands::{Announce, Command};
 use crate::node::reply::{Kind, Vote};
-use crate::node::{Extended, Node};
+use crate::member::{Extended, Node};
 use crate::quorum::engine::Engine;
 use crate::quorum::fanout::{Outcome, Plan};
 use crate::quorum::remote_check::{self, Remote};

@@ -8,7 +8,7 @@ use crate::error::ResourceName;
 use crate::keys::Keys;
 use crate::node::commands::Command;
 use crate::node::reply::Vote;
-use crate::node::Node;
+use crate::member::Node;
 use crate::quorum::engine::Engine;
 use crate::quorum::fanout::Plan;
 use crate::quorum::rule;

@@ -23,8 +23,8 @@ use redis::{
 };
 
 use crate::node::admission::Gate;
-use crate::node::quarantine::Quarantine;
-use crate::node::sentinel::Sentinels;
+use crate::member::quarantine::Quarantine;
+use crate::member::sentinel::Sentinels;
 
 type Connecting = Shared<BoxFuture<'static, Result<MultiplexedConnection, RedisError>>>;
 

@@ -23,8 +23,8 @@ use redis::{ConnectionInfo, ErrorKind, RedisError, Value};
 
 use crate::keys::hash_slot::SLOTS;
 use crate::node::admission::Gate;
-use crate::node::link::Target;
-use crate::node::route::{client_at, Shard};
+use crate::member::link::Target;
+use crate::member::route::{client_at, Shard};
 
 /// One cluster member's slot table and shards.
 pub(crate) struct ClusterMap {

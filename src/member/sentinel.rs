@@ -6,9 +6,9 @@
 //! `ROLE` that the server named is a master before handing out its
 //! client. What it does not do — notice a failover while a connection
 //! is open, and keep a promoted replica from voting at once — is the
-//! link's ([`crate::node::link`]: a `READONLY` reply takes the
+//! link's ([`crate::member::link`]: a `READONLY` reply takes the
 //! connection down) and restart quarantine's
-//! ([`crate::node::quarantine`]: the new master is another server).
+//! ([`crate::member::quarantine`]: the new master is another server).
 
 use redis::sentinel::{SentinelClient, SentinelClientBuilder, SentinelServerType};
 use std::time::Duration;

@@ -9,10 +9,11 @@ use std::time::{Duration, Instant};
 use futures::future::BoxFuture;
 use redis::{ErrorKind, RedisError, Value};
 
-use super::{admission, lua, Node, NodeResult, Window};
+use super::{Node, NodeResult};
+use crate::node::{admission, lua, Window};
 use crate::error::classify::classify;
-use crate::node::link::Target;
-use crate::node::route::{Hop, Route};
+use crate::member::link::Target;
+use crate::member::route::{Hop, Route};
 
 impl Node {
     /// Sends `PING` to every server of the member, used to open the
