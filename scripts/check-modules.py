@@ -35,8 +35,9 @@ FLOORS = [
     # One server's wire path: its commands and what each reply means, Lua,
     # admission, the durable wait.
     ["node"],
-    # What is counted and read back: counters, latency, `Stats`, `Status`.
-    ["stats", "status"],
+    # What is counted and read back: counters, latency, `Stats`, `Status`,
+    # `Health`.
+    ["stats", "status", "health"],
     # Values every floor uses: settings, resources and keys, tokens, time.
     ["config", "keys", "token", "validity"],
     # The error type and how a lock ends.

@@ -6,16 +6,15 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::members;
 use super::nodes::{self, IntoNode, NodeSource, Source};
 use crate::config::{Config, Durability, Retry};
 use crate::error::{Error, Result};
-use crate::node::admission::{self, Failover, Gate, Registry};
 use crate::member::cluster::ClusterMap;
 use crate::member::link::Target;
 use crate::member::route::{Route, Shard};
 use crate::member::sentinel::Sentinels;
 use crate::member::Node;
+use crate::node::admission::{self, Failover, Gate, Registry};
 use crate::node::Window;
 use crate::quorum::background::Background;
 use crate::quorum::engine::Engine;
@@ -113,7 +112,7 @@ impl Builder {
         let written = list.split(',').map(str::trim).enumerate();
         for (i, entry) in written.filter(|(_, e)| !e.is_empty()) {
             match entries.last_mut() {
-                Some((_, open)) if !entry.contains("://") && members::hosts_open(open) => {
+                Some((_, open)) if !entry.contains("://") && nodes::hosts_open(open) => {
                     open.push(',');
                     open.push_str(entry);
                 }
@@ -545,10 +544,7 @@ fn route(source: Source, label: &str, config: &Config, gate: Arc<Gate>) -> Resul
         )),
         Source::Cluster(seeds) => {
             let seeds = seeds.into_iter().map(|info| {
-                let addr = nodes::label(&info);
-                let addr = addr
-                    .rsplit_once('/')
-                    .map_or(addr.clone(), |(a, _)| a.to_owned());
+                let addr = nodes::address(&info);
                 // The builder's TLS settings ride in the seed's address,
                 // and from it to every server the slot table names.
                 let client = client(Source::Address(info), config)?;

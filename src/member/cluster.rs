@@ -22,9 +22,9 @@ use redis::aio::ConnectionLike;
 use redis::{ConnectionInfo, ErrorKind, RedisError, Value};
 
 use crate::keys::hash_slot::SLOTS;
-use crate::node::admission::Gate;
 use crate::member::link::Target;
 use crate::member::route::{client_at, Shard};
+use crate::node::admission::Gate;
 
 /// One cluster member's slot table and shards.
 pub(crate) struct ClusterMap {

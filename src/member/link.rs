@@ -22,9 +22,9 @@ use redis::{
     Value,
 };
 
-use crate::node::admission::Gate;
 use crate::member::quarantine::Quarantine;
 use crate::member::sentinel::Sentinels;
+use crate::node::admission::Gate;
 
 type Connecting = Shared<BoxFuture<'static, Result<MultiplexedConnection, RedisError>>>;
 

@@ -181,7 +181,9 @@ impl Node {
     /// A reply as `T` (an error reply as the error it is; anything else
     /// that does not read as `T`, a protocol error).
     fn parse<T: FromRedisValue>(&self, value: Value) -> NodeResult<T> {
-        let read = value.extract_error().and_then(|v| Ok(T::from_redis_value(v)?));
+        let read = value
+            .extract_error()
+            .and_then(|v| Ok(T::from_redis_value(v)?));
         read.map_err(|e| self.protocol(e.to_string()))
     }
 

@@ -10,10 +10,10 @@ use std::time::Duration;
 
 use redis::{Client, ErrorKind, RedisError, ServerErrorKind};
 
-use crate::node::admission::Gate;
 use crate::member::cluster::ClusterMap;
 use crate::member::link::{Link, Target};
 use crate::member::quarantine::Quarantine;
+use crate::node::admission::Gate;
 
 /// One server a member sends to: its connection and its restart state.
 pub(crate) struct Shard {

@@ -10,10 +10,10 @@ use futures::future::BoxFuture;
 use redis::{ErrorKind, RedisError, Value};
 
 use super::{Node, NodeResult};
-use crate::node::{admission, lua, Window};
 use crate::error::classify::classify;
 use crate::member::link::Target;
 use crate::member::route::{Hop, Route};
+use crate::node::{admission, lua, Window};
 
 impl Node {
     /// Sends `PING` to every server of the member, used to open the
@@ -141,7 +141,7 @@ impl Node {
     /// release does not meet `NOSCRIPT`.
     pub(crate) async fn load_scripts(&self, window: Window) -> NodeResult<()> {
         self.on_every_shard(window, |hop| async move {
-            for script in &lua::ALL {
+            for script in lua::ALL {
                 self.send(&hop, &script.load()).await?;
             }
             Ok(())

@@ -299,7 +299,12 @@ impl Node {
 
     /// With durable votes and `wrote`: the wait on `hop` behind the write,
     /// and its reply.
-    async fn wait(&self, hop: &Hop, wrote: bool, window: Window) -> Result<Option<Value>, RedisError> {
+    async fn wait(
+        &self,
+        hop: &Hop,
+        wrote: bool,
+        window: Window,
+    ) -> Result<Option<Value>, RedisError> {
         let wait = self.durable.filter(|_| wrote);
         let wait = wait.map(|d| durable::wait(d, durable::budget(window)));
         OptionFuture::from(wait.as_ref().map(|cmd| self.send(hop, cmd)))

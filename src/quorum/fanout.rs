@@ -25,8 +25,8 @@ use tracing::debug;
 
 use crate::error::lost::LostReason;
 use crate::error::{NodeFailure, NodeFailureKind};
-use crate::node::reply::Vote;
 use crate::member::{Node, NodeResult};
+use crate::node::reply::Vote;
 use crate::node::Window;
 use crate::quorum::background::Background;
 use crate::quorum::engine::Engine;
