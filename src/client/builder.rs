@@ -547,32 +547,23 @@ fn route(source: Source, label: &str, config: &Config, gate: Arc<Gate>) -> Resul
                 let addr = nodes::address(&info);
                 // The builder's TLS settings ride in the seed's address,
                 // and from it to every server the slot table names.
-                let client = client(Source::Address(info), config)?;
+                let client = client(info, config)?;
                 Ok((addr, client.get_connection_info().clone()))
             });
             let seeds = seeds.collect::<Result<_>>()?;
             let map = ClusterMap::new(seeds, timeout, gate).map_err(unusable)?;
             return Ok(Route::Cluster(Box::new(map)));
         }
-        single => Target::Server(Box::new(client(single, config)?)),
+        Source::Address(info) => Target::Server(Box::new(client(info, config)?)),
+        Source::Client(client) => Target::Server(Box::new(client)),
+        Source::Invalid(bad) => return Err(Error::invalid(bad.reason)),
     };
     Ok(Route::One(Shard::new(label, target, timeout, gate)))
 }
 
-/// The client for `source`: a ready client as it is, an address with the
-/// builder's settings (TLS).
+/// The client of the server at `info`, with the builder's settings (TLS).
 #[cfg_attr(not(feature = "tls"), allow(unused_variables))]
-fn client(source: Source, config: &Config) -> Result<redis::Client> {
-    let info = match source {
-        Source::Client(client) => return Ok(client),
-        Source::Address(info) => info,
-        Source::Invalid(bad) => return Err(Error::invalid(bad.reason)),
-        Source::Sentinel { .. } | Source::Cluster(_) => {
-            return Err(Error::invalid(
-                "a member of several servers has no single client",
-            ))
-        }
-    };
+fn client(info: redis::ConnectionInfo, config: &Config) -> Result<redis::Client> {
     let label = nodes::label(&info);
     let unusable = |e| Error::invalid(format!("cannot use node {label}: {e}"));
     #[cfg(feature = "tls")]

@@ -18,13 +18,12 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
-use redis::aio::ConnectionLike;
 use redis::{ConnectionInfo, ErrorKind, RedisError, Value};
 
 use crate::keys::hash_slot::SLOTS;
 use crate::member::link::Target;
 use crate::member::route::{client_at, Shard};
-use crate::node::admission::Gate;
+use crate::node::admission::{self, Gate};
 
 /// One cluster member's slot table and shards.
 pub(crate) struct ClusterMap {
@@ -214,17 +213,9 @@ impl ClusterMap {
     /// `CLUSTER SLOTS` of the server at `addr`, on a connection of its own
     /// (the table is not read on a connection that carries votes).
     async fn read_from(&self, addr: &str, target: &Target) -> Result<Vec<Range>, RedisError> {
-        let client = target.client().await?;
-        let config = redis::AsyncConnectionConfig::new()
-            .set_connection_timeout(Some(self.connect_timeout))
-            .set_response_timeout(Some(self.connect_timeout));
-        let mut conn = client
-            .get_multiplexed_async_connection_with_config(&config)
-            .await?;
-        let reply = conn
-            .req_packed_command(&redis::cmd("CLUSTER").arg("SLOTS").clone())
-            .await?;
-        parse_slots(reply.extract_error()?, addr)
+        let slots = redis::cmd("CLUSTER").arg("SLOTS").clone();
+        let reply = target.ask_once(&slots, self.connect_timeout).await?;
+        parse_slots(reply, addr)
             .map_err(|what| RedisError::from((ErrorKind::Client, "unreadable CLUSTER SLOTS", what)))
     }
 
@@ -266,7 +257,7 @@ fn parse_slots(reply: Value, asked: &str) -> Result<Vec<Range>, String> {
             match &fields[..] {
                 [Value::Int(start), Value::Int(end), Value::Array(master), ..] => {
                     let (host, port) = match &master[..] {
-                        [host, Value::Int(port), ..] => (text(host), *port),
+                        [host, Value::Int(port), ..] => (admission::text(host.clone()), *port),
                         _ => return Err(format!("a CLUSTER SLOTS master is {master:?}")),
                     };
                     let host = match host.as_deref() {
@@ -285,15 +276,6 @@ fn parse_slots(reply: Value, asked: &str) -> Result<Vec<Range>, String> {
             }
         })
         .collect()
-}
-
-fn text(value: &Value) -> Option<String> {
-    match value {
-        Value::BulkString(b) => String::from_utf8(b.clone()).ok(),
-        Value::SimpleString(s) => Some(s.clone()),
-        Value::Nil => None,
-        _ => None,
-    }
 }
 
 #[cfg(test)]

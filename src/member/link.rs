@@ -76,6 +76,22 @@ impl Target {
             Target::Sentinel(sentinels) => Box::pin(sentinels.master()),
         }
     }
+
+    /// `cmd`'s reply on a new connection of its own to the server to
+    /// connect to now, opened and answered each within `timeout`, then
+    /// closed: neither admitted nor counted (nothing votes on it).
+    pub(crate) async fn ask_once(&self, cmd: &Cmd, timeout: Duration) -> Result<Value, RedisError> {
+        let config = AsyncConnectionConfig::new()
+            .set_connection_timeout(Some(timeout))
+            .set_response_timeout(Some(timeout));
+        let client = self.client().await?;
+        let mut conn = client
+            .get_multiplexed_async_connection_with_config(&config)
+            .await?;
+        conn.req_packed_command(cmd)
+            .await
+            .and_then(Value::extract_error)
+    }
 }
 
 impl Link {

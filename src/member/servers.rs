@@ -116,22 +116,10 @@ impl Node {
     /// admitted: nothing votes on it.
     pub(crate) async fn ping_new_connection(&self, window: Window) -> NodeResult<()> {
         let start = Instant::now();
-        let ping = async {
-            let config = redis::AsyncConnectionConfig::new()
-                .set_connection_timeout(Some(window.timeout))
-                .set_response_timeout(Some(window.timeout));
-            let client = self.route.target().client().await?;
-            let mut conn = client
-                .get_multiplexed_async_connection_with_config(&config)
-                .await?;
-            let cmd = redis::cmd("PING");
-            redis::aio::ConnectionLike::req_packed_command(&mut conn, &cmd)
-                .await
-                .and_then(Value::extract_error)
-        };
+        let target = self.route.target();
         let checked = async {
-            ping.await
-                .map(|_| ())
+            let ping = target.ask_once(&redis::cmd("PING"), window.timeout).await;
+            ping.map(|_| ())
                 .map_err(|e| self.failure(classify(&e, start.elapsed())).caused_by(e))
         };
         self.within(window, checked).await
