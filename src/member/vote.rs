@@ -3,7 +3,7 @@
 //! serving its slot ([`routed`](Node::routed), redirections followed),
 //! with restart quarantine's probe behind it, then, for a yes, the wait of
 //! a durable vote ([`vote`](Node::vote)); sent on the server's link and
-//! counted ([`counted`](Node::counted)).
+//! counted ([`counted`](Node::counted)), a failure counted once.
 
 use std::future::Future;
 use std::sync::atomic::Ordering;
@@ -14,9 +14,10 @@ use redis::{Cmd, ErrorKind, FromRedisValue, RedisError, ServerErrorKind, Value};
 use tracing::{debug, warn};
 
 use super::{Extended, Node, NodeResult};
-use crate::error::{NodeFailure, NodeFailureKind, Operation};
+use crate::error::classify::classify;
+use crate::error::{Error, NodeFailure, NodeFailureKind, Operation};
 use crate::keys::Keys;
-use crate::member::route::{Hop, MAX_REDIRECTS};
+use crate::member::route::{Hop, Route, MAX_REDIRECTS};
 use crate::node::commands::Command;
 use crate::node::election::Reading;
 use crate::node::grant::{Grant, Shape};
@@ -26,6 +27,22 @@ use crate::status::NodeView;
 use crate::token::Token;
 
 impl Node {
+    /// Whether this member can take `keys` at once: a Redis Cluster runs
+    /// each lock's script on one hash slot, so the keys must share one.
+    pub(crate) fn check_slot(&self, keys: &Keys) -> Result<(), Error> {
+        if !matches!(self.route, Route::Cluster(_)) || keys.slot().is_some() {
+            return Ok(());
+        }
+        Err(Error::invalid(format!(
+            "the keys of {} span several hash slots, and member {} is a Redis Cluster, \
+             which takes a lock's keys in one slot: give the resources one hash tag \
+             (\"{{order:7}}:items\" and \"{{order:7}}:payment\" share the slot of \"order:7\"), \
+             and no '}}' in a name without one",
+            keys.name(),
+            self.label
+        )))
+    }
+
     /// Takes what `command` asks for on this node (see
     /// [`Command::acquire`], [`Command::take_slots`]), its reply read as
     /// `shape` says ([`Shape::read`]). With restart quarantine, the vote
@@ -424,6 +441,57 @@ impl Node {
             }
             Err(e) => Err(self.failed_with(e, Some(latency))),
         }
+    }
+
+    /// The failure `e` after `latency`, counted — unless it is a cluster's
+    /// redirection, which [`routed`](Self::routed) follows.
+    pub(super) fn failed_with(&self, e: RedisError, latency: Option<Duration>) -> NodeFailure {
+        // A lost connection is the link's to report: it takes the
+        // connection down, and the next one starts a new epoch.
+        let refusal = self.route.gate().refusal(&e);
+        let kind = refusal.unwrap_or_else(|| classify(&e, latency.unwrap_or_default()));
+        self.route.failed(&e);
+        if e.redirect_node().is_none() {
+            self.counters.failed(&kind, latency);
+        }
+        self.failure(kind).caused_by(e)
+    }
+
+    /// A reply this client cannot read (counted as a protocol error).
+    pub(super) fn protocol(&self, what: String) -> NodeFailure {
+        self.fail(NodeFailureKind::Protocol(what))
+    }
+
+    /// The failure `kind`, counted (without a latency).
+    pub(super) fn fail(&self, kind: NodeFailureKind) -> NodeFailure {
+        self.counters.failed(&kind, None);
+        self.failure(kind)
+    }
+
+    /// A reply as `T` (an error reply as the error it is; anything else
+    /// that does not read as `T`, a protocol error).
+    pub(super) fn parse<T: FromRedisValue>(&self, value: Value) -> NodeResult<T> {
+        let read = value
+            .extract_error()
+            .and_then(|v| Ok(T::from_redis_value(v)?));
+        read.map_err(|e| self.protocol(e.to_string()))
+    }
+
+    pub(crate) fn failure(&self, kind: NodeFailureKind) -> NodeFailure {
+        NodeFailure::new(&*self.label, kind)
+    }
+
+    /// `work` on this node, given up at the end of `window`: a node that
+    /// has not answered by then failed with a timeout. For work outside a
+    /// fan-out (which bounds its nodes itself).
+    pub(crate) async fn within<T>(
+        &self,
+        window: Window,
+        work: impl Future<Output = NodeResult<T>>,
+    ) -> NodeResult<T> {
+        tokio::time::timeout_at(window.deadline.into(), work)
+            .await
+            .unwrap_or_else(|_| Err(self.failure(NodeFailureKind::Timeout(window.timeout))))
     }
 }
 
