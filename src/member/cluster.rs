@@ -113,6 +113,11 @@ impl ClusterMap {
         if self.table().stale {
             self.read().await?;
         }
+        Ok(self.listed())
+    }
+
+    /// Every master the table names now, once each.
+    fn listed(&self) -> Vec<Arc<Shard>> {
         let table = self.table();
         let mut masters: Vec<Arc<Shard>> = Vec::new();
         for shard in table.slots.iter().flatten() {
@@ -120,7 +125,7 @@ impl ClusterMap {
                 masters.push(shard.clone());
             }
         }
-        Ok(masters)
+        masters
     }
 
     /// The shard at `addr` (`host:port`), made on first use.
@@ -167,31 +172,25 @@ impl ClusterMap {
     /// each seed in turn, and installs it. Boxed, as the connect inside it
     /// is a deep future.
     fn read(&self) -> futures::future::BoxFuture<'_, Result<(), RedisError>> {
-        Box::pin(self.read_table())
+        Box::pin(async move {
+            let _reading = self.reading.lock().await;
+            if !self.table().stale {
+                return Ok(());
+            }
+            self.read_table().await
+        })
     }
 
     async fn read_table(&self) -> Result<(), RedisError> {
-        let _reading = self.reading.lock().await;
-        if !self.table().stale {
-            return Ok(());
-        }
         // The masters known, then the seeds (reached as given: a seed is
         // no shard until the table names it a master).
-        let mut asked: Vec<(String, Target)> = {
-            let table = self.table();
-            let mut known: Vec<(String, Target)> = Vec::new();
-            for shard in table.slots.iter().flatten() {
-                if !known.iter().any(|(addr, _)| *addr == *shard.addr) {
-                    known.push((shard.addr.to_string(), shard.conn.target().clone()));
-                }
-            }
-            known
-        };
-        for (addr, info) in &self.seeds {
-            if let Ok(client) = redis::Client::open(info.clone()) {
-                asked.push((addr.clone(), Target::Server(Box::new(client))));
-            }
-        }
+        let known = self.listed().into_iter();
+        let known = known.map(|shard| (shard.addr.to_string(), shard.conn.target().clone()));
+        let seeds = self.seeds.iter().filter_map(|(addr, info)| {
+            let client = redis::Client::open(info.clone()).ok()?;
+            Some((addr.clone(), Target::Server(Box::new(client))))
+        });
+        let asked: Vec<(String, Target)> = known.chain(seeds).collect();
         let mut last = None;
         for (addr, target) in asked {
             match self.read_from(&addr, &target).await {

@@ -283,10 +283,10 @@ async fn connect(
                 Ok::<(), std::convert::Infallible>(())
             });
         }
-        let mut conn = client
+        let conn = client
             .get_multiplexed_async_connection_with_config(&config)
             .await?;
-        gate.admit(&mut conn).await?;
+        gate.admit(&conn).await?;
         Ok(conn)
     };
     match tokio::time::timeout(timeout, open).await {

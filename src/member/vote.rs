@@ -261,39 +261,18 @@ impl Node {
     ) -> NodeResult<Value> {
         let yes = &yes;
         self.routed(command.slot(), window, |hop| async move {
-            // The server allowed to vote now, and the probe that names the
-            // server that does.
-            let probe = match (&self.quarantine, probe) {
-                (Some((required, info)), true) => {
-                    Some((self.voter(&hop.shard, *required, window).await?, &**info))
+            // With restart quarantine: the server allowed to vote now, and
+            // the probe that names the server that does.
+            let voter = match (&self.quarantine, probe) {
+                (Some((required, _)), true) => {
+                    Some(self.voter(&hop.shard, *required, window).await?)
                 }
                 _ => None,
             };
-            let (reply, seen, waited) = self
-                .counted(window, || async {
-                    let probe = probe.as_ref().map(|(_, info)| *info);
-                    let (reply, seen) = futures::join!(
-                        self.send(&hop, command.cmd()),
-                        OptionFuture::from(probe.map(|p| self.run(&hop, p))),
-                    );
-                    let (reply, seen) = match reply {
-                        Err(e) if no_script(&e) => {
-                            // The EVAL goes out after the probe: probe again.
-                            let reply = self.eval(&hop, command).await?;
-                            let seen = OptionFuture::from(probe.map(|p| self.run(&hop, p)));
-                            (reply, seen.await.transpose()?)
-                        }
-                        reply => (reply?, seen.transpose()?),
-                    };
-                    // The wait goes out once the yes is known: a no wrote
-                    // nothing that must last, and a wait blocks the
-                    // connection while the replicas lag (`WAITAOF`, sent
-                    // with the write, would even wait for the replicas'
-                    // once-a-second report).
-                    let waited = self.wait(&hop, yes(&reply), window).await?;
-                    Ok((reply, seen, waited))
-                })
-                .await?;
+            let probe = voter.as_ref().and(self.quarantine.as_ref());
+            let probe = probe.map(|(_, info)| &**info);
+            let exchange = || self.exchange(&hop, command, probe, yes, window);
+            let (reply, seen, waited) = self.counted(window, exchange).await?;
             let reached = match (self.durable, &waited) {
                 (Some(durability), Some(waited)) => durable::reached(durability, waited),
                 _ => Ok(()),
@@ -305,13 +284,40 @@ impl Node {
                 // once the old one is demoted).
                 hop.shard.conn.reconnect();
             }
-            if let (Some((voter, _)), Some(seen)) = (probe, seen) {
+            if let (Some(voter), Some(seen)) = (voter, seen) {
                 self.confirm(&hop.shard, &voter, seen)?;
             }
             reached.map_err(|e| self.not_durable(e))?;
             Ok(reply)
         })
         .await
+    }
+
+    /// One vote's round trip on `hop`, all on its connection: `command`
+    /// with the `probe` beside it (both again, in that order, after a
+    /// `NOSCRIPT`), then the durable wait once the reply reads as a yes:
+    /// the reply, the probe's and the wait's.
+    async fn exchange(
+        &self,
+        hop: &Hop,
+        command: &Command,
+        probe: Option<&Command>,
+        yes: &(impl Fn(&Value) -> bool + Send + Sync),
+        window: Window,
+    ) -> Result<(Value, Option<Value>, Option<Value>), RedisError> {
+        let probed = || OptionFuture::from(probe.map(|p| self.run(hop, p)));
+        let (reply, seen) = futures::join!(self.send(hop, command.cmd()), probed());
+        let (reply, seen) = match reply {
+            // The EVAL goes out after the probe: probe again.
+            Err(e) if no_script(&e) => (self.eval(hop, command).await?, probed().await),
+            reply => (reply?, seen),
+        };
+        // The wait goes out once the yes is known: a no wrote nothing that
+        // must last, and a wait blocks the connection while the replicas
+        // lag (`WAITAOF`, sent with the write, would even wait for the
+        // replicas' once-a-second report).
+        let waited = self.wait(hop, yes(&reply), window).await?;
+        Ok((reply, seen.transpose()?, waited))
     }
 
     /// With durable votes and `wrote`: the wait on `hop` behind the write,
