@@ -7,9 +7,11 @@ mod client;
 mod config;
 mod election;
 mod error;
+mod health;
 mod keys;
 mod lease;
 mod lock;
+mod member;
 mod node;
 mod quorum;
 mod random;
@@ -22,7 +24,7 @@ mod status;
 mod token;
 mod validity;
 
-pub use client::{Builder, Health, HealthState, IntoNode, NodeHealth, NodeSource};
+pub use client::{Builder, IntoNode, NodeSource};
 pub use config::{
     Durability, Retry, DEFAULT_CONNECT_TIMEOUT, DEFAULT_DRIFT_FACTOR, DEFAULT_NODE_TIMEOUT,
     DEFAULT_RETRY, DEFAULT_RETRY_DELAY_MAX, DEFAULT_RETRY_DELAY_MIN, MAX_NODES, MAX_PERMITS,
@@ -33,6 +35,7 @@ pub use error::{
     Error, LossKind, LostReason, NodeFailure, NodeFailureKind, Occupancy, Operation, Primitive,
     ResourceName, Result,
 };
+pub use health::{Health, HealthState, NodeHealth};
 pub use keys::{
     ELECTION_KEY_PREFIX, FENCE_KEY_PREFIX, RELEASE_CHANNEL_PREFIX, RWLOCK_KEY_PREFIX,
     SEMAPHORE_KEY_PREFIX,

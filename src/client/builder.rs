@@ -6,16 +6,16 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::members;
 use super::nodes::{self, IntoNode, NodeSource, Source};
 use crate::config::{Config, Durability, Retry};
 use crate::error::{Error, Result};
+use crate::member::cluster::ClusterMap;
+use crate::member::link::Target;
+use crate::member::route::{Route, Shard};
+use crate::member::sentinel::Sentinels;
+use crate::member::Node;
 use crate::node::admission::{self, Failover, Gate, Registry};
-use crate::node::cluster::ClusterMap;
-use crate::node::link::Target;
-use crate::node::route::{Route, Shard};
-use crate::node::sentinel::Sentinels;
-use crate::node::{Node, Window};
+use crate::node::Window;
 use crate::quorum::background::Background;
 use crate::quorum::engine::Engine;
 use crate::quorum::handoff::Handoff;
@@ -112,7 +112,7 @@ impl Builder {
         let written = list.split(',').map(str::trim).enumerate();
         for (i, entry) in written.filter(|(_, e)| !e.is_empty()) {
             match entries.last_mut() {
-                Some((_, open)) if !entry.contains("://") && members::hosts_open(open) => {
+                Some((_, open)) if !entry.contains("://") && nodes::hosts_open(open) => {
                     open.push(',');
                     open.push_str(entry);
                 }
@@ -544,38 +544,26 @@ fn route(source: Source, label: &str, config: &Config, gate: Arc<Gate>) -> Resul
         )),
         Source::Cluster(seeds) => {
             let seeds = seeds.into_iter().map(|info| {
-                let addr = nodes::label(&info);
-                let addr = addr
-                    .rsplit_once('/')
-                    .map_or(addr.clone(), |(a, _)| a.to_owned());
+                let addr = nodes::address(&info);
                 // The builder's TLS settings ride in the seed's address,
                 // and from it to every server the slot table names.
-                let client = client(Source::Address(info), config)?;
+                let client = client(info, config)?;
                 Ok((addr, client.get_connection_info().clone()))
             });
             let seeds = seeds.collect::<Result<_>>()?;
             let map = ClusterMap::new(seeds, timeout, gate).map_err(unusable)?;
             return Ok(Route::Cluster(Box::new(map)));
         }
-        single => Target::Server(Box::new(client(single, config)?)),
+        Source::Address(info) => Target::Server(Box::new(client(info, config)?)),
+        Source::Client(client) => Target::Server(Box::new(client)),
+        Source::Invalid(bad) => return Err(Error::invalid(bad.reason)),
     };
     Ok(Route::One(Shard::new(label, target, timeout, gate)))
 }
 
-/// The client for `source`: a ready client as it is, an address with the
-/// builder's settings (TLS).
+/// The client of the server at `info`, with the builder's settings (TLS).
 #[cfg_attr(not(feature = "tls"), allow(unused_variables))]
-fn client(source: Source, config: &Config) -> Result<redis::Client> {
-    let info = match source {
-        Source::Client(client) => return Ok(client),
-        Source::Address(info) => info,
-        Source::Invalid(bad) => return Err(Error::invalid(bad.reason)),
-        Source::Sentinel { .. } | Source::Cluster(_) => {
-            return Err(Error::invalid(
-                "a member of several servers has no single client",
-            ))
-        }
-    };
+fn client(info: redis::ConnectionInfo, config: &Config) -> Result<redis::Client> {
     let label = nodes::label(&info);
     let unusable = |e| Error::invalid(format!("cannot use node {label}: {e}"));
     #[cfg(feature = "tls")]

@@ -10,6 +10,7 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
+use futures::future::OptionFuture;
 use redis::aio::{ConnectionLike, MultiplexedConnection};
 use redis::{Cmd, ErrorKind, RedisError, Value};
 use tracing::warn;
@@ -171,33 +172,22 @@ impl Gate {
     /// [`refusal`](Self::refusal) explains. A server that does not permit
     /// the reads (ACL, renamed commands) is admitted, with one warning per
     /// node.
-    pub(crate) async fn admit(&self, conn: &mut MultiplexedConnection) -> Result<(), RedisError> {
-        let info = Command::server_info();
+    pub(crate) async fn admit(&self, conn: &MultiplexedConnection) -> Result<(), RedisError> {
+        // One round trip: the reads go out together on the connection.
+        let ask = |cmd: Cmd| {
+            let mut conn = conn.clone();
+            async move { conn.req_packed_command(&cmd).await.and_then(permitted) }
+        };
         let mut config = redis::cmd("CONFIG");
         config.arg("GET").arg("maxmemory*");
-        let (mut second, mut third) = (conn.clone(), conn.clone());
-        let config = async {
-            if self.check_eviction {
-                Some(second.req_packed_command(&config).await)
-            } else {
-                None
-            }
-        };
-        let replication = async {
-            match self.failover {
-                Failover::Never => None,
-                Failover::Replicas { .. } => {
-                    Some(third.req_packed_command(&replication_info()).await)
-                }
-            }
-        };
-        let (info, config, replication) =
-            futures::join!(conn.req_packed_command(info.cmd()), config, replication);
-        let (info, config, replication) = (
-            permitted(info?)?,
-            config.transpose()?.map(permitted).transpose()?,
-            replication.transpose()?.map(permitted).transpose()?,
+        let config = self.check_eviction.then(|| ask(config));
+        let replication = self.fails_over().then(|| ask(replication_info()));
+        let (info, config, replication) = futures::join!(
+            ask(Command::server_info().cmd().clone()),
+            OptionFuture::from(config),
+            OptionFuture::from(replication),
         );
+        let (info, config, replication) = (info?, config.transpose()?, replication.transpose()?);
         // Replicas missing (down, or resynchronizing after a failover) do
         // not keep the connection out: a release must get through, and the
         // durable wait refuses the votes meanwhile. Said once here.

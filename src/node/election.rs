@@ -15,7 +15,6 @@ use std::time::Duration;
 use crate::keys::Keys;
 use crate::node::commands::Command;
 use crate::node::lua;
-use crate::node::{parse, Node, NodeResult, Window};
 use crate::token::Token;
 use crate::validity;
 
@@ -116,20 +115,6 @@ impl Command {
         Self::call(&lua::RETIRE, [&keys.leader_record()[..]], |cmd| {
             cmd.arg(token.as_str());
         })
-    }
-}
-
-impl Node {
-    /// Reads an election ([`Command::read_leader`]).
-    pub(crate) async fn read_leader(
-        &self,
-        command: &Command,
-        window: Window,
-    ) -> NodeResult<Reading> {
-        let reply = self.call(command, window).await?;
-        let (lock, record): (Option<Vec<u8>>, Option<Vec<u8>>) =
-            parse(reply).map_err(|e| self.protocol(e.to_string()))?;
-        Ok(Reading::new(lock.as_deref(), record.as_deref()))
     }
 }
 

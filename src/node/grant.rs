@@ -1,15 +1,11 @@
-//! An acquire on one node, of any kind (a lock's `SET NX PX` or script, a
-//! semaphore's `acquire_slots.lua`): what the node granted, read from its
-//! reply in one place.
+//! An acquire's reply on one node, of any kind (a lock's `SET NX PX` or
+//! script, a semaphore's `acquire_slots.lua`): what the node granted, read
+//! in one place ([`Shape::read`]).
 
 use redis::Value;
-use tracing::debug;
 
-use crate::error::Operation;
-use crate::node::commands::Command;
 use crate::node::fence;
 use crate::node::reply::{self, Kind, Vote};
-use crate::node::{Node, NodeResult, Window};
 
 /// How an acquire's reply reads, by the command that asked.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -66,34 +62,14 @@ impl Grant {
     }
 }
 
-impl Node {
-    /// Takes what `command` asks for on this node (see
-    /// [`Command::acquire`], [`Command::take_slots`]), its reply read as
-    /// `shape` says.
-    ///
-    /// With restart quarantine, the vote counts only when the server that
-    /// cast it is the one whose uptime let the node vote; with durable
-    /// votes, once its write is durable (see [`vote`](Self::vote)).
-    pub(crate) async fn acquire(
-        &self,
-        command: &Command,
-        shape: Shape,
-        window: Window,
-    ) -> NodeResult<Grant> {
-        let grant = |reply: &Value| match shape {
+impl Shape {
+    /// The grant an acquire's `reply` reads as; anything else says what
+    /// it was.
+    pub(crate) fn read(self, reply: &Value) -> Result<Grant, String> {
+        match self {
             Shape::Slots { listed, want } => read(reply, listed, want),
             lock => read_lock(reply, lock == Shape::Fenced),
-        };
-        let yes = |reply: &Value| grant(reply).is_ok_and(|g| g.granted());
-        let (reply, waited) = self.vote(command, window, true, yes).await?;
-        let grant = grant(&reply);
-        let grant = grant.map_err(|what| self.protocol(what))?;
-        if grant.granted() {
-            self.durable_reached(waited.as_ref())?;
         }
-        debug!(node = %self.label, vote = ?grant.vote, "node answered");
-        self.counters.vote(Operation::Acquire, grant.granted());
-        Ok(grant)
     }
 }
 

@@ -12,8 +12,8 @@ use tracing::debug;
 use crate::config::Config;
 use crate::error::{Error, Operation, ResourceName};
 use crate::keys::Keys;
+use crate::member::Node;
 use crate::node::reply::Vote;
-use crate::node::Node;
 use crate::quorum::background::Background;
 use crate::quorum::fanout::Outcome;
 use crate::quorum::handoff::Handoff;
@@ -35,23 +35,10 @@ pub(crate) struct Engine {
 }
 
 impl Engine {
-    /// Whether `keys` can be taken on every member: a Redis Cluster member
-    /// runs each lock's script on one hash slot, so the keys must share one.
+    /// Whether `keys` can be taken on every member (a Redis Cluster
+    /// takes a lock's keys in one hash slot).
     pub(crate) fn check_slot(&self, keys: &Keys) -> Result<(), Error> {
-        let Some(cluster) = self.nodes.iter().find(|n| n.is_cluster()) else {
-            return Ok(());
-        };
-        if keys.slot().is_some() {
-            return Ok(());
-        }
-        Err(Error::invalid(format!(
-            "the keys of {} span several hash slots, and member {} is a Redis Cluster, \
-             which takes a lock's keys in one slot: give the resources one hash tag \
-             (\"{{order:7}}:items\" and \"{{order:7}}:payment\" share the slot of \"order:7\"), \
-             and no '}}' in a name without one",
-            keys.name(),
-            cluster.label()
-        )))
+        self.nodes.iter().try_for_each(|node| node.check_slot(keys))
     }
 
     /// Votes a lock needs: a majority of the nodes.

@@ -25,8 +25,9 @@ use tracing::debug;
 
 use crate::error::lost::LostReason;
 use crate::error::{NodeFailure, NodeFailureKind};
+use crate::member::{Node, NodeResult};
 use crate::node::reply::Vote;
-use crate::node::{Node, NodeResult, Window};
+use crate::node::Window;
 use crate::quorum::background::Background;
 use crate::quorum::engine::Engine;
 use crate::quorum::rule::{Decision, Tally};

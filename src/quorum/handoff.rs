@@ -21,8 +21,8 @@ use tokio_util::sync::CancellationToken;
 use tracing::debug;
 
 use crate::keys::{Keys, RELEASE_CHANNEL_PREFIX, RWLOCK_KEY_PREFIX};
-use crate::node::link::Target;
-use crate::node::Node;
+use crate::member::link::Target;
+use crate::member::Node;
 
 /// Subscriptions shared by every waiter of one [`Redlock`](crate::Redlock)
 /// (and one set of them per election observer, whose wake-ups must not be

@@ -6,9 +6,9 @@ use std::sync::Arc;
 
 use crate::error::ResourceName;
 use crate::keys::Keys;
+use crate::member::Node;
 use crate::node::commands::Command;
 use crate::node::reply::Vote;
-use crate::node::Node;
 use crate::quorum::engine::Engine;
 use crate::quorum::fanout::Plan;
 use crate::quorum::rule;

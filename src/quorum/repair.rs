@@ -35,10 +35,11 @@ use tokio::sync::{watch, RwLock};
 use tracing::debug;
 
 use crate::keys::Keys;
+use crate::member::Node;
 use crate::node::commands::Command;
 use crate::node::election::Record;
 use crate::node::reply::Kind;
-use crate::node::{Node, Window};
+use crate::node::Window;
 use crate::quorum::engine::Engine;
 use crate::token::Token;
 use crate::validity;

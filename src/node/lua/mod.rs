@@ -40,127 +40,70 @@ impl Lua {
     }
 }
 
-/// A script from its files, joined in order: a script that reads or raises
-/// a fencing counter begins with `fence_check.lua`, the counter's check
-/// written once.
-macro_rules! script {
-    ($(#[$doc:meta])* $name:ident = $($file:literal),+) => {
-        $(#[$doc])*
-        pub(crate) static $name: Lua = Lua {
-            source: concat!($(include_str!($file)),+),
-            script: LazyLock::new(|| Script::new($name.source)),
-        };
+/// The scripts, each from its files joined in order (a script that reads
+/// or raises a fencing counter begins with `fence_check.lua`, the
+/// counter's check written once), and [`ALL`], every script.
+macro_rules! scripts {
+    ($($(#[$doc:meta])* $name:ident = $($file:literal),+;)+) => {
+        $(
+            $(#[$doc])*
+            pub(crate) static $name: Lua = Lua {
+                source: concat!($(include_str!($file)),+),
+                script: LazyLock::new(|| Script::new($name.source)),
+            };
+        )+
+        /// Every script, for preloading on connect.
+        pub(crate) static ALL: &[&Lua] = &[$(&$name),+];
     };
 }
 
-script!(
-    /// Compare-and-delete on every key (and publish each release).
-    RELEASE = "release.lua"
-);
-script!(
-    /// Compare-and-pexpire of every key, all or nothing; never re-creates
-    /// an expired key, never shortens one.
-    EXTEND = "extend.lua"
-);
-script!(
-    /// All-or-nothing `SET NX PX` over several keys.
-    ACQUIRE_MULTI = "acquire_multi.lua"
-);
-script!(
-    /// `SET NX PX` that returns the fencing counter atomically.
-    ACQUIRE_FENCED = "fence_check.lua", "acquire_fenced.lua"
-);
-script!(
-    /// Takes k of a semaphore's slots on a node, all or none (and reads
-    /// its fencing counter).
-    ACQUIRE_SLOTS = "fence_check.lua", "acquire_slots.lua"
-);
-script!(
-    /// Commits a fencing token where the lock (or permit) is still held.
-    FENCE_COMMIT = "fence_check.lua", "fence_commit.lua"
-);
-script!(
-    /// Whether every key still carries the token (read-only).
-    HOLDS = "holds.lua"
-);
-script!(
-    /// What each of many keys holds, the keys set only (read-only).
-    PEEK = "peek.lua"
-);
-script!(
-    /// A leader's record, written where the leadership is still held.
-    PROCLAIM = "proclaim.lua"
-);
-script!(
-    /// An election's leadership lock and leader record (read-only).
-    LEADER = "leader.lua"
-);
-script!(
-    /// A resigning leader's record, deleted where it is still its own.
-    RETIRE = "retire.lua"
-);
-
-script!(
-    /// A reader's entry in a read–write lock (`docs/rwlock.md`), unless a
-    /// writer holds it or waits; also the repair of a reader's entry.
-    READ_ACQUIRE = "read_write.lua", "read_acquire.lua"
-);
-script!(
-    /// A writer's hold of a read–write lock where no reader is left, or
-    /// its intent mark (and reads its fencing counter).
-    WRITE_ACQUIRE = "fence_check.lua", "read_write.lua", "write_acquire.lua"
-);
-script!(
-    /// A reader's entry removed, the readers' marker kept in step.
-    READ_RELEASE = "read_write.lua", "read_release.lua"
-);
-script!(
-    /// A writer's release: compare-and-delete, announced to the writers
-    /// and to the readers.
-    WRITE_RELEASE = "write_release.lua"
-);
-script!(
-    /// A reader's own entry extended, the readers' marker kept in step.
-    READ_EXTEND = "read_write.lua", "read_extend.lua"
-);
-script!(
-    /// Whether a reader's entry is there (read-only).
-    READ_HOLDS = "read_write.lua", "read_holds.lua"
-);
-script!(
-    /// A read–write lock's writer and readers, as `peek.lua` answers
-    /// (read-only).
-    READ_WRITE_PEEK = "read_write.lua", "read_write_peek.lua"
-);
-
-script!(
+scripts! {
     /// Which server a node is (its `run_id` and replication id) and its
     /// uptime, for restart quarantine (read-only).
-    IDENTITY = "identity.lua"
-);
-
-/// Every script, for preloading on connect.
-pub(crate) static ALL: [&Lua; 19] = [
-    &IDENTITY,
-    &RELEASE,
-    &EXTEND,
-    &ACQUIRE_MULTI,
-    &ACQUIRE_FENCED,
-    &ACQUIRE_SLOTS,
-    &FENCE_COMMIT,
-    &HOLDS,
-    &PEEK,
-    &PROCLAIM,
-    &LEADER,
-    &RETIRE,
-    &READ_ACQUIRE,
-    &WRITE_ACQUIRE,
-    &READ_RELEASE,
-    &WRITE_RELEASE,
-    &READ_EXTEND,
-    &READ_HOLDS,
-    &READ_WRITE_PEEK,
-];
+    IDENTITY = "identity.lua";
+    /// Compare-and-delete on every key (and publish each release).
+    RELEASE = "release.lua";
+    /// Compare-and-pexpire of every key, all or nothing; never re-creates
+    /// an expired key, never shortens one.
+    EXTEND = "extend.lua";
+    /// All-or-nothing `SET NX PX` over several keys.
+    ACQUIRE_MULTI = "acquire_multi.lua";
+    /// `SET NX PX` that returns the fencing counter atomically.
+    ACQUIRE_FENCED = "fence_check.lua", "acquire_fenced.lua";
+    /// Takes k of a semaphore's slots on a node, all or none (and reads
+    /// its fencing counter).
+    ACQUIRE_SLOTS = "fence_check.lua", "acquire_slots.lua";
+    /// Commits a fencing token where the lock (or permit) is still held.
+    FENCE_COMMIT = "fence_check.lua", "fence_commit.lua";
+    /// Whether every key still carries the token (read-only).
+    HOLDS = "holds.lua";
+    /// What each of many keys holds, the keys set only (read-only).
+    PEEK = "peek.lua";
+    /// A leader's record, written where the leadership is still held.
+    PROCLAIM = "proclaim.lua";
+    /// An election's leadership lock and leader record (read-only).
+    LEADER = "leader.lua";
+    /// A resigning leader's record, deleted where it is still its own.
+    RETIRE = "retire.lua";
+    /// A reader's entry in a read–write lock (`docs/rwlock.md`), unless a
+    /// writer holds it or waits; also the repair of a reader's entry.
+    READ_ACQUIRE = "read_write.lua", "read_acquire.lua";
+    /// A writer's hold of a read–write lock where no reader is left, or
+    /// its intent mark (and reads its fencing counter).
+    WRITE_ACQUIRE = "fence_check.lua", "read_write.lua", "write_acquire.lua";
+    /// A reader's entry removed, the readers' marker kept in step.
+    READ_RELEASE = "read_write.lua", "read_release.lua";
+    /// A writer's release: compare-and-delete, announced to the writers
+    /// and to the readers.
+    WRITE_RELEASE = "write_release.lua";
+    /// A reader's own entry extended, the readers' marker kept in step.
+    READ_EXTEND = "read_write.lua", "read_extend.lua";
+    /// Whether a reader's entry is there (read-only).
+    READ_HOLDS = "read_write.lua", "read_holds.lua";
+    /// A read–write lock's writer and readers, as `peek.lua` answers
+    /// (read-only).
+    READ_WRITE_PEEK = "read_write.lua", "read_write_peek.lua";
+}
 
 #[cfg(test)]
 mod tests {

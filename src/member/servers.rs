@@ -9,10 +9,11 @@ use std::time::{Duration, Instant};
 use futures::future::BoxFuture;
 use redis::{ErrorKind, RedisError, Value};
 
-use super::{admission, lua, Node, NodeResult, Window};
+use super::{Node, NodeResult};
 use crate::error::classify::classify;
-use crate::node::link::Target;
-use crate::node::route::{Hop, Route};
+use crate::member::link::Target;
+use crate::member::route::{Hop, Route};
+use crate::node::{admission, lua, Window};
 
 impl Node {
     /// Sends `PING` to every server of the member, used to open the
@@ -115,22 +116,10 @@ impl Node {
     /// admitted: nothing votes on it.
     pub(crate) async fn ping_new_connection(&self, window: Window) -> NodeResult<()> {
         let start = Instant::now();
-        let ping = async {
-            let config = redis::AsyncConnectionConfig::new()
-                .set_connection_timeout(Some(window.timeout))
-                .set_response_timeout(Some(window.timeout));
-            let client = self.route.target().client().await?;
-            let mut conn = client
-                .get_multiplexed_async_connection_with_config(&config)
-                .await?;
-            let cmd = redis::cmd("PING");
-            redis::aio::ConnectionLike::req_packed_command(&mut conn, &cmd)
-                .await
-                .and_then(Value::extract_error)
-        };
+        let target = self.route.target();
         let checked = async {
-            ping.await
-                .map(|_| ())
+            let ping = target.ask_once(&redis::cmd("PING"), window.timeout).await;
+            ping.map(|_| ())
                 .map_err(|e| self.failure(classify(&e, start.elapsed())).caused_by(e))
         };
         self.within(window, checked).await
@@ -140,7 +129,7 @@ impl Node {
     /// release does not meet `NOSCRIPT`.
     pub(crate) async fn load_scripts(&self, window: Window) -> NodeResult<()> {
         self.on_every_shard(window, |hop| async move {
-            for script in &lua::ALL {
+            for script in lua::ALL {
                 self.send(&hop, &script.load()).await?;
             }
             Ok(())

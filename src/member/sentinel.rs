@@ -6,9 +6,9 @@
 //! `ROLE` that the server named is a master before handing out its
 //! client. What it does not do — notice a failover while a connection
 //! is open, and keep a promoted replica from voting at once — is the
-//! link's ([`crate::node::link`]: a `READONLY` reply takes the
+//! link's ([`crate::member::link`]: a `READONLY` reply takes the
 //! connection down) and restart quarantine's
-//! ([`crate::node::quarantine`]: the new master is another server).
+//! ([`crate::member::quarantine`]: the new master is another server).
 
 use redis::sentinel::{SentinelClient, SentinelClientBuilder, SentinelServerType};
 use std::time::Duration;
@@ -19,6 +19,7 @@ use redis::{
 use tokio::sync::Mutex;
 
 use crate::config::Config;
+use crate::member::link::Target;
 
 /// The sentinels of one group, and how to reach its master.
 pub(crate) struct Sentinels {
@@ -92,12 +93,9 @@ impl Sentinels {
         let ask = |info: ConnectionInfo| async move {
             let addr = info.addr().to_string();
             let masters = async {
-                let client = Client::open(info)?;
-                let mut conn = client.get_multiplexed_async_connection().await?;
-                redis::cmd("SENTINEL")
-                    .arg("MASTERS")
-                    .query_async::<Value>(&mut conn)
-                    .await
+                let sentinel = Target::Server(Box::new(Client::open(info)?));
+                let masters = redis::cmd("SENTINEL").arg("MASTERS").clone();
+                sentinel.ask_once(&masters, timeout).await
             };
             match tokio::time::timeout(timeout, masters).await {
                 Ok(Ok(reply)) => Some(Ok(master_names(reply))),

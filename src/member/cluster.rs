@@ -18,13 +18,12 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
-use redis::aio::ConnectionLike;
 use redis::{ConnectionInfo, ErrorKind, RedisError, Value};
 
 use crate::keys::hash_slot::SLOTS;
-use crate::node::admission::Gate;
-use crate::node::link::Target;
-use crate::node::route::{client_at, Shard};
+use crate::member::link::Target;
+use crate::member::route::{client_at, Shard};
+use crate::node::admission::{self, Gate};
 
 /// One cluster member's slot table and shards.
 pub(crate) struct ClusterMap {
@@ -114,6 +113,11 @@ impl ClusterMap {
         if self.table().stale {
             self.read().await?;
         }
+        Ok(self.listed())
+    }
+
+    /// Every master the table names now, once each.
+    fn listed(&self) -> Vec<Arc<Shard>> {
         let table = self.table();
         let mut masters: Vec<Arc<Shard>> = Vec::new();
         for shard in table.slots.iter().flatten() {
@@ -121,7 +125,7 @@ impl ClusterMap {
                 masters.push(shard.clone());
             }
         }
-        Ok(masters)
+        masters
     }
 
     /// The shard at `addr` (`host:port`), made on first use.
@@ -168,31 +172,25 @@ impl ClusterMap {
     /// each seed in turn, and installs it. Boxed, as the connect inside it
     /// is a deep future.
     fn read(&self) -> futures::future::BoxFuture<'_, Result<(), RedisError>> {
-        Box::pin(self.read_table())
+        Box::pin(async move {
+            let _reading = self.reading.lock().await;
+            if !self.table().stale {
+                return Ok(());
+            }
+            self.read_table().await
+        })
     }
 
     async fn read_table(&self) -> Result<(), RedisError> {
-        let _reading = self.reading.lock().await;
-        if !self.table().stale {
-            return Ok(());
-        }
         // The masters known, then the seeds (reached as given: a seed is
         // no shard until the table names it a master).
-        let mut asked: Vec<(String, Target)> = {
-            let table = self.table();
-            let mut known: Vec<(String, Target)> = Vec::new();
-            for shard in table.slots.iter().flatten() {
-                if !known.iter().any(|(addr, _)| *addr == *shard.addr) {
-                    known.push((shard.addr.to_string(), shard.conn.target().clone()));
-                }
-            }
-            known
-        };
-        for (addr, info) in &self.seeds {
-            if let Ok(client) = redis::Client::open(info.clone()) {
-                asked.push((addr.clone(), Target::Server(Box::new(client))));
-            }
-        }
+        let known = self.listed().into_iter();
+        let known = known.map(|shard| (shard.addr.to_string(), shard.conn.target().clone()));
+        let seeds = self.seeds.iter().filter_map(|(addr, info)| {
+            let client = redis::Client::open(info.clone()).ok()?;
+            Some((addr.clone(), Target::Server(Box::new(client))))
+        });
+        let asked: Vec<(String, Target)> = known.chain(seeds).collect();
         let mut last = None;
         for (addr, target) in asked {
             match self.read_from(&addr, &target).await {
@@ -214,17 +212,9 @@ impl ClusterMap {
     /// `CLUSTER SLOTS` of the server at `addr`, on a connection of its own
     /// (the table is not read on a connection that carries votes).
     async fn read_from(&self, addr: &str, target: &Target) -> Result<Vec<Range>, RedisError> {
-        let client = target.client().await?;
-        let config = redis::AsyncConnectionConfig::new()
-            .set_connection_timeout(Some(self.connect_timeout))
-            .set_response_timeout(Some(self.connect_timeout));
-        let mut conn = client
-            .get_multiplexed_async_connection_with_config(&config)
-            .await?;
-        let reply = conn
-            .req_packed_command(&redis::cmd("CLUSTER").arg("SLOTS").clone())
-            .await?;
-        parse_slots(reply.extract_error()?, addr)
+        let slots = redis::cmd("CLUSTER").arg("SLOTS").clone();
+        let reply = target.ask_once(&slots, self.connect_timeout).await?;
+        parse_slots(reply, addr)
             .map_err(|what| RedisError::from((ErrorKind::Client, "unreadable CLUSTER SLOTS", what)))
     }
 
@@ -266,7 +256,7 @@ fn parse_slots(reply: Value, asked: &str) -> Result<Vec<Range>, String> {
             match &fields[..] {
                 [Value::Int(start), Value::Int(end), Value::Array(master), ..] => {
                     let (host, port) = match &master[..] {
-                        [host, Value::Int(port), ..] => (text(host), *port),
+                        [host, Value::Int(port), ..] => (admission::text(host.clone()), *port),
                         _ => return Err(format!("a CLUSTER SLOTS master is {master:?}")),
                     };
                     let host = match host.as_deref() {
@@ -285,15 +275,6 @@ fn parse_slots(reply: Value, asked: &str) -> Result<Vec<Range>, String> {
             }
         })
         .collect()
-}
-
-fn text(value: &Value) -> Option<String> {
-    match value {
-        Value::BulkString(b) => String::from_utf8(b.clone()).ok(),
-        Value::SimpleString(s) => Some(s.clone()),
-        Value::Nil => None,
-        _ => None,
-    }
 }
 
 #[cfg(test)]

@@ -10,10 +10,10 @@ use std::time::Duration;
 
 use redis::{Client, ErrorKind, RedisError, ServerErrorKind};
 
+use crate::member::cluster::ClusterMap;
+use crate::member::link::{Link, Target};
+use crate::member::quarantine::Quarantine;
 use crate::node::admission::Gate;
-use crate::node::cluster::ClusterMap;
-use crate::node::link::{Link, Target};
-use crate::node::quarantine::Quarantine;
 
 /// One server a member sends to: its connection and its restart state.
 pub(crate) struct Shard {

@@ -1,13 +1,12 @@
 //! Readiness: whether each node is reachable, accepts this client's
 //! credentials and is admitted to vote, and whether that makes a quorum
-//! ([`Redlock::health`], [`Builder::require_quorum`](crate::Builder::require_quorum)).
+//! ([`Redlock::health`](crate::Redlock::health),
+//! [`Builder::require_quorum`](crate::Builder::require_quorum)).
 
 use std::fmt;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use crate::error::{Error, NodeFailure, NodeFailureKind};
-use crate::node::Window;
-use crate::redlock::Redlock;
 
 /// Every node's readiness, from [`Redlock::health`](crate::Redlock::health).
 ///
@@ -173,7 +172,7 @@ impl NodeHealth {
     }
 
     /// The readiness that the outcome of a probe of `node` shows.
-    fn from_probe(node: &str, result: Result<Duration, NodeFailure>) -> Self {
+    pub(crate) fn from_probe(node: &str, result: Result<Duration, NodeFailure>) -> Self {
         let (latency, error) = (result.as_ref().ok().copied(), result.err());
         let kind = error.as_ref().map(|e| &e.kind);
         let reachable = !matches!(
@@ -189,76 +188,6 @@ impl NodeHealth {
             admitted: authenticated && error.is_none(),
             latency,
             error,
-        }
-    }
-}
-
-impl Redlock {
-    /// Probes every node now: per node, whether it is reachable, accepts
-    /// this client's credentials and is admitted to vote (not refused, not
-    /// in restart quarantine), its `PING` latency and its error; and
-    /// whether that makes a quorum ([`Health::quorum_ready`], and
-    /// [`Health::state`]: ready, degraded, unavailable). For readiness
-    /// probes of a service. Each node is given at most the connect
-    /// timeout, all at once.
-    ///
-    /// It reports what a **new** connection would meet: besides a `PING`
-    /// on the connection in use (opening it when there is none; counted in
-    /// [`stats`](Redlock::stats) as a command), each node gets a new
-    /// connection of its own, authenticated as configured, for a `PING`
-    /// (not counted). A password changed on a server leaves the connections
-    /// already open authenticated: the node keeps voting through this
-    /// client, but a restarted replica, or this one after a reconnect,
-    /// would be refused, and it shows here as not authenticated. The cost is
-    /// a connection per node and call (about a millisecond on a local
-    /// network).
-    ///
-    /// A member that fails over (a Sentinel group, a cluster) is ready only
-    /// when each of its masters has every replica durable votes wait for
-    /// online (`INFO replication`, read on each call): short of one, no
-    /// vote of it can count. A cluster member is as ready as its least
-    /// ready master: a lock whose slot another master serves may still be
-    /// taken meanwhile.
-    ///
-    /// # Examples
-    ///
-    /// ```no_run
-    /// # async fn demo(redlock: quorumlock::Redlock) {
-    /// let health = redlock.health().await;
-    /// println!("{health}"); // "4 of 5 nodes ready (3 needed); 10.0.0.5:6379/0: connection failed: …"
-    /// for node in &health.nodes {
-    ///     println!("{}: ready {} latency {:?}", node.node, node.is_ready(), node.latency);
-    /// }
-    /// # }
-    /// ```
-    pub async fn health(&self) -> Health {
-        let engine = &self.engine;
-        let timeout = engine.config.connect_timeout;
-        // Per node: a `PING` (opening the connection, and so authenticating
-        // and admitting it, when there is none) and, with restart
-        // quarantine, its standing; for a member that fails over, its
-        // masters' replicas; all at once, each within the timeout.
-        // A new connection's `PING` beside, for what a reconnect meets.
-        let nodes = futures::future::join_all(engine.nodes.iter().map(|node| async move {
-            let window = Window::from_now(timeout);
-            let checks = async {
-                let start = Instant::now();
-                node.ping(window).await?;
-                let latency = start.elapsed();
-                node.check_standing(window).await?;
-                node.check_replicas(window).await?;
-                Ok(latency)
-            };
-            let (live, new) = futures::join!(
-                node.within(window, checks),
-                node.ping_new_connection(window)
-            );
-            NodeHealth::from_probe(node.label(), live.and_then(|latency| new.map(|()| latency)))
-        }))
-        .await;
-        Health {
-            nodes,
-            needed: engine.needed(),
         }
     }
 }

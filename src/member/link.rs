@@ -22,9 +22,9 @@ use redis::{
     Value,
 };
 
+use crate::member::quarantine::Quarantine;
+use crate::member::sentinel::Sentinels;
 use crate::node::admission::Gate;
-use crate::node::quarantine::Quarantine;
-use crate::node::sentinel::Sentinels;
 
 type Connecting = Shared<BoxFuture<'static, Result<MultiplexedConnection, RedisError>>>;
 
@@ -75,6 +75,22 @@ impl Target {
             Target::Server(client) => Box::pin(futures::future::ready(Ok((**client).clone()))),
             Target::Sentinel(sentinels) => Box::pin(sentinels.master()),
         }
+    }
+
+    /// `cmd`'s reply on a new connection of its own to the server to
+    /// connect to now, opened and answered each within `timeout`, then
+    /// closed: neither admitted nor counted (nothing votes on it).
+    pub(crate) async fn ask_once(&self, cmd: &Cmd, timeout: Duration) -> Result<Value, RedisError> {
+        let config = AsyncConnectionConfig::new()
+            .set_connection_timeout(Some(timeout))
+            .set_response_timeout(Some(timeout));
+        let client = self.client().await?;
+        let mut conn = client
+            .get_multiplexed_async_connection_with_config(&config)
+            .await?;
+        conn.req_packed_command(cmd)
+            .await
+            .and_then(Value::extract_error)
     }
 }
 
@@ -267,10 +283,10 @@ async fn connect(
                 Ok::<(), std::convert::Infallible>(())
             });
         }
-        let mut conn = client
+        let conn = client
             .get_multiplexed_async_connection_with_config(&config)
             .await?;
-        gate.admit(&mut conn).await?;
+        gate.admit(&conn).await?;
         Ok(conn)
     };
     match tokio::time::timeout(timeout, open).await {

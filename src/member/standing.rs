@@ -1,0 +1,149 @@
+//! Each server's standing under restart quarantine: its identity and
+//! uptime read with `identity.lua`, and each vote checked to come from the
+//! server that was read.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use futures::future::BoxFuture;
+use redis::{FromRedisValue, Value};
+
+use super::{Node, NodeResult};
+use crate::error::{NodeFailure, NodeFailureKind};
+use crate::member::quarantine::{Aged, Standing};
+use crate::member::route::{Hop, Shard};
+use crate::node::commands::Command;
+use crate::node::{admission, Window};
+
+impl Node {
+    /// Whether the server that answered the probe behind a vote (`seen`,
+    /// its `INFO server`) is `voter`, the server whose reading let `shard`
+    /// vote ([`Quarantine::confirm`](crate::member::quarantine::Quarantine::confirm));
+    /// else the vote does not count and the standing becomes unknown.
+    pub(super) fn confirm(&self, shard: &Shard, voter: &str, seen: Value) -> NodeResult<()> {
+        let seen: String = self.parse(seen)?;
+        let seen = admission::parse_run_id(&seen)
+            .ok_or_else(|| self.protocol("INFO server without run_id".to_owned()))?;
+        if !shard.restart.confirm(voter, seen) {
+            return Err(self.fail(NodeFailureKind::ServerChanged));
+        }
+        Ok(())
+    }
+
+    /// The server (`run_id:replid`) whose reading lets `shard` vote now,
+    /// reading its uptime first when it is unknown; `Err` when it may not
+    /// vote.
+    pub(super) async fn voter(
+        &self,
+        shard: &Arc<Shard>,
+        required: Duration,
+        window: Window,
+    ) -> NodeResult<Arc<str>> {
+        self.standing_on(shard, required, window).await?;
+        shard
+            .restart
+            .voter(Instant::now())
+            .ok_or_else(|| self.out(shard.restart.standing(Instant::now())))
+    }
+
+    /// The identity (`run_id:replid`), uptime and whether the server was
+    /// promoted since it started, in an `identity.lua` reply.
+    fn identity(&self, reply: Value) -> NodeResult<(String, Duration, bool)> {
+        let read = reply
+            .extract_error()
+            .and_then(|v| Ok(<(String, i64, i64)>::from_redis_value(v)?));
+        match read {
+            Ok((id, uptime, promoted)) if id.len() > 1 && uptime >= 0 => Ok((
+                id,
+                Duration::from_secs(uptime.unsigned_abs()),
+                promoted == 1,
+            )),
+            Ok((id, uptime, _)) => Err(self.protocol(format!(
+                "INFO without run_id or uptime_in_seconds (identity {id:?}, uptime {uptime})"
+            ))),
+            Err(e) => Err(self.protocol(format!("identity answered {e}"))),
+        }
+    }
+
+    /// The failure of a node whose `standing` does not let it vote (a
+    /// standing that votes here changed as it was read: as unknown).
+    fn out(&self, standing: Standing) -> NodeFailure {
+        let kind = match standing {
+            Standing::Quarantined { uptime } => NodeFailureKind::Quarantined { uptime },
+            Standing::Votes | Standing::Unknown => NodeFailureKind::Connection(
+                "the connection was replaced while the node's uptime was read".to_owned(),
+            ),
+        };
+        self.fail(kind)
+    }
+
+    /// With restart quarantine (none: `Ok` at once): whether every server
+    /// of this member may vote now, reading the uptime of those whose
+    /// standing is unknown (at start and after every connection loss or
+    /// reconnect). `Err` when one may not, and when a connection was
+    /// replaced while the uptime was being read.
+    pub(crate) async fn check_standing(&self, window: Window) -> NodeResult<()> {
+        let Some((required, _)) = &self.quarantine else {
+            return Ok(());
+        };
+        let shards = self
+            .within(window, async {
+                self.route
+                    .all()
+                    .await
+                    .map_err(|e| self.failed_with(e, None))
+            })
+            .await?;
+        let checks = shards.iter().map(|shard| -> BoxFuture<'_, NodeResult<()>> {
+            Box::pin(self.standing_on(shard, *required, window))
+        });
+        futures::future::try_join_all(checks).await.map(|_| ())
+    }
+
+    /// [`check_standing`](Self::check_standing) for one server.
+    async fn standing_on(
+        &self,
+        shard: &Arc<Shard>,
+        required: Duration,
+        window: Window,
+    ) -> NodeResult<()> {
+        let mut standing = shard.restart.standing(Instant::now());
+        if standing == Standing::Unknown {
+            if self.quarantine.is_none() {
+                return Ok(());
+            }
+            let identity = Command::identity();
+            // The identity and uptime, with the epoch of the connection
+            // they were read on (taken once that connection is open,
+            // before the command is sent).
+            let hop = Hop {
+                shard: shard.clone(),
+                asking: false,
+            };
+            let (epoch, reply) = self
+                .counted(window, || async {
+                    shard.conn.open().await?;
+                    let epoch = shard.restart.epoch();
+                    Ok((epoch, self.run(&hop, &identity).await?))
+                })
+                .await?;
+            let (id, uptime, promoted) = self.identity(reply)?;
+            let now = Instant::now();
+            // With durable votes on every replica (the rule for a member
+            // that fails over), a promoted replica has every lock the old
+            // master counted: its own uptime is its age, not the time since
+            // this client first saw it (`docs/members.md`).
+            let aged = match self.durable {
+                Some(_) => Aged::ByUptime,
+                None => Aged::FromFirstReading { promoted },
+            };
+            standing = shard
+                .restart
+                .observed(epoch, uptime, id.into(), aged, required, now);
+        }
+        match standing {
+            Standing::Votes => Ok(()),
+            other => Err(self.out(other)),
+        }
+    }
+}
