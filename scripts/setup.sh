@@ -1,9 +1,8 @@
 #!/usr/bin/env bash
 # Installs what the tests and examples need on a fresh Debian/Ubuntu machine:
 # redis-server (scripts/install-redis.sh; the tests start their own nodes
-# from it), then the Valkey
-# and Redis 6.2 binaries and libfaketime the safety tests use
-# (scripts/fetch-servers.sh). Safe to run again.
+# from it), then the Valkey and Redis 6.2 binaries and libfaketime the
+# safety tests use (scripts/fetch-servers.sh). Safe to run again.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
