@@ -208,7 +208,9 @@ async fn fenced(
         node.says(&command, Kind::Commit, window).await
     };
     let vote = &mut |_, &raised: &bool| if raised { Vote::Yes } else { Vote::No };
-    let command = Command::commit_fence(&won.keys, token, proposed);
+    let Some(command) = Command::commit_fence(&won.keys, token, proposed) else {
+        return Ok(None);
+    };
     let commit = engine
         .ask(engine.before(valid_until), command, call, vote)
         .await;
