@@ -1,5 +1,7 @@
-//! What a lock covers on each node: one resource or several taken
-//! all-or-nothing, and, for a fenced lock, the counter key beside it.
+//! What a claim covers on each node: its resources (one, or several taken
+//! all-or-nothing) and, by its [`Shape`], what it keeps beside them — a
+//! fencing counter, a semaphore's limit record and round key, a read–write
+//! lock's readers' entries and intent mark.
 
 use std::fmt;
 use std::sync::Arc;
