@@ -1,5 +1,7 @@
-//! What a lock covers on each node: one resource or several taken
-//! all-or-nothing, and, for a fenced lock, the counter key beside it.
+//! What a claim covers on each node: its resources (one, or several taken
+//! all-or-nothing) and, by its [`Shape`], what it keeps beside them — a
+//! fencing counter, a semaphore's limit record and round key, a read–write
+//! lock's readers' entries and intent mark.
 
 use std::fmt;
 use std::sync::Arc;
@@ -45,60 +47,92 @@ pub const RWLOCK_KEY_PREFIX: &[u8] = b"quorumlock:rwlock:";
 /// `quorumlock:released:<resource>`.
 pub const RELEASE_CHANNEL_PREFIX: &[u8] = b"quorumlock:released:";
 
-/// The keys of one lock. Cheap to clone.
+/// The keys of one claim: its resources and what its shape keeps beside
+/// them. Cheap to clone.
 #[derive(Clone)]
 pub(crate) struct Keys(Arc<Inner>);
 
-#[derive(Default)]
 struct Inner {
     resources: Vec<Vec<u8>>,
-    fence_key: Option<Vec<u8>>,
-    /// A fenced semaphore's round key beside its counter (`…:fence:round`):
+    shape: Shape,
+}
+
+/// What a claim keeps beside its resources, which decides the script of
+/// each operation on it (`node/commands.rs` matches on it).
+pub(crate) enum Shape {
+    /// A lock over one resource or several: the resources alone.
+    Lock,
+    /// A fenced lock over one resource, or an election's leadership: the
+    /// resource and its fencing counter.
+    Fenced { counter: Vec<u8> },
+    /// Some slots of a semaphore, as a holder (`every`: with the
+    /// semaphore's limit record, kept alive by an extension and deleted by
+    /// the release that leaves no slot) or an attempt's leftovers.
+    Slots {
+        semaphore: Arc<Semaphore>,
+        /// Slots a release clears as well, if they carry the token: a
+        /// holder's other slots, which a node that answered its grant late
+        /// may have set. Never extended or counted as held.
+        strays: Vec<Vec<u8>>,
+        every: bool,
+    },
+    /// A reader's hold of a read–write lock.
+    Read(Side),
+    /// A writer's hold of a read–write lock, fenced by its resource's
+    /// counter or not.
+    Write {
+        side: Side,
+        counter: Option<Vec<u8>>,
+    },
+}
+
+/// What every slot of one semaphore shares ([`Slots`]).
+pub(crate) struct Semaphore {
+    /// The semaphore's name, as given.
+    name: Vec<u8>,
+    /// The one channel (after [`RELEASE_CHANNEL_PREFIX`]) its releases
+    /// announce on.
+    pub(crate) channel: Vec<u8>,
+    /// Its fencing counter and the counter's round key (`…:fence:round`):
     /// the slots committed in the counter's round (`fence_commit.lua`).
-    round_key: Option<Vec<u8>>,
-    /// The one channel (after [`RELEASE_CHANNEL_PREFIX`]) a release
-    /// announces on, when not each key's own: a semaphore's.
-    announce: Option<Vec<u8>>,
-    /// Keys a release clears as well, if they carry the token: a permit
-    /// holder's other slots, which a node that answered its grant late may
-    /// have set. Never extended or counted as held.
-    strays: Vec<Vec<u8>>,
-    /// A semaphore's limit record and the limit `L` its slots were taken
-    /// with, when these keys are every slot (a holder's, with its strays):
-    /// kept alive by an extension, deleted by a release that leaves no
-    /// slot (`extend.lua`, `release.lua`).
-    limit: Option<(Vec<u8>, u32)>,
-    /// A read–write lock's keys beside its resource, and the side held.
-    read_write: Option<ReadWrite>,
+    pub(crate) fence: Option<(Vec<u8>, Vec<u8>)>,
+    /// The record of the limit its holders named, and that limit `L`.
+    pub(crate) limit: (Vec<u8>, u32),
 }
 
 /// The keys a read–write lock keeps beside its resource (the resource
 /// itself holds the writer's token, or the readers' marker while readers
-/// hold), the channel a writer's release wakes the readers on, and which
-/// side a hold is.
-struct ReadWrite {
-    readers: Vec<u8>,
-    intent: Vec<u8>,
-    channel: Vec<u8>,
-    reader: bool,
+/// hold): the readers' entries, a waiting writer's intent mark, and the
+/// channel a writer's release wakes the readers on.
+pub(crate) struct Side {
+    pub(crate) readers: Vec<u8>,
+    pub(crate) intent: Vec<u8>,
+    pub(crate) channel: Vec<u8>,
+}
+
+impl Side {
+    /// The keys a side's scripts take: the resource, the readers' entries
+    /// and the intent mark.
+    pub(crate) fn keys<'k>(&'k self, resource: &'k [u8]) -> [&'k [u8]; 3] {
+        [resource, &self.readers, &self.intent]
+    }
 }
 
 impl Keys {
-    /// Resources checked already, with their fencing counter if any.
-    fn new(resources: Vec<Vec<u8>>, fence_key: Option<Vec<u8>>) -> Self {
-        Self(Arc::new(Inner {
-            resources,
-            fence_key,
-            ..Inner::default()
-        }))
+    /// Resources checked already, in `shape`.
+    fn new(resources: Vec<Vec<u8>>, shape: Shape) -> Self {
+        Self(Arc::new(Inner { resources, shape }))
     }
 
     /// One resource, optionally fenced.
     pub(crate) fn one(resource: impl Into<Vec<u8>>, fenced: bool) -> Result<Self> {
         let resource = resource.into();
         check_resource(&resource)?;
-        let fence_key = fenced.then(|| hash_slot::beside(FENCE_KEY_PREFIX, &resource, b""));
-        Ok(Self::new(vec![resource], fence_key))
+        let shape = match fence_of(&resource, fenced) {
+            Some(counter) => Shape::Fenced { counter },
+            None => Shape::Lock,
+        };
+        Ok(Self::new(vec![resource], shape))
     }
 
     /// Several distinct resources, locked together.
@@ -122,7 +156,7 @@ impl Keys {
         if list.is_empty() {
             return Err(Error::invalid("no resources given"));
         }
-        Ok(Self::new(list, None))
+        Ok(Self::new(list, Shape::Lock))
     }
 
     /// The leadership lock of the leader election `name`:
@@ -135,8 +169,8 @@ impl Keys {
             return Err(Error::invalid("election name must not be empty"));
         }
         let lock = [ELECTION_KEY_PREFIX, b"{", name, b"}"].concat();
-        let epoch = [&lock[..], b":epoch"].concat();
-        Ok(Self::new(vec![lock], Some(epoch)))
+        let counter = [&lock[..], b":epoch"].concat();
+        Ok(Self::new(vec![lock], Shape::Fenced { counter }))
     }
 
     /// A reader's (`reader`) or a writer's hold of the read–write lock
@@ -147,44 +181,49 @@ impl Keys {
     /// at a writer's release); a waiting writer, on the resource's own
     /// (one wakes at a writer's or the last reader's release).
     pub(crate) fn read_write(resource: &[u8], reader: bool, fenced: bool) -> Result<Self> {
-        let one = Self::one(resource, fenced)?;
-        let base = hash_slot::beside(RWLOCK_KEY_PREFIX, resource, b"");
-        Ok(Self(Arc::new(Inner {
-            resources: one.0.resources.clone(),
-            fence_key: one.0.fence_key.clone(),
-            announce: reader.then(|| base.clone()),
-            read_write: Some(ReadWrite {
-                readers: [&base[..], b":readers"].concat(),
-                intent: [&base[..], b":intent"].concat(),
-                channel: base,
-                reader,
-            }),
-            ..Inner::default()
-        })))
+        check_resource(resource)?;
+        let channel = hash_slot::beside(RWLOCK_KEY_PREFIX, resource, b"");
+        let side = Side {
+            readers: [&channel[..], b":readers"].concat(),
+            intent: [&channel[..], b":intent"].concat(),
+            channel,
+        };
+        let shape = match reader {
+            true => Shape::Read(side),
+            false => Shape::Write {
+                side,
+                counter: fence_of(resource, fenced),
+            },
+        };
+        Ok(Self::new(vec![resource.to_vec()], shape))
     }
 
-    /// A writer's hold of a read–write lock: its resource, and the
-    /// readers' channel its release announces on besides the resource's.
-    pub(crate) fn writer(&self) -> Option<(&[u8], &[u8])> {
-        match &self.0.read_write {
-            Some(rw) if !rw.reader => Some((self.first(), &rw.channel)),
-            _ => None,
-        }
+    /// A some of a semaphore's slots (see [`Slots`]).
+    fn slots(
+        semaphore: &Arc<Semaphore>,
+        held: Vec<Vec<u8>>,
+        strays: Vec<Vec<u8>>,
+        every: bool,
+    ) -> Self {
+        let semaphore = semaphore.clone();
+        let shape = Shape::Slots {
+            semaphore,
+            strays,
+            every,
+        };
+        Self::new(held, shape)
     }
 
-    /// For a read–write lock: its resource, the readers' entries and the
-    /// writer's intent mark, and whether these keys are a reader's.
-    pub(crate) fn read_write_keys(&self) -> Option<([&[u8]; 3], bool)> {
-        let rw = self.0.read_write.as_ref()?;
-        Some(([self.first(), &rw.readers, &rw.intent], rw.reader))
+    /// What these keys keep beside their resources.
+    pub(crate) fn shape(&self) -> &Shape {
+        &self.0.shape
     }
 
-    /// A reader's hold of a read–write lock: its resource and the readers'
-    /// entries, which its release, extension and check go through.
-    pub(crate) fn reader(&self) -> Option<[&[u8]; 2]> {
-        match self.read_write_keys()? {
-            ([name, readers, _], true) => Some([name, readers]),
-            _ => None,
+    /// For a read–write lock: its keys beside the resource.
+    pub(crate) fn side(&self) -> Option<&Side> {
+        match self.shape() {
+            Shape::Read(side) | Shape::Write { side, .. } => Some(side),
+            Shape::Lock | Shape::Fenced { .. } | Shape::Slots { .. } => None,
         }
     }
 
@@ -214,32 +253,53 @@ impl Keys {
         self.0.resources.len() > 1
     }
 
-    /// The fencing counter key, for a fenced lock.
+    /// The fencing counter key, for a fenced claim.
     pub(crate) fn fence_key(&self) -> Option<&[u8]> {
-        self.0.fence_key.as_deref()
+        match self.shape() {
+            Shape::Fenced { counter } => Some(counter),
+            Shape::Write { counter, .. } => counter.as_deref(),
+            Shape::Slots { semaphore, .. } => semaphore.fence.as_ref().map(|(c, _)| &c[..]),
+            Shape::Lock | Shape::Read(_) => None,
+        }
+    }
+
+    /// Every key beside the resources.
+    fn beside(&self) -> Vec<&[u8]> {
+        match self.shape() {
+            Shape::Lock => vec![],
+            Shape::Fenced { counter } => vec![counter],
+            Shape::Slots {
+                semaphore,
+                strays,
+                every,
+            } => {
+                let fence = semaphore.fence.iter().flat_map(|(c, r)| [&c[..], r]);
+                let limit = every.then_some(&semaphore.limit.0[..]);
+                fence
+                    .chain(strays.iter().map(Vec::as_slice))
+                    .chain(limit)
+                    .collect()
+            }
+            Shape::Read(side) => vec![&side.readers, &side.intent],
+            Shape::Write { side, counter } => {
+                let counter = counter.as_deref();
+                [&side.readers[..], &side.intent]
+                    .into_iter()
+                    .chain(counter)
+                    .collect()
+            }
+        }
     }
 
     /// The one Redis Cluster hash slot every key of the lock lives in;
     /// `None` when they span several, which a cluster member refuses
     /// (one script on a cluster touches one slot).
     pub(crate) fn slot(&self) -> Option<u16> {
-        let inner = &*self.0;
-        let beside = inner.read_write.iter();
-        let beside = beside.flat_map(|rw| [rw.readers.as_slice(), rw.intent.as_slice()]);
-        let keys = self.slices().chain(inner.fence_key.as_deref());
-        let keys = keys.chain(inner.round_key.as_deref());
-        let keys = keys.chain(inner.strays.iter().map(Vec::as_slice));
-        let keys = keys.chain(inner.limit.as_ref().map(|(key, _)| key.as_slice()));
-        hash_slot::same_slot(keys.chain(beside))
-    }
-
-    /// The round key, for a fenced semaphore's permits.
-    pub(crate) fn round_key(&self) -> Option<&[u8]> {
-        self.0.round_key.as_deref()
+        hash_slot::same_slot(self.slices().chain(self.beside()))
     }
 
     /// What these keys are: an election's leadership, a semaphore's slots,
-    /// or a lock.
+    /// a side of a read–write lock, or a lock.
     pub(crate) fn primitive(&self) -> Primitive {
         self.named().0
     }
@@ -251,31 +311,19 @@ impl Keys {
         ResourceName::of(primitive, name)
     }
 
-    /// What these keys are, and the name given to it: within the braces
-    /// of a semaphore's channel or an election's leadership key.
+    /// What these keys are, and the name given to it: a semaphore's, or
+    /// within the braces of an election's leadership key.
     fn named(&self) -> (Primitive, &[u8]) {
-        fn within<'k>(key: &'k [u8], prefix: &[u8]) -> Option<&'k [u8]> {
-            key.strip_prefix(prefix)?
-                .strip_prefix(b"{")?
-                .strip_suffix(b"}")
-        }
-        if let Some(rw) = &self.0.read_write {
-            let side = if rw.reader {
-                Primitive::Read
-            } else {
-                Primitive::Write
-            };
-            return (side, self.first());
-        }
-        if let Some(name) = self
-            .announce()
-            .and_then(|a| within(a, SEMAPHORE_KEY_PREFIX))
-        {
-            return (Primitive::Permit, name);
-        }
-        match within(self.first(), ELECTION_KEY_PREFIX) {
-            Some(name) => (Primitive::Election, name),
-            None => (Primitive::Lock, self.first()),
+        let first = self.first();
+        match self.shape() {
+            Shape::Read(_) => (Primitive::Read, first),
+            Shape::Write { .. } => (Primitive::Write, first),
+            Shape::Slots { semaphore, .. } => (Primitive::Permit, &semaphore.name),
+            Shape::Lock | Shape::Fenced { .. } => {
+                let election = first.strip_prefix(ELECTION_KEY_PREFIX);
+                let election = election.and_then(|k| k.strip_prefix(b"{")?.strip_suffix(b"}"));
+                election.map_or((Primitive::Lock, first), |name| (Primitive::Election, name))
+            }
         }
     }
 
@@ -288,37 +336,20 @@ impl Keys {
         }
     }
 
-    /// The keys a release clears when there is more to clear than the
-    /// resources: the resources, then the strays (a permit holder's other
-    /// slots); `None` when the resources are all.
-    pub(crate) fn released(&self) -> Option<Vec<&[u8]>> {
-        if self.0.strays.is_empty() {
-            return None;
-        }
-        let strays = self.0.strays.iter().map(Vec::as_slice);
-        Some(self.slices().chain(strays).collect())
-    }
-
-    /// A semaphore's limit record and its limit `L`, when these keys list
-    /// every slot of it.
-    pub(crate) fn limit(&self) -> Option<(&[u8], u32)> {
-        self.0.limit.as_ref().map(|(key, l)| (key.as_slice(), *l))
-    }
-
-    /// The one channel name (after [`RELEASE_CHANNEL_PREFIX`]) a release
-    /// of these keys announces on, when it is not each key's own.
-    pub(crate) fn announce(&self) -> Option<&[u8]> {
-        self.0.announce.as_deref()
-    }
-
     /// The channel names (after [`RELEASE_CHANNEL_PREFIX`]) a release of
     /// these keys is announced on.
     pub(crate) fn channels(&self) -> Vec<&[u8]> {
-        match self.announce() {
-            Some(one) => vec![one],
-            None => self.slices().collect(),
+        match self.shape() {
+            Shape::Read(side) => vec![&side.channel],
+            Shape::Slots { semaphore, .. } => vec![&semaphore.channel],
+            Shape::Lock | Shape::Fenced { .. } | Shape::Write { .. } => self.slices().collect(),
         }
     }
+}
+
+/// The fencing counter of `resource`, when `fenced`.
+fn fence_of(resource: &[u8], fenced: bool) -> Option<Vec<u8>> {
+    fenced.then(|| hash_slot::beside(FENCE_KEY_PREFIX, resource, b""))
 }
 
 fn check_resource(resource: &[u8]) -> Result<()> {
@@ -407,30 +438,35 @@ mod tests {
         assert!(Keys::one(b"quorumlock:rwlock:{x}:readers", false).is_err());
     }
 
+    /// The keys of a read–write lock's side: `[resource, readers, intent]`.
+    fn side_keys(keys: &Keys) -> [&[u8]; 3] {
+        let side = keys.side().expect("a side of a read–write lock");
+        side.keys(keys.first())
+    }
+
     #[test]
     fn a_read_write_lock_keeps_its_entries_and_intent_beside_its_resource() {
         let reader = Keys::read_write(b"doc", true, false).unwrap();
-        let ([name, readers, intent], is_reader) = reader.read_write_keys().unwrap();
+        let [name, readers, intent] = side_keys(&reader);
         assert_eq!(name, b"doc");
         assert_eq!(readers, b"quorumlock:rwlock:{doc}:readers");
         assert_eq!(intent, b"quorumlock:rwlock:{doc}:intent");
-        assert!(is_reader);
-        assert_eq!(reader.reader(), Some([&b"doc"[..], readers]));
+        assert!(matches!(reader.shape(), Shape::Read(_)));
+        assert_eq!(reader.primitive(), Primitive::Read);
         let writer = Keys::read_write(b"doc", false, true).unwrap();
-        assert!(writer.reader().is_none());
+        assert!(matches!(writer.shape(), Shape::Write { .. }));
+        assert_eq!(writer.primitive(), Primitive::Write);
         assert_eq!(writer.fence_key(), Some(&b"quorumlock:fence:{doc}"[..]));
         assert_eq!(writer.channels(), [&b"doc"[..]]);
         assert_eq!(
-            writer.writer(),
-            Some((&b"doc"[..], &b"quorumlock:rwlock:{doc}"[..]))
+            writer.side().map(|side| &side.channel[..]),
+            Some(&b"quorumlock:rwlock:{doc}"[..])
         );
         assert_eq!(reader.channels(), [&b"quorumlock:rwlock:{doc}"[..]]);
-        assert!(reader.writer().is_none());
+        assert!(reader.fence_key().is_none());
         assert!(Keys::read_write(b"", true, false).is_err_and(|e| e.is_invalid_input()));
-        assert!(Keys::one(b"doc", false)
-            .unwrap()
-            .read_write_keys()
-            .is_none());
+        assert!(Keys::read_write(b"quorumlock:fence:x", true, false).is_err());
+        assert!(Keys::one(b"doc", false).unwrap().side().is_none());
     }
 
     #[test]
@@ -439,15 +475,16 @@ mod tests {
             for reader in [true, false] {
                 let a = Keys::read_write(plain, reader, !reader).unwrap();
                 let b = Keys::read_write(tagged, reader, !reader).unwrap();
-                let ([_, a_readers, a_intent], _) = a.read_write_keys().unwrap();
-                let ([_, b_readers, b_intent], _) = b.read_write_keys().unwrap();
+                let [_, a_readers, a_intent] = side_keys(&a);
+                let [_, b_readers, b_intent] = side_keys(&b);
                 assert_ne!(a_readers, b_readers);
                 assert_ne!(a_intent, b_intent);
                 assert_ne!(a.channels(), b.channels());
+                let channel = |k: &Keys| k.side().map(|side| side.channel.clone());
+                assert_ne!(channel(&a), channel(&b));
                 if !reader {
                     assert!(a.fence_key().is_some());
                     assert_ne!(a.fence_key(), b.fence_key());
-                    assert_ne!(a.writer(), b.writer());
                 }
                 // The tagged name's keys stay in its slot.
                 assert_eq!(b.slot(), Some(hash_slot::slot(tagged)));
@@ -455,7 +492,7 @@ mod tests {
         }
         let tagged = Keys::read_write(b"{x}", true, false).unwrap();
         assert_eq!(
-            tagged.read_write_keys().unwrap().0,
+            side_keys(&tagged),
             [
                 &b"{x}"[..],
                 b"quorumlock:rwlock:tagged:{x}:readers",

@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use super::{Inner, Keys, SEMAPHORE_KEY_PREFIX};
+use super::{Keys, Semaphore, SEMAPHORE_KEY_PREFIX};
 use crate::config::MAX_PERMITS;
 use crate::error::{Error, Result};
 
@@ -15,10 +15,10 @@ use crate::error::{Error, Result};
 /// Cluster would keep one semaphore's keys in one slot. Cheap to clone.
 #[derive(Clone)]
 pub(crate) struct Slots {
-    name: Arc<[u8]>,
+    /// What every slot shares.
+    semaphore: Arc<Semaphore>,
     /// Every slot, built once: what a failed attempt releases and a
-    /// waiter watches and looks at; the other keys of the slots are
-    /// built from its counter and channel.
+    /// waiter watches and looks at.
     every: Keys,
 }
 
@@ -38,24 +38,20 @@ impl Slots {
         let resources = (0..permits)
             .map(|i| [&base[..], b":", i.to_string().as_bytes()].concat())
             .collect();
-        let fence_key = fenced.then(|| [&base[..], b":fence"].concat());
-        let every = Inner {
-            round_key: fence_key.as_ref().map(|f| [f, &b":round"[..]].concat()),
-            resources,
-            fence_key,
-            limit: Some(([&base[..], b":limit"].concat(), permits)),
-            announce: Some(base),
-            ..Inner::default()
-        };
-        Ok(Self {
-            name: name.into(),
-            every: Keys(Arc::new(every)),
-        })
+        let counter = [&base[..], b":fence"].concat();
+        let round = [&counter[..], b":round"].concat();
+        let semaphore = Arc::new(Semaphore {
+            name: name.to_vec(),
+            fence: fenced.then_some((counter, round)),
+            limit: ([&base[..], b":limit"].concat(), permits),
+            channel: base,
+        });
+        let every = Keys::slots(&semaphore, resources, Vec::new(), true);
+        Ok(Self { semaphore, every })
     }
-
     /// The semaphore's name, as given.
     pub(crate) fn name(&self) -> &[u8] {
-        &self.name
+        &self.semaphore.name
     }
 
     /// Number of slots: the semaphore's permits.
@@ -75,7 +71,7 @@ impl Slots {
 
     /// The record of the limit its holders named.
     pub(crate) fn limit_key(&self) -> &[u8] {
-        self.every.limit().map(|(key, _)| key).unwrap_or_default()
+        &self.semaphore.limit.0
     }
 
     /// The slot whose key is `key`.
@@ -111,23 +107,15 @@ impl Slots {
 
     /// The [`Keys`] of some of the slots (`resources`, and `strays` a
     /// release clears as well), with the semaphore's counter and channel,
-    /// and its limit record when they are `all` the slots.
-    fn keys_of(&self, resources: Vec<Vec<u8>>, strays: Vec<Vec<u8>>, all: bool) -> Keys {
-        let every = &self.every.0;
-        Keys(Arc::new(Inner {
-            resources,
-            fence_key: every.fence_key.clone(),
-            round_key: every.round_key.clone(),
-            announce: every.announce.clone(),
-            strays,
-            limit: every.limit.clone().filter(|_| all),
-            read_write: None,
-        }))
+    /// and its limit record when they are `every` slot.
+    fn keys_of(&self, resources: Vec<Vec<u8>>, strays: Vec<Vec<u8>>, every: bool) -> Keys {
+        Keys::slots(&self.semaphore, resources, strays, every)
     }
 }
 
 #[cfg(test)]
 mod tests {
+    use super::super::Shape;
     use super::*;
 
     #[test]
@@ -150,32 +138,33 @@ mod tests {
         );
         assert_eq!(held.channels(), [&b"quorumlock:semaphore:{pool}"[..]]);
         // Its release clears the third slot too, where it carries the token.
-        let released = held.released().unwrap_or_default();
-        assert_eq!(released.len(), 3);
-        assert_eq!(
-            released.last().copied(),
-            Some(&b"quorumlock:semaphore:{pool}:1"[..])
-        );
-        // A lock's release clears its resources only.
-        assert!(Keys::one(b"job", false).unwrap().released().is_none());
+        let Shape::Slots {
+            semaphore,
+            strays,
+            every,
+        } = held.shape()
+        else {
+            panic!("a holder's keys are slots");
+        };
+        assert_eq!(strays, &[b"quorumlock:semaphore:{pool}:1".to_vec()]);
         assert_eq!(held.fence_key(), slots.fence_key());
         // A fenced semaphore's round key sits beside its counter, and a
         // holder's keys carry it; an unfenced one has none.
-        let round = Some(&b"quorumlock:semaphore:{pool}:fence:round"[..]);
-        assert_eq!(slots.every().round_key(), round);
-        assert_eq!(held.round_key(), round);
+        let round = b"quorumlock:semaphore:{pool}:fence:round".to_vec();
+        assert_eq!(semaphore.fence.as_ref().map(|(_, r)| r), Some(&round));
         let unfenced = Slots::new(b"pool", 2, false).unwrap();
-        assert_eq!(unfenced.every().round_key(), None);
-        assert_eq!(Keys::one(b"job", true).unwrap().round_key(), None);
+        assert!(unfenced.semaphore.fence.is_none());
         assert_eq!(slots.name(), b"pool");
         // The limit record, under the same hash tag, goes with every slot
         // (a holder's keys list them all), not with some.
-        let limit = (&b"quorumlock:semaphore:{pool}:limit"[..], 3);
-        assert_eq!(slots.limit_key(), limit.0);
-        assert_eq!(held.limit(), Some(limit));
-        assert_eq!(slots.every().limit(), Some(limit));
-        assert_eq!(slots.except(&[2, 0]).limit(), None);
-        assert_eq!(Keys::one(b"job", true).unwrap().limit(), None);
+        let limit = b"quorumlock:semaphore:{pool}:limit".to_vec();
+        assert_eq!(semaphore.limit, (limit.clone(), 3));
+        assert_eq!(slots.limit_key(), limit);
+        assert!(every);
+        let every_slot = |keys: &Keys| matches!(keys.shape(), Shape::Slots { every: true, .. });
+        assert!(every_slot(slots.every()));
+        assert!(!every_slot(&slots.except(&[2, 0])));
+        assert_eq!(held.slot(), Some(super::super::hash_slot::slot(b"pool")));
         let rest = slots.except(&[2, 0]);
         assert_eq!(
             rest.resources(),

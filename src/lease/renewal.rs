@@ -11,9 +11,11 @@
 //! renewal), so the schedule always follows the current term.
 
 use std::future::Future;
+use std::ops::ControlFlow;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, warn};
 
@@ -21,7 +23,7 @@ use super::schedule::{self, Limits, Progress, Step, Timing};
 use super::state::Lease;
 use crate::error::lost::{LossKind, LostReason};
 use crate::error::NodeFailure;
-use crate::validity;
+use crate::validity::{self, Term};
 
 /// Settings of automatic renewal, for [`Lock::auto_renew`](crate::Lock::auto_renew)
 /// and [`LockRequest::auto_renew`](crate::LockRequest::auto_renew).
@@ -180,115 +182,163 @@ pub(crate) async fn keep_renewing<R, F>(
     R: Fn() -> F,
     F: Future<Output = Result<Instant, LostReason>>,
 {
-    let mut watched = lease.watch();
-    let limits = Limits::new(&settings, lease.granted);
-    let mut progress = Progress::default();
-    let mut last_failures: Vec<NodeFailure> = Vec::new();
-    loop {
-        if stop.is_cancelled() {
-            return;
+    let mut task = Task {
+        watched: lease.watch(),
+        limits: Limits::new(&settings, lease.granted),
+        progress: Progress::default(),
+        last_failures: Vec::new(),
+        lease,
+        settings,
+        node_timeout,
+        stop,
+    };
+    while task.step(&renew).await.is_continue() {}
+}
+
+/// The renewal task between its steps.
+struct Task {
+    lease: Arc<Lease>,
+    settings: Renewal,
+    node_timeout: Duration,
+    stop: CancellationToken,
+    watched: watch::Receiver<Term>,
+    limits: Limits,
+    progress: Progress,
+    /// The nodes the last renewal failed on, named by the warnings.
+    last_failures: Vec<NodeFailure>,
+}
+
+impl Task {
+    /// One step of the schedule for the current term; `Break` ends the
+    /// task.
+    async fn step<R, F>(&mut self, renew: &R) -> ControlFlow<()>
+    where
+        R: Fn() -> F,
+        F: Future<Output = Result<Instant, LostReason>>,
+    {
+        if self.stop.is_cancelled() {
+            return ControlFlow::Break(());
         }
         // Seen before the term is read: a later change wakes every wait.
-        watched.mark_unchanged();
-        let Ok(term) = lease.term() else {
-            return;
+        self.watched.mark_unchanged();
+        let Ok(term) = self.lease.term() else {
+            return ControlFlow::Break(());
         };
-        let timing = Timing::clamped(&settings, term.ttl, node_timeout);
+        let timing = self.timing(&term);
         let now = Instant::now();
-        match schedule::next_step(now, &term, &timing, &limits, &progress) {
-            Step::Expired => {
-                warn!(
-                    resource = %lease.keys.name(),
-                    nodes = %labels(&last_failures),
-                    "lock expired: its validity ran out before a renewal got through; \
-                     the work on the resource must have stopped"
-                );
-                lease.fail(LostReason::Expired);
-                return;
+        match schedule::next_step(now, &term, &timing, &self.limits, &self.progress) {
+            Step::Expired => self.expired(),
+            Step::LimitReached => self.limit_reached(now),
+            Step::Uncertain => {
+                warn_uncertain(&self.lease, &mut self.progress, &self.last_failures);
+                ControlFlow::Continue(())
             }
-            Step::LimitReached => {
-                let held_for = now.saturating_duration_since(lease.granted);
-                debug!(
-                    renewals = progress.renewals,
-                    ?held_for,
-                    "renewal cap reached"
-                );
-                lease.warn(LostReason::LimitReached {
-                    renewals: progress.renewals,
-                    held_for,
-                });
-                return;
-            }
-            Step::Uncertain => warn_uncertain(&lease, &mut progress, &last_failures),
-            Step::Sleep(until) => {
-                tokio::select! {
-                    biased;
-                    _ = stop.cancelled() => return,
-                    _ = tokio::time::sleep_until(until.into()) => {}
-                    // The lease owns the sender: this never ends in an error.
-                    Ok(()) = watched.changed() => {}
-                }
-            }
+            Step::Sleep(until) => self.sleep(until).await,
             Step::Renew => {
-                progress.last_attempt = Some(now);
-                let attempt = renew();
-                tokio::pin!(attempt);
-                // Wait for the attempt, but fire `Uncertain` on time if it
-                // is still waiting for replies when the margin is crossed —
-                // the margin of the current term, which a manual extension
-                // may change while this attempt waits for its turn.
-                let result = loop {
-                    let term = *watched.borrow_and_update();
-                    let margin = Timing::clamped(&settings, term.ttl, node_timeout).margin;
-                    let warn_at = schedule::uncertain_at(term.deadline, margin);
-                    tokio::select! {
-                        biased;
-                        _ = stop.cancelled() => return,
-                        result = &mut attempt => break result,
-                        _ = tokio::time::sleep_until(warn_at.into()), if !progress.uncertain => {
-                            warn_uncertain(&lease, &mut progress, &last_failures);
-                        }
-                        Ok(()) = watched.changed() => {}
-                    }
-                };
-                lease.counters.renewal(result.is_ok());
-                match result {
-                    Ok(deadline) => {
-                        let valid = validity::left(deadline, Instant::now());
-                        progress.renewals = progress.renewals.saturating_add(1);
-                        progress.last_failed = false;
-                        last_failures.clear();
-                        debug!(?valid, renewals = progress.renewals, "renewed");
-                    }
-                    Err(reason) => {
-                        if matches!(reason, LostReason::AlreadyLost { .. }) {
-                            // Ended meanwhile, and reported by what ended it.
-                            return;
-                        }
-                        if reason.kind() == LossKind::Uncertain {
-                            debug!(%reason, "renewal failed, will retry");
-                            progress.last_failed = true;
-                            last_failures = reason.node_failures().to_vec();
-                        } else {
-                            warn!(
-                                resource = %lease.keys.name(),
-                                nodes = %labels(reason.node_failures()),
-                                kind = %reason.kind(),
-                                %reason,
-                                "lock lost: renewal found the lock gone; stop the work on the \
-                                 resource"
-                            );
-                            lease.fail(reason);
-                            return;
-                        }
-                    }
+                self.progress.last_attempt = Some(now);
+                match self.attempt(renew()).await {
+                    Some(result) => self.record(result),
+                    None => ControlFlow::Break(()),
                 }
             }
         }
     }
+
+    /// What the settings resolve to for `term`'s TTL.
+    fn timing(&self, term: &Term) -> Timing {
+        Timing::clamped(&self.settings, term.ttl, self.node_timeout)
+    }
+
+    /// The validity ran out before a renewal got through: the lock is lost.
+    fn expired(&self) -> ControlFlow<()> {
+        warn!(
+            resource = %self.lease.keys.name(),
+            nodes = %labels(&self.last_failures),
+            "lock expired: its validity ran out before a renewal got through; \
+             the work on the resource must have stopped"
+        );
+        self.lease.fail(LostReason::Expired);
+        ControlFlow::Break(())
+    }
+
+    /// The renewal cap is reached: the holder is told, renewal stops.
+    fn limit_reached(&self, now: Instant) -> ControlFlow<()> {
+        let renewals = self.progress.renewals;
+        let held_for = now.saturating_duration_since(self.lease.granted);
+        debug!(renewals, ?held_for, "renewal cap reached");
+        self.lease
+            .warn(LostReason::LimitReached { renewals, held_for });
+        ControlFlow::Break(())
+    }
+
+    /// Waits until `until`, or the term changes; `Break` when stopped.
+    async fn sleep(&mut self, until: Instant) -> ControlFlow<()> {
+        tokio::select! {
+            biased;
+            _ = self.stop.cancelled() => return ControlFlow::Break(()),
+            _ = tokio::time::sleep_until(until.into()) => {}
+            // The lease owns the sender: this never ends in an error.
+            Ok(()) = self.watched.changed() => {}
+        }
+        ControlFlow::Continue(())
+    }
+
+    /// Waits for one renewal `attempt`, but fires `Uncertain` on time if
+    /// it is still waiting for replies when the margin is crossed — the
+    /// margin of the current term, which a manual extension may change
+    /// while this attempt waits for its turn. `None` when stopped.
+    async fn attempt<F: Future>(&mut self, attempt: F) -> Option<F::Output> {
+        tokio::pin!(attempt);
+        loop {
+            let term = *self.watched.borrow_and_update();
+            let warn_at = schedule::uncertain_at(term.deadline, self.timing(&term).margin);
+            tokio::select! {
+                biased;
+                _ = self.stop.cancelled() => return None,
+                result = &mut attempt => return Some(result),
+                _ = tokio::time::sleep_until(warn_at.into()), if !self.progress.uncertain => {
+                    warn_uncertain(&self.lease, &mut self.progress, &self.last_failures);
+                }
+                Ok(()) = self.watched.changed() => {}
+            }
+        }
+    }
+
+    /// Counts a finished renewal; `Break` when it found the lock gone (or
+    /// ended meanwhile, and reported by what ended it), else the next
+    /// renewal is due on the schedule.
+    fn record(&mut self, result: Result<Instant, LostReason>) -> ControlFlow<()> {
+        self.lease.counters.renewal(result.is_ok());
+        let reason = match result {
+            Ok(deadline) => {
+                let valid = validity::left(deadline, Instant::now());
+                self.progress.renewals = self.progress.renewals.saturating_add(1);
+                self.progress.last_failed = false;
+                self.last_failures.clear();
+                debug!(?valid, renewals = self.progress.renewals, "renewed");
+                return ControlFlow::Continue(());
+            }
+            Err(LostReason::AlreadyLost { .. }) => return ControlFlow::Break(()),
+            Err(reason) => reason,
+        };
+        if reason.kind() == LossKind::Uncertain {
+            debug!(%reason, "renewal failed, will retry");
+            self.progress.last_failed = true;
+            self.last_failures = reason.node_failures().to_vec();
+            return ControlFlow::Continue(());
+        }
+        warn!(
+            resource = %self.lease.keys.name(),
+            nodes = %labels(reason.node_failures()),
+            kind = %reason.kind(),
+            %reason,
+            "lock lost: renewal found the lock gone; stop the work on the resource"
+        );
+        self.lease.fail(reason);
+        ControlFlow::Break(())
+    }
 }
 
-/// Fires `Uncertain`: the margin was crossed with no renewal through.
 fn warn_uncertain(lease: &Lease, progress: &mut Progress, failures: &[NodeFailure]) {
     progress.uncertain = true;
     let reason = LostReason::RenewalLate {

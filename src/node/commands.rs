@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use redis::Cmd;
 
-use crate::keys::{hash_slot, Keys, Slots};
+use crate::keys::{hash_slot, Keys, Shape, Side, Slots};
 use crate::node::lua::{self, Lua};
 use crate::token::Token;
 use crate::validity;
@@ -45,86 +45,99 @@ pub(crate) struct Command {
 impl Command {
     /// Takes the lock: `SET resource token NX PX ttl` for one resource
     /// (what every Redlock client sends), the all-or-nothing script for
-    /// several, the counter-reading script for a fenced lock; a read–write
-    /// lock's reader or writer script (`read_acquire.lua`,
-    /// `write_acquire.lua`).
+    /// several (a semaphore's slots are taken by
+    /// [`take_slots`](Self::take_slots), not here), the counter-reading
+    /// script for a fenced lock; a read–write lock's reader or writer
+    /// script (`read_acquire.lua`, `write_acquire.lua`).
     pub(crate) fn acquire(keys: &Keys, token: &Token, ttl: Duration) -> Arc<Self> {
         let ttl_ms = validity::millis(ttl);
         let args = |cmd: &mut Cmd| {
             cmd.arg(token.as_str()).arg(ttl_ms);
         };
-        if let Some((rw, reader)) = keys.read_write_keys() {
-            if reader {
-                return Self::call(&lua::READ_ACQUIRE, rw, args);
+        let first = keys.first();
+        match keys.shape() {
+            Shape::Lock | Shape::Slots { .. } if keys.is_multi() => {
+                Self::call(&lua::ACQUIRE_MULTI, keys.slices(), args)
             }
-            let intent = validity::millis(INTENT_LEASE);
-            let keys = rw.into_iter().chain(keys.fence_key());
-            let keys: Vec<&[u8]> = keys.collect();
-            return Self::call(&lua::WRITE_ACQUIRE, keys, |cmd| {
-                args(cmd);
-                cmd.arg(intent);
-            });
+            Shape::Lock | Shape::Slots { .. } => Arc::new(Self {
+                cmd: set_nx(first, token, ttl_ms),
+                script: None,
+                slot: hash_slot::slot(first),
+            }),
+            Shape::Fenced { counter } => Self::call(&lua::ACQUIRE_FENCED, [first, counter], args),
+            Shape::Read(side) => Self::call(&lua::READ_ACQUIRE, side.keys(first), args),
+            Shape::Write { side, counter } => {
+                let keys = side.keys(first).into_iter().chain(counter.as_deref());
+                let keys: Vec<&[u8]> = keys.collect();
+                Self::call(&lua::WRITE_ACQUIRE, keys, |cmd| {
+                    args(cmd);
+                    cmd.arg(validity::millis(INTENT_LEASE));
+                })
+            }
         }
-        if let Some(fence_key) = keys.fence_key() {
-            return Self::call(&lua::ACQUIRE_FENCED, [keys.first(), fence_key], args);
-        }
-        if keys.is_multi() {
-            return Self::call(&lua::ACQUIRE_MULTI, keys.slices(), args);
-        }
-        Arc::new(Self {
-            cmd: set_nx(keys.first(), token, ttl_ms),
-            script: None,
-            slot: hash_slot::slot(keys.first()),
-        })
     }
 
     /// Commits `fence` where the token is held: a lock's raises the
     /// counter from below; a permit's (with the round key) is counted once
-    /// per slot and round (`fence_commit.lua`).
-    pub(crate) fn commit_fence(keys: &Keys, token: &Token, fence: u64) -> Arc<Self> {
-        let fence_key = keys.fence_key().unwrap_or_default();
-        let round_key = keys.round_key();
-        let keys: Vec<&[u8]> = [keys.first(), fence_key]
-            .into_iter()
-            .chain(round_key)
-            .collect();
-        Self::call(&lua::FENCE_COMMIT, keys, |cmd| {
+    /// per slot and round (`fence_commit.lua`). `None` for keys without a
+    /// counter.
+    pub(crate) fn commit_fence(keys: &Keys, token: &Token, fence: u64) -> Option<Arc<Self>> {
+        let first = keys.first();
+        let listed: Vec<&[u8]> = match keys.shape() {
+            Shape::Fenced { counter }
+            | Shape::Write {
+                counter: Some(counter),
+                ..
+            } => {
+                vec![first, counter]
+            }
+            Shape::Slots { semaphore, .. } => {
+                let (counter, round) = semaphore.fence.as_ref()?;
+                vec![first, counter, round]
+            }
+            Shape::Lock | Shape::Read(_) | Shape::Write { counter: None, .. } => return None,
+        };
+        Some(Self::call(&lua::FENCE_COMMIT, listed, |cmd| {
             cmd.arg(token.as_str()).arg(fence);
-        })
+        }))
     }
 
     /// Compare-and-delete; where a key was deleted, the release is
     /// announced to waiters on the resource's channel when `announce` says
-    /// so.
-    /// A semaphore's limit record goes last, deleted once no slot is left.
+    /// so. A permit holder's release clears its strays too, and the
+    /// semaphore's limit record last, once no slot is left.
     pub(crate) fn release(keys: &Keys, token: &Token, announce: Announce) -> Arc<Self> {
-        let limit = keys.limit().map(|(key, _)| key);
         let args = |cmd: &mut Cmd| {
             cmd.arg(token.as_str()).arg(announce == Announce::Waiters);
-            if let Some(channel) = keys.announce() {
-                cmd.arg(channel);
-            }
-            if limit.is_some() {
-                cmd.arg(true);
-            }
         };
-        if let Some(reader) = keys.reader() {
-            return Self::call(&lua::READ_RELEASE, reader, args);
-        }
-        if let Some((name, readers)) = keys.writer() {
-            return Self::call(&lua::WRITE_RELEASE, [name], |cmd| {
-                args(cmd);
-                cmd.arg(readers);
-            });
-        }
-        // A lock's keys are its resources: no list to build per release.
-        match (keys.released(), limit) {
-            (None, None) => Self::call(&lua::RELEASE, keys.slices(), args),
-            (listed, limit) => {
-                let mut listed = listed.unwrap_or_else(|| keys.slices().collect());
-                listed.extend(limit);
-                Self::call(&lua::RELEASE, listed, args)
+        let first = keys.first();
+        match keys.shape() {
+            // A lock's keys are its resources: no list to build per release.
+            Shape::Lock | Shape::Fenced { .. } => Self::call(&lua::RELEASE, keys.slices(), args),
+            Shape::Slots {
+                semaphore,
+                strays,
+                every,
+            } => {
+                let limit = every.then_some(&semaphore.limit.0[..]);
+                let strays = strays.iter().map(Vec::as_slice);
+                let listed: Vec<&[u8]> = keys.slices().chain(strays).chain(limit).collect();
+                Self::call(&lua::RELEASE, listed, |cmd| {
+                    args(cmd);
+                    cmd.arg(&semaphore.channel);
+                    if *every {
+                        cmd.arg(true);
+                    }
+                })
             }
+            Shape::Read(side) => Self::call(&lua::READ_RELEASE, [first, &side.readers], |cmd| {
+                args(cmd);
+                cmd.arg(&side.channel);
+            }),
+            Shape::Write { side, .. } => Self::call(&lua::WRITE_RELEASE, [first], |cmd| {
+                args(cmd);
+                cmd.arg(&side.channel);
+            }),
         }
     }
 
@@ -155,18 +168,23 @@ impl Command {
         let args = |cmd: &mut Cmd| {
             cmd.arg(token.as_str()).arg(validity::millis(ttl));
         };
-        if let Some(reader) = keys.reader() {
-            return Self::call(&lua::READ_EXTEND, reader, args);
-        }
-        match keys.limit() {
-            Some((record, limit)) => {
-                let keys: Vec<&[u8]> = keys.slices().chain([record]).collect();
+        match keys.shape() {
+            Shape::Slots {
+                semaphore,
+                every: true,
+                ..
+            } => {
+                let (record, limit) = &semaphore.limit;
+                let keys: Vec<&[u8]> = keys.slices().chain([&record[..]]).collect();
                 Self::call(&lua::EXTEND, keys, |cmd| {
                     args(cmd);
-                    cmd.arg(limit);
+                    cmd.arg(*limit);
                 })
             }
-            None => Self::call(&lua::EXTEND, keys.slices(), args),
+            Shape::Read(side) => Self::call(&lua::READ_EXTEND, [keys.first(), &side.readers], args),
+            Shape::Lock | Shape::Fenced { .. } | Shape::Slots { .. } | Shape::Write { .. } => {
+                Self::call(&lua::EXTEND, keys.slices(), args)
+            }
         }
     }
 
@@ -176,15 +194,18 @@ impl Command {
     /// `read_acquire.lua` (where no writer holds), answering as `SET NX`.
     pub(crate) fn repair(keys: &Keys, token: &Token, ttl: Duration) -> Vec<Cmd> {
         let ttl_ms = validity::millis(ttl);
-        if let Some((rw, true)) = keys.read_write_keys() {
-            let entry = Self::call(&lua::READ_ACQUIRE, rw, |cmd| {
-                cmd.arg(token.as_str()).arg(ttl_ms).arg(1);
-            });
-            return entry.fallback().into_iter().collect();
+        match keys.shape() {
+            Shape::Read(side) => {
+                let entry = Self::call(&lua::READ_ACQUIRE, side.keys(keys.first()), |cmd| {
+                    cmd.arg(token.as_str()).arg(ttl_ms).arg(1);
+                });
+                entry.fallback().into_iter().collect()
+            }
+            Shape::Lock | Shape::Fenced { .. } | Shape::Slots { .. } | Shape::Write { .. } => keys
+                .slices()
+                .map(|key| set_nx(key, token, ttl_ms))
+                .collect(),
         }
-        keys.slices()
-            .map(|key| set_nx(key, token, ttl_ms))
-            .collect()
     }
 
     /// Reads what each of `keys` holds, in one script: value and time left
@@ -196,10 +217,8 @@ impl Command {
     /// A read–write lock's writer and its readers' count, answered as
     /// [`peek`](Self::peek) answers for two keys (read-only; see
     /// `read_write_peek.lua`).
-    pub(crate) fn read_write_peek(keys: &Keys) -> Arc<Self> {
-        let read = keys.read_write_keys();
-        let keys = read.map(|([name, readers, _], _)| [name, readers]);
-        Self::call(&lua::READ_WRITE_PEEK, keys.unwrap_or_default(), |_| {})
+    pub(crate) fn read_write_peek(resource: &[u8], side: &Side) -> Arc<Self> {
+        Self::call(&lua::READ_WRITE_PEEK, [resource, &side.readers], |_| {})
     }
 
     /// Whether every key still carries the token (read-only).
@@ -207,9 +226,11 @@ impl Command {
         let args = |cmd: &mut Cmd| {
             cmd.arg(token.as_str());
         };
-        match keys.reader() {
-            Some(reader) => Self::call(&lua::READ_HOLDS, reader, args),
-            None => Self::call(&lua::HOLDS, keys.slices(), args),
+        match keys.shape() {
+            Shape::Read(side) => Self::call(&lua::READ_HOLDS, [keys.first(), &side.readers], args),
+            Shape::Lock | Shape::Fenced { .. } | Shape::Slots { .. } | Shape::Write { .. } => {
+                Self::call(&lua::HOLDS, keys.slices(), args)
+            }
         }
     }
 

@@ -21,7 +21,7 @@ use crate::node::grant::Grant;
 use crate::node::reply::{Kind, Vote};
 use crate::quorum::claim::{Claim, Won};
 use crate::quorum::engine::Engine;
-use crate::quorum::fanout::Plan;
+use crate::quorum::fanout::{Outcome, Plan};
 use crate::quorum::held::Held;
 use crate::quorum::repair::Repairs;
 use crate::quorum::rule::Tally;
@@ -77,26 +77,13 @@ pub(crate) async fn once<C: Claim>(
         let valid_until = ttl.deadline(start).unwrap_or(start);
         let timeout = engine.config.node_timeout.min(ttl.budget());
         let sets = SetFuture::for_attempt(engine.nodes.len());
-        let keys = claim.keys();
         let mut guard = CleanupOnDrop {
             engine: engine.clone(),
-            keys: keys.clone(),
+            keys: claim.keys().clone(),
             token: token.clone(),
             sets: Some(sets.clone()),
         };
-        let (command, shape, mut votes) = claim.ask(&token, ttl.duration, engine.needed());
-        let call = |i: usize, node: Node, command: Arc<Command>, window| {
-            let over = sets[i].mark_over_on_drop();
-            async move {
-                let _over = over;
-                node.acquire(&command, shape, window).await
-            }
-        };
-        let plan = Plan {
-            timeout,
-            ..engine.majority()
-        };
-        let set = engine.ask(plan, command, call, &mut votes).await;
+        let (set, votes) = ask(engine, claim, &token, ttl.duration, timeout, &sets).await;
         let granted = set.reached();
         let won = claim.won(&votes, set.tally);
         let mut failure = AttemptFailure {
@@ -135,22 +122,7 @@ pub(crate) async fn once<C: Claim>(
                     deadline: valid_until,
                     ttl,
                 };
-                let lease = Lease::new(
-                    won.keys.clone(),
-                    term,
-                    engine.leases.clone(),
-                    claim.holding(),
-                );
-                return Ok(Held {
-                    engine: engine.clone(),
-                    keys: won.keys,
-                    token,
-                    fence,
-                    sets,
-                    lease: Arc::new(lease),
-                    extending: tokio::sync::Mutex::new(()),
-                    repairs: Arc::new(Repairs::new(engine.nodes.len())),
-                });
+                return Ok(held(engine, claim, won.keys, token, fence, sets, term));
             }
             // Granted, but no validity left.
             Ok(_) => failure.exhausted = Some(elapsed),
@@ -158,22 +130,85 @@ pub(crate) async fn once<C: Claim>(
         }
         let tally = &failure.tally;
         debug!(?elapsed, ?tally, "attempt failed");
-        // Release every key before the next attempt (a key left from this
-        // one would refuse it), but wait at most `timeout`: a hung node gets
-        // its release in the background, queued behind its `SET`. Lost to a
-        // holder, the cleanup is silent: that holder announces when it lets
-        // go, and waking the waiters now would only send them to its keys.
-        let announce = match tally.held_elsewhere() {
-            true => Announce::Silently,
-            false => Announce::Waiters,
-        };
-        let plan = engine.everyone(engine.config.node_timeout);
-        let cleanup = engine.release_among(plan, keys, &token, sets, None, announce);
-        let _ = tokio::time::timeout(timeout, cleanup).await;
+        clean_up(engine, claim.keys(), &token, sets, tally, timeout).await;
         Err(failure)
     }
     .instrument(span)
     .await
+}
+
+/// The claim's command with `token` on every node at once, each within
+/// `timeout` (and marked over in its `sets` when its call ends), decided
+/// as its votes count: the outcome, and the votes to read it by.
+async fn ask<C: Claim>(
+    engine: &Engine,
+    claim: &C,
+    token: &Token,
+    ttl: Duration,
+    timeout: Duration,
+    sets: &[SetFuture],
+) -> (Outcome<Grant>, C::Votes) {
+    let (command, shape, mut votes) = claim.ask(token, ttl, engine.needed());
+    let call = |i: usize, node: Node, command: Arc<Command>, window| {
+        let over = sets[i].mark_over_on_drop();
+        async move {
+            let _over = over;
+            node.acquire(&command, shape, window).await
+        }
+    };
+    let plan = Plan {
+        timeout,
+        ..engine.majority()
+    };
+    let set = engine.ask(plan, command, call, &mut votes).await;
+    (set, votes)
+}
+
+/// The hold of a granted attempt: `keys` with `token` (and `fence`) for
+/// `term`, its lease counted as the claim holds.
+fn held<C: Claim>(
+    engine: &Arc<Engine>,
+    claim: &C,
+    keys: Keys,
+    token: Token,
+    fence: Option<u64>,
+    sets: Vec<SetFuture>,
+    term: Term,
+) -> Held {
+    let lease = Lease::new(keys.clone(), term, engine.leases.clone(), claim.holding());
+    Held {
+        engine: engine.clone(),
+        keys,
+        token,
+        fence,
+        sets,
+        lease: Arc::new(lease),
+        extending: tokio::sync::Mutex::new(()),
+        repairs: Arc::new(Repairs::new(engine.nodes.len())),
+    }
+}
+
+/// Releases every key of a failed attempt before the next one (a key
+/// left from this one would refuse it), but waits at most `timeout`: a
+/// hung node gets its release in the background, queued behind its `SET`.
+/// Lost to a holder (`tally`), the cleanup is silent: that holder
+/// announces when it lets go, and waking the waiters now would only send
+/// them to its keys.
+async fn clean_up(
+    engine: &Engine,
+    keys: &Keys,
+    token: &Token,
+    sets: Vec<SetFuture>,
+    tally: &Tally,
+    timeout: Duration,
+) {
+    let announce = match tally.held_elsewhere() {
+        true => Announce::Silently,
+        false => Announce::Waiters,
+    };
+    let plan = engine.everyone(engine.config.node_timeout);
+    let cleanup = engine.release_among(plan, keys, token, sets, None, announce);
+    let _ = tokio::time::timeout(timeout, cleanup).await;
 }
 
 /// The fencing token of a granted attempt: none without a counter;
@@ -208,7 +243,9 @@ async fn fenced(
         node.says(&command, Kind::Commit, window).await
     };
     let vote = &mut |_, &raised: &bool| if raised { Vote::Yes } else { Vote::No };
-    let command = Command::commit_fence(&won.keys, token, proposed);
+    let Some(command) = Command::commit_fence(&won.keys, token, proposed) else {
+        return Ok(None);
+    };
     let commit = engine
         .ask(engine.before(valid_until), command, call, vote)
         .await;

@@ -66,10 +66,13 @@ impl Engine {
     /// readers' marker) and its readers' (each node's view holds the
     /// count of live readers as its value, until the last ends).
     pub(crate) async fn read_write(&self, keys: &Keys) -> Vec<Status> {
-        let views = self
-            .views(&self.nodes, Command::read_write_peek(keys), 2)
-            .await;
         let name = keys.first().to_vec();
+        let Some(side) = keys.side() else {
+            return Vec::new();
+        };
+        let views = self
+            .views(&self.nodes, Command::read_write_peek(&name, side), 2)
+            .await;
         self.statuses_of(&views, &[name.clone(), name])
     }
 

@@ -20,7 +20,7 @@ use crate::quorum::handoff::Watch;
 use crate::quorum::held::Held;
 use crate::quorum::rule;
 use crate::random;
-use crate::stats::locks::Outcome;
+use crate::stats::locks::{LockCounters, Outcome};
 use crate::status::NodeView;
 use crate::token::Token;
 
@@ -40,106 +40,169 @@ pub(crate) async fn acquire(
 ) -> Result<Held> {
     let start = Instant::now();
     let counters = engine.leases.of(claim.holding().primitive);
-    let result: Result<Held> = async {
-        let deadline = retry.deadline(Instant::now());
-        let cfg = &engine.config;
-        if cfg.read_only {
-            return Err(Error::invalid(
-                "this client was built read-only (Builder::read_only): it takes no lock, permit \
-                 or leadership",
-            ));
-        }
-        let ttl = cfg.check_ttl(ttl)?;
-        engine.check_slot(claim.keys())?;
-        let mut attempts: u32 = 0;
-        let mut watch: Option<Watch> = None;
-        let mut spread = HANDOFF_JITTER;
-        let mut woken = false;
-        loop {
-            attempts = attempts.saturating_add(1);
-            let began = Instant::now();
-            let attempt = attempt::once(engine, &claim, Token::generate(), ttl).await;
-            counters.attempted(began.elapsed());
-            // Granted, or a quorum's answers (yes or no) counted: the
-            // failed and the unanswered alone decided nothing.
-            let answered = attempt.as_ref().err().is_none_or(|f| {
-                let t = &f.tally;
-                t.yes() + t.no() >= t.needed()
-            });
-            let key = claim.keys().first();
-            if let Some(waited) = answered.then(|| counters.answered(key)).flatten() {
-                info!(resource = %claim.name(), ?waited, "campaign: a quorum answers again");
-            }
-            let mut failure = match attempt {
-                Ok(held) => return Ok(held),
-                Err(failure) => failure,
-            };
-            // Drawn from the OS: workers forked from one process must not
-            // back off in step (see `random`).
-            let delay = rule::backoff(cfg.retry_delay_min, cfg.retry_delay_max, random::unit());
-            // A delay too large to add to an instant never fits.
-            let out_of_time =
-                deadline.is_some_and(|d| Instant::now().checked_add(delay).is_none_or(|t| t >= d));
-            // Nodes that refuse the credentials, the rights, the key's type
-            // or the semaphore's limit refuse the next attempt too: no retry
-            // reaches a quorum.
-            let nodes = engine.nodes.len();
-            let misconfigured = misconfigured(&failure.failures, nodes, failure.tally.needed());
-            if !retry.allows(attempts)
-                || out_of_time
-                || misconfigured
-                || failure.fence_exhausted.is_some()
-                || failure.limit_mismatch.is_some()
-            {
-                if let Some(key) = claim.keys().fence_key() {
-                    name_counter(&mut failure.failures, key);
-                }
-                let mut error = error(nodes, claim.name(), ttl.duration, attempts, failure);
-                if let (Error::Contended { resource, .. }, Some(keys)) =
-                    (&mut error, claim.resources())
-                {
-                    *resource = engine.held_resource(keys).await;
-                }
-                return Err(error);
-            }
-            if !answered && counters.unreachable(key, began) {
-                let nodes: Vec<&str> = failure.failures.iter().map(|f| f.node.as_str()).collect();
-                warn!(
-                    resource = %claim.name(),
-                    nodes = %nodes.join(","),
-                    "campaign waiting: too few nodes answer for a quorum; it keeps trying"
-                );
-            }
-            let held = failure.tally.no() > 0;
-            if held && woken {
-                // Woken by a release, and another waiter was faster.
-                spread = widened(spread);
-            }
-            woken = false;
-            match (&engine.handoff, &watch) {
-                (Some(handoff), None) if held => {
-                    // Subscribe, then retry at once: a release that came
-                    // before the subscription is not missed.
-                    watch = Some(handoff.watch(claim.keys(), cfg.node_timeout).await);
-                }
-                (_, Some(w)) if held => {
-                    // With a count of retries to keep, each retry comes
-                    // within the retry delay as drawn, sooner if woken.
-                    let stretch = retry.count().is_none();
-                    let patience = patience(delay, stretch, deadline, Instant::now());
-                    woken = wait_for_release(engine, &claim, w, patience, &mut spread).await;
-                }
-                _ => tokio::time::sleep(delay).await,
-            }
-        }
-    }
-    .await;
+    let result = attempts(engine, &claim, ttl, retry, counters).await;
     let outcome = match &result {
         Ok(_) => Outcome::Granted,
         Err(e) => Outcome::of(e),
     };
     counters.acquired(outcome, start.elapsed());
     result
+}
+
+/// Attempts at `claim` with fresh tokens, waiting between them, until
+/// one is granted or `retry` gives up (see [`acquire`]).
+async fn attempts(
+    engine: &Arc<Engine>,
+    claim: &impl Claim,
+    ttl: Duration,
+    retry: Retry,
+    counters: &LockCounters,
+) -> Result<Held> {
+    let deadline = retry.deadline(Instant::now());
+    let cfg = &engine.config;
+    if cfg.read_only {
+        return Err(Error::invalid(
+            "this client was built read-only (Builder::read_only): it takes no lock, permit \
+             or leadership",
+        ));
+    }
+    let ttl = cfg.check_ttl(ttl)?;
+    engine.check_slot(claim.keys())?;
+    let mut attempts: u32 = 0;
+    let mut waiter = Waiter {
+        watch: None,
+        spread: HANDOFF_JITTER,
+        woken: false,
+    };
+    loop {
+        attempts = attempts.saturating_add(1);
+        let began = Instant::now();
+        let attempt = attempt::once(engine, claim, Token::generate(), ttl).await;
+        counters.attempted(began.elapsed());
+        let answered = answered(claim, counters, &attempt);
+        let failure = match attempt {
+            Ok(held) => return Ok(held),
+            Err(failure) => failure,
+        };
+        // Drawn from the OS: workers forked from one process must not
+        // back off in step (see `random`).
+        let delay = rule::backoff(cfg.retry_delay_min, cfg.retry_delay_max, random::unit());
+        // A delay too large to add to an instant never fits.
+        let out_of_time =
+            deadline.is_some_and(|d| Instant::now().checked_add(delay).is_none_or(|t| t >= d));
+        if !retry.allows(attempts) || out_of_time || hopeless(engine.nodes.len(), &failure) {
+            return Err(give_up(engine, claim, ttl.duration, attempts, failure).await);
+        }
+        if !answered && counters.unreachable(claim.keys().first(), began) {
+            let nodes: Vec<&str> = failure.failures.iter().map(|f| f.node.as_str()).collect();
+            warn!(
+                resource = %claim.name(),
+                nodes = %nodes.join(","),
+                "campaign waiting: too few nodes answer for a quorum; it keeps trying"
+            );
+        }
+        let held = failure.tally.no() > 0;
+        waiter
+            .wait(engine, claim, retry, held, delay, deadline)
+            .await;
+    }
+}
+
+/// Whether a quorum answered `attempt`: granted, or its answers (yes or
+/// no) counted — the failed and the unanswered alone decided nothing.
+/// Tells when a quorum answers again after a time without one.
+fn answered(
+    claim: &impl Claim,
+    counters: &LockCounters,
+    attempt: &std::result::Result<Held, AttemptFailure>,
+) -> bool {
+    let answered = attempt.as_ref().err().is_none_or(|f| {
+        let t = &f.tally;
+        t.yes() + t.no() >= t.needed()
+    });
+    let key = claim.keys().first();
+    if let Some(waited) = answered.then(|| counters.answered(key)).flatten() {
+        info!(resource = %claim.name(), ?waited, "campaign: a quorum answers again");
+    }
+    answered
+}
+
+/// A failure no retry mends: nodes that refuse the credentials, the
+/// rights, the key's type or the semaphore's limit refuse the next attempt
+/// too (no retry reaches a quorum), and no fencing token is left.
+fn hopeless(nodes: usize, failure: &AttemptFailure) -> bool {
+    misconfigured(&failure.failures, nodes, failure.tally.needed())
+        || failure.fence_exhausted.is_some()
+        || failure.limit_mismatch.is_some()
+}
+
+/// The error after the last of `attempts`: its failures name the fencing
+/// counter, and contention names the resource found held.
+async fn give_up(
+    engine: &Engine,
+    claim: &impl Claim,
+    ttl: Duration,
+    attempts: u32,
+    mut failure: AttemptFailure,
+) -> Error {
+    if let Some(key) = claim.keys().fence_key() {
+        name_counter(&mut failure.failures, key);
+    }
+    let mut error = error(engine.nodes.len(), claim.name(), ttl, attempts, failure);
+    if let (Error::Contended { resource, .. }, Some(keys)) = (&mut error, claim.resources()) {
+        *resource = engine.held_resource(keys).await;
+    }
+    error
+}
+
+/// A claim's wait between two attempts: its subscription to release
+/// announcements, how widely it spreads its look after one, and whether a
+/// release ended its last wait.
+struct Waiter {
+    watch: Option<Watch>,
+    spread: Duration,
+    woken: bool,
+}
+
+impl Waiter {
+    /// Waits before the next attempt: its retry `delay`, unless the last
+    /// one was refused by a holder (`held`) and releases are announced —
+    /// then, the first time, it subscribes and retries at once (a release
+    /// before the subscription is not missed); after, it waits for a
+    /// release ([`wait_for_release`]).
+    async fn wait(
+        &mut self,
+        engine: &Engine,
+        claim: &impl Claim,
+        retry: Retry,
+        held: bool,
+        delay: Duration,
+        deadline: Option<Instant>,
+    ) {
+        if held && self.woken {
+            // Woken by a release, and another waiter was faster.
+            self.spread = widened(self.spread);
+        }
+        self.woken = false;
+        match (&engine.handoff, &self.watch) {
+            (Some(handoff), None) if held => {
+                self.watch = Some(
+                    handoff
+                        .watch(claim.keys(), engine.config.node_timeout)
+                        .await,
+                );
+            }
+            (_, Some(watch)) if held => {
+                // With a count of retries to keep, each retry comes
+                // within the retry delay as drawn, sooner if woken.
+                let stretch = retry.count().is_none();
+                let patience = patience(delay, stretch, deadline, Instant::now());
+                let spread = &mut self.spread;
+                self.woken = wait_for_release(engine, claim, watch, patience, spread).await;
+            }
+            _ => tokio::time::sleep(delay).await,
+        }
+    }
 }
 
 /// Longest pause between a release announcement and a woken waiter's look
