@@ -3,7 +3,7 @@
 //! an acquire's in [`grant`], an election's in [`election`]), what a new
 //! connection must show ([`admission`]) and the wait behind a durable
 //! vote ([`durable`]). Pure: how a command reaches its server is the
-//! member's ([`crate::member`]).
+//! member's (`src/member/`).
 //!
 //! A node call has no timer of its own: the fan-out that sends it keeps
 //! one deadline for every node ([`Window`]). A reply after that deadline
