@@ -319,23 +319,11 @@ impl SentinelGroup {
 
     /// The role Sentinel `sentinel` last read from the replica on `port`.
     fn role_reported(&self, sentinel: u16, port: u16) -> Option<String> {
-        let replicas: Vec<Vec<String>> = redis::cmd("SENTINEL")
-            .arg("REPLICAS")
-            .arg(&self.name)
-            .query(&mut connect(sentinel).ok()?)
-            .ok()?;
         let port = port.to_string();
-        replicas.iter().find_map(|fields| {
-            let field = |name: &str| {
-                fields
-                    .chunks(2)
-                    .find(|kv| kv[0] == name)
-                    .and_then(|kv| kv.get(1).cloned())
-            };
-            (field("port").as_deref() == Some(port.as_str()))
-                .then(|| field("role-reported"))
-                .flatten()
-        })
+        self.sentinel_list(sentinel, "REPLICAS")?
+            .into_iter()
+            .find(|replica| replica.get("port") == Some(&port))?
+            .remove("role-reported")
     }
 
     /// Waits until a running data server other than `old` reports master
