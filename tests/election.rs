@@ -549,33 +549,19 @@ async fn an_observer_sees_a_resignation_at_once_through_the_announcement() {
 /// of the resignation is the announcement's.
 #[tokio::test]
 async fn an_observer_sees_a_resignation_right_after_its_first_item() {
-    let cluster = Cluster::shared(3);
-    let ttl = Duration::from_secs(6);
-    let redlock = cluster.redlock().await;
-    let links = cluster.links();
-    let watcher = quorumlock::Builder::new(links.urls())
-        .node_timeout(Duration::from_secs(2))
-        .connect_timeout(Duration::from_secs(5))
-        .build()
-        .await
-        .expect("build");
-    let name = unique("election");
-    let leadership = redlock.campaign(&name, ttl).lead().await.expect("lead");
-    let epoch = leadership.epoch();
-    for i in 0..cluster.len() {
-        links
-            .link(i)
-            .delay(Direction::Requests, Duration::from_millis(300));
-    }
-    let mut observer = watcher.observe(&name);
-    let first = next(&mut observer, Duration::from_secs(10)).await;
-    assert_eq!(first.map(|l| l.epoch), Some(epoch));
-    let resigned = Instant::now();
-    leadership.resign().await.expect("resign");
-    assert_eq!(next(&mut observer, Duration::from_secs(1)).await, None);
+    let seen = resignation_seen(
+        Duration::from_secs(6),
+        |b| {
+            b.node_timeout(Duration::from_secs(2))
+                .connect_timeout(Duration::from_secs(5))
+        },
+        |link, _| link.delay(Direction::Requests, Duration::from_millis(300)),
+        |_, _| {},
+        Duration::from_secs(1),
+    )
+    .await;
     support::report(&format!(
-        "election: a resignation right after the first item seen after {:?} (slow subscriber)",
-        resigned.elapsed()
+        "election: a resignation right after the first item seen after {seen:?} (slow subscriber)"
     ));
 }
 
@@ -591,44 +577,63 @@ async fn an_observer_sees_a_resignation_right_after_its_first_item() {
 /// pace instead.
 #[tokio::test]
 async fn an_observer_reads_again_when_a_late_subscriber_stands() {
+    let closed = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port");
+    let seen = resignation_seen(
+        Duration::from_secs(15),
+        |b| b,
+        |link, _| link.redirect(closed),
+        |link, upstream| link.redirect(upstream),
+        Duration::from_millis(2500),
+    )
+    .await;
+    support::report(&format!(
+        "election: a resignation unheard by a late subscriber read {seen:?} after it"
+    ));
+}
+
+/// An election led with `ttl` by a client of its own, and an observer on a
+/// client built by `configure` whose links (each with its node's address)
+/// are faulted by `fault` before it starts. After its first item, that
+/// leader, the leader resigns, `heal` runs on each link, and the observer
+/// must report that nobody leads within `limit`: how long it took from
+/// the resignation.
+async fn resignation_seen(
+    ttl: Duration,
+    configure: impl FnOnce(quorumlock::Builder) -> quorumlock::Builder,
+    fault: impl Fn(&support::FaultHandle, std::net::SocketAddr),
+    heal: impl Fn(&support::FaultHandle, std::net::SocketAddr),
+    limit: Duration,
+) -> Duration {
     let cluster = Cluster::shared(3);
-    let ttl = Duration::from_secs(15);
     let redlock = cluster.redlock().await;
     let links = cluster.links();
-    let watcher = quorumlock::Builder::new(links.urls())
+    let watcher = configure(quorumlock::Builder::new(links.urls()))
         .build()
         .await
         .expect("build");
     let name = unique("election");
     let leadership = redlock.campaign(&name, ttl).lead().await.expect("lead");
     let epoch = leadership.epoch();
-    let closed = std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("a free port");
-    for i in 0..cluster.len() {
-        links.link(i).redirect(closed);
+    let nodes: Vec<_> = (0..cluster.len()).map(|i| links.upstream(i)).collect();
+    for (i, &node) in nodes.iter().enumerate() {
+        fault(&links.link(i), node);
     }
     let mut observer = watcher.observe(&name);
     let first = next(&mut observer, Duration::from_secs(10)).await;
     assert_eq!(first.map(|l| l.epoch), Some(epoch));
+    let resigned = Instant::now();
     leadership.resign().await.expect("resign");
-    let reopened = Instant::now();
-    for i in 0..cluster.len() {
-        let node = cluster.url(i);
-        let addr = node.trim_start_matches("redis://").trim_end_matches('/');
-        links
-            .link(i)
-            .redirect(addr.parse().expect("a node address"));
+    for (i, &node) in nodes.iter().enumerate() {
+        heal(&links.link(i), node);
     }
     assert_eq!(
-        next(&mut observer, Duration::from_millis(2500)).await,
+        next(&mut observer, limit).await,
         None,
-        "the resignation was not read when the subscribers stood"
+        "no resignation seen in time"
     );
-    support::report(&format!(
-        "election: a resignation unheard by a late subscriber read {:?} after it could connect",
-        reopened.elapsed()
-    ));
+    resigned.elapsed()
 }
 
 #[tokio::test]

@@ -351,6 +351,12 @@ impl Links {
         self.proxies[i].handle()
     }
 
+    /// Where link `i` sends new connections now: its node, unless
+    /// [redirected](FaultHandle::redirect).
+    pub fn upstream(&self, i: usize) -> SocketAddr {
+        self.proxies[i].upstream()
+    }
+
     /// Heals every link.
     pub fn heal(&self) {
         for p in &self.proxies {
