@@ -35,10 +35,14 @@ pub(crate) fn wait(durability: Durability, timeout: Duration) -> Cmd {
 /// How long a wait sent now may block the server: three quarters of
 /// what is left of `window` once [`SERVER_TICK`] is set aside, so that a
 /// wait that times out still answers inside it (and the failure says
-/// "reached 1 of 2 replicas", not "no answer").
+/// "reached 1 of 2 replicas", not "no answer"). A short window (a node
+/// timeout near or below the tick) gets half of what is left instead,
+/// when that is more: replicas that acknowledge within it still make the
+/// vote count, where a wait of a millisecond would miss any hiccup; one
+/// that times out may then answer after the window, a timeout.
 pub(crate) fn budget(window: Window) -> Duration {
     let left = window.deadline.saturating_duration_since(Instant::now());
-    left.saturating_sub(SERVER_TICK) * 3 / 4
+    (left.saturating_sub(SERVER_TICK) * 3 / 4).max(left / 2)
 }
 
 /// How late a server may answer a wait that timed out: it notices the
@@ -133,7 +137,7 @@ mod tests {
             };
             let budget = budget(window);
             let left = window.deadline.saturating_duration_since(Instant::now());
-            let least = left.saturating_sub(SERVER_TICK) * 3 / 4;
+            let least = (left.saturating_sub(SERVER_TICK) * 3 / 4).max(left / 2);
             assert!(
                 least <= budget && budget <= most,
                 "{timeout:?}: {budget:?} not within {least:?}..={most:?}"
@@ -144,12 +148,24 @@ mod tests {
             timeout: Duration::from_secs(1),
         };
         assert_eq!(budget(past), Duration::ZERO);
-        // A window shorter than the tick leaves the wait nothing.
-        let short = Window {
-            deadline: Instant::now() + Duration::from_millis(80),
-            timeout: Duration::from_millis(80),
-        };
-        assert_eq!(budget(short), Duration::ZERO);
+        // A window near or below the tick gives the wait half of what is
+        // left, not the millisecond the tick would leave.
+        for ms in [50, 80, 200] {
+            let timeout = Duration::from_millis(ms);
+            let before = Instant::now();
+            let short = Window {
+                deadline: before + timeout,
+                timeout,
+            };
+            let budget = budget(short);
+            let left = short.deadline.saturating_duration_since(Instant::now());
+            assert!(
+                left / 2 <= budget && budget <= timeout / 2,
+                "{timeout:?}: {budget:?} not within {:?}..={:?}",
+                left / 2,
+                timeout / 2
+            );
+        }
     }
 
     #[test]
