@@ -29,20 +29,20 @@ ORDER=(redis62 valkey mixed)
 
 LOGS="${TMPDIR:-/tmp}/quorumlock-matrix.$$"
 mkdir -p "$LOGS"
-declare -A RESULT
-failed=0
-for row in "${ORDER[@]}"; do
-    servers="${ROWS[$row]:?unknown row $row (redis62, valkey, mixed)}"
-    start=$SECONDS
+# One row's suites, one after another; each suite's line of the matrix goes
+# to "$LOGS/<row>.result". The rows run side by side: each test starts its
+# own servers on free ports, and the suites mostly wait on them.
+run_row() {
+    local row="$1" servers="$2" start=$SECONDS failed=0
     for suite in "${SUITES[@]}"; do
-        log="$LOGS/$row-$suite.log"
-        status=0
+        local log="$LOGS/$row-$suite.log" status=0
         QUORUMLOCK_REDIS_SERVERS="$servers" QUORUMLOCK_TEST_NODES= \
-            cargo test --quiet -p quorumlock --test "$suite" >"$log" 2>&1 || status=$?
+            "${EXE[$suite]}" >"$log" 2>&1 || status=$?
+        local line passed failures
         line="$(grep -E '^test result:' "$log" | tail -n 1 || true)"
         passed="$(sed -nE 's/.* ([0-9]+) passed.*/\1/p' <<<"$line")"
         failures="$(sed -nE 's/.* ([0-9]+) failed.*/\1/p' <<<"$line")"
-        RESULT[$row/$suite]="${passed:-0}/${failures:-?}"
+        echo "$suite ${passed:-0}/${failures:-?}" >>"$LOGS/$row.result"
         if [ "$status" -ne 0 ]; then
             failed=1
             echo "== $row $suite FAILED (log: $log)" >&2
@@ -50,6 +50,30 @@ for row in "${ORDER[@]}"; do
         fi
     done
     echo "matrix: $row took $((SECONDS - start)) s" >&2
+    return "$failed"
+}
+# The suites' test binaries, built once; the rows run them directly.
+declare -A EXE
+for suite in "${SUITES[@]}"; do
+    EXE[$suite]="$(cargo test -p quorumlock --no-run --test "$suite" 2>&1 |
+        sed -nE 's/^ *Executable .*\((.*)\)$/\1/p')"
+    [ -x "${EXE[$suite]}" ] || { echo "no test binary for $suite" >&2; exit 1; }
+done
+declare -A PIDS
+for row in "${ORDER[@]}"; do
+    servers="${ROWS[$row]:?unknown row $row (redis62, valkey, mixed)}"
+    run_row "$row" "$servers" &
+    PIDS[$row]=$!
+done
+failed=0
+for row in "${ORDER[@]}"; do
+    wait "${PIDS[$row]}" || failed=1
+done
+declare -A RESULT
+for row in "${ORDER[@]}"; do
+    while read -r suite result; do
+        RESULT[$row/$suite]="$result"
+    done <"$LOGS/$row.result"
 done
 
 printf '\n%-13s' "passed/failed"
@@ -57,7 +81,7 @@ for suite in "${SUITES[@]}"; do printf ' %-13s' "$suite"; done
 printf '\n'
 for row in "${ORDER[@]}"; do
     printf '%-13s' "$row"
-    for suite in "${SUITES[@]}"; do printf ' %-13s' "${RESULT[$row/$suite]}"; done
+    for suite in "${SUITES[@]}"; do printf ' %-13s' "${RESULT[$row/$suite]:-?}"; done
     printf '\n'
 done
 [ "$failed" -eq 0 ] && rm -rf "$LOGS"
