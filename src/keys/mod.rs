@@ -128,11 +128,8 @@ impl Keys {
     pub(crate) fn one(resource: impl Into<Vec<u8>>, fenced: bool) -> Result<Self> {
         let resource = resource.into();
         check_resource(&resource)?;
-        let shape = match fence_of(&resource, fenced) {
-            Some(counter) => Shape::Fenced { counter },
-            None => Shape::Lock,
-        };
-        Ok(Self::new(vec![resource], shape))
+        let shape = fence_of(&resource, fenced).map(|counter| Shape::Fenced { counter });
+        Ok(Self::new(vec![resource], shape.unwrap_or(Shape::Lock)))
     }
 
     /// Several distinct resources, locked together.
