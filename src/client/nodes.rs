@@ -247,10 +247,7 @@ fn url_reason(e: url::ParseError) -> String {
 /// `pass=` query pairs. Whatever stands before the last `@` is user
 /// information, so a password with an unescaped `@` is hidden too.
 pub(crate) fn redacted(text: &str) -> String {
-    let (scheme, rest) = match text.find("://") {
-        Some(i) => text.split_at(i + 3),
-        None => ("", text),
-    };
+    let (scheme, rest) = text.split_at(text.find("://").map_or(0, |i| i + 3));
     let hidden = rest.rsplit_once('@').and_then(|(user, host)| {
         let (name, _password) = user.split_once(':')?;
         Some(format!("{name}:***@{host}"))
