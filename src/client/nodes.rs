@@ -63,17 +63,14 @@ impl Source {
     /// `cluster://host:port,…`, or the redacted text of an address that
     /// did not parse.
     pub(crate) fn shown(&self) -> String {
-        let hosts = |infos: &[redis::ConnectionInfo]| {
-            let hosts: Vec<String> = infos.iter().map(address).collect();
-            hosts.join(",")
-        };
+        let hosts = |infos: &[redis::ConnectionInfo]| infos.iter().map(address).collect::<Vec<_>>();
         match self {
             Source::Address(info) => label(info),
             Source::Client(client) => label(client.get_connection_info()),
             Source::Sentinel {
                 sentinels, group, ..
-            } => format!("sentinel://{}/{group}", hosts(sentinels)),
-            Source::Cluster(seeds) => format!("cluster://{}", hosts(seeds)),
+            } => format!("sentinel://{}/{group}", hosts(sentinels).join(",")),
+            Source::Cluster(seeds) => format!("cluster://{}", hosts(seeds).join(",")),
             Source::Invalid(bad) => bad.shown.clone(),
         }
     }
@@ -139,13 +136,8 @@ impl IntoNode for NodeSource {
 
 impl IntoNode for &str {
     fn into_node(self) -> NodeSource {
-        if let Some(member) = parse_member(self) {
-            return NodeSource(member);
-        }
-        NodeSource(match parse(self) {
-            Ok(info) => Source::Address(info),
-            Err(bad) => Source::Invalid(bad),
-        })
+        let address = || parse(self).map_or_else(Source::Invalid, Source::Address);
+        NodeSource(parse_member(self).unwrap_or_else(address))
     }
 }
 
@@ -184,6 +176,14 @@ pub(crate) struct BadAddress {
     pub(crate) reason: String,
 }
 
+impl BadAddress {
+    /// The address written `text`, not usable for `reason`.
+    fn new(text: &str, reason: String) -> Self {
+        let shown = redacted(text);
+        Self { shown, reason }
+    }
+}
+
 /// The schemes the redis crate connects to.
 const SCHEMES: [&str; 7] = [
     "redis",
@@ -198,10 +198,7 @@ const SCHEMES: [&str; 7] = [
 /// Parses `text` as a node address (`redis://[user[:password]@]host[:port][/db]`,
 /// `rediss://…`, `unix:///path`), or says why it cannot be one.
 pub(crate) fn parse(text: &str) -> Result<redis::ConnectionInfo, BadAddress> {
-    let bad = |reason: String| BadAddress {
-        shown: redacted(text),
-        reason,
-    };
+    let bad = |reason| BadAddress::new(text, reason);
     let url = url::Url::parse(text.trim()).map_err(|e| bad(url_reason(e)))?;
     let scheme = url.scheme();
     if !SCHEMES.contains(&scheme) {
@@ -250,10 +247,7 @@ fn url_reason(e: url::ParseError) -> String {
 /// `pass=` query pairs. Whatever stands before the last `@` is user
 /// information, so a password with an unescaped `@` is hidden too.
 pub(crate) fn redacted(text: &str) -> String {
-    let (scheme, rest) = match text.find("://") {
-        Some(i) => text.split_at(i + 3),
-        None => ("", text),
-    };
+    let (scheme, rest) = text.split_at(text.find("://").map_or(0, |i| i + 3));
     let hidden = rest.rsplit_once('@').and_then(|(user, host)| {
         let (name, _password) = user.split_once(':')?;
         Some(format!("{name}:***@{host}"))
@@ -380,12 +374,7 @@ impl NodeSource {
 /// Sentinel group's with its `group`, else a Redis Cluster's; `text` is
 /// the member as written, for the message when it is not usable.
 fn member(addresses: &[String], group: Option<&str>, text: &str) -> Source {
-    let bad = |reason: String| {
-        Source::Invalid(BadAddress {
-            shown: redacted(text),
-            reason,
-        })
-    };
+    let bad = |reason| Source::Invalid(BadAddress::new(text, reason));
     if addresses.is_empty() {
         return bad("no addresses: list at least one host:port".to_owned());
     }
@@ -435,17 +424,10 @@ pub(crate) fn parse_member(text: &str) -> Option<Source> {
         "cluster" => ":6379",
         _ => return None,
     };
-    let (user, rest) = match rest.rsplit_once('@') {
-        Some((user, rest)) => (format!("{user}@"), rest),
-        None => (String::new(), rest),
-    };
+    // The user information with its `@`, if any.
+    let (user, rest) = rest.split_at(rest.rfind('@').map_or(0, |at| at + 1));
     let (hosts, path) = rest.split_at(rest.find(['/', '?']).unwrap_or(rest.len()));
-    let (path, query) = path.split_once('?').map_or((path, ""), |(p, q)| (p, q));
-    let query = if query.is_empty() {
-        String::new()
-    } else {
-        format!("?{query}")
-    };
+    let (path, query) = path.split_at(path.find('?').unwrap_or(path.len()));
     let addresses: Vec<String> = hosts
         .split(',')
         .filter(|h| !h.is_empty())
@@ -459,10 +441,8 @@ pub(crate) fn parse_member(text: &str) -> Option<Source> {
         .collect();
     let group = path.trim_matches('/');
     if kind == "cluster" && !matches!(group, "" | "0") {
-        return Some(Source::Invalid(BadAddress {
-            shown: redacted(text),
-            reason: format!("a Redis Cluster has database 0 only, not {group:?}"),
-        }));
+        let reason = format!("a Redis Cluster has database 0 only, not {group:?}");
+        return Some(Source::Invalid(BadAddress::new(text, reason)));
     }
     Some(member(
         &addresses,

@@ -36,28 +36,26 @@ pub(crate) fn classify(e: &RedisError, waited: Duration) -> NodeFailureKind {
     if let Some((_, server)) = server.first() {
         return NodeFailureKind::reply(server.code(), server.details().unwrap_or_default());
     }
-    if e.kind() == ErrorKind::AuthenticationFailed {
+    match e.kind() {
         // The server's WRONGPASS reply to AUTH; redis-rs replaces it with its
         // own error kind while connecting, so restore the code here.
-        return NodeFailureKind::reply(
+        ErrorKind::AuthenticationFailed => NodeFailureKind::reply(
             "WRONGPASS",
             "authentication failed: wrong user name or password, the user is disabled, or a \
              password was sent to a node that has none",
-        );
-    }
-    if e.kind() == ErrorKind::MasterNameNotFoundBySentinel {
+        ),
         // The crate says so for a group no sentinel watches and for one whose
         // master is down or being replaced; `build()` tells the first apart.
-        return NodeFailureKind::Connection(
+        ErrorKind::MasterNameNotFoundBySentinel => NodeFailureKind::Connection(
             "the sentinels name no master for the group now (its master down, or a failover \
              under way)"
                 .to_owned(),
-        );
+        ),
+        // Everything else: a connection refused, reset or dropped, another
+        // I/O error, a client-side error. (An error of a server kind always
+        // has a code, so it was handled above.)
+        _ => NodeFailureKind::Connection(e.to_string()),
     }
-    // Everything else: a connection refused, reset or dropped, another I/O
-    // error, a client-side error. (An error of a server kind always has a
-    // code, so it was handled above.)
-    NodeFailureKind::Connection(e.to_string())
 }
 
 /// What Redis 6.2 and 7 and Valkey say when a script calls a command,

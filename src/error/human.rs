@@ -6,37 +6,28 @@
 use std::fmt;
 use std::time::Duration;
 
-/// A duration to show to people.
+/// A duration to show to people, and the resolution it was measured to:
+/// anything shorter than the second reads "less than" it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Human {
-    duration: Duration,
-    /// Anything shorter reads "less than" this.
-    floor: Duration,
-}
+pub(crate) struct Human(Duration, Duration);
 
 impl Human {
     /// A duration measured to the millisecond or better.
     pub(crate) fn new(duration: Duration) -> Self {
-        Self {
-            duration,
-            floor: Duration::from_millis(1),
-        }
+        Self(duration, Duration::from_millis(1))
     }
 
     /// A duration read in whole seconds (a server's uptime).
     pub(crate) fn seconds(duration: Duration) -> Self {
-        Self {
-            duration,
-            floor: Duration::from_secs(1),
-        }
+        Self(duration, Duration::from_secs(1))
     }
 }
 
 impl fmt::Display for Human {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let d = self.duration;
-        if d < self.floor {
-            return write!(f, "less than {}", Human::new(self.floor));
+        let Human(d, floor) = *self;
+        if d < floor {
+            return write!(f, "less than {}", Human::new(floor));
         }
         let secs = d.as_secs();
         let (h, min, s) = (secs / 3600, secs / 60 % 60, secs % 60);

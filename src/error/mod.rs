@@ -219,19 +219,22 @@ impl fmt::Display for Error {
                 attempts,
                 failures,
                 unanswered,
-            } => write!(
-                f,
-                "{operation} on {} failed: {}, {granted} of {needed} needed votes from {nodes} \
-                 nodes{} after {attempts} attempt(s){}",
-                resource.named(),
-                if self.is_misconfigured() {
-                    "misconfigured nodes keep the quorum out of reach"
-                } else {
-                    "quorum unreachable"
-                },
-                Unanswered(*unanswered),
-                NodeFailures(failures)
-            ),
+            } => {
+                let why = match self.is_misconfigured() {
+                    true => "misconfigured nodes keep the quorum out of reach",
+                    false => "quorum unreachable",
+                };
+                write!(
+                    f,
+                    "{operation} on {} failed: {why}, {granted} of {needed} needed votes from \
+                     {nodes} nodes",
+                    resource.named()
+                )?;
+                if *unanswered > 0 {
+                    write!(f, " ({unanswered} unanswered when it was decided)")?;
+                }
+                write!(f, " after {attempts} attempt(s){}", NodeFailures(failures))
+            }
             Error::ValidityExhausted {
                 resource,
                 elapsed,
@@ -429,19 +432,6 @@ pub struct Occupancy {
     /// Nodes that refused so (the others were not waited for, set other
     /// slots, or failed).
     pub nodes: u32,
-}
-
-/// Nodes not waited for, as a message part: ` (2 unanswered when it was
-/// decided)`, or nothing for none.
-struct Unanswered(usize);
-
-impl fmt::Display for Unanswered {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self.0 {
-            0 => Ok(()),
-            n => write!(f, " ({n} unanswered when it was decided)"),
-        }
-    }
 }
 
 #[cfg(test)]

@@ -28,20 +28,6 @@ pub enum Primitive {
     Write,
 }
 
-impl Primitive {
-    /// The word messages name it by: `lock`, `semaphore`, `election`,
-    /// `read lock` or `write lock`.
-    pub(crate) fn as_str(self) -> &'static str {
-        match self {
-            Primitive::Lock => "lock",
-            Primitive::Permit => "semaphore",
-            Primitive::Election => "election",
-            Primitive::Read => "read lock",
-            Primitive::Write => "write lock",
-        }
-    }
-}
-
 /// A resource name kept for messages: shown as text when it is printable
 /// UTF-8, escaped otherwise, and shortened when very long; a semaphore's
 /// or an election's name is shown with what it names
@@ -94,32 +80,27 @@ impl ResourceName {
 
     /// What a holder held, for a loss: `lock "invoice"`, `permit of
     /// semaphore "exports"`, `leadership of election "scheduler"`.
-    pub(crate) fn held(&self) -> impl fmt::Display + '_ {
-        struct Held<'a>(&'a ResourceName);
-        impl fmt::Display for Held<'_> {
-            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                let what = match self.0.primitive {
-                    Primitive::Lock | Primitive::Read | Primitive::Write => "",
-                    Primitive::Permit => "permit of ",
-                    Primitive::Election => "leadership of ",
-                };
-                write!(f, "{what}{}", self.0.named())
-            }
-        }
-        Held(self)
+    pub(crate) fn held(&self) -> String {
+        let what = match self.primitive {
+            Primitive::Lock | Primitive::Read | Primitive::Write => "",
+            Primitive::Permit => "permit of ",
+            Primitive::Election => "leadership of ",
+        };
+        format!("{what}{}", self.named())
     }
 
     /// The name with what it names, for every primitive: `lock "invoice"`,
     /// `semaphore "exports"`, `election "scheduler"`. The one place a
     /// primitive is named in a message.
-    pub(crate) fn named(&self) -> impl fmt::Display + '_ {
-        struct Named<'a>(&'a ResourceName);
-        impl fmt::Display for Named<'_> {
-            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                write!(f, "{} \"{}\"", self.0.primitive.as_str(), self.0.text)
-            }
-        }
-        Named(self)
+    pub(crate) fn named(&self) -> String {
+        let what = match self.primitive {
+            Primitive::Lock => "lock",
+            Primitive::Permit => "semaphore",
+            Primitive::Election => "election",
+            Primitive::Read => "read lock",
+            Primitive::Write => "write lock",
+        };
+        format!("{what} \"{}\"", self.text)
     }
 }
 
@@ -127,7 +108,7 @@ impl fmt::Display for ResourceName {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self.primitive {
             Primitive::Lock => write!(f, "\"{}\"", self.text),
-            _ => self.named().fmt(f),
+            _ => f.write_str(&self.named()),
         }
     }
 }

@@ -128,11 +128,8 @@ impl Keys {
     pub(crate) fn one(resource: impl Into<Vec<u8>>, fenced: bool) -> Result<Self> {
         let resource = resource.into();
         check_resource(&resource)?;
-        let shape = match fence_of(&resource, fenced) {
-            Some(counter) => Shape::Fenced { counter },
-            None => Shape::Lock,
-        };
-        Ok(Self::new(vec![resource], shape))
+        let shape = fence_of(&resource, fenced).map(|counter| Shape::Fenced { counter });
+        Ok(Self::new(vec![resource], shape.unwrap_or(Shape::Lock)))
     }
 
     /// Several distinct resources, locked together.
@@ -198,22 +195,6 @@ impl Keys {
         Ok(Self::new(vec![resource.to_vec()], shape))
     }
 
-    /// A some of a semaphore's slots (see [`Slots`]).
-    fn slots(
-        semaphore: &Arc<Semaphore>,
-        held: Vec<Vec<u8>>,
-        strays: Vec<Vec<u8>>,
-        every: bool,
-    ) -> Self {
-        let semaphore = semaphore.clone();
-        let shape = Shape::Slots {
-            semaphore,
-            strays,
-            every,
-        };
-        Self::new(held, shape)
-    }
-
     /// What these keys keep beside their resources.
     pub(crate) fn shape(&self) -> &Shape {
         &self.0.shape
@@ -263,32 +244,22 @@ impl Keys {
         }
     }
 
-    /// Every key beside the resources.
+    /// Every key beside the resources, in no particular order.
     fn beside(&self) -> Vec<&[u8]> {
-        match self.shape() {
-            Shape::Lock => vec![],
-            Shape::Fenced { counter } => vec![counter],
-            Shape::Slots {
-                semaphore,
-                strays,
-                every,
-            } => {
-                let fence = semaphore.fence.iter().flat_map(|(c, r)| [&c[..], r]);
-                let limit = every.then_some(&semaphore.limit.0[..]);
-                fence
-                    .chain(strays.iter().map(Vec::as_slice))
-                    .chain(limit)
-                    .collect()
-            }
-            Shape::Read(side) => vec![&side.readers, &side.intent],
-            Shape::Write { side, counter } => {
-                let counter = counter.as_deref();
-                [&side.readers[..], &side.intent]
-                    .into_iter()
-                    .chain(counter)
-                    .collect()
-            }
+        let side = self.side().into_iter();
+        let side = side.flat_map(|side| [&side.readers[..], &side.intent]);
+        let mut keys: Vec<&[u8]> = side.chain(self.fence_key()).collect();
+        if let Shape::Slots {
+            semaphore,
+            strays,
+            every,
+        } = self.shape()
+        {
+            keys.extend(semaphore.fence.as_ref().map(|(_, round)| &round[..]));
+            keys.extend(strays.iter().map(Vec::as_slice));
+            keys.extend(every.then_some(&semaphore.limit.0[..]));
         }
+        keys
     }
 
     /// The one Redis Cluster hash slot every key of the lock lives in;

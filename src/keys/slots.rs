@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use super::{Keys, Semaphore, SEMAPHORE_KEY_PREFIX};
+use super::{Keys, Semaphore, Shape, SEMAPHORE_KEY_PREFIX};
 use crate::config::MAX_PERMITS;
 use crate::error::{Error, Result};
 
@@ -46,7 +46,7 @@ impl Slots {
             limit: ([&base[..], b":limit"].concat(), permits),
             channel: base,
         });
-        let every = Keys::slots(&semaphore, resources, Vec::new(), true);
+        let every = keys(&semaphore, resources, Vec::new(), true);
         Ok(Self { semaphore, every })
     }
     /// The semaphore's name, as given.
@@ -85,13 +85,13 @@ impl Slots {
     /// release also clears the other slots where they carry its token.
     pub(crate) fn held(&self, slots: &[usize]) -> Keys {
         let held = slots.iter().map(|&i| self.key(i).to_vec()).collect();
-        self.keys_of(held, self.rest(slots), true)
+        keys(&self.semaphore, held, self.rest(slots), true)
     }
 
     /// The keys of every slot but `kept`: what an attempt that keeps
     /// `kept` may also have set on some node.
     pub(crate) fn except(&self, kept: &[usize]) -> Keys {
-        self.keys_of(self.rest(kept), Vec::new(), false)
+        keys(&self.semaphore, self.rest(kept), Vec::new(), false)
     }
 
     /// Every slot (built once).
@@ -104,18 +104,22 @@ impl Slots {
         let rest = (0..self.count()).filter(|i| !kept.contains(i));
         rest.map(|i| self.key(i).to_vec()).collect()
     }
+}
 
-    /// The [`Keys`] of some of the slots (`resources`, and `strays` a
-    /// release clears as well), with the semaphore's counter and channel,
-    /// and its limit record when they are `every` slot.
-    fn keys_of(&self, resources: Vec<Vec<u8>>, strays: Vec<Vec<u8>>, every: bool) -> Keys {
-        Keys::slots(&self.semaphore, resources, strays, every)
-    }
+/// The [`Keys`] of some of the slots of `of` (`held`, and `strays` a
+/// release clears as well), with its counter and channel, and its limit
+/// record when they are `every` slot.
+fn keys(of: &Arc<Semaphore>, held: Vec<Vec<u8>>, strays: Vec<Vec<u8>>, every: bool) -> Keys {
+    let shape = Shape::Slots {
+        semaphore: of.clone(),
+        strays,
+        every,
+    };
+    Keys::new(held, shape)
 }
 
 #[cfg(test)]
 mod tests {
-    use super::super::Shape;
     use super::*;
 
     #[test]

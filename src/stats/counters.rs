@@ -56,7 +56,8 @@ pub(crate) struct NodeCounters {
     /// Reported on a change only, so the hot path reads one shared flag.
     up_series: Gauge,
     commands: Count,
-    /// `[acquire, extend, release][yes, no]`.
+    /// `[acquire, extend, release][yes, no]`: indexed by [`Operation`],
+    /// whose first three variants these are.
     votes: [[Count; 2]; 3],
     timeouts: Count,
     connection_errors: Count,
@@ -120,14 +121,17 @@ impl NodeCounters {
     /// answered (an error reply), whose latency counts like any reply.
     pub(crate) fn failed(&self, kind: &NodeFailureKind, elapsed: Option<Duration>) {
         use NodeFailureKind as K;
-        match kind {
-            K::Timeout(_) => self.timeouts.add(),
+        // The count of the failure, and whether the node can vote after it
+        // (`None`: as before). A quarantined node answers, but may not vote.
+        let (count, up) = match kind {
+            K::Timeout(_) => (&self.timeouts, Some(false)),
             K::Connection(_) | K::SameServer { .. } | K::Evicts { .. } | K::Replicas { .. } => {
-                self.connection_errors.add()
+                (&self.connection_errors, Some(false))
             }
-            K::Protocol(_) => self.protocol_errors.add(),
-            K::Quarantined { .. } | K::ServerChanged => self.quarantined.add(),
-            K::NotDurable { .. } => self.not_durable.add(),
+            K::Protocol(_) => (&self.protocol_errors, None),
+            K::Quarantined { .. } => (&self.quarantined, Some(false)),
+            K::ServerChanged => (&self.quarantined, None),
+            K::NotDurable { .. } => (&self.not_durable, None),
             K::Redis { code, .. } => {
                 if let Some(elapsed) = elapsed {
                     self.latency.record(elapsed);
@@ -137,18 +141,12 @@ impl NodeCounters {
                 let i = known.unwrap_or(other);
                 let labels = [("node", self.node.as_str()), ("code", CODES[i])];
                 bump(&self.redis_errors[i], ERROR_REPLIES, &labels);
+                return self.set_up(!CREDENTIALS.iter().any(|c| kind.is_redis_error(c)));
             }
-        }
-        match kind {
-            // A quarantined node answers, but may not vote.
-            K::Timeout(_)
-            | K::Connection(_)
-            | K::SameServer { .. }
-            | K::Evicts { .. }
-            | K::Replicas { .. }
-            | K::Quarantined { .. } => self.set_up(false),
-            K::Redis { .. } => self.set_up(!CREDENTIALS.iter().any(|c| kind.is_redis_error(c))),
-            K::Protocol(_) | K::ServerChanged | K::NotDurable { .. } => {}
+        };
+        count.add();
+        if let Some(up) = up {
+            self.set_up(up);
         }
     }
 
@@ -156,13 +154,9 @@ impl NodeCounters {
     /// elsewhere, not ours). Returns `yes`, to be used inline. The remote
     /// check changes nothing on the node: its answers are not votes here.
     pub(crate) fn vote(&self, op: Operation, yes: bool) -> bool {
-        let op = match op {
-            Operation::Acquire => 0,
-            Operation::Extend => 1,
-            Operation::Release => 2,
-            Operation::Check => return yes,
-        };
-        self.votes[op][usize::from(!yes)].add();
+        if op != Operation::Check {
+            self.votes[op as usize][usize::from(!yes)].add();
+        }
         yes
     }
 
@@ -204,7 +198,8 @@ pub(crate) struct LeaseCounters {
     /// Automatic renewals that reached a quorum in time, and those that
     /// did not.
     renewals: [AtomicU64; 2],
-    /// Signals by kind, indexed as [`KINDS`].
+    /// Signals by kind, indexed as [`KINDS`]: by [`LossKind`], whose
+    /// first four variants these are.
     signals: [AtomicU64; KINDS.len()],
 }
 
@@ -236,14 +231,10 @@ impl LeaseCounters {
 
     /// A lock's signal reached `kind` (first firing or upgrade).
     pub(crate) fn signalled(&self, kind: LossKind) {
-        let i = match kind {
-            LossKind::Uncertain => 0,
-            LossKind::Lost => 1,
-            LossKind::Expired => 2,
-            LossKind::LimitReached => 3,
-            LossKind::Released => return,
-        };
-        bump(&self.signals[i], SIGNALS, &[("kind", KINDS[i])]);
+        if kind != LossKind::Released {
+            let i = kind as usize;
+            bump(&self.signals[i], SIGNALS, &[("kind", KINDS[i])]);
+        }
     }
 
     /// A copy of every counter, with the nodes' copies.
@@ -383,20 +374,22 @@ mod tests {
         c.renewal(true);
         c.renewal(true);
         c.renewal(false);
-        for k in [
-            LossKind::Uncertain,
-            LossKind::Expired,
-            LossKind::Lost,
-            LossKind::LimitReached,
-            LossKind::Released,
+        for (k, times) in [
+            (LossKind::Uncertain, 1),
+            (LossKind::Expired, 3),
+            (LossKind::Lost, 2),
+            (LossKind::LimitReached, 4),
+            (LossKind::Released, 5),
         ] {
-            c.signalled(k);
+            for _ in 0..times {
+                c.signalled(k);
+            }
         }
         let s = c.stats(Vec::new()).leases;
         assert_eq!((s.renewals, s.renewal_failures), (2, 1));
         assert_eq!(
             (s.uncertain, s.lost, s.expired, s.limit_reached),
-            (1, 1, 1, 1)
+            (1, 2, 3, 4)
         );
     }
 }

@@ -151,13 +151,9 @@ impl LockCounters {
         };
         count.add();
         let mut waiting = waiting.lock().unwrap_or_else(|e| e.into_inner());
-        match waiting.entry(name.to_vec()) {
-            std::collections::hash_map::Entry::Occupied(_) => false,
-            std::collections::hash_map::Entry::Vacant(entry) => {
-                entry.insert(began);
-                true
-            }
-        }
+        let begins = !waiting.contains_key(name);
+        waiting.entry(name.to_vec()).or_insert(began);
+        begins
     }
 
     /// An attempt of the campaign `name` found a quorum answering: how
@@ -166,9 +162,6 @@ impl LockCounters {
     pub(crate) fn answered(&self, name: &[u8]) -> Option<Duration> {
         let (_, waiting) = self.unreachable.as_ref()?;
         let mut waiting = waiting.lock().unwrap_or_else(|e| e.into_inner());
-        if waiting.is_empty() {
-            return None;
-        }
         waiting.remove(name).map(|since| since.elapsed())
     }
 
