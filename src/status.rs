@@ -134,10 +134,8 @@ impl Status {
     /// # }
     /// ```
     pub fn free(&self) -> usize {
-        self.nodes
-            .iter()
-            .filter(|(_, v)| matches!(v, NodeView::Free))
-            .count()
+        let free = self.nodes.iter().filter(|(_, v)| *v == NodeView::Free);
+        free.count()
     }
 
     /// True when one value is held on a majority of nodes.
