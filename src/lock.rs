@@ -508,8 +508,8 @@ impl Drop for Lock {
         let held = &self.held;
         held.lease.end();
         let (keys, token, sets) = (held.keys.clone(), held.token.clone(), held.sets.clone());
-        held.engine
-            .spawn_release(keys, token, sets, Some(held.repairs.clone()), None);
+        let repairs = Some(held.repairs.clone());
+        held.engine.spawn_release(keys, token, sets, repairs, None);
     }
 }
 

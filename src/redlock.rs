@@ -321,13 +321,9 @@ impl Redlock {
     ) -> Result<SemaphoreStatus> {
         let name = name.as_ref();
         let slots = Slots::new(name, permits, false)?;
-        let keys = (0..slots.count())
-            .map(|i| slots.key(i))
-            .chain([slots.limit_key()]);
-        let statuses = self
-            .engine
-            .statuses(keys.map(<[u8]>::to_vec).collect())
-            .await;
+        let mut keys: Vec<Vec<u8>> = (0..slots.count()).map(|i| slots.key(i).to_vec()).collect();
+        keys.push(slots.limit_key().to_vec());
+        let statuses = self.engine.statuses(keys.into()).await;
         Ok(SemaphoreStatus::new(ResourceName::new(name), statuses))
     }
 
