@@ -507,10 +507,8 @@ impl Redlock {
                 node.check_replicas(window).await?;
                 Ok(latency)
             };
-            let (live, new) = futures::join!(
-                node.within(window, checks),
-                node.ping_new_connection(window)
-            );
+            let new = node.ping_new_connection(window);
+            let (live, new) = futures::join!(node.within(window, checks), new);
             NodeHealth::from_probe(node.label(), live.and_then(|latency| new.map(|()| latency)))
         }))
         .await;
