@@ -72,11 +72,8 @@ impl Redlock {
 
     /// The nodes as `host:port/db`, in the order given.
     pub fn node_labels(&self) -> Vec<String> {
-        self.engine
-            .nodes
-            .iter()
-            .map(|n| n.label().to_owned())
-            .collect()
+        let nodes = self.engine.nodes.iter();
+        nodes.map(|n| n.label().to_owned()).collect()
     }
 
     /// Takes the lock, retrying per the builder's policy (by default 3
@@ -139,10 +136,8 @@ impl Redlock {
     /// # }
     /// ```
     pub async fn try_acquire(&self, resource: impl AsRef<[u8]>, ttl: Duration) -> Result<Lock> {
-        self.lock(resource, ttl)
-            .retry(Retry::Times(0))
-            .acquire()
-            .await
+        let once = self.lock(resource, ttl).retry(Retry::Times(0));
+        once.acquire().await
     }
 
     /// Describes a lock on `resource` for `ttl`, with every option: more
@@ -171,7 +166,7 @@ impl Redlock {
     /// # }
     /// ```
     pub fn lock(&self, resource: impl AsRef<[u8]>, ttl: Duration) -> LockRequest {
-        LockRequest::new(self.engine.clone(), vec![resource.as_ref().to_vec()], ttl)
+        self.lock_all([resource], ttl)
     }
 
     /// Describes one lock over several resources, taken all or nothing;
@@ -324,14 +319,12 @@ impl Redlock {
         name: impl AsRef<[u8]>,
         permits: u32,
     ) -> Result<SemaphoreStatus> {
-        let slots = Slots::new(name.as_ref(), permits, false)?;
+        let name = name.as_ref();
+        let slots = Slots::new(name, permits, false)?;
         let mut keys: Vec<Vec<u8>> = (0..slots.count()).map(|i| slots.key(i).to_vec()).collect();
         keys.push(slots.limit_key().to_vec());
         let statuses = self.engine.statuses(keys.into()).await;
-        Ok(SemaphoreStatus::new(
-            ResourceName::new(name.as_ref()),
-            statuses,
-        ))
+        Ok(SemaphoreStatus::new(ResourceName::new(name), statuses))
     }
 
     /// Describes a campaign for the leadership of the election `name`,
@@ -514,10 +507,8 @@ impl Redlock {
                 node.check_replicas(window).await?;
                 Ok(latency)
             };
-            let (live, new) = futures::join!(
-                node.within(window, checks),
-                node.ping_new_connection(window)
-            );
+            let new = node.ping_new_connection(window);
+            let (live, new) = futures::join!(node.within(window, checks), new);
             NodeHealth::from_probe(node.label(), live.and_then(|latency| new.map(|()| latency)))
         }))
         .await;

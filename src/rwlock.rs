@@ -220,11 +220,8 @@ impl RwLockStatus {
 /// 29.1s`, or the writer's status (free, unknown).
 impl fmt::Display for RwLockStatus {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let (name, nodes, quorum) = (
-            &self.writer.resource,
-            self.readers.len(),
-            self.writer.quorum,
-        );
+        let (name, quorum) = (&self.writer.resource, self.writer.quorum);
+        let nodes = self.readers.len();
         if let Some((prefix, n)) = self.writer.leading_holder().filter(|&(_, n)| n >= quorum) {
             let left = expiry(self.writer.expires_in());
             return write!(

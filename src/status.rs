@@ -113,10 +113,8 @@ impl Status {
     pub fn leading_holder(&self) -> Option<(&str, usize)> {
         let on = |prefix| self.held().filter(|&(p, _)| p == prefix).count();
         // `max_by_key` keeps the last of a tie: the first, walking back.
-        self.held()
-            .rev()
-            .map(|(p, _)| (p, on(p)))
-            .max_by_key(|&(_, n)| n)
+        let counted = self.held().rev().map(|(p, _)| (p, on(p)));
+        counted.max_by_key(|&(_, n)| n)
     }
 
     /// Nodes that answered that the key is absent. Only when a quorum of
@@ -134,10 +132,8 @@ impl Status {
     /// # }
     /// ```
     pub fn free(&self) -> usize {
-        self.nodes
-            .iter()
-            .filter(|(_, v)| matches!(v, NodeView::Free))
-            .count()
+        let free = self.nodes.iter().filter(|(_, v)| *v == NodeView::Free);
+        free.count()
     }
 
     /// True when one value is held on a majority of nodes.

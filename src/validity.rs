@@ -26,9 +26,8 @@ pub(crate) fn drift(ttl: Duration, factor: f64) -> Duration {
     } else {
         0.0
     };
-    Duration::try_from_secs_f64(ttl.as_secs_f64() * factor)
-        .unwrap_or(Duration::MAX)
-        .saturating_add(DRIFT_FLOOR)
+    let scaled = Duration::try_from_secs_f64(ttl.as_secs_f64() * factor);
+    scaled.unwrap_or(Duration::MAX).saturating_add(DRIFT_FLOOR)
 }
 
 /// The validity left at `now` before `deadline`: `ttl − elapsed − drift`

@@ -56,14 +56,13 @@ pub struct Campaign {
 
 impl Campaign {
     pub(crate) fn new(engine: Arc<Engine>, name: Vec<u8>, ttl: Duration) -> Self {
-        let options = Options {
-            fenced: true,
-            retry: Some(UNTIL_ELECTED),
-            renewal: Some(Renewal::default()),
-            ..Options::new(engine, ttl)
-        };
         Self {
-            options,
+            options: Options {
+                fenced: true,
+                retry: Some(UNTIL_ELECTED),
+                renewal: Some(Renewal::default()),
+                ..Options::new(engine, ttl)
+            },
             name,
             value: Vec::new(),
         }

@@ -177,8 +177,6 @@ struct Follow {
     /// a subscriber that comes up (late, or again) after a read may have
     /// missed an announcement, so its coming up is a reason to read.
     subscribers: Option<watch::Receiver<usize>>,
-    /// Whether the first read has been made.
-    started: bool,
     /// The wait between reads: a third of the TTL of the last leadership
     /// read, [`PACE_UNKNOWN`] before any.
     pace: Duration,
@@ -194,7 +192,6 @@ impl Follow {
             last: None,
             watch: None,
             subscribers: None,
-            started: false,
             pace: PACE_UNKNOWN,
             follow_ups: 0,
         }
@@ -203,10 +200,10 @@ impl Follow {
     /// Reads until the state differs from the last item, and yields it.
     async fn next(mut self) -> Option<(Observed, Self)> {
         loop {
-            if self.started {
+            // Before the first item, the first read: it always yields.
+            if self.last.is_some() {
                 self.wait().await;
             } else {
-                self.started = true;
                 self.subscribe().await;
             }
             if let Some(subscribers) = &mut self.subscribers {
@@ -276,15 +273,12 @@ impl Follow {
         let (Some(watch), Some(subscribers)) = (&self.watch, &mut self.subscribers) else {
             return sleep.await;
         };
-        let changed = async {
-            if subscribers.changed().await.is_err() {
-                std::future::pending::<()>().await;
-            }
-        };
         tokio::select! {
             () = sleep => {}
             () = watch.released() => self.follow_ups = FOLLOW_UPS,
-            () = changed => {}
+            // Ends in an error only once every subscriber is gone: then
+            // this branch is off.
+            Ok(()) = subscribers.changed() => {}
         }
     }
 }

@@ -55,30 +55,21 @@ impl Timing {
         let (ttl, budget) = (ttl.duration, ttl.budget());
         // By default `max(ttl / 10, 2 × node_timeout)`, at most half the
         // budget.
-        let margin = settings
-            .margin
-            .unwrap_or_else(|| {
-                (ttl / 10)
-                    .max(node_timeout.saturating_mul(2))
-                    .min(budget / 2)
-            })
-            .min(budget);
+        let default_margin = (ttl / 10).max(node_timeout.saturating_mul(2));
+        let margin = settings.margin.unwrap_or(default_margin.min(budget / 2));
+        let margin = margin.min(budget);
         // By default a third of the TTL, shortened to half of what the
         // margin leaves of the budget, so renewal always comes before the
         // margin.
-        let interval = settings
-            .interval
-            .unwrap_or_else(|| (ttl / 3).min(budget.saturating_sub(margin) / 2))
-            .max(MIN_SPACING);
+        let by_default = (ttl / 3).min(budget.saturating_sub(margin) / 2);
+        let interval = settings.interval.unwrap_or(by_default).max(MIN_SPACING);
+        // After a failed attempt: a tenth of the interval, at least the node
+        // timeout, at most the interval.
+        let retry = (interval / 10).max(node_timeout).min(interval);
         Self {
             interval,
             margin,
-            // After a failed attempt: a tenth of the interval, at least the
-            // node timeout, at most the interval.
-            retry: (interval / 10)
-                .max(node_timeout)
-                .min(interval)
-                .max(MIN_SPACING),
+            retry: retry.max(MIN_SPACING),
             lead: node_timeout,
         }
     }
@@ -98,9 +89,7 @@ impl Limits {
     pub(crate) fn new(settings: &Renewal, granted: Instant) -> Self {
         Self {
             max_renewals: settings.max_renewals,
-            hold_until: settings
-                .max_hold
-                .and_then(|limit| granted.checked_add(limit)),
+            hold_until: settings.max_hold.and_then(|d| granted.checked_add(d)),
         }
     }
 }

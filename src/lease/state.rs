@@ -184,10 +184,8 @@ impl Lease {
     /// [`start_renewal`](Self::start_renewal) has not been replaced,
     /// stopped, or ended by the lease's end.
     pub(crate) fn renewing(&self) -> bool {
-        self.state()
-            .renewal
-            .as_ref()
-            .is_some_and(|t| !t.is_cancelled())
+        let s = self.state();
+        s.renewal.as_ref().is_some_and(|t| !t.is_cancelled())
     }
 
     /// Reports `reason` to the signal (see [`SignalState::fire`]), with
@@ -261,15 +259,9 @@ impl SignalState {
     /// [`Lost`](LossKind::Lost) or [`Expired`](LossKind::Expired), first or
     /// later (a cap reached, a release: not on their own).
     pub(crate) fn told_lost(&self) -> bool {
-        [self.first, self.current]
-            .into_iter()
-            .flatten()
-            .any(|kind| {
-                matches!(
-                    kind,
-                    LossKind::Uncertain | LossKind::Lost | LossKind::Expired
-                )
-            })
+        use LossKind::{Expired, Lost, Uncertain};
+        let told = |kind| matches!(kind, Some(Uncertain | Lost | Expired));
+        told(self.first) || told(self.current)
     }
 
     /// The kind the signal first fired with.

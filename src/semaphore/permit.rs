@@ -41,11 +41,8 @@ pub struct Permit {
 
 impl Permit {
     pub(crate) fn new(lock: Lock, semaphore: Slots) -> Self {
-        let slots = lock.resources();
-        let slots = slots
-            .filter_map(|key| semaphore.index_of(key))
-            .map(super::permits)
-            .collect();
+        let slots = lock.resources().filter_map(|key| semaphore.index_of(key));
+        let slots = slots.map(super::permits).collect();
         Self {
             lock,
             semaphore,

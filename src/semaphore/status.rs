@@ -129,12 +129,10 @@ impl fmt::Display for SemaphoreStatus {
         if unknown > 0 {
             write!(f, ", {unknown} unknown")?;
         }
-        match self.limit {
-            Some(limit) if limit != slots => {
-                write!(f, "; its holders named {limit} permits")
-            }
-            _ => Ok(()),
+        if let Some(limit) = self.limit.filter(|&limit| limit != slots) {
+            write!(f, "; its holders named {limit} permits")?;
         }
+        Ok(())
     }
 }
 
