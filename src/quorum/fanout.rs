@@ -20,7 +20,8 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use futures::stream::{FuturesUnordered, Stream, StreamExt};
+use futures::future::OptionFuture;
+use futures::stream::{FuturesUnordered, StreamExt};
 use tracing::debug;
 
 use crate::error::lost::LostReason;
@@ -241,8 +242,8 @@ impl Engine {
             }
             tokio::select! {
                 biased;
-                reply = next(&mut gather.pending) => {
-                    let Some((i, reply)) = reply else {
+                reply = OptionFuture::from(gather.pending.as_mut().map(StreamExt::next)) => {
+                    let Some(Some((i, reply))) = reply else {
                         outcome.decision = count.decide(&outcome.tally);
                         break;
                     };
@@ -314,14 +315,6 @@ fn counted(nodes: &[Node], uncounted: &mut u64, i: usize, failure: Option<&NodeF
         nodes[i].counters().failed(&failure.kind, None);
     }
     *uncounted &= !(1 << i);
-}
-
-/// The next reply of `pending`; none once it was handed off.
-async fn next<S: Stream + Unpin>(pending: &mut Option<S>) -> Option<S::Item> {
-    match pending {
-        Some(pending) => pending.next().await,
-        None => None,
-    }
 }
 
 /// The indices of the bits set in `mask`.
