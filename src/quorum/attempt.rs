@@ -45,14 +45,6 @@ pub(crate) struct AttemptFailure {
     pub(crate) permits: Option<Occupancy>,
 }
 
-impl AttemptFailure {
-    /// Too few nodes answered for a quorum, or none refused: the attempt
-    /// failed for want of nodes, not to another owner.
-    pub(crate) fn unreachable(&self) -> bool {
-        self.tally.outage() || self.tally.no() == 0
-    }
-}
-
 /// One attempt at `claim` with a fresh `token`: its command on every node
 /// at once, decided as its votes count; for a fenced claim, followed by
 /// the commit of the fencing token.

@@ -75,6 +75,13 @@ impl<T> Outcome<T> {
     pub(crate) fn reached(&self) -> bool {
         self.decision == Some(Decision::Reached)
     }
+
+    /// A node failed (timeouts included): one failed vote, and why.
+    fn failed(&mut self, failure: NodeFailure) {
+        debug!(%failure, "node failed");
+        self.failures.push(failure);
+        self.tally.record(Vote::Failed);
+    }
 }
 
 /// How the replies of a fan-out count: each reply's vote, and the
@@ -226,9 +233,7 @@ impl Engine {
             replies: Vec::with_capacity(nodes.len()),
             failures: Vec::new(),
         };
-        let stop = plan
-            .until
-            .map_or(window.deadline, |until| until.min(window.deadline));
+        let stop = plan.until.unwrap_or(window.deadline).min(window.deadline);
         let timer = tokio::time::sleep_until(stop.into());
         tokio::pin!(timer);
         loop {
@@ -248,19 +253,13 @@ impl Engine {
                         break;
                     };
                     counted(nodes, &mut gather.uncounted, i, reply.as_ref().err());
-                    let vote = match reply {
+                    match reply {
                         Ok(reply) => {
-                            let vote = count.vote(i, &reply);
+                            outcome.tally.record(count.vote(i, &reply));
                             outcome.replies.push((i, reply));
-                            vote
                         }
-                        Err(failure) => {
-                            debug!(%failure, "node failed");
-                            outcome.failures.push(failure);
-                            Vote::Failed
-                        }
-                    };
-                    outcome.tally.record(vote);
+                        Err(failure) => outcome.failed(failure),
+                    }
                 }
                 () = &mut timer => {
                     if plan.until.is_some_and(|until| until <= window.deadline) {
@@ -270,9 +269,7 @@ impl Engine {
                     for i in bits(std::mem::take(&mut gather.uncounted)) {
                         let failure = nodes[i].failure(NodeFailureKind::Timeout(plan.timeout));
                         nodes[i].counters().failed(&failure.kind, None);
-                        debug!(%failure, "node failed");
-                        outcome.failures.push(failure);
-                        outcome.tally.record(Vote::Failed);
+                        outcome.failed(failure);
                     }
                     outcome.decision = count.decide(&outcome.tally);
                     break;

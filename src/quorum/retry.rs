@@ -209,10 +209,7 @@ fn patience(
         } else {
             delay
         };
-        match end {
-            Some(end) => wait.min(end.saturating_duration_since(now)),
-            None => wait,
-        }
+        end.map_or(wait, |end| wait.min(end.saturating_duration_since(now)))
     }
 }
 
@@ -318,7 +315,9 @@ async fn give_up(
         };
     }
     let (granted, needed) = (f.tally.yes(), f.tally.needed());
-    if f.unreachable() {
+    // Too few nodes answered for a quorum, or none refused: the attempt
+    // failed for want of nodes, not to another owner.
+    if f.tally.outage() || f.tally.no() == 0 {
         return Error::Unavailable {
             operation: Operation::Acquire,
             resource,
