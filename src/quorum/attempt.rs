@@ -64,17 +64,18 @@ pub(crate) async fn once<C: Claim>(
         // The clock the validity counts from, the validity's end, how long
         // each node may take, the `SET`s a release on each node waits
         // behind, and the release of every key spawned if this is dropped
-        // (until the attempt takes `guard.sets`).
+        // (until the attempt disarms `guard`).
         let start = Instant::now();
         let valid_until = ttl.deadline(start).unwrap_or(start);
         let timeout = engine.config.node_timeout.min(ttl.budget());
         let sets = SetFuture::for_attempt(engine.nodes.len());
-        let mut guard = CleanupOnDrop {
-            engine: engine.clone(),
-            keys: claim.keys().clone(),
-            token: token.clone(),
-            sets: Some(sets.clone()),
-        };
+        let cleanup = (
+            engine.clone(),
+            claim.keys().clone(),
+            token.clone(),
+            sets.clone(),
+        );
+        let mut guard = CleanupOnDrop(Some(cleanup));
         // The claim's command on every node at once, each call marking its
         // node's `SET` over when it ends.
         let (command, shape, mut votes) = claim.ask(&token, ttl.duration, engine.needed());
@@ -104,7 +105,7 @@ pub(crate) async fn once<C: Claim>(
         let now = Instant::now();
         let elapsed = now.saturating_duration_since(start);
         let valid = !validity::left(valid_until, now).is_zero();
-        guard.sets = None;
+        guard.0 = None;
         match fence {
             Ok(fence) if valid => {
                 debug!(?elapsed, yes = failure.tally.yes(), ?fence, "granted");
@@ -255,19 +256,14 @@ fn warn_if_ahead(keys: &Keys, token: u64) {
 /// Spawns the release of a half-finished attempt when the future running
 /// it is dropped (e.g. by `tokio::time::timeout`), so its keys do not
 /// linger until their TTL.
-struct CleanupOnDrop {
-    engine: Arc<Engine>,
-    keys: Keys,
-    token: Token,
-    /// Taken once the attempt ended and needs no cleanup on drop.
-    sets: Option<Vec<SetFuture>>,
-}
+/// What it releases — the keys, the token and the `SET`s — is taken once
+/// the attempt ended and needs no cleanup on drop.
+struct CleanupOnDrop(Option<(Arc<Engine>, Keys, Token, Vec<SetFuture>)>);
 
 impl Drop for CleanupOnDrop {
     fn drop(&mut self) {
-        if let Some(sets) = self.sets.take() {
-            let (keys, token) = (self.keys.clone(), self.token.clone());
-            self.engine.spawn_release(keys, token, sets, None, None);
+        if let Some((engine, keys, token, sets)) = self.0.take() {
+            engine.spawn_release(keys, token, sets, None, None);
         }
     }
 }

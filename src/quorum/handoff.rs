@@ -40,7 +40,8 @@ pub(crate) struct Handoff {
 #[derive(Default)]
 struct State {
     channels: HashMap<Vec<u8>, Channel>,
-    sinks: Vec<Option<PubSubSink>>,
+    /// Each connected subscriber's sink, by its index in `clients`.
+    sinks: HashMap<usize, PubSubSink>,
     started: bool,
 }
 
@@ -91,14 +92,10 @@ impl Handoff {
         let clients: Vec<_> = listened(nodes.len(), crate::random::below(nodes.len()))
             .map(|i| (nodes[i].label().to_owned(), nodes[i].target()))
             .collect();
-        let sinks = vec![None; clients.len()];
         Self {
             clients,
             connect_timeout,
-            state: Mutex::new(State {
-                sinks,
-                ..State::default()
-            }),
+            state: Mutex::default(),
             stop: CancellationToken::new(),
             ready: watch::Sender::new(0),
         }
@@ -141,7 +138,7 @@ impl Handoff {
                 entry.watchers += 1;
                 watch.channels.push((name, entry.notify.clone()));
             }
-            state.sinks.iter().flatten().cloned().collect::<Vec<_>>()
+            state.sinks.values().cloned().collect::<Vec<_>>()
         };
         if !fresh.is_empty() {
             let subscribing = sinks.into_iter().map(|mut sink| {
@@ -229,7 +226,7 @@ impl Drop for Watch {
                     }
                 }
             }
-            state.sinks.iter().flatten().cloned().collect::<Vec<_>>()
+            state.sinks.values().cloned().collect::<Vec<_>>()
         };
         if gone.is_empty() {
             return;
@@ -276,7 +273,7 @@ async fn run_node(handoff: Weak<Handoff>, i: usize, stop: CancellationToken) {
             let current: Vec<Vec<u8>> = {
                 let Some(h) = handoff.upgrade() else { return };
                 let mut state = h.state();
-                state.sinks[i] = Some(sink.clone());
+                state.sinks.insert(i, sink.clone());
                 state.channels.keys().cloned().collect()
             };
             if !current.is_empty() {
@@ -310,7 +307,7 @@ async fn run_node(handoff: Weak<Handoff>, i: usize, stop: CancellationToken) {
                 }
             }
             if let Some(h) = handoff.upgrade() {
-                h.state().sinks[i] = None;
+                h.state().sinks.remove(&i);
                 if subscribed {
                     h.ready.send_modify(|n| *n = n.saturating_sub(1));
                 }

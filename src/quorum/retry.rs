@@ -77,7 +77,17 @@ async fn attempts(
         let began = Instant::now();
         let attempt = attempt::once(engine, claim, Token::generate(), ttl).await;
         counters.attempted(began.elapsed());
-        let answered = answered(claim, counters, &attempt);
+        // Whether a quorum answered: granted, or its answers (yes or no)
+        // counted — the failed and the unanswered alone decided nothing.
+        // Tells when a quorum answers again after a time without one.
+        let answered = attempt.as_ref().err().is_none_or(|f| {
+            let t = &f.tally;
+            t.yes() + t.no() >= t.needed()
+        });
+        let waited = answered.then(|| counters.answered(claim.keys().first()));
+        if let Some(waited) = waited.flatten() {
+            info!(resource = %claim.name(), ?waited, "campaign: a quorum answers again");
+        }
         let failure = match attempt {
             Ok(held) => return Ok(held),
             Err(failure) => failure,
@@ -124,25 +134,6 @@ async fn attempts(
             _ => tokio::time::sleep(delay).await,
         }
     }
-}
-
-/// Whether a quorum answered `attempt`: granted, or its answers (yes or
-/// no) counted — the failed and the unanswered alone decided nothing.
-/// Tells when a quorum answers again after a time without one.
-fn answered(
-    claim: &impl Claim,
-    counters: &LockCounters,
-    attempt: &std::result::Result<Held, AttemptFailure>,
-) -> bool {
-    let answered = attempt.as_ref().err().is_none_or(|f| {
-        let t = &f.tally;
-        t.yes() + t.no() >= t.needed()
-    });
-    let key = claim.keys().first();
-    if let Some(waited) = answered.then(|| counters.answered(key)).flatten() {
-        info!(resource = %claim.name(), ?waited, "campaign: a quorum answers again");
-    }
-    answered
 }
 
 /// A failure no retry mends: nodes that refuse the credentials, the
