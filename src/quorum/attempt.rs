@@ -178,9 +178,9 @@ async fn clean_up(
 /// majority (`docs/fencing.md`). Decided at quorum, and before the
 /// validity ends.
 ///
-/// `Err` fails the attempt: not granted, or `failure` then holds the
-/// commit's tally and failures, or the highest counter when no token is
-/// left.
+/// `Err` fails the attempt: `set` did not grant it, or the commit failed
+/// (`failure` then holds its tally and failures), or no token is left
+/// (`failure` then holds the highest counter).
 async fn fenced(
     engine: &Engine,
     won: &Won,

@@ -283,15 +283,14 @@ async fn run_node(handoff: Weak<Handoff>, i: usize, stop: CancellationToken) {
                 // A waiter that left while this SUBSCRIBE was in flight may
                 // have sent its UNSUBSCRIBE first: drop what nobody watches
                 // any more.
-                let Some(h) = handoff.upgrade() else { return };
                 let stale: Vec<Vec<u8>> = {
+                    let Some(h) = handoff.upgrade() else { return };
                     let state = h.state();
                     current
                         .into_iter()
                         .filter(|c| !state.channels.contains_key(c))
                         .collect()
                 };
-                drop(h);
                 if !stale.is_empty() {
                     let _ = tokio::time::timeout(connect_timeout, sink.unsubscribe(stale)).await;
                 }
