@@ -45,14 +45,6 @@ pub(crate) struct AttemptFailure {
     pub(crate) permits: Option<Occupancy>,
 }
 
-impl AttemptFailure {
-    /// Too few nodes answered for a quorum, or none refused: the attempt
-    /// failed for want of nodes, not to another owner.
-    pub(crate) fn unreachable(&self) -> bool {
-        self.tally.outage() || self.tally.no() == 0
-    }
-}
-
 /// One attempt at `claim` with a fresh `token`: its command on every node
 /// at once, decided as its votes count; for a fenced claim, followed by
 /// the commit of the fencing token.
@@ -72,46 +64,48 @@ pub(crate) async fn once<C: Claim>(
         // The clock the validity counts from, the validity's end, how long
         // each node may take, the `SET`s a release on each node waits
         // behind, and the release of every key spawned if this is dropped
-        // (until the attempt takes `guard.sets`).
+        // (until the attempt disarms `guard`).
         let start = Instant::now();
         let valid_until = ttl.deadline(start).unwrap_or(start);
         let timeout = engine.config.node_timeout.min(ttl.budget());
         let sets = SetFuture::for_attempt(engine.nodes.len());
-        let mut guard = CleanupOnDrop {
-            engine: engine.clone(),
-            keys: claim.keys().clone(),
-            token: token.clone(),
-            sets: Some(sets.clone()),
+        let cleanup = (
+            engine.clone(),
+            claim.keys().clone(),
+            token.clone(),
+            sets.clone(),
+        );
+        let mut guard = CleanupOnDrop(Some(cleanup));
+        // The claim's command on every node at once, each call marking its
+        // node's `SET` over when it ends.
+        let (command, shape, mut votes) = claim.ask(&token, ttl.duration, engine.needed());
+        let call = |i: usize, node: Node, command: Arc<Command>, window| {
+            let over = sets[i].mark_over_on_drop();
+            async move {
+                let _over = over;
+                node.acquire(&command, shape, window).await
+            }
         };
-        let (set, votes) = ask(engine, claim, &token, ttl.duration, timeout, &sets).await;
-        let granted = set.reached();
-        let won = claim.won(&votes, set.tally);
+        let plan = Plan {
+            timeout,
+            ..engine.majority()
+        };
+        let mut set = engine.ask(plan, command, call, &mut votes).await;
+        let won = claim.won(&votes, set.tally.clone());
         let mut failure = AttemptFailure {
             tally: won.tally.clone(),
-            failures: set.failures,
+            failures: std::mem::take(&mut set.failures),
             exhausted: None,
             fence_exhausted: None,
             limit_mismatch: won.limit_mismatch,
             permits: won.permits,
         };
-        let fence = if granted {
-            fenced(
-                engine,
-                &won,
-                &set.replies,
-                &token,
-                valid_until,
-                &mut failure,
-            )
-            .await
-        } else {
-            Err(())
-        };
+        let fence = fenced(engine, &won, &set, &token, valid_until, &mut failure).await;
         // One clock read: the validity left is the deadline's, at `now`.
         let now = Instant::now();
         let elapsed = now.saturating_duration_since(start);
         let valid = !validity::left(valid_until, now).is_zero();
-        guard.sets = None;
+        guard.0 = None;
         match fence {
             Ok(fence) if valid => {
                 debug!(?elapsed, yes = failure.tally.yes(), ?fence, "granted");
@@ -122,7 +116,22 @@ pub(crate) async fn once<C: Claim>(
                     deadline: valid_until,
                     ttl,
                 };
-                return Ok(held(engine, claim, won.keys, token, fence, sets, term));
+                let lease = Lease::new(
+                    won.keys.clone(),
+                    term,
+                    engine.leases.clone(),
+                    claim.holding(),
+                );
+                return Ok(Held {
+                    engine: engine.clone(),
+                    keys: won.keys,
+                    token,
+                    fence,
+                    sets,
+                    lease: Arc::new(lease),
+                    extending: tokio::sync::Mutex::new(()),
+                    repairs: Arc::new(Repairs::new(engine.nodes.len())),
+                });
             }
             // Granted, but no validity left.
             Ok(_) => failure.exhausted = Some(elapsed),
@@ -135,57 +144,6 @@ pub(crate) async fn once<C: Claim>(
     }
     .instrument(span)
     .await
-}
-
-/// The claim's command with `token` on every node at once, each within
-/// `timeout` (and marked over in its `sets` when its call ends), decided
-/// as its votes count: the outcome, and the votes to read it by.
-async fn ask<C: Claim>(
-    engine: &Engine,
-    claim: &C,
-    token: &Token,
-    ttl: Duration,
-    timeout: Duration,
-    sets: &[SetFuture],
-) -> (Outcome<Grant>, C::Votes) {
-    let (command, shape, mut votes) = claim.ask(token, ttl, engine.needed());
-    let call = |i: usize, node: Node, command: Arc<Command>, window| {
-        let over = sets[i].mark_over_on_drop();
-        async move {
-            let _over = over;
-            node.acquire(&command, shape, window).await
-        }
-    };
-    let plan = Plan {
-        timeout,
-        ..engine.majority()
-    };
-    let set = engine.ask(plan, command, call, &mut votes).await;
-    (set, votes)
-}
-
-/// The hold of a granted attempt: `keys` with `token` (and `fence`) for
-/// `term`, its lease counted as the claim holds.
-fn held<C: Claim>(
-    engine: &Arc<Engine>,
-    claim: &C,
-    keys: Keys,
-    token: Token,
-    fence: Option<u64>,
-    sets: Vec<SetFuture>,
-    term: Term,
-) -> Held {
-    let lease = Lease::new(keys.clone(), term, engine.leases.clone(), claim.holding());
-    Held {
-        engine: engine.clone(),
-        keys,
-        token,
-        fence,
-        sets,
-        lease: Arc::new(lease),
-        extending: tokio::sync::Mutex::new(()),
-        repairs: Arc::new(Repairs::new(engine.nodes.len())),
-    }
 }
 
 /// Releases every key of a failed attempt before the next one (a key
@@ -211,29 +169,33 @@ async fn clean_up(
     let _ = tokio::time::timeout(timeout, cleanup).await;
 }
 
-/// The fencing token of a granted attempt: none without a counter;
+/// The fencing token of a granted attempt (`set`): none without a counter;
 /// otherwise the token proposed above the counters the granting nodes read
-/// (`replies`, [`fence::propose`]) for the slot `won`, committed: every
+/// (its replies, [`fence::propose`]) for the slot `won`, committed: every
 /// node still holding the token commits it — a lock's raises its counter
 /// to it from strictly below, a permit's counts once per round and slot;
 /// only those count, so two commits of one token cannot both reach a
 /// majority (`docs/fencing.md`). Decided at quorum, and before the
 /// validity ends.
 ///
-/// `Err` fails the attempt: `failure` then holds the commit's tally and
-/// failures, or the highest counter when no token is left.
+/// `Err` fails the attempt: `set` did not grant it, or the commit failed
+/// (`failure` then holds its tally and failures), or no token is left
+/// (`failure` then holds the highest counter).
 async fn fenced(
     engine: &Engine,
     won: &Won,
-    replies: &[(usize, Grant)],
+    set: &Outcome<Grant>,
     token: &Token,
     valid_until: Instant,
     failure: &mut AttemptFailure,
 ) -> Result<Option<u64>, ()> {
+    if !set.reached() {
+        return Err(());
+    }
     if won.keys.fence_key().is_none() {
         return Ok(None);
     }
-    let counters = replies.iter().filter(|(_, g)| g.granted());
+    let counters = set.replies.iter().filter(|(_, g)| g.granted());
     let counters = counters.map(|(_, g)| g.counter);
     let proposed = fence::propose(counters, won.slot, won.per_round).map_err(|highest| {
         debug!(highest, "fencing tokens exhausted");
@@ -294,19 +256,14 @@ fn warn_if_ahead(keys: &Keys, token: u64) {
 /// Spawns the release of a half-finished attempt when the future running
 /// it is dropped (e.g. by `tokio::time::timeout`), so its keys do not
 /// linger until their TTL.
-struct CleanupOnDrop {
-    engine: Arc<Engine>,
-    keys: Keys,
-    token: Token,
-    /// Taken once the attempt ended and needs no cleanup on drop.
-    sets: Option<Vec<SetFuture>>,
-}
+/// What it releases — the keys, the token and the `SET`s — is taken once
+/// the attempt ended and needs no cleanup on drop.
+struct CleanupOnDrop(Option<(Arc<Engine>, Keys, Token, Vec<SetFuture>)>);
 
 impl Drop for CleanupOnDrop {
     fn drop(&mut self) {
-        if let Some(sets) = self.sets.take() {
-            let (keys, token) = (self.keys.clone(), self.token.clone());
-            self.engine.spawn_release(keys, token, sets, None, None);
+        if let Some((engine, keys, token, sets)) = self.0.take() {
+            engine.spawn_release(keys, token, sets, None, None);
         }
     }
 }

@@ -20,7 +20,8 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use futures::stream::{FuturesUnordered, Stream, StreamExt};
+use futures::future::OptionFuture;
+use futures::stream::{FuturesUnordered, StreamExt};
 use tracing::debug;
 
 use crate::error::lost::LostReason;
@@ -73,6 +74,13 @@ impl<T> Outcome<T> {
     /// A quorum said yes in time.
     pub(crate) fn reached(&self) -> bool {
         self.decision == Some(Decision::Reached)
+    }
+
+    /// A node failed (timeouts included): one failed vote, and why.
+    fn failed(&mut self, failure: NodeFailure) {
+        debug!(%failure, "node failed");
+        self.failures.push(failure);
+        self.tally.record(Vote::Failed);
     }
 }
 
@@ -225,9 +233,7 @@ impl Engine {
             replies: Vec::with_capacity(nodes.len()),
             failures: Vec::new(),
         };
-        let stop = plan
-            .until
-            .map_or(window.deadline, |until| until.min(window.deadline));
+        let stop = plan.until.unwrap_or(window.deadline).min(window.deadline);
         let timer = tokio::time::sleep_until(stop.into());
         tokio::pin!(timer);
         loop {
@@ -241,25 +247,19 @@ impl Engine {
             }
             tokio::select! {
                 biased;
-                reply = next(&mut gather.pending) => {
-                    let Some((i, reply)) = reply else {
+                reply = OptionFuture::from(gather.pending.as_mut().map(StreamExt::next)) => {
+                    let Some(Some((i, reply))) = reply else {
                         outcome.decision = count.decide(&outcome.tally);
                         break;
                     };
                     counted(nodes, &mut gather.uncounted, i, reply.as_ref().err());
-                    let vote = match reply {
+                    match reply {
                         Ok(reply) => {
-                            let vote = count.vote(i, &reply);
+                            outcome.tally.record(count.vote(i, &reply));
                             outcome.replies.push((i, reply));
-                            vote
                         }
-                        Err(failure) => {
-                            debug!(%failure, "node failed");
-                            outcome.failures.push(failure);
-                            Vote::Failed
-                        }
-                    };
-                    outcome.tally.record(vote);
+                        Err(failure) => outcome.failed(failure),
+                    }
                 }
                 () = &mut timer => {
                     if plan.until.is_some_and(|until| until <= window.deadline) {
@@ -269,9 +269,7 @@ impl Engine {
                     for i in bits(std::mem::take(&mut gather.uncounted)) {
                         let failure = nodes[i].failure(NodeFailureKind::Timeout(plan.timeout));
                         nodes[i].counters().failed(&failure.kind, None);
-                        debug!(%failure, "node failed");
-                        outcome.failures.push(failure);
-                        outcome.tally.record(Vote::Failed);
+                        outcome.failed(failure);
                     }
                     outcome.decision = count.decide(&outcome.tally);
                     break;
@@ -314,14 +312,6 @@ fn counted(nodes: &[Node], uncounted: &mut u64, i: usize, failure: Option<&NodeF
         nodes[i].counters().failed(&failure.kind, None);
     }
     *uncounted &= !(1 << i);
-}
-
-/// The next reply of `pending`; none once it was handed off.
-async fn next<S: Stream + Unpin>(pending: &mut Option<S>) -> Option<S::Item> {
-    match pending {
-        Some(pending) => pending.next().await,
-        None => None,
-    }
 }
 
 /// The indices of the bits set in `mask`.

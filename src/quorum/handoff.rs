@@ -40,7 +40,8 @@ pub(crate) struct Handoff {
 #[derive(Default)]
 struct State {
     channels: HashMap<Vec<u8>, Channel>,
-    sinks: Vec<Option<PubSubSink>>,
+    /// Each connected subscriber's sink, by its index in `clients`.
+    sinks: HashMap<usize, PubSubSink>,
     started: bool,
 }
 
@@ -91,14 +92,10 @@ impl Handoff {
         let clients: Vec<_> = listened(nodes.len(), crate::random::below(nodes.len()))
             .map(|i| (nodes[i].label().to_owned(), nodes[i].target()))
             .collect();
-        let sinks = vec![None; clients.len()];
         Self {
             clients,
             connect_timeout,
-            state: Mutex::new(State {
-                sinks,
-                ..State::default()
-            }),
+            state: Mutex::default(),
             stop: CancellationToken::new(),
             ready: watch::Sender::new(0),
         }
@@ -141,7 +138,7 @@ impl Handoff {
                 entry.watchers += 1;
                 watch.channels.push((name, entry.notify.clone()));
             }
-            state.sinks.iter().flatten().cloned().collect::<Vec<_>>()
+            state.sinks.values().cloned().collect::<Vec<_>>()
         };
         if !fresh.is_empty() {
             let subscribing = sinks.into_iter().map(|mut sink| {
@@ -229,7 +226,7 @@ impl Drop for Watch {
                     }
                 }
             }
-            state.sinks.iter().flatten().cloned().collect::<Vec<_>>()
+            state.sinks.values().cloned().collect::<Vec<_>>()
         };
         if gone.is_empty() {
             return;
@@ -246,92 +243,87 @@ impl Drop for Watch {
     }
 }
 
-/// A subscriber connection to `target` (a Sentinel group's master as
-/// its sentinels name it now).
-async fn subscribe(target: &Target) -> redis::RedisResult<redis::aio::PubSub> {
-    target.client().await?.get_async_pubsub().await
-}
-
-/// Keeps one node's subscriber connection up: connects, subscribes to every
-/// channel in use, forwards announcements, reconnects after errors.
+/// Keeps one node's subscriber connection up until `stop`: connects,
+/// subscribes to every channel in use, forwards announcements, reconnects
+/// after errors.
 async fn run_node(handoff: Weak<Handoff>, i: usize, stop: CancellationToken) {
-    let Some((label, client, connect_timeout)) = handoff.upgrade().map(|h| {
-        let (label, client) = h.clients[i].clone();
-        (label, client, h.connect_timeout)
-    }) else {
+    let Some(((label, target), connect_timeout)) = handoff
+        .upgrade()
+        .map(|h| (h.clients[i].clone(), h.connect_timeout))
+    else {
         return;
     };
     let mut backoff = Duration::from_millis(50);
-    loop {
-        let connected = tokio::select! {
-            _ = stop.cancelled() => return,
-            r = tokio::time::timeout(connect_timeout, subscribe(&client)) => r,
-        };
-        let connected = connected.map_err(|_| "timed out".to_owned());
-        let (mut sink, mut stream) = match connected.and_then(|r| r.map_err(|e| e.to_string())) {
-            Ok(pubsub) => pubsub.split(),
-            Err(error) => {
-                debug!(node = %label, %error, "hand-off subscriber cannot connect");
-                wait_or_stop(&stop, &mut backoff).await;
-                continue;
-            }
-        };
-        let mut subscribed = true;
-        let current: Vec<Vec<u8>> = {
-            let Some(h) = handoff.upgrade() else { return };
-            let mut state = h.state();
-            state.sinks[i] = Some(sink.clone());
-            state.channels.keys().cloned().collect()
-        };
-        if !current.is_empty() {
-            let done = tokio::time::timeout(connect_timeout, sink.subscribe(current.clone())).await;
-            subscribed = matches!(done, Ok(Ok(())));
-            // A waiter that left while this SUBSCRIBE was in flight may have
-            // sent its UNSUBSCRIBE first: drop what nobody watches any more.
-            let Some(h) = handoff.upgrade() else { return };
-            let stale: Vec<Vec<u8>> = {
-                let state = h.state();
-                current
-                    .into_iter()
-                    .filter(|c| !state.channels.contains_key(c))
-                    .collect()
-            };
-            drop(h);
-            if !stale.is_empty() {
-                let _ = tokio::time::timeout(connect_timeout, sink.unsubscribe(stale)).await;
-            }
-        }
-        backoff = Duration::from_millis(50);
-        if let (true, Some(h)) = (subscribed, handoff.upgrade()) {
-            h.ready.send_modify(|n| *n += 1);
-        }
+    let subscriber = async move {
         loop {
-            let msg = tokio::select! {
-                _ = stop.cancelled() => return,
-                m = stream.next() => m,
+            // A Sentinel group's master as its sentinels name it now.
+            let connect = async { target.client().await?.get_async_pubsub().await };
+            let connected = tokio::time::timeout(connect_timeout, connect).await;
+            let connected = connected.map_err(|_| "timed out".to_owned());
+            let (mut sink, mut stream) = match connected.and_then(|r| r.map_err(|e| e.to_string()))
+            {
+                Ok(pubsub) => pubsub.split(),
+                Err(error) => {
+                    debug!(node = %label, %error, "hand-off subscriber cannot connect");
+                    pause(&mut backoff).await;
+                    continue;
+                }
             };
-            let Some(msg) = msg else { break };
-            let Some(h) = handoff.upgrade() else { return };
-            if let Ok(name) = msg.get_channel::<Vec<u8>>() {
-                h.announce(&name, msg.get_payload_bytes());
+            let mut subscribed = true;
+            let current: Vec<Vec<u8>> = {
+                let Some(h) = handoff.upgrade() else { return };
+                let mut state = h.state();
+                state.sinks.insert(i, sink.clone());
+                state.channels.keys().cloned().collect()
+            };
+            if !current.is_empty() {
+                let done =
+                    tokio::time::timeout(connect_timeout, sink.subscribe(current.clone())).await;
+                subscribed = matches!(done, Ok(Ok(())));
+                // A waiter that left while this SUBSCRIBE was in flight may
+                // have sent its UNSUBSCRIBE first: drop what nobody watches
+                // any more.
+                let stale: Vec<Vec<u8>> = {
+                    let Some(h) = handoff.upgrade() else { return };
+                    let state = h.state();
+                    current
+                        .into_iter()
+                        .filter(|c| !state.channels.contains_key(c))
+                        .collect()
+                };
+                if !stale.is_empty() {
+                    let _ = tokio::time::timeout(connect_timeout, sink.unsubscribe(stale)).await;
+                }
             }
-        }
-        if let Some(h) = handoff.upgrade() {
-            h.state().sinks[i] = None;
-            if subscribed {
-                h.ready.send_modify(|n| *n = n.saturating_sub(1));
+            backoff = Duration::from_millis(50);
+            if let (true, Some(h)) = (subscribed, handoff.upgrade()) {
+                h.ready.send_modify(|n| *n += 1);
             }
+            while let Some(msg) = stream.next().await {
+                let Some(h) = handoff.upgrade() else { return };
+                if let Ok(name) = msg.get_channel::<Vec<u8>>() {
+                    h.announce(&name, msg.get_payload_bytes());
+                }
+            }
+            if let Some(h) = handoff.upgrade() {
+                h.state().sinks.remove(&i);
+                if subscribed {
+                    h.ready.send_modify(|n| *n = n.saturating_sub(1));
+                }
+            }
+            debug!(node = %label, "hand-off subscriber disconnected");
+            pause(&mut backoff).await;
         }
-        debug!(node = %label, "hand-off subscriber disconnected");
-        wait_or_stop(&stop, &mut backoff).await;
+    };
+    tokio::select! {
+        () = stop.cancelled() => {}
+        () = subscriber => {}
     }
 }
 
-async fn wait_or_stop(stop: &CancellationToken, backoff: &mut Duration) {
-    tokio::select! {
-        _ = stop.cancelled() => {}
-        _ = tokio::time::sleep(*backoff) => {}
-    }
+/// Sleeps out `backoff`, then doubles it (up to two seconds).
+async fn pause(backoff: &mut Duration) {
+    tokio::time::sleep(*backoff).await;
     *backoff = (*backoff * 2).min(Duration::from_secs(2));
 }
 

@@ -107,9 +107,6 @@ impl Engine {
                 .filter_map(|&i| self.nodes.get(i).cloned())
                 .collect();
             sets = on.iter().filter_map(|&i| sets.get(i).cloned()).collect();
-            if plan.nodes.is_empty() || plan.nodes.len() != sets.len() {
-                return;
-            }
         }
         let engine = self.clone();
         self.background.spawn(async move {

@@ -45,12 +45,9 @@ impl Engine {
 
     /// Reads the resource's key on every node, in parallel.
     pub(crate) async fn status(&self, resource: &[u8]) -> Status {
-        let mut one = self.statuses(Arc::new([resource.to_vec()])).await;
-        one.pop().unwrap_or_else(|| Status {
-            resource: ResourceName::new(resource),
-            nodes: Vec::new(),
-            quorum: self.needed(),
-        })
+        let command = Command::peek(&[resource.to_vec()]);
+        let views = self.views(&self.nodes, command, 1).await;
+        self.status_of(&views, 0, resource)
     }
 
     /// Reads each of `keys` on every node, in parallel: one status per key.
@@ -58,7 +55,8 @@ impl Engine {
         let views = self
             .views(&self.nodes, Command::peek(&keys), keys.len())
             .await;
-        self.statuses_of(&views, &keys)
+        let status = |(k, key): (usize, &Vec<u8>)| self.status_of(&views, k, key);
+        keys.iter().enumerate().map(status).collect()
     }
 
     /// A read–write lock on every node, in parallel, as two statuses of
@@ -66,29 +64,25 @@ impl Engine {
     /// readers' marker) and its readers' (each node's view holds the
     /// count of live readers as its value, until the last ends).
     pub(crate) async fn read_write(&self, keys: &Keys) -> Vec<Status> {
-        let name = keys.first().to_vec();
+        let name = keys.first();
         let Some(side) = keys.side() else {
             return Vec::new();
         };
-        let views = self
-            .views(&self.nodes, Command::read_write_peek(&name, side), 2)
-            .await;
-        self.statuses_of(&views, &[name.clone(), name])
+        let command = Command::read_write_peek(name, side);
+        let views = self.views(&self.nodes, command, 2).await;
+        (0..2).map(|k| self.status_of(&views, k, name)).collect()
     }
 
-    /// One status per key of `keys` from every node's `views` of them.
-    fn statuses_of(&self, views: &[Vec<NodeView>], keys: &[Vec<u8>]) -> Vec<Status> {
-        let status = |(k, key): (usize, &Vec<u8>)| {
-            let nodes = self.nodes.iter().zip(views);
-            let nodes = nodes
-                .filter_map(|(node, views)| Some((node.label().to_owned(), views.get(k)?.clone())));
-            Status {
-                resource: ResourceName::new(key),
-                nodes: nodes.collect(),
-                quorum: self.needed(),
-            }
-        };
-        keys.iter().enumerate().map(status).collect()
+    /// The status of `key`, the `k`th key of every node's `views`.
+    fn status_of(&self, views: &[Vec<NodeView>], k: usize, key: &[u8]) -> Status {
+        let nodes = self.nodes.iter().zip(views);
+        let nodes = nodes
+            .filter_map(|(node, views)| Some((node.label().to_owned(), views.get(k)?.clone())));
+        Status {
+            resource: ResourceName::new(key),
+            nodes: nodes.collect(),
+            quorum: self.needed(),
+        }
     }
 
     /// What each of `nodes` holds for each of the `count` keys `command`

@@ -192,8 +192,7 @@ impl Pending {
             let Some(ttl) = ttl_left(deadline, Instant::now()) else {
                 return;
             };
-            let config = &self.engine.config;
-            let window = Window::from_now(config.node_timeout.min(ttl));
+            let window = Window::from_now(self.engine.config.node_timeout.min(ttl));
             let admitted = async {
                 node.check_standing(window).await?;
                 let set = if lock_missing {

@@ -69,17 +69,25 @@ async fn attempts(
     let ttl = cfg.check_ttl(ttl)?;
     engine.check_slot(claim.keys())?;
     let mut attempts: u32 = 0;
-    let mut waiter = Waiter {
-        watch: None,
-        spread: HANDOFF_JITTER,
-        woken: false,
-    };
+    // Between attempts: the subscription to release announcements, how
+    // widely a woken look spreads, and whether a release ended the last wait.
+    let (mut watch, mut spread, mut woken) = (None, HANDOFF_JITTER, false);
     loop {
         attempts = attempts.saturating_add(1);
         let began = Instant::now();
         let attempt = attempt::once(engine, claim, Token::generate(), ttl).await;
         counters.attempted(began.elapsed());
-        let answered = answered(claim, counters, &attempt);
+        // Whether a quorum answered: granted, or its answers (yes or no)
+        // counted — the failed and the unanswered alone decided nothing.
+        // Tells when a quorum answers again after a time without one.
+        let answered = attempt.as_ref().err().is_none_or(|f| {
+            let t = &f.tally;
+            t.yes() + t.no() >= t.needed()
+        });
+        let waited = answered.then(|| counters.answered(claim.keys().first()));
+        if let Some(waited) = waited.flatten() {
+            info!(resource = %claim.name(), ?waited, "campaign: a quorum answers again");
+        }
         let failure = match attempt {
             Ok(held) => return Ok(held),
             Err(failure) => failure,
@@ -101,30 +109,31 @@ async fn attempts(
                 "campaign waiting: too few nodes answer for a quorum; it keeps trying"
             );
         }
+        // Wait before the next attempt: the retry `delay`, unless this one
+        // was refused by a holder (`held`) and releases are announced —
+        // then, the first time, subscribe and retry at once (a release
+        // before the subscription is not missed); after, wait for a
+        // release ([`wait_for_release`]).
         let held = failure.tally.no() > 0;
-        waiter
-            .wait(engine, claim, retry, held, delay, deadline)
-            .await;
+        if held && woken {
+            // Woken by a release, and another waiter was faster.
+            spread = widened(spread);
+        }
+        woken = false;
+        match (&engine.handoff, &watch) {
+            (Some(handoff), None) if held => {
+                watch = Some(handoff.watch(claim.keys(), cfg.node_timeout).await);
+            }
+            (_, Some(watch)) if held => {
+                // With a count of retries to keep, each retry comes
+                // within the retry delay as drawn, sooner if woken.
+                let stretch = retry.count().is_none();
+                let patience = patience(delay, stretch, deadline, Instant::now());
+                woken = wait_for_release(engine, claim, watch, patience, &mut spread).await;
+            }
+            _ => tokio::time::sleep(delay).await,
+        }
     }
-}
-
-/// Whether a quorum answered `attempt`: granted, or its answers (yes or
-/// no) counted — the failed and the unanswered alone decided nothing.
-/// Tells when a quorum answers again after a time without one.
-fn answered(
-    claim: &impl Claim,
-    counters: &LockCounters,
-    attempt: &std::result::Result<Held, AttemptFailure>,
-) -> bool {
-    let answered = attempt.as_ref().err().is_none_or(|f| {
-        let t = &f.tally;
-        t.yes() + t.no() >= t.needed()
-    });
-    let key = claim.keys().first();
-    if let Some(waited) = answered.then(|| counters.answered(key)).flatten() {
-        info!(resource = %claim.name(), ?waited, "campaign: a quorum answers again");
-    }
-    answered
 }
 
 /// A failure no retry mends: nodes that refuse the credentials, the
@@ -134,75 +143,6 @@ fn hopeless(nodes: usize, failure: &AttemptFailure) -> bool {
     misconfigured(&failure.failures, nodes, failure.tally.needed())
         || failure.fence_exhausted.is_some()
         || failure.limit_mismatch.is_some()
-}
-
-/// The error after the last of `attempts`: its failures name the fencing
-/// counter, and contention names the resource found held.
-async fn give_up(
-    engine: &Engine,
-    claim: &impl Claim,
-    ttl: Duration,
-    attempts: u32,
-    mut failure: AttemptFailure,
-) -> Error {
-    if let Some(key) = claim.keys().fence_key() {
-        name_counter(&mut failure.failures, key);
-    }
-    let mut error = error(engine.nodes.len(), claim.name(), ttl, attempts, failure);
-    if let (Error::Contended { resource, .. }, Some(keys)) = (&mut error, claim.resources()) {
-        *resource = engine.held_resource(keys).await;
-    }
-    error
-}
-
-/// A claim's wait between two attempts: its subscription to release
-/// announcements, how widely it spreads its look after one, and whether a
-/// release ended its last wait.
-struct Waiter {
-    watch: Option<Watch>,
-    spread: Duration,
-    woken: bool,
-}
-
-impl Waiter {
-    /// Waits before the next attempt: its retry `delay`, unless the last
-    /// one was refused by a holder (`held`) and releases are announced —
-    /// then, the first time, it subscribes and retries at once (a release
-    /// before the subscription is not missed); after, it waits for a
-    /// release ([`wait_for_release`]).
-    async fn wait(
-        &mut self,
-        engine: &Engine,
-        claim: &impl Claim,
-        retry: Retry,
-        held: bool,
-        delay: Duration,
-        deadline: Option<Instant>,
-    ) {
-        if held && self.woken {
-            // Woken by a release, and another waiter was faster.
-            self.spread = widened(self.spread);
-        }
-        self.woken = false;
-        match (&engine.handoff, &self.watch) {
-            (Some(handoff), None) if held => {
-                self.watch = Some(
-                    handoff
-                        .watch(claim.keys(), engine.config.node_timeout)
-                        .await,
-                );
-            }
-            (_, Some(watch)) if held => {
-                // With a count of retries to keep, each retry comes
-                // within the retry delay as drawn, sooner if woken.
-                let stretch = retry.count().is_none();
-                let patience = patience(delay, stretch, deadline, Instant::now());
-                let spread = &mut self.spread;
-                self.woken = wait_for_release(engine, claim, watch, patience, spread).await;
-            }
-            _ => tokio::time::sleep(delay).await,
-        }
-    }
 }
 
 /// Longest pause between a release announcement and a woken waiter's look
@@ -260,10 +200,7 @@ fn patience(
         } else {
             delay
         };
-        match end {
-            Some(end) => wait.min(end.saturating_duration_since(now)),
-            None => wait,
-        }
+        end.map_or(wait, |end| wait.min(end.saturating_duration_since(now)))
     }
 }
 
@@ -335,18 +272,21 @@ fn name_counter(failures: &mut [NodeFailure], key: &[u8]) {
     }
 }
 
-/// The error after the last attempt: fencing tokens exhausted, another
-/// limit recorded, no validity left, too few nodes answering (an outage),
-/// or held by another owner;
-/// about `resource` (for a refused lock over several resources, the one
-/// found held).
-fn error(
-    nodes: usize,
-    resource: ResourceName,
+/// The error after the last of `attempts`: fencing tokens exhausted
+/// (its failures naming the counter), another limit recorded, no validity
+/// left, too few nodes answering (an outage), or held by another owner
+/// (for a refused lock over several resources, naming the one found held).
+async fn give_up(
+    engine: &Engine,
+    claim: &impl Claim,
     ttl: Duration,
     attempts: u32,
-    f: AttemptFailure,
+    mut f: AttemptFailure,
 ) -> Error {
+    if let Some(key) = claim.keys().fence_key() {
+        name_counter(&mut f.failures, key);
+    }
+    let (resource, nodes) = (claim.name(), engine.nodes.len());
     if let Some(highest) = f.fence_exhausted {
         return Error::FenceExhausted { resource, highest };
     }
@@ -366,7 +306,9 @@ fn error(
         };
     }
     let (granted, needed) = (f.tally.yes(), f.tally.needed());
-    if f.unreachable() {
+    // Too few nodes answered for a quorum, or none refused: the attempt
+    // failed for want of nodes, not to another owner.
+    if f.tally.outage() || f.tally.no() == 0 {
         return Error::Unavailable {
             operation: Operation::Acquire,
             resource,
@@ -378,6 +320,10 @@ fn error(
             failures: f.failures,
         };
     }
+    let resource = match claim.resources() {
+        Some(keys) => engine.held_resource(keys).await,
+        None => resource,
+    };
     Error::Contended {
         resource,
         held_elsewhere: f.tally.no(),

@@ -17,6 +17,7 @@
 //! majority of nodes admitted me" — over-admits: three holders on three
 //! nodes can each be admitted by a different pair.
 
+use crate::node::reply::Vote;
 use crate::quorum::rule::{Decision, Tally};
 
 /// The votes of one acquire, per slot.
@@ -159,17 +160,14 @@ impl SlotVotes {
     /// So an acquire whose nodes split over different slots reads as
     /// contended, as it is.
     pub(crate) fn summary(&self, tally: &Tally) -> Tally {
-        let best = self.yes.iter().copied().max().unwrap_or(0);
         let answered = tally.yes() + tally.no();
+        let yes = self.yes.iter().copied().max().unwrap_or(0).min(answered);
         let mut summary = Tally::new(answered + tally.failed() + tally.pending(), tally.needed());
-        for _ in 0..best.min(answered) {
-            summary.record(crate::node::reply::Vote::Yes);
-        }
-        for _ in best.min(answered)..answered {
-            summary.record(crate::node::reply::Vote::No);
-        }
-        for _ in 0..tally.failed() {
-            summary.record(crate::node::reply::Vote::Failed);
+        let counts = [yes, answered - yes, tally.failed()];
+        for (vote, n) in [Vote::Yes, Vote::No, Vote::Failed].into_iter().zip(counts) {
+            for _ in 0..n {
+                summary.record(vote);
+            }
         }
         summary
     }
@@ -178,7 +176,6 @@ impl SlotVotes {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::node::reply::Vote;
 
     #[test]
     fn won_once_a_majority_set_enough_slots() {
