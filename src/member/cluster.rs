@@ -18,19 +18,21 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
-use redis::{ConnectionInfo, ErrorKind, RedisError, Value};
+use futures::future::BoxFuture;
+use redis::{Client, ErrorKind, RedisError, Value};
 
 use crate::keys::hash_slot::SLOTS;
-use crate::member::link::Target;
-use crate::member::route::{client_at, Shard};
+use crate::member::link::{Shard, Target};
+use crate::member::route::client_at;
 use crate::node::admission::{self, Gate};
 
 /// One cluster member's slot table and shards.
 pub(crate) struct ClusterMap {
-    /// The addresses given, `host:port`, and their settings.
-    seeds: Vec<(String, ConnectionInfo)>,
-    /// The first seed's server, for subscriptions.
-    seed: Target,
+    /// The addresses given, `host:port`, and their clients.
+    seeds: Vec<(String, Client)>,
+    /// The first seed's client: for subscriptions, and the settings of
+    /// every server the table names.
+    seed: Client,
     connect_timeout: Duration,
     gate: Arc<Gate>,
     table: Mutex<Table>,
@@ -49,21 +51,24 @@ struct Table {
 }
 
 impl ClusterMap {
-    /// The cluster reached through `seeds` (`host:port` and settings, at
+    /// The cluster reached through `seeds` (`host:port` and client, at
     /// least one); nothing is read before the first command.
     pub(crate) fn new(
-        seeds: Vec<(String, ConnectionInfo)>,
+        seeds: Vec<(String, Client)>,
         connect_timeout: Duration,
         gate: Arc<Gate>,
     ) -> Result<Self, RedisError> {
-        let first = seeds.first().map(|(_, info)| info.clone()).ok_or_else(|| {
-            RedisError::from((
-                ErrorKind::InvalidClientConfig,
-                "a cluster member needs a seed address",
-            ))
-        })?;
+        let seed = seeds
+            .first()
+            .map(|(_, client)| client.clone())
+            .ok_or_else(|| {
+                RedisError::from((
+                    ErrorKind::InvalidClientConfig,
+                    "a cluster member needs a seed address",
+                ))
+            })?;
         Ok(Self {
-            seed: Target::Server(Box::new(redis::Client::open(first)?)),
+            seed,
             seeds,
             connect_timeout,
             gate,
@@ -138,14 +143,11 @@ impl ClusterMap {
         if let Some(shard) = table.shards.get(addr) {
             return shard.clone();
         }
-        let template = self.seeds.first().map(|(_, info)| info);
-        let target = template
-            .and_then(|t| client_at(t, addr).ok())
-            .map(|c| Target::Server(Box::new(c)));
         // An address that is not `host:port` never comes from a server: it
         // stands for the first seed, whose answers redirect again (and
         // the redirections are bounded).
-        let target = target.unwrap_or_else(|| self.seed.clone());
+        let client = client_at(self.seed.get_connection_info(), addr);
+        let target = Target::Server(Box::new(client.unwrap_or_else(|_| self.seed.clone())));
         let shard = Shard::new(addr, target, self.connect_timeout, self.gate.clone());
         table.shards.insert(addr.to_owned(), shard.clone());
         shard
@@ -165,57 +167,47 @@ impl ClusterMap {
 
     /// The first seed's server, for subscriptions.
     pub(crate) fn seed(&self) -> Target {
-        self.seed.clone()
+        Target::Server(Box::new(self.seed.clone()))
     }
 
     /// Reads `CLUSTER SLOTS` from a master known to serve slots, else from
-    /// each seed in turn, and installs it. Boxed, as the connect inside it
-    /// is a deep future.
-    fn read(&self) -> futures::future::BoxFuture<'_, Result<(), RedisError>> {
+    /// each seed in turn, on a connection of its own (the table is not
+    /// read on a connection that carries votes), and installs it. Boxed,
+    /// as the connect inside it is a deep future.
+    fn read(&self) -> BoxFuture<'_, Result<(), RedisError>> {
         Box::pin(async move {
             let _reading = self.reading.lock().await;
             if !self.table().stale {
                 return Ok(());
             }
-            self.read_table().await
-        })
-    }
-
-    async fn read_table(&self) -> Result<(), RedisError> {
-        // The masters known, then the seeds (reached as given: a seed is
-        // no shard until the table names it a master).
-        let known = self.listed().into_iter();
-        let known = known.map(|shard| (shard.addr.to_string(), shard.conn.target().clone()));
-        let seeds = self.seeds.iter().filter_map(|(addr, info)| {
-            let client = redis::Client::open(info.clone()).ok()?;
-            Some((addr.clone(), Target::Server(Box::new(client))))
-        });
-        let asked: Vec<(String, Target)> = known.chain(seeds).collect();
-        let mut last = None;
-        for (addr, target) in asked {
-            match self.read_from(&addr, &target).await {
-                Ok(ranges) => {
-                    self.install(&ranges);
-                    return Ok(());
+            // The masters known, then the seeds (reached as given: a seed
+            // is no shard until the table names it a master).
+            let known = self.listed().into_iter();
+            let known = known.map(|shard| (shard.addr.to_string(), shard.target.clone()));
+            let seeds = self.seeds.iter();
+            let seeds = seeds.map(|(addr, c)| (addr.clone(), Target::Server(Box::new(c.clone()))));
+            let asked: Vec<(String, Target)> = known.chain(seeds).collect();
+            let slots = redis::cmd("CLUSTER").arg("SLOTS").clone();
+            let unreadable =
+                |what| RedisError::from((ErrorKind::Client, "unreadable CLUSTER SLOTS", what));
+            let mut last = None;
+            for (addr, target) in asked {
+                let reply = target.ask_once(&slots, self.connect_timeout).await;
+                match reply.and_then(|reply| parse_slots(reply, &addr).map_err(unreadable)) {
+                    Ok(ranges) => {
+                        self.install(&ranges);
+                        return Ok(());
+                    }
+                    Err(e) => last = Some(e),
                 }
-                Err(e) => last = Some(e),
             }
-        }
-        Err(last.unwrap_or_else(|| {
-            RedisError::from((
-                ErrorKind::Client,
-                "no seed to read the cluster's slots from",
-            ))
-        }))
-    }
-
-    /// `CLUSTER SLOTS` of the server at `addr`, on a connection of its own
-    /// (the table is not read on a connection that carries votes).
-    async fn read_from(&self, addr: &str, target: &Target) -> Result<Vec<Range>, RedisError> {
-        let slots = redis::cmd("CLUSTER").arg("SLOTS").clone();
-        let reply = target.ask_once(&slots, self.connect_timeout).await?;
-        parse_slots(reply, addr)
-            .map_err(|what| RedisError::from((ErrorKind::Client, "unreadable CLUSTER SLOTS", what)))
+            Err(last.unwrap_or_else(|| {
+                RedisError::from((
+                    ErrorKind::Client,
+                    "no seed to read the cluster's slots from",
+                ))
+            }))
+        })
     }
 
     fn install(&self, ranges: &[Range]) {

@@ -20,18 +20,20 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Duration;
 
+use redis::Cmd;
+
 use crate::config::Durability;
 use crate::error::{NodeFailure, NodeFailureKind};
 use crate::member::link::Target;
 use crate::member::route::Route;
-use crate::node::commands::Command;
+use crate::node::admission;
 use crate::stats::counters::NodeCounters;
 
 /// A member of the quorum: one vote, cast by a single server, a Sentinel
 /// group's master or a Redis Cluster's masters ([`Route`]).
 ///
 /// Commands travel to each server over one multiplexed connection
-/// ([`Link`](crate::member::link::Link)), in order.
+/// ([`Shard`](crate::member::link::Shard)), in order.
 /// That order is what lets a release sent after a stuck `SET` remove the
 /// key the `SET` creates when the node wakes up. The connection is never
 /// torn down for a slow reply (no response timeout inside it); the
@@ -48,7 +50,7 @@ pub(crate) struct Shared {
     route: Route,
     /// With restart quarantine: how long a (re)started server stays out,
     /// and the probe sent behind each vote (`INFO server`: its `run_id`).
-    quarantine: Option<(Duration, Arc<Command>)>,
+    quarantine: Option<(Duration, Cmd)>,
     /// With durable votes: what a yes must reach to count.
     durable: Option<Durability>,
     counters: NodeCounters,
@@ -98,7 +100,7 @@ impl Node {
         Self(Arc::new(Shared {
             label: label.into(),
             route,
-            quarantine: quarantine.map(|q| (q, Command::server_info())),
+            quarantine: quarantine.map(|q| (q, admission::info("server"))),
             durable,
             counters: NodeCounters::new(label),
             announce_refused: AtomicBool::new(false),

@@ -1,46 +1,15 @@
 //! Where a member's commands go. A member is one vote: a single server,
 //! a Sentinel group (its master, found again at every connect) or a Redis
 //! Cluster (the master serving a key's hash slot). Each server a member
-//! sends to is a [`Shard`]: its connection and its restart state, so a
-//! failed-over cluster shard is quarantined on its own
-//! (`docs/guarantees.md`, "Members").
+//! sends to is a [`Shard`]: its connection and its restart state.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use redis::{Client, ErrorKind, RedisError, ServerErrorKind};
 
 use crate::member::cluster::ClusterMap;
-use crate::member::link::{Link, Target};
-use crate::member::quarantine::Quarantine;
+use crate::member::link::{Shard, Target};
 use crate::node::admission::Gate;
-
-/// One server a member sends to: its connection and its restart state.
-pub(crate) struct Shard {
-    /// `host:port` of the server (the member's label for a single server
-    /// or a Sentinel group).
-    pub(crate) addr: Box<str>,
-    pub(crate) conn: Link,
-    pub(crate) restart: Arc<Quarantine>,
-}
-
-impl Shard {
-    /// The server `target`, admitted by `gate`.
-    pub(crate) fn new(
-        addr: &str,
-        target: Target,
-        connect_timeout: Duration,
-        gate: Arc<Gate>,
-    ) -> Arc<Self> {
-        let restart = Arc::new(Quarantine::default());
-        let conn = Link::new(target, connect_timeout, restart.clone(), gate);
-        Arc::new(Self {
-            addr: addr.into(),
-            conn,
-            restart,
-        })
-    }
-}
 
 /// A shard to send to, and whether the command must be preceded by
 /// `ASKING` (a slot being migrated, the key already moved).
@@ -48,6 +17,16 @@ impl Shard {
 pub(crate) struct Hop {
     pub(crate) shard: Arc<Shard>,
     pub(crate) asking: bool,
+}
+
+impl From<Arc<Shard>> for Hop {
+    /// Straight to `shard` (no `ASKING`).
+    fn from(shard: Arc<Shard>) -> Self {
+        Hop {
+            shard,
+            asking: false,
+        }
+    }
 }
 
 /// How a member reaches its servers.
@@ -64,14 +43,10 @@ pub(crate) const MAX_REDIRECTS: usize = 3;
 impl Route {
     /// The shard serving `slot` now.
     pub(crate) async fn hop(&self, slot: u16) -> Result<Hop, RedisError> {
-        let shard = match self {
-            Route::One(shard) => shard.clone(),
-            Route::Cluster(map) => map.shard(slot).await?,
-        };
-        Ok(Hop {
-            shard,
-            asking: false,
-        })
+        match self {
+            Route::One(shard) => Ok(Hop::from(shard.clone())),
+            Route::Cluster(map) => map.shard(slot).await.map(Hop::from),
+        }
     }
 
     /// Where `error` (a reply of `MOVED` or `ASK`) sends the command next:
@@ -116,7 +91,7 @@ impl Route {
     /// every `PUBLISH` to every node).
     pub(crate) fn target(&self) -> Target {
         match self {
-            Route::One(shard) => shard.conn.target().clone(),
+            Route::One(shard) => shard.target.clone(),
             Route::Cluster(map) => map.seed(),
         }
     }
@@ -124,7 +99,7 @@ impl Route {
     /// The gate every shard's connections pass.
     pub(crate) fn gate(&self) -> &Gate {
         match self {
-            Route::One(shard) => shard.conn.gate(),
+            Route::One(shard) => &shard.gate,
             Route::Cluster(map) => map.gate(),
         }
     }

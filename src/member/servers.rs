@@ -56,9 +56,9 @@ impl Node {
         if !gate.fails_over() {
             return Ok(());
         }
-        let info = &admission::replication_info();
+        let info = &admission::info("replication");
         self.on_every_shard(window, |hop| async move {
-            let reply = hop.shard.conn.send(info, false).await?;
+            let reply = hop.shard.send(info, false).await?;
             gate.readmit(reply)
         })
         .await
@@ -70,7 +70,7 @@ impl Node {
     /// `build()`, where these are misconfiguration, not an outage.
     pub(crate) async fn misconfigured(&self, timeout: Duration) -> Option<String> {
         let wrong = match &self.route {
-            Route::One(shard) => match shard.conn.target() {
+            Route::One(shard) => match &shard.target {
                 Target::Sentinel(sentinels) => sentinels.misconfigured(timeout).await,
                 Target::Server(_) => None,
             },
@@ -97,10 +97,7 @@ impl Node {
     {
         let all: BoxFuture<'a, Result<(), RedisError>> = Box::pin(async move {
             let shards = self.route.all().await?;
-            let hops = shards.into_iter().map(|shard| Hop {
-                shard,
-                asking: false,
-            });
+            let hops = shards.into_iter().map(Hop::from);
             futures::future::try_join_all(hops.map(&work))
                 .await
                 .map(|_| ())

@@ -6,12 +6,13 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use futures::future::BoxFuture;
-use redis::{FromRedisValue, Value};
+use redis::Value;
 
 use super::{Node, NodeResult};
 use crate::error::{NodeFailure, NodeFailureKind};
+use crate::member::link::Shard;
 use crate::member::quarantine::{Aged, Standing};
-use crate::member::route::{Hop, Shard};
+use crate::member::route::Hop;
 use crate::node::commands::Command;
 use crate::node::{admission, Window};
 
@@ -44,25 +45,6 @@ impl Node {
             .restart
             .voter(Instant::now())
             .ok_or_else(|| self.out(shard.restart.standing(Instant::now())))
-    }
-
-    /// The identity (`run_id:replid`), uptime and whether the server was
-    /// promoted since it started, in an `identity.lua` reply.
-    fn identity(&self, reply: Value) -> NodeResult<(String, Duration, bool)> {
-        let read = reply
-            .extract_error()
-            .and_then(|v| Ok(<(String, i64, i64)>::from_redis_value(v)?));
-        match read {
-            Ok((id, uptime, promoted)) if id.len() > 1 && uptime >= 0 => Ok((
-                id,
-                Duration::from_secs(uptime.unsigned_abs()),
-                promoted == 1,
-            )),
-            Ok((id, uptime, _)) => Err(self.protocol(format!(
-                "INFO without run_id or uptime_in_seconds (identity {id:?}, uptime {uptime})"
-            ))),
-            Err(e) => Err(self.protocol(format!("identity answered {e}"))),
-        }
     }
 
     /// The failure of a node whose `standing` does not let it vote (a
@@ -109,26 +91,27 @@ impl Node {
     ) -> NodeResult<()> {
         let mut standing = shard.restart.standing(Instant::now());
         if standing == Standing::Unknown {
-            if self.quarantine.is_none() {
-                return Ok(());
-            }
             let identity = Command::identity();
             // The identity and uptime, with the epoch of the connection
             // they were read on (taken once that connection is open,
             // before the command is sent).
-            let hop = Hop {
-                shard: shard.clone(),
-                asking: false,
-            };
+            let hop = Hop::from(shard.clone());
             let (epoch, reply) = self
                 .counted(window, || async {
-                    shard.conn.open().await?;
+                    shard.open().await?;
                     let epoch = shard.restart.epoch();
                     Ok((epoch, self.run(&hop, &identity).await?))
                 })
                 .await?;
-            let (id, uptime, promoted) = self.identity(reply)?;
-            let now = Instant::now();
+            // The identity (`run_id:replid`), uptime and whether the
+            // server was promoted since it started.
+            let (id, uptime, promoted): (String, i64, i64) = self.parse(reply)?;
+            let Some(uptime) = u64::try_from(uptime).ok().filter(|_| id.len() > 1) else {
+                return Err(self.protocol(format!(
+                    "INFO without run_id or uptime_in_seconds (identity {id:?}, uptime {uptime})"
+                )));
+            };
+            let (uptime, promoted) = (Duration::from_secs(uptime), promoted == 1);
             // With durable votes on every replica (the rule for a member
             // that fails over), a promoted replica has every lock the old
             // master counted: its own uptime is its age, not the time since
@@ -137,6 +120,7 @@ impl Node {
                 Some(_) => Aged::ByUptime,
                 None => Aged::FromFirstReading { promoted },
             };
+            let now = Instant::now();
             standing = shard
                 .restart
                 .observed(epoch, uptime, id.into(), aged, required, now);

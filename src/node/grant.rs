@@ -38,17 +38,11 @@ pub(crate) struct Grant {
 }
 
 impl Grant {
-    const NO: Grant = Grant {
-        vote: Vote::No,
-        counter: 0,
-        positions: Vec::new(),
-        other_limit: None,
-        free: None,
-    };
-
-    fn yes(counter: u64, positions: Vec<usize>) -> Self {
+    /// A grant of `vote`, the `counter` read and the `positions` set,
+    /// without a limit or a count of free slots.
+    fn new(vote: Vote, counter: u64, positions: Vec<usize>) -> Self {
         Grant {
-            vote: Vote::Yes,
+            vote,
             counter,
             positions,
             other_limit: None,
@@ -84,9 +78,12 @@ fn read_lock(reply: &Value, fenced: bool) -> Result<Grant, String> {
         (other, _) => return Err(format!("{other:?}")),
     };
     match reply::counts(kind, n) {
-        Some(false) => Ok(Grant::NO),
+        Some(false) => Ok(Grant::new(Vote::No, 0, Vec::new())),
         // A fenced acquire's yes is the counter.
-        Some(true) => Ok(Grant::yes(if fenced { counter(n)? } else { 0 }, Vec::new())),
+        Some(true) => {
+            let counter = if fenced { counter(n)? } else { 0 };
+            Ok(Grant::new(Vote::Yes, counter, Vec::new()))
+        }
         None => Err(format!("acquire answered {n}")),
     }
 }
@@ -120,7 +117,7 @@ fn read(reply: &Value, listed: usize, want: usize) -> Result<Grant, String> {
         [-2, recorded] => match u32::try_from(*recorded) {
             Ok(other) if usize::try_from(other).is_ok_and(|o| o != listed) => Ok(Grant {
                 other_limit: Some(other),
-                ..Grant::NO
+                ..Grant::new(Vote::No, 0, Vec::new())
             }),
             _ => Err(format!(
                 "semaphore acquire found limit {recorded} of {listed}"
@@ -129,7 +126,7 @@ fn read(reply: &Value, listed: usize, want: usize) -> Result<Grant, String> {
         &[-1, free] => match usize::try_from(free) {
             Ok(free) if free < want => Ok(Grant {
                 free: Some(free),
-                ..Grant::NO
+                ..Grant::new(Vote::No, 0, Vec::new())
             }),
             _ => Err(format!("semaphore acquire answered {{-1, {free}}}")),
         },
@@ -146,7 +143,7 @@ fn read(reply: &Value, listed: usize, want: usize) -> Result<Grant, String> {
                     _ => return Err(format!("semaphore acquire set slot {p} of {listed}")),
                 }
             }
-            Ok(Grant::yes(counter, positions))
+            Ok(Grant::new(Vote::Yes, counter, positions))
         }
         other => Err(format!("semaphore acquire answered {other:?}")),
     }
