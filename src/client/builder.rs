@@ -479,10 +479,9 @@ impl Builder {
                     false => node.failover(label, config.durable)?,
                 };
                 let gate = Gate::new(i, registry.clone(), !config.allow_eviction, failover);
-                let route = route(node, label, &config, Arc::new(gate))?;
-                // For members that fail over only (`durable_votes`).
-                let durable = config.durable.filter(|_| failover != Failover::Never);
-                Ok(Node::new(label, route, config.restart_quarantine, durable))
+                let gate = Arc::new(gate);
+                let route = route(node, label, &config, gate.clone())?;
+                Ok(Node::new(label, route, gate, &config))
             })
             .collect::<Result<Arc<[_]>>>()?;
         let handoff = config

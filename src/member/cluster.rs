@@ -84,11 +84,6 @@ impl ClusterMap {
         self.table.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// The gate its shards' connections pass.
-    pub(crate) fn gate(&self) -> &Gate {
-        &self.gate
-    }
-
     /// The master serving `slot`, reading the table first when it is
     /// stale or has no master for it.
     pub(crate) async fn shard(&self, slot: u16) -> Result<Arc<Shard>, RedisError> {
@@ -133,10 +128,16 @@ impl ClusterMap {
         masters
     }
 
-    /// The shard at `addr` (`host:port`), made on first use.
-    pub(crate) fn shard_at(&self, addr: &str) -> Arc<Shard> {
+    /// The shard at `addr` (`host:port`, made on first use) that a
+    /// redirection names; with `moved` (a `MOVED` reply), the master of
+    /// `slot` from now on.
+    pub(crate) fn redirected(&self, addr: &str, slot: u16, moved: bool) -> Arc<Shard> {
         let mut table = self.table();
-        self.shard_in(&mut table, addr)
+        let shard = self.shard_in(&mut table, addr);
+        if let Some(entry) = table.slots.get_mut(usize::from(slot)).filter(|_| moved) {
+            *entry = Some(shard.clone());
+        }
+        shard
     }
 
     fn shard_in(&self, table: &mut Table, addr: &str) -> Arc<Shard> {
@@ -151,13 +152,6 @@ impl ClusterMap {
         let shard = Shard::new(addr, target, self.connect_timeout, self.gate.clone());
         table.shards.insert(addr.to_owned(), shard.clone());
         shard
-    }
-
-    /// `slot` is served by `shard` now (a `MOVED` reply said so).
-    pub(crate) fn moved(&self, slot: u16, shard: Arc<Shard>) {
-        if let Some(entry) = self.table().slots.get_mut(usize::from(slot)) {
-            *entry = Some(shard);
-        }
     }
 
     /// Read the table again before the next command.
@@ -190,7 +184,7 @@ impl ClusterMap {
             let slots = redis::cmd("CLUSTER").arg("SLOTS").clone();
             let unreadable =
                 |what| RedisError::from((ErrorKind::Client, "unreadable CLUSTER SLOTS", what));
-            let mut last = None;
+            let mut last = RedisError::from((ErrorKind::Client, "no seed to read the slots from"));
             for (addr, target) in asked {
                 let reply = target.ask_once(&slots, self.connect_timeout).await;
                 match reply.and_then(|reply| parse_slots(reply, &addr).map_err(unreadable)) {
@@ -198,15 +192,10 @@ impl ClusterMap {
                         self.install(&ranges);
                         return Ok(());
                     }
-                    Err(e) => last = Some(e),
+                    Err(e) => last = e,
                 }
             }
-            Err(last.unwrap_or_else(|| {
-                RedisError::from((
-                    ErrorKind::Client,
-                    "no seed to read the cluster's slots from",
-                ))
-            }))
+            Err(last)
         })
     }
 

@@ -39,9 +39,8 @@ pub(crate) struct Shard {
     pub(crate) restart: Quarantine,
     /// Where it connects.
     pub(crate) target: Target,
-    /// What a new connection must show before it is used, and why the
-    /// last was refused.
-    pub(crate) gate: Arc<Gate>,
+    /// What a new connection must show before it is used.
+    gate: Arc<Gate>,
     connect_timeout: Duration,
     state: Mutex<State>,
     /// Connections opened so far.

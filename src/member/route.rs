@@ -9,7 +9,6 @@ use redis::{Client, ErrorKind, RedisError, ServerErrorKind};
 
 use crate::member::cluster::ClusterMap;
 use crate::member::link::{Shard, Target};
-use crate::node::admission::Gate;
 
 /// A shard to send to, and whether the command must be preceded by
 /// `ASKING` (a slot being migrated, the key already moved).
@@ -56,11 +55,8 @@ impl Route {
             return None;
         };
         let (addr, slot) = error.redirect_node()?;
-        let shard = map.shard_at(addr);
         let asking = error.kind() == ErrorKind::Server(ServerErrorKind::Ask);
-        if !asking {
-            map.moved(slot, shard.clone());
-        }
+        let shard = map.redirected(addr, slot, !asking);
         Some(Hop { shard, asking })
     }
 
@@ -93,14 +89,6 @@ impl Route {
         match self {
             Route::One(shard) => shard.target.clone(),
             Route::Cluster(map) => map.seed(),
-        }
-    }
-
-    /// The gate every shard's connections pass.
-    pub(crate) fn gate(&self) -> &Gate {
-        match self {
-            Route::One(shard) => &shard.gate,
-            Route::Cluster(map) => map.gate(),
         }
     }
 }

@@ -30,9 +30,7 @@ impl Node {
     /// command `name` (`COMMAND INFO`); a server that does not answer is
     /// not counted.
     pub(crate) async fn lacks(&self, name: &str, window: Window) -> bool {
-        let mut info = redis::cmd("COMMAND");
-        info.arg("INFO").arg(name);
-        let info = &info;
+        let info = &redis::cmd("COMMAND").arg("INFO").arg(name).clone();
         let known = self
             .on_every_shard(window, |hop| async move {
                 match self.send(&hop, info).await? {
@@ -52,7 +50,7 @@ impl Node {
     /// that a replica lost since the connection opened shows now, not at
     /// the next vote.
     pub(crate) async fn check_replicas(&self, window: Window) -> NodeResult<()> {
-        let gate = self.route.gate();
+        let gate = &self.gate;
         if !gate.fails_over() {
             return Ok(());
         }

@@ -31,22 +31,6 @@ impl Node {
         Ok(())
     }
 
-    /// The server (`run_id:replid`) whose reading lets `shard` vote now,
-    /// reading its uptime first when it is unknown; `Err` when it may not
-    /// vote.
-    pub(super) async fn voter(
-        &self,
-        shard: &Arc<Shard>,
-        required: Duration,
-        window: Window,
-    ) -> NodeResult<Arc<str>> {
-        self.standing_on(shard, required, window).await?;
-        shard
-            .restart
-            .voter(Instant::now())
-            .ok_or_else(|| self.out(shard.restart.standing(Instant::now())))
-    }
-
     /// The failure of a node whose `standing` does not let it vote (a
     /// standing that votes here changed as it was read: as unknown).
     fn out(&self, standing: Standing) -> NodeFailure {
@@ -68,29 +52,23 @@ impl Node {
         let Some((required, _)) = &self.quarantine else {
             return Ok(());
         };
-        let shards = self
-            .within(window, async {
-                self.route
-                    .all()
-                    .await
-                    .map_err(|e| self.failed_with(e, None))
-            })
-            .await?;
-        let checks = shards.iter().map(|shard| -> BoxFuture<'_, NodeResult<()>> {
-            Box::pin(self.standing_on(shard, *required, window))
+        let shards = self.reach(window, self.route.all()).await?;
+        let checks = shards.iter().map(|shard| -> BoxFuture<'_, NodeResult<_>> {
+            Box::pin(self.voter(shard, *required, window))
         });
         futures::future::try_join_all(checks).await.map(|_| ())
     }
 
-    /// [`check_standing`](Self::check_standing) for one server.
-    async fn standing_on(
+    /// The server (`run_id:replid`) whose reading lets `shard` vote now,
+    /// reading its uptime first when its standing is unknown; `Err` when
+    /// it may not vote.
+    pub(super) async fn voter(
         &self,
         shard: &Arc<Shard>,
         required: Duration,
         window: Window,
-    ) -> NodeResult<()> {
-        let mut standing = shard.restart.standing(Instant::now());
-        if standing == Standing::Unknown {
+    ) -> NodeResult<Arc<str>> {
+        if shard.restart.standing(Instant::now()) == Standing::Unknown {
             let identity = Command::identity();
             // The identity and uptime, with the epoch of the connection
             // they were read on (taken once that connection is open,
@@ -100,7 +78,9 @@ impl Node {
                 .counted(window, || async {
                     shard.open().await?;
                     let epoch = shard.restart.epoch();
-                    Ok((epoch, self.run(&hop, &identity).await?))
+                    // No probe beside it, no wait behind it.
+                    let read = self.exchange(&hop, &identity, None, &|_| false, window);
+                    Ok((epoch, read.await?.0))
                 })
                 .await?;
             // The identity (`run_id:replid`), uptime and whether the
@@ -121,13 +101,12 @@ impl Node {
                 None => Aged::FromFirstReading { promoted },
             };
             let now = Instant::now();
-            standing = shard
+            shard
                 .restart
                 .observed(epoch, uptime, id.into(), aged, required, now);
         }
-        match standing {
-            Standing::Votes => Ok(()),
-            other => Err(self.out(other)),
-        }
+        let now = Instant::now();
+        let voter = shard.restart.voter(now);
+        voter.ok_or_else(|| self.out(shard.restart.standing(now)))
     }
 }

@@ -73,8 +73,7 @@ impl Node {
         kind: Kind,
         window: Window,
     ) -> NodeResult<bool> {
-        let write = kind != Kind::Holds;
-        Ok(self.script(command, kind, window, write).await?.0)
+        Ok(self.script(command, kind, window).await?.0)
     }
 
     /// Compare-and-delete → true when our key(s) were deleted, false when
@@ -91,7 +90,7 @@ impl Node {
         window: Window,
     ) -> NodeResult<bool> {
         // The keys deleted, negated when the announcement was refused.
-        let (yes, deleted) = self.script(command, Kind::Release, window, false).await?;
+        let (yes, deleted) = self.script(command, Kind::Release, window).await?;
         // The node refused the release announcement (`PUBLISH`): the user
         // has no rights on the channel, as new ACL users of Redis 7 by
         // default. Said once per node (naming the resource of the release
@@ -111,7 +110,7 @@ impl Node {
     /// Compare-and-pexpire: whether our key(s) got the new TTL, and if
     /// not, whether a key is missing (repairable) or held by another token.
     pub(crate) async fn extend(&self, command: &Command, window: Window) -> NodeResult<Extended> {
-        let (yes, n) = self.script(command, Kind::Extend, window, true).await?;
+        let (yes, n) = self.script(command, Kind::Extend, window).await?;
         Ok(if self.counters.vote(Operation::Extend, yes) {
             Extended::Yes
         } else if reply::missing(Kind::Extend, n) {
@@ -213,15 +212,16 @@ impl Node {
 
     /// Runs `command`, a script of `kind`: whether its integer reply counts
     /// as a yes ([`reply::counts`]; a reply the script never gives is a
-    /// protocol error), and the reply. With `write` (an extension, a
-    /// commit), a yes counts only once durable, when durable votes are on.
+    /// protocol error), and the reply. With durable votes, a yes counts
+    /// only once durable, but for the remote check (which reads) and a
+    /// release.
     async fn script(
         &self,
         command: &Command,
         kind: Kind,
         window: Window,
-        write: bool,
     ) -> NodeResult<(bool, i64)> {
+        let write = !matches!(kind, Kind::Holds | Kind::Release);
         let yes = |reply: &Value| {
             let n = i64::from_redis_value_ref(reply).ok();
             write && n.and_then(|n| reply::counts(kind, n)) == Some(true)
@@ -288,10 +288,10 @@ impl Node {
 
     /// One vote's round trip on `hop`, all on its connection: `command`
     /// with the `probe` beside it (both again, in that order, after a
-    /// `NOSCRIPT`), then the durable wait once the reply reads as a yes:
-    /// the reply, the probe's, and whether the wait reached what durable
-    /// votes ask.
-    async fn exchange(
+    /// `NOSCRIPT`: the `EVAL` of its script), then the durable wait once
+    /// the reply reads as a yes: the reply, the probe's, and whether the
+    /// wait reached what durable votes ask.
+    pub(super) async fn exchange(
         &self,
         hop: &Hop,
         command: &Command,
@@ -302,8 +302,12 @@ impl Node {
         let probed = || OptionFuture::from(probe.map(|p| self.send(hop, p)));
         let (reply, seen) = futures::join!(self.send(hop, &command.cmd), probed());
         let (reply, seen) = match reply {
-            // The EVAL goes out after the probe: probe again.
-            Err(e) if no_script(&e) => (self.eval(hop, command, e).await?, probed().await),
+            // The server does not know the script (restarted, or `SCRIPT
+            // FLUSH`). The EVAL goes out after the probe: probe again.
+            Err(e) if e.kind() == ErrorKind::Server(ServerErrorKind::NoScript) => {
+                let eval = command.fallback().ok_or(e)?;
+                (self.send(hop, &eval).await?, probed().await)
+            }
             reply => (reply?, seen),
         };
         // The wait goes out once the yes is known: a no wrote nothing that
@@ -345,13 +349,7 @@ impl Node {
     where
         Fut: Future<Output = NodeResult<T>> + Send + 'a,
     {
-        let hop = async {
-            self.route
-                .hop(slot)
-                .await
-                .map_err(|e| self.failed_with(e, None))
-        };
-        let mut hop = self.within(window, hop).await?;
+        let mut hop = self.reach(window, self.route.hop(slot)).await?;
         let attempt = |hop| -> BoxFuture<'a, NodeResult<T>> { Box::pin(work(hop)) };
         for _ in 0..MAX_REDIRECTS {
             let from = hop.shard.clone();
@@ -370,26 +368,6 @@ impl Node {
             hop = next;
         }
         attempt(hop).await
-    }
-
-    /// Sends `command` on `hop`, and its `EVAL` when the server does not
-    /// know the script (restarted, or `SCRIPT FLUSH`).
-    pub(super) async fn run(&self, hop: &Hop, command: &Command) -> Result<Value, RedisError> {
-        match self.send(hop, &command.cmd).await {
-            // Rare: boxed, so that the common path's future stays small
-            // (every fan-out moves it a few times).
-            Err(e) if no_script(&e) => Box::pin(self.eval(hop, command, e)).await,
-            other => other,
-        }
-    }
-
-    /// The `EVAL` of `command`'s script, after `e`, a `NOSCRIPT` (`e`
-    /// itself for a command without a script).
-    async fn eval(&self, hop: &Hop, command: &Command, e: RedisError) -> Result<Value, RedisError> {
-        match command.fallback() {
-            Some(eval) => self.send(hop, &eval).await,
-            None => Err(e),
-        }
     }
 
     /// Sends `cmd` to `hop`'s server (after `ASKING` when the hop says so).
@@ -433,7 +411,7 @@ impl Node {
     pub(super) fn failed_with(&self, e: RedisError, latency: Option<Duration>) -> NodeFailure {
         // A lost connection is the link's to report: it takes the
         // connection down, and the next one starts a new epoch.
-        let refusal = self.route.gate().refusal(&e);
+        let refusal = self.gate.refusal(&e);
         let kind = refusal.unwrap_or_else(|| classify(&e, latency.unwrap_or_default()));
         self.route.failed(&e);
         if e.redirect_node().is_none() {
@@ -466,6 +444,17 @@ impl Node {
         NodeFailure::new(&*self.label, kind)
     }
 
+    /// Where the member's commands go (`find`: a server, a cluster's
+    /// masters), found within `window`; a failure counted.
+    pub(super) async fn reach<T>(
+        &self,
+        window: Window,
+        find: impl Future<Output = Result<T, RedisError>>,
+    ) -> NodeResult<T> {
+        let found = async { find.await.map_err(|e| self.failed_with(e, None)) };
+        self.within(window, found).await
+    }
+
     /// `work` on this node, given up at the end of `window`: a node that
     /// has not answered by then failed with a timeout. For work outside a
     /// fan-out (which bounds its nodes itself).
@@ -478,9 +467,4 @@ impl Node {
             .await
             .unwrap_or_else(|_| Err(self.failure(NodeFailureKind::Timeout(window.timeout))))
     }
-}
-
-/// Whether `e` is `NOSCRIPT`: the server does not know the script.
-fn no_script(e: &RedisError) -> bool {
-    e.kind() == ErrorKind::Server(ServerErrorKind::NoScript)
 }

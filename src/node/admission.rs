@@ -177,8 +177,7 @@ impl Gate {
             let mut conn = conn.clone();
             async move { conn.req_packed_command(&cmd).await.and_then(permitted) }
         };
-        let mut config = redis::cmd("CONFIG");
-        config.arg("GET").arg("maxmemory*");
+        let config = redis::cmd("CONFIG").arg("GET").arg("maxmemory*").clone();
         let config = self.check_eviction.then(|| ask(config));
         let replication = self.fails_over().then(|| ask(info("replication")));
         let (info, config, replication) = futures::join!(
@@ -216,11 +215,8 @@ impl Gate {
             return Ok(());
         };
         warn!(node = %self.label(), reason = %kind, "node refused: it does not vote");
-        Err(RedisError::from((
-            ErrorKind::Client,
-            "node refused",
-            REFUSED.to_owned(),
-        )))
+        let refused = (ErrorKind::Client, "node refused", REFUSED.to_owned());
+        Err(RedisError::from(refused))
     }
 
     /// Whether the member's master fails over ([`Failover::Replicas`]).

@@ -18,18 +18,15 @@ use crate::validity;
 /// asks, at most `timeout` (never 0, which would wait for ever).
 pub(crate) fn wait(durability: Durability, timeout: Duration) -> Cmd {
     let ms = validity::millis(timeout).max(1);
-    match durability {
-        Durability::Replicas(r) => {
-            let mut cmd = redis::cmd("WAIT");
-            cmd.arg(r).arg(ms);
-            cmd
-        }
-        Durability::Aof { local, replicas } => {
-            let mut cmd = redis::cmd("WAITAOF");
-            cmd.arg(u8::from(local)).arg(replicas).arg(ms);
-            cmd
-        }
-    }
+    let mut cmd = match durability {
+        Durability::Replicas(r) => redis::cmd("WAIT").arg(r).clone(),
+        Durability::Aof { local, replicas } => redis::cmd("WAITAOF")
+            .arg(u8::from(local))
+            .arg(replicas)
+            .clone(),
+    };
+    cmd.arg(ms);
+    cmd
 }
 
 /// How long a wait sent now may block the server: three quarters of

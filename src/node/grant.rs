@@ -60,31 +60,24 @@ impl Shape {
     /// The grant an acquire's `reply` reads as; anything else says what
     /// it was.
     pub(crate) fn read(self, reply: &Value) -> Result<Grant, String> {
-        match self {
-            Shape::Slots { listed, want } => read(reply, listed, want),
-            lock => read_lock(reply, lock == Shape::Fenced),
+        // A `SET NX` reads as `acquire_multi.lua`'s 1 or 0.
+        let (n, kind) = match (self, reply) {
+            (Shape::Slots { listed, want }, reply) => return read(reply, listed, want),
+            (Shape::Fenced, &Value::Int(n)) => (n, Kind::AcquireFenced),
+            (Shape::Lock, &Value::Int(n)) => (n, Kind::AcquireMulti),
+            (Shape::Lock, Value::Okay) => (1, Kind::AcquireMulti),
+            (Shape::Lock, Value::Nil) => (0, Kind::AcquireMulti),
+            (_, other) => return Err(format!("{other:?}")),
+        };
+        match reply::counts(kind, n) {
+            Some(false) => Ok(Grant::new(Vote::No, 0, Vec::new())),
+            // A fenced acquire's yes is the counter.
+            Some(true) if kind == Kind::AcquireFenced => {
+                Ok(Grant::new(Vote::Yes, counter(n)?, Vec::new()))
+            }
+            Some(true) => Ok(Grant::new(Vote::Yes, 0, Vec::new())),
+            None => Err(format!("acquire answered {n}")),
         }
-    }
-}
-
-/// A lock's reply, `fenced` or not; anything else says what it was.
-fn read_lock(reply: &Value, fenced: bool) -> Result<Grant, String> {
-    // A `SET NX` reads as `acquire_multi.lua`'s 1 or 0.
-    let (n, kind) = match (reply, fenced) {
-        (&Value::Int(n), true) => (n, Kind::AcquireFenced),
-        (&Value::Int(n), false) => (n, Kind::AcquireMulti),
-        (Value::Okay, false) => (1, Kind::AcquireMulti),
-        (Value::Nil, false) => (0, Kind::AcquireMulti),
-        (other, _) => return Err(format!("{other:?}")),
-    };
-    match reply::counts(kind, n) {
-        Some(false) => Ok(Grant::new(Vote::No, 0, Vec::new())),
-        // A fenced acquire's yes is the counter.
-        Some(true) => {
-            let counter = if fenced { counter(n)? } else { 0 };
-            Ok(Grant::new(Vote::Yes, counter, Vec::new()))
-        }
-        None => Err(format!("acquire answered {n}")),
     }
 }
 
