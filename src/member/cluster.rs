@@ -19,11 +19,10 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use futures::future::BoxFuture;
-use redis::{Client, ErrorKind, RedisError, Value};
+use redis::{Client, ConnectionAddr, ConnectionInfo, ErrorKind, RedisError, Value};
 
 use crate::keys::hash_slot::SLOTS;
 use crate::member::link::{Shard, Target};
-use crate::member::route::client_at;
 use crate::node::admission::{self, Gate};
 
 /// One cluster member's slot table and shards.
@@ -100,19 +99,16 @@ impl ClusterMap {
         })
     }
 
+    /// The master serving `slot`, when the table is not stale.
     fn known(&self, slot: u16) -> Option<Arc<Shard>> {
         let table = self.table();
-        if table.stale {
-            return None;
-        }
-        table.slots.get(usize::from(slot))?.clone()
+        let shard = table.slots.get(usize::from(slot)).filter(|_| !table.stale);
+        shard.cloned().flatten()
     }
 
     /// Every master of the table (read first if stale).
     pub(crate) async fn masters(&self) -> Result<Vec<Arc<Shard>>, RedisError> {
-        if self.table().stale {
-            self.read().await?;
-        }
+        self.read().await?;
         Ok(self.listed())
     }
 
@@ -148,7 +144,7 @@ impl ClusterMap {
         // stands for the first seed, whose answers redirect again (and
         // the redirections are bounded).
         let client = client_at(self.seed.get_connection_info(), addr);
-        let target = Target::Server(Box::new(client.unwrap_or_else(|_| self.seed.clone())));
+        let target = Target::Server(Box::new(client.unwrap_or_else(|| self.seed.clone())));
         let shard = Shard::new(addr, target, self.connect_timeout, self.gate.clone());
         table.shards.insert(addr.to_owned(), shard.clone());
         shard
@@ -164,10 +160,10 @@ impl ClusterMap {
         Target::Server(Box::new(self.seed.clone()))
     }
 
-    /// Reads `CLUSTER SLOTS` from a master known to serve slots, else from
-    /// each seed in turn, on a connection of its own (the table is not
-    /// read on a connection that carries votes), and installs it. Boxed,
-    /// as the connect inside it is a deep future.
+    /// When the table is stale, reads `CLUSTER SLOTS` from a master known
+    /// to serve slots, else from each seed in turn, on a connection of its
+    /// own (the table is not read on a connection that carries votes), and
+    /// installs it. Boxed, as the connect inside it is a deep future.
     fn read(&self) -> BoxFuture<'_, Result<(), RedisError>> {
         Box::pin(async move {
             let _reading = self.reading.lock().await;
@@ -211,6 +207,24 @@ impl ClusterMap {
         table.slots = slots;
         table.stale = false;
     }
+}
+
+/// The client of a server at `addr` (`host:port`), reached with the
+/// settings of `template` (credentials, TLS); `None` when `addr` is not
+/// `host:port`.
+fn client_at(template: &ConnectionInfo, addr: &str) -> Option<Client> {
+    let (host, port) = addr.rsplit_once(':')?;
+    let (host, port) = (host.trim_matches(['[', ']']), port.parse::<u16>().ok()?);
+    let mut addr = template.addr().clone();
+    if let ConnectionAddr::TcpTls {
+        host: h, port: p, ..
+    } = &mut addr
+    {
+        (*h, *p) = (host.to_owned(), port);
+    } else {
+        addr = ConnectionAddr::Tcp(host.to_owned(), port);
+    }
+    Client::open(template.clone().set_addr(addr)).ok()
 }
 
 /// Slots `start..=end`, served by the master at `master` (`host:port`).

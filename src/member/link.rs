@@ -12,7 +12,7 @@
 //! [`Gate`] admitted it.
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use futures::future::{BoxFuture, FutureExt, Shared};
@@ -26,7 +26,7 @@ use crate::member::quarantine::Quarantine;
 use crate::member::sentinel::Sentinels;
 use crate::node::admission::Gate;
 
-type Connecting = Shared<BoxFuture<'static, Result<MultiplexedConnection, RedisError>>>;
+type Opening = BoxFuture<'static, Result<MultiplexedConnection, RedisError>>;
 
 /// One server a member sends to: its connection and its restart state,
 /// so a failed-over cluster shard is quarantined on its own
@@ -52,7 +52,7 @@ enum State {
     Down,
     /// Connection `number` is being opened; every command waits for this
     /// attempt.
-    Connecting(Connecting, u64),
+    Connecting(Shared<Opening>, u64),
     /// The connection in use, and its number (so that a failure on an
     /// older connection does not take a newer one down).
     Up(MultiplexedConnection, u64),
@@ -212,15 +212,7 @@ impl Shard {
                 State::Connecting(attempt, number) => (attempt.clone(), *number),
                 State::Down => {
                     let number = self.opened.fetch_add(1, Ordering::Relaxed) + 1;
-                    let attempt = connect(
-                        self.target.clone(),
-                        self.connect_timeout,
-                        self.gate.clone(),
-                        Arc::downgrade(self),
-                        number,
-                    )
-                    .boxed()
-                    .shared();
+                    let attempt = connect(self, number).shared();
                     *state = State::Connecting(attempt.clone(), number);
                     (attempt, number)
                 }
@@ -250,20 +242,15 @@ impl Shard {
     }
 }
 
-/// Opens a connection (to the master its sentinels name now, for a
-/// Sentinel group) and has the member's [`Gate`] admit it (which server it
-/// is, whether it can evict keys, that it is a master), all within
-/// `timeout`; with RESP3,
-/// the crate's disconnection notice takes it down as soon as the close is
-/// seen.
-async fn connect(
-    target: Target,
-    timeout: Duration,
-    gate: Arc<Gate>,
-    shard: Weak<Shard>,
-    number: u64,
-) -> Result<MultiplexedConnection, RedisError> {
-    let open = async {
+/// Opens `shard`'s connection `number` (to the master its sentinels name
+/// now, for a Sentinel group) and has the member's [`Gate`] admit it
+/// (which server it is, whether it can evict keys, that it is a master),
+/// all within the connect timeout; with RESP3, the crate's disconnection
+/// notice takes it down as soon as the close is seen.
+fn connect(shard: &Arc<Shard>, number: u64) -> Opening {
+    let (target, gate) = (shard.target.clone(), shard.gate.clone());
+    let (timeout, shard) = (shard.connect_timeout, Arc::downgrade(shard));
+    let open = async move {
         let client = target.client().await?;
         let mut config = AsyncConnectionConfig::new()
             .set_connection_timeout(Some(timeout))
@@ -289,11 +276,13 @@ async fn connect(
         gate.admit(&conn).await?;
         Ok(conn)
     };
-    match tokio::time::timeout(timeout, open).await {
-        Ok(result) => result,
-        Err(_) => Err(RedisError::from(std::io::Error::new(
-            std::io::ErrorKind::TimedOut,
-            "the node did not answer its first commands within the connect timeout",
-        ))),
-    }
+    Box::pin(async move {
+        match tokio::time::timeout(timeout, open).await {
+            Ok(result) => result,
+            Err(_) => Err(RedisError::from(std::io::Error::new(
+                std::io::ErrorKind::TimedOut,
+                "the node did not answer its first commands within the connect timeout",
+            ))),
+        }
+    })
 }

@@ -5,14 +5,13 @@
 
 use std::sync::Arc;
 
-use redis::{Client, ErrorKind, RedisError, ServerErrorKind};
+use redis::{ErrorKind, RedisError, ServerErrorKind};
 
 use crate::member::cluster::ClusterMap;
 use crate::member::link::{Shard, Target};
 
 /// A shard to send to, and whether the command must be preceded by
 /// `ASKING` (a slot being migrated, the key already moved).
-#[derive(Clone)]
 pub(crate) struct Hop {
     pub(crate) shard: Arc<Shard>,
     pub(crate) asking: bool,
@@ -91,36 +90,4 @@ impl Route {
             Route::Cluster(map) => map.seed(),
         }
     }
-}
-
-/// The client of a server at `addr` (`host:port`), reached with the
-/// settings of `template` (credentials, TLS).
-pub(crate) fn client_at(
-    template: &redis::ConnectionInfo,
-    addr: &str,
-) -> Result<Client, RedisError> {
-    let (host, port) = addr
-        .rsplit_once(':')
-        .and_then(|(h, p)| Some((h.trim_matches(['[', ']']), p.parse::<u16>().ok()?)))
-        .ok_or_else(|| {
-            RedisError::from((
-                ErrorKind::Client,
-                "redirected to an address that is not host:port",
-                addr.to_owned(),
-            ))
-        })?;
-    let addr = match template.addr() {
-        redis::ConnectionAddr::TcpTls {
-            insecure,
-            tls_params,
-            ..
-        } => redis::ConnectionAddr::TcpTls {
-            host: host.to_owned(),
-            port,
-            insecure: *insecure,
-            tls_params: tls_params.clone(),
-        },
-        _ => redis::ConnectionAddr::Tcp(host.to_owned(), port),
-    };
-    Client::open(template.clone().set_addr(addr))
 }

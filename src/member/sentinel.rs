@@ -121,13 +121,10 @@ impl Sentinels {
         }
         watched.sort();
         watched.dedup();
-        (!watched.is_empty() || self.sentinels.is_empty()).then(|| {
-            format!(
-                "no sentinel watches a group named {:?} (they watch: {})",
-                self.group,
-                watched.join(", ")
-            )
-        })
+        let answered = !watched.is_empty() || self.sentinels.is_empty();
+        let (group, watched) = (&self.group, watched.join(", "));
+        answered
+            .then(|| format!("no sentinel watches a group named {group:?} (they watch: {watched})"))
     }
 
     /// A client of the group's master, as its sentinels name it now.
