@@ -195,12 +195,12 @@ impl ClusterMap {
         })
     }
 
-    fn install(&self, ranges: &[Range]) {
+    fn install(&self, ranges: &[(u16, u16, String)]) {
         let mut table = self.table();
         let mut slots = vec![None; usize::from(SLOTS)];
-        for range in ranges {
-            let shard = self.shard_in(&mut table, &range.master);
-            for slot in range.start..=range.end.min(SLOTS - 1) {
+        for &(start, end, ref master) in ranges {
+            let shard = self.shard_in(&mut table, master);
+            for slot in start..=end.min(SLOTS - 1) {
                 slots[usize::from(slot)] = Some(shard.clone());
             }
         }
@@ -227,17 +227,10 @@ fn client_at(template: &ConnectionInfo, addr: &str) -> Option<Client> {
     Client::open(template.clone().set_addr(addr)).ok()
 }
 
-/// Slots `start..=end`, served by the master at `master` (`host:port`).
-#[derive(Debug, PartialEq, Eq)]
-struct Range {
-    start: u16,
-    end: u16,
-    master: String,
-}
-
 /// The ranges of a `CLUSTER SLOTS` reply from the server at `asked`
-/// (whose host stands for a master reported with an empty host).
-fn parse_slots(reply: Value, asked: &str) -> Result<Vec<Range>, String> {
+/// (whose host stands for a master reported with an empty host): slots
+/// `start..=end` and the master serving them (`host:port`).
+fn parse_slots(reply: Value, asked: &str) -> Result<Vec<(u16, u16, String)>, String> {
     let Value::Array(entries) = reply else {
         return Err(format!("CLUSTER SLOTS answered {reply:?}"));
     };
@@ -260,11 +253,7 @@ fn parse_slots(reply: Value, asked: &str) -> Result<Vec<Range>, String> {
                         Some(h) => h.to_owned(),
                     };
                     let slot = |n: i64| u16::try_from(n).map_err(|_| format!("slot {n}"));
-                    Ok(Range {
-                        start: slot(*start)?,
-                        end: slot(*end)?,
-                        master: format!("{host}:{port}"),
-                    })
+                    Ok((slot(*start)?, slot(*end)?, format!("{host}:{port}")))
                 }
                 other => Err(format!("a CLUSTER SLOTS entry is {other:?}")),
             }
@@ -297,21 +286,9 @@ mod tests {
         assert_eq!(
             ranges,
             [
-                Range {
-                    start: 0,
-                    end: 5460,
-                    master: "10.0.0.1:7000".into()
-                },
-                Range {
-                    start: 5461,
-                    end: 16383,
-                    master: "127.0.0.1:7001".into()
-                },
-                Range {
-                    start: 1,
-                    end: 1,
-                    master: "[::1]:7002".into()
-                },
+                (0, 5460, "10.0.0.1:7000".into()),
+                (5461, 16383, "127.0.0.1:7001".into()),
+                (1, 1, "[::1]:7002".into()),
             ]
         );
         assert!(parse_slots(Value::Int(1), "h:1").is_err());
