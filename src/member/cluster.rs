@@ -57,15 +57,11 @@ impl ClusterMap {
         connect_timeout: Duration,
         gate: Arc<Gate>,
     ) -> Result<Self, RedisError> {
-        let seed = seeds
-            .first()
-            .map(|(_, client)| client.clone())
-            .ok_or_else(|| {
-                RedisError::from((
-                    ErrorKind::InvalidClientConfig,
-                    "a cluster member needs a seed address",
-                ))
-            })?;
+        let no_seed = (
+            ErrorKind::InvalidClientConfig,
+            "a cluster member needs a seed address",
+        );
+        let seed = seeds.first().ok_or(no_seed)?.1.clone();
         Ok(Self {
             seed,
             seeds,
@@ -91,11 +87,8 @@ impl ClusterMap {
         }
         self.read().await?;
         self.known(slot).ok_or_else(|| {
-            RedisError::from((
-                ErrorKind::Client,
-                "no master serves the slot",
-                format!("slot {slot}: the cluster's table names no master for it"),
-            ))
+            let detail = format!("slot {slot}: the cluster's table names no master for it");
+            RedisError::from((ErrorKind::Client, "no master serves the slot", detail))
         })
     }
 
