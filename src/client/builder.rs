@@ -10,8 +10,8 @@ use super::nodes::{self, IntoNode, NodeSource, Source};
 use crate::config::{Config, Durability, Retry};
 use crate::error::{Error, Result};
 use crate::member::cluster::ClusterMap;
-use crate::member::link::Target;
-use crate::member::route::{Route, Shard};
+use crate::member::link::{Shard, Target};
+use crate::member::route::Route;
 use crate::member::sentinel::Sentinels;
 use crate::member::Node;
 use crate::node::admission::{self, Failover, Gate, Registry};
@@ -479,10 +479,9 @@ impl Builder {
                     false => node.failover(label, config.durable)?,
                 };
                 let gate = Gate::new(i, registry.clone(), !config.allow_eviction, failover);
-                let route = route(node, label, &config, Arc::new(gate))?;
-                // For members that fail over only (`durable_votes`).
-                let durable = config.durable.filter(|_| failover != Failover::Never);
-                Ok(Node::new(label, route, config.restart_quarantine, durable))
+                let gate = Arc::new(gate);
+                let route = route(node, label, &config, gate.clone())?;
+                Ok(Node::new(label, route, gate, &config))
             })
             .collect::<Result<Arc<[_]>>>()?;
         let handoff = config
@@ -547,8 +546,7 @@ fn route(source: Source, label: &str, config: &Config, gate: Arc<Gate>) -> Resul
                 let addr = nodes::address(&info);
                 // The builder's TLS settings ride in the seed's address,
                 // and from it to every server the slot table names.
-                let client = client(info, config)?;
-                Ok((addr, client.get_connection_info().clone()))
+                Ok((addr, client(info, config)?))
             });
             let seeds = seeds.collect::<Result<_>>()?;
             let map = ClusterMap::new(seeds, timeout, gate).map_err(unusable)?;

@@ -18,19 +18,20 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
-use redis::{ConnectionInfo, ErrorKind, RedisError, Value};
+use futures::future::BoxFuture;
+use redis::{Client, ConnectionAddr, ConnectionInfo, ErrorKind, RedisError, Value};
 
 use crate::keys::hash_slot::SLOTS;
-use crate::member::link::Target;
-use crate::member::route::{client_at, Shard};
+use crate::member::link::{Shard, Target};
 use crate::node::admission::{self, Gate};
 
 /// One cluster member's slot table and shards.
 pub(crate) struct ClusterMap {
-    /// The addresses given, `host:port`, and their settings.
-    seeds: Vec<(String, ConnectionInfo)>,
-    /// The first seed's server, for subscriptions.
-    seed: Target,
+    /// The addresses given, `host:port`, and their clients.
+    seeds: Vec<(String, Client)>,
+    /// The first seed's client: for subscriptions, and the settings of
+    /// every server the table names.
+    seed: Client,
     connect_timeout: Duration,
     gate: Arc<Gate>,
     table: Mutex<Table>,
@@ -49,21 +50,20 @@ struct Table {
 }
 
 impl ClusterMap {
-    /// The cluster reached through `seeds` (`host:port` and settings, at
+    /// The cluster reached through `seeds` (`host:port` and client, at
     /// least one); nothing is read before the first command.
     pub(crate) fn new(
-        seeds: Vec<(String, ConnectionInfo)>,
+        seeds: Vec<(String, Client)>,
         connect_timeout: Duration,
         gate: Arc<Gate>,
     ) -> Result<Self, RedisError> {
-        let first = seeds.first().map(|(_, info)| info.clone()).ok_or_else(|| {
-            RedisError::from((
-                ErrorKind::InvalidClientConfig,
-                "a cluster member needs a seed address",
-            ))
-        })?;
+        let no_seed = (
+            ErrorKind::InvalidClientConfig,
+            "a cluster member needs a seed address",
+        );
+        let seed = seeds.first().ok_or(no_seed)?.1.clone();
         Ok(Self {
-            seed: Target::Server(Box::new(redis::Client::open(first)?)),
+            seed,
             seeds,
             connect_timeout,
             gate,
@@ -79,11 +79,6 @@ impl ClusterMap {
         self.table.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// The gate its shards' connections pass.
-    pub(crate) fn gate(&self) -> &Gate {
-        &self.gate
-    }
-
     /// The master serving `slot`, reading the table first when it is
     /// stale or has no master for it.
     pub(crate) async fn shard(&self, slot: u16) -> Result<Arc<Shard>, RedisError> {
@@ -92,27 +87,21 @@ impl ClusterMap {
         }
         self.read().await?;
         self.known(slot).ok_or_else(|| {
-            RedisError::from((
-                ErrorKind::Client,
-                "no master serves the slot",
-                format!("slot {slot}: the cluster's table names no master for it"),
-            ))
+            let detail = format!("slot {slot}: the cluster's table names no master for it");
+            RedisError::from((ErrorKind::Client, "no master serves the slot", detail))
         })
     }
 
+    /// The master serving `slot`, when the table is not stale.
     fn known(&self, slot: u16) -> Option<Arc<Shard>> {
         let table = self.table();
-        if table.stale {
-            return None;
-        }
-        table.slots.get(usize::from(slot))?.clone()
+        let shard = table.slots.get(usize::from(slot)).filter(|_| !table.stale);
+        shard.cloned().flatten()
     }
 
     /// Every master of the table (read first if stale).
     pub(crate) async fn masters(&self) -> Result<Vec<Arc<Shard>>, RedisError> {
-        if self.table().stale {
-            self.read().await?;
-        }
+        self.read().await?;
         Ok(self.listed())
     }
 
@@ -128,34 +117,30 @@ impl ClusterMap {
         masters
     }
 
-    /// The shard at `addr` (`host:port`), made on first use.
-    pub(crate) fn shard_at(&self, addr: &str) -> Arc<Shard> {
+    /// The shard at `addr` (`host:port`, made on first use) that a
+    /// redirection names; with `moved` (a `MOVED` reply), the master of
+    /// `slot` from now on.
+    pub(crate) fn redirected(&self, addr: &str, slot: u16, moved: bool) -> Arc<Shard> {
         let mut table = self.table();
-        self.shard_in(&mut table, addr)
+        let shard = self.shard_in(&mut table, addr);
+        if let Some(entry) = table.slots.get_mut(usize::from(slot)).filter(|_| moved) {
+            *entry = Some(shard.clone());
+        }
+        shard
     }
 
     fn shard_in(&self, table: &mut Table, addr: &str) -> Arc<Shard> {
         if let Some(shard) = table.shards.get(addr) {
             return shard.clone();
         }
-        let template = self.seeds.first().map(|(_, info)| info);
-        let target = template
-            .and_then(|t| client_at(t, addr).ok())
-            .map(|c| Target::Server(Box::new(c)));
         // An address that is not `host:port` never comes from a server: it
         // stands for the first seed, whose answers redirect again (and
         // the redirections are bounded).
-        let target = target.unwrap_or_else(|| self.seed.clone());
+        let client = client_at(self.seed.get_connection_info(), addr);
+        let target = Target::Server(Box::new(client.unwrap_or_else(|| self.seed.clone())));
         let shard = Shard::new(addr, target, self.connect_timeout, self.gate.clone());
         table.shards.insert(addr.to_owned(), shard.clone());
         shard
-    }
-
-    /// `slot` is served by `shard` now (a `MOVED` reply said so).
-    pub(crate) fn moved(&self, slot: u16, shard: Arc<Shard>) {
-        if let Some(entry) = self.table().slots.get_mut(usize::from(slot)) {
-            *entry = Some(shard);
-        }
     }
 
     /// Read the table again before the next command.
@@ -165,65 +150,50 @@ impl ClusterMap {
 
     /// The first seed's server, for subscriptions.
     pub(crate) fn seed(&self) -> Target {
-        self.seed.clone()
+        Target::Server(Box::new(self.seed.clone()))
     }
 
-    /// Reads `CLUSTER SLOTS` from a master known to serve slots, else from
-    /// each seed in turn, and installs it. Boxed, as the connect inside it
-    /// is a deep future.
-    fn read(&self) -> futures::future::BoxFuture<'_, Result<(), RedisError>> {
+    /// When the table is stale, reads `CLUSTER SLOTS` from a master known
+    /// to serve slots, else from each seed in turn, on a connection of its
+    /// own (the table is not read on a connection that carries votes), and
+    /// installs it. Boxed, as the connect inside it is a deep future.
+    fn read(&self) -> BoxFuture<'_, Result<(), RedisError>> {
         Box::pin(async move {
             let _reading = self.reading.lock().await;
             if !self.table().stale {
                 return Ok(());
             }
-            self.read_table().await
+            // The masters known, then the seeds (reached as given: a seed
+            // is no shard until the table names it a master).
+            let known = self.listed().into_iter();
+            let known = known.map(|shard| (shard.addr.to_string(), shard.target.clone()));
+            let seeds = self.seeds.iter();
+            let seeds = seeds.map(|(addr, c)| (addr.clone(), Target::Server(Box::new(c.clone()))));
+            let asked: Vec<(String, Target)> = known.chain(seeds).collect();
+            let slots = redis::cmd("CLUSTER").arg("SLOTS").clone();
+            let unreadable =
+                |what| RedisError::from((ErrorKind::Client, "unreadable CLUSTER SLOTS", what));
+            let mut last = RedisError::from((ErrorKind::Client, "no seed to read the slots from"));
+            for (addr, target) in asked {
+                let reply = target.ask_once(&slots, self.connect_timeout).await;
+                match reply.and_then(|reply| parse_slots(reply, &addr).map_err(unreadable)) {
+                    Ok(ranges) => {
+                        self.install(&ranges);
+                        return Ok(());
+                    }
+                    Err(e) => last = e,
+                }
+            }
+            Err(last)
         })
     }
 
-    async fn read_table(&self) -> Result<(), RedisError> {
-        // The masters known, then the seeds (reached as given: a seed is
-        // no shard until the table names it a master).
-        let known = self.listed().into_iter();
-        let known = known.map(|shard| (shard.addr.to_string(), shard.conn.target().clone()));
-        let seeds = self.seeds.iter().filter_map(|(addr, info)| {
-            let client = redis::Client::open(info.clone()).ok()?;
-            Some((addr.clone(), Target::Server(Box::new(client))))
-        });
-        let asked: Vec<(String, Target)> = known.chain(seeds).collect();
-        let mut last = None;
-        for (addr, target) in asked {
-            match self.read_from(&addr, &target).await {
-                Ok(ranges) => {
-                    self.install(&ranges);
-                    return Ok(());
-                }
-                Err(e) => last = Some(e),
-            }
-        }
-        Err(last.unwrap_or_else(|| {
-            RedisError::from((
-                ErrorKind::Client,
-                "no seed to read the cluster's slots from",
-            ))
-        }))
-    }
-
-    /// `CLUSTER SLOTS` of the server at `addr`, on a connection of its own
-    /// (the table is not read on a connection that carries votes).
-    async fn read_from(&self, addr: &str, target: &Target) -> Result<Vec<Range>, RedisError> {
-        let slots = redis::cmd("CLUSTER").arg("SLOTS").clone();
-        let reply = target.ask_once(&slots, self.connect_timeout).await?;
-        parse_slots(reply, addr)
-            .map_err(|what| RedisError::from((ErrorKind::Client, "unreadable CLUSTER SLOTS", what)))
-    }
-
-    fn install(&self, ranges: &[Range]) {
+    fn install(&self, ranges: &[(u16, u16, String)]) {
         let mut table = self.table();
         let mut slots = vec![None; usize::from(SLOTS)];
-        for range in ranges {
-            let shard = self.shard_in(&mut table, &range.master);
-            for slot in range.start..=range.end.min(SLOTS - 1) {
+        for &(start, end, ref master) in ranges {
+            let shard = self.shard_in(&mut table, master);
+            for slot in start..=end.min(SLOTS - 1) {
                 slots[usize::from(slot)] = Some(shard.clone());
             }
         }
@@ -232,17 +202,28 @@ impl ClusterMap {
     }
 }
 
-/// Slots `start..=end`, served by the master at `master` (`host:port`).
-#[derive(Debug, PartialEq, Eq)]
-struct Range {
-    start: u16,
-    end: u16,
-    master: String,
+/// The client of a server at `addr` (`host:port`), reached with the
+/// settings of `template` (credentials, TLS); `None` when `addr` is not
+/// `host:port`.
+fn client_at(template: &ConnectionInfo, addr: &str) -> Option<Client> {
+    let (host, port) = addr.rsplit_once(':')?;
+    let (host, port) = (host.trim_matches(['[', ']']), port.parse::<u16>().ok()?);
+    let mut addr = template.addr().clone();
+    if let ConnectionAddr::TcpTls {
+        host: h, port: p, ..
+    } = &mut addr
+    {
+        (*h, *p) = (host.to_owned(), port);
+    } else {
+        addr = ConnectionAddr::Tcp(host.to_owned(), port);
+    }
+    Client::open(template.clone().set_addr(addr)).ok()
 }
 
 /// The ranges of a `CLUSTER SLOTS` reply from the server at `asked`
-/// (whose host stands for a master reported with an empty host).
-fn parse_slots(reply: Value, asked: &str) -> Result<Vec<Range>, String> {
+/// (whose host stands for a master reported with an empty host): slots
+/// `start..=end` and the master serving them (`host:port`).
+fn parse_slots(reply: Value, asked: &str) -> Result<Vec<(u16, u16, String)>, String> {
     let Value::Array(entries) = reply else {
         return Err(format!("CLUSTER SLOTS answered {reply:?}"));
     };
@@ -265,11 +246,7 @@ fn parse_slots(reply: Value, asked: &str) -> Result<Vec<Range>, String> {
                         Some(h) => h.to_owned(),
                     };
                     let slot = |n: i64| u16::try_from(n).map_err(|_| format!("slot {n}"));
-                    Ok(Range {
-                        start: slot(*start)?,
-                        end: slot(*end)?,
-                        master: format!("{host}:{port}"),
-                    })
+                    Ok((slot(*start)?, slot(*end)?, format!("{host}:{port}")))
                 }
                 other => Err(format!("a CLUSTER SLOTS entry is {other:?}")),
             }
@@ -302,21 +279,9 @@ mod tests {
         assert_eq!(
             ranges,
             [
-                Range {
-                    start: 0,
-                    end: 5460,
-                    master: "10.0.0.1:7000".into()
-                },
-                Range {
-                    start: 5461,
-                    end: 16383,
-                    master: "127.0.0.1:7001".into()
-                },
-                Range {
-                    start: 1,
-                    end: 1,
-                    master: "[::1]:7002".into()
-                },
+                (0, 5460, "10.0.0.1:7000".into()),
+                (5461, 16383, "127.0.0.1:7001".into()),
+                (1, 1, "[::1]:7002".into()),
             ]
         );
         assert!(parse_slots(Value::Int(1), "h:1").is_err());

@@ -1,18 +1,18 @@
-//! One node's connection: a multiplexed connection of the redis crate,
-//! replaced by this module when it dies — so every reconnect is known here,
-//! and reported to the node's [`Quarantine`] before the new connection
-//! carries a command.
+//! One server a member sends to ([`Shard`]): its connection, a multiplexed
+//! connection of the redis crate replaced by this module when it dies — so
+//! every reconnect is known here, and reported to the server's
+//! [`Quarantine`] before the new connection carries a command.
 //!
 //! A command goes straight to the multiplexed connection (no boxing, no
 //! manager in between). A command that meets a dead connection fails; the
 //! next one opens a new connection (commands arriving meanwhile wait for
 //! the same attempt). With RESP3 (`?protocol=resp3`) the crate's
 //! disconnection notice marks the connection dead as soon as the close is
-//! seen. A new connection carries no command before the node's
+//! seen. A new connection carries no command before the member's
 //! [`Gate`] admitted it.
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use futures::future::{BoxFuture, FutureExt, Shared};
@@ -26,18 +26,22 @@ use crate::member::quarantine::Quarantine;
 use crate::member::sentinel::Sentinels;
 use crate::node::admission::Gate;
 
-type Connecting = Shared<BoxFuture<'static, Result<MultiplexedConnection, RedisError>>>;
+type Opening = BoxFuture<'static, Result<MultiplexedConnection, RedisError>>;
 
-/// The connection of one node. Cheap to clone (one shared handle).
-#[derive(Clone)]
-pub(crate) struct Link(Arc<Inner>);
-
-struct Inner {
-    target: Target,
-    connect_timeout: Duration,
-    restart: Arc<Quarantine>,
+/// One server a member sends to: its connection and its restart state,
+/// so a failed-over cluster shard is quarantined on its own
+/// (`docs/guarantees.md`, "Members").
+pub(crate) struct Shard {
+    /// `host:port` of the server (the member's label for a single server
+    /// or a Sentinel group).
+    pub(crate) addr: Box<str>,
+    /// Its restart state, told of every connection lost or replaced.
+    pub(crate) restart: Quarantine,
+    /// Where it connects.
+    pub(crate) target: Target,
     /// What a new connection must show before it is used.
     gate: Arc<Gate>,
+    connect_timeout: Duration,
     state: Mutex<State>,
     /// Connections opened so far.
     opened: AtomicU64,
@@ -48,13 +52,13 @@ enum State {
     Down,
     /// Connection `number` is being opened; every command waits for this
     /// attempt.
-    Connecting(Connecting, u64),
+    Connecting(Shared<Opening>, u64),
     /// The connection in use, and its number (so that a failure on an
     /// older connection does not take a newer one down).
     Up(MultiplexedConnection, u64),
 }
 
-/// Where a link connects: one server, or the master a Sentinel group
+/// Where a shard connects: one server, or the master a Sentinel group
 /// names at each connect. Cheap to clone.
 #[derive(Clone)]
 pub(crate) enum Target {
@@ -94,24 +98,26 @@ impl Target {
     }
 }
 
-impl Link {
-    /// Prepares the connection without opening it. Commands travel in
-    /// order on one multiplexed connection that is never torn down for a
-    /// slow reply (no response timeout inside it).
+impl Shard {
+    /// The server `addr` reached through `target`, its connections
+    /// admitted by `gate`; the connection is prepared, not opened.
+    /// Commands travel in order on one multiplexed connection that is
+    /// never torn down for a slow reply (no response timeout inside it).
     pub(crate) fn new(
+        addr: &str,
         target: Target,
         connect_timeout: Duration,
-        restart: Arc<Quarantine>,
         gate: Arc<Gate>,
-    ) -> Self {
-        Self(Arc::new(Inner {
+    ) -> Arc<Self> {
+        Arc::new(Self {
+            addr: addr.into(),
+            restart: Quarantine::default(),
             target,
-            connect_timeout,
-            restart,
             gate,
+            connect_timeout,
             state: Mutex::new(State::Down),
             opened: AtomicU64::new(0),
-        }))
+        })
     }
 
     /// Sends one command and reads its reply; with `asking`, right after
@@ -121,7 +127,11 @@ impl Link {
     /// every layer above would carry and move it (the fan-out, the node's
     /// accounting, the reply's meaning): it goes through the crate's
     /// `ConnectionLike` entry, which builds it in a box of its own.
-    pub(crate) async fn send(&self, cmd: &Cmd, asking: bool) -> Result<Value, RedisError> {
+    pub(crate) async fn send(
+        self: &Arc<Self>,
+        cmd: &Cmd,
+        asking: bool,
+    ) -> Result<Value, RedisError> {
         let (mut conn, number) = self.connection().await?;
         let result = if asking {
             let mut pipe = redis::pipe();
@@ -154,7 +164,7 @@ impl Link {
             Ok(_) => false,
         };
         if lost {
-            down(&self.0, number);
+            self.down(number);
         }
         result
     }
@@ -169,47 +179,40 @@ impl Link {
             State::Up(_, number) => *number,
             _ => return,
         };
-        down(&self.0, number);
-    }
-
-    /// Where this link connects.
-    pub(crate) fn target(&self) -> &Target {
-        &self.0.target
+        self.down(number);
     }
 
     /// Opens the connection if there is none (a new connection starts a
     /// new restart epoch before this returns).
-    pub(crate) async fn open(&self) -> Result<(), RedisError> {
+    pub(crate) async fn open(self: &Arc<Self>) -> Result<(), RedisError> {
         self.connection().await.map(|_| ())
     }
 
-    /// What a new connection must show, and why the last was refused.
-    pub(crate) fn gate(&self) -> &Gate {
-        &self.0.gate
+    fn state(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    fn state(&self) -> MutexGuard<'_, State> {
-        self.0.state.lock().unwrap_or_else(PoisonError::into_inner)
+    /// Takes connection `number` down, if it is still the one in use.
+    fn down(&self, number: u64) {
+        let mut state = self.state();
+        if matches!(&*state, State::Up(_, n) if *n == number) {
+            // The standing is unknown before the connection is gone: no
+            // command sees the node down with its old standing.
+            self.restart.connection_lost();
+            *state = State::Down;
+        }
     }
 
     /// The connection in use, opening one if there is none.
-    async fn connection(&self) -> Result<(MultiplexedConnection, u64), RedisError> {
+    async fn connection(self: &Arc<Self>) -> Result<(MultiplexedConnection, u64), RedisError> {
         let (attempt, number) = {
             let mut state = self.state();
             match &*state {
                 State::Up(conn, number) => return Ok((conn.clone(), *number)),
                 State::Connecting(attempt, number) => (attempt.clone(), *number),
                 State::Down => {
-                    let number = self.0.opened.fetch_add(1, Ordering::Relaxed) + 1;
-                    let attempt = connect(
-                        self.0.target.clone(),
-                        self.0.connect_timeout,
-                        self.0.gate.clone(),
-                        Arc::downgrade(&self.0),
-                        number,
-                    )
-                    .boxed()
-                    .shared();
+                    let number = self.opened.fetch_add(1, Ordering::Relaxed) + 1;
+                    let attempt = connect(self, number).shared();
                     *state = State::Connecting(attempt.clone(), number);
                     (attempt, number)
                 }
@@ -222,7 +225,7 @@ impl Link {
             (Ok(conn), true) => {
                 // A new connection: the node may have restarted since the
                 // last one. Known before the connection carries a command.
-                self.0.restart.connection_lost();
+                self.restart.connection_lost();
                 *state = State::Up(conn.clone(), number);
                 Ok((conn, number))
             }
@@ -239,31 +242,15 @@ impl Link {
     }
 }
 
-/// Takes connection `number` down, if it is still the one in use.
-fn down(inner: &Inner, number: u64) {
-    let mut state = inner.state.lock().unwrap_or_else(PoisonError::into_inner);
-    if matches!(&*state, State::Up(_, n) if *n == number) {
-        // The standing is unknown before the connection is gone: no
-        // command sees the node down with its old standing.
-        inner.restart.connection_lost();
-        *state = State::Down;
-    }
-}
-
-/// Opens a connection (to the master its sentinels name now, for a
-/// Sentinel group) and has the node's [`Gate`] admit it (which server it
-/// is, whether it can evict keys, that it is a master), all within
-/// `timeout`; with RESP3,
-/// the crate's disconnection notice takes it down as soon as the close is
-/// seen.
-async fn connect(
-    target: Target,
-    timeout: Duration,
-    gate: Arc<Gate>,
-    inner: Weak<Inner>,
-    number: u64,
-) -> Result<MultiplexedConnection, RedisError> {
-    let open = async {
+/// Opens `shard`'s connection `number` (to the master its sentinels name
+/// now, for a Sentinel group) and has the member's [`Gate`] admit it
+/// (which server it is, whether it can evict keys, that it is a master),
+/// all within the connect timeout; with RESP3, the crate's disconnection
+/// notice takes it down as soon as the close is seen.
+fn connect(shard: &Arc<Shard>, number: u64) -> Opening {
+    let (target, gate) = (shard.target.clone(), shard.gate.clone());
+    let (timeout, shard) = (shard.connect_timeout, Arc::downgrade(shard));
+    let open = async move {
         let client = target.client().await?;
         let mut config = AsyncConnectionConfig::new()
             .set_connection_timeout(Some(timeout))
@@ -276,8 +263,8 @@ async fn connect(
         if resp3 {
             config = config.set_push_sender(move |info: PushInfo| {
                 if info.kind == PushKind::Disconnection {
-                    if let Some(inner) = inner.upgrade() {
-                        down(&inner, number);
+                    if let Some(shard) = shard.upgrade() {
+                        shard.down(number);
                     }
                 }
                 Ok::<(), std::convert::Infallible>(())
@@ -289,11 +276,13 @@ async fn connect(
         gate.admit(&conn).await?;
         Ok(conn)
     };
-    match tokio::time::timeout(timeout, open).await {
-        Ok(result) => result,
-        Err(_) => Err(RedisError::from(std::io::Error::new(
-            std::io::ErrorKind::TimedOut,
-            "the node did not answer its first commands within the connect timeout",
-        ))),
-    }
+    Box::pin(async move {
+        match tokio::time::timeout(timeout, open).await {
+            Ok(result) => result,
+            Err(_) => Err(RedisError::from(std::io::Error::new(
+                std::io::ErrorKind::TimedOut,
+                "the node did not answer its first commands within the connect timeout",
+            ))),
+        }
+    })
 }

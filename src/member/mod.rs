@@ -20,18 +20,20 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::config::Durability;
+use redis::Cmd;
+
+use crate::config::{Config, Durability};
 use crate::error::{NodeFailure, NodeFailureKind};
 use crate::member::link::Target;
 use crate::member::route::Route;
-use crate::node::commands::Command;
+use crate::node::admission::{self, Gate};
 use crate::stats::counters::NodeCounters;
 
 /// A member of the quorum: one vote, cast by a single server, a Sentinel
 /// group's master or a Redis Cluster's masters ([`Route`]).
 ///
 /// Commands travel to each server over one multiplexed connection
-/// ([`Link`](crate::member::link::Link)), in order.
+/// ([`Shard`](crate::member::link::Shard)), in order.
 /// That order is what lets a release sent after a stuck `SET` remove the
 /// key the `SET` creates when the node wakes up. The connection is never
 /// torn down for a slow reply (no response timeout inside it); the
@@ -46,9 +48,12 @@ pub(crate) struct Node(Arc<Shared>);
 pub(crate) struct Shared {
     label: Box<str>,
     route: Route,
+    /// What every connection of the member must show before it is used,
+    /// and why the last was refused.
+    gate: Arc<Gate>,
     /// With restart quarantine: how long a (re)started server stays out,
     /// and the probe sent behind each vote (`INFO server`: its `run_id`).
-    quarantine: Option<(Duration, Arc<Command>)>,
+    quarantine: Option<(Duration, Cmd)>,
     /// With durable votes: what a yes must reach to count.
     durable: Option<Durability>,
     counters: NodeCounters,
@@ -85,20 +90,20 @@ pub(crate) enum Extended {
 pub(crate) type NodeResult<T> = Result<T, NodeFailure>;
 
 impl Node {
-    /// The member `label` reached through `route`; with `quarantine`,
-    /// every vote is checked to come from the server whose uptime was
-    /// read, and a server up for less does not vote; with `durable`, a
-    /// yes counts once its write reached what it asks.
-    pub(crate) fn new(
-        label: &str,
-        route: Route,
-        quarantine: Option<Duration>,
-        durable: Option<Durability>,
-    ) -> Self {
+    /// The member `label` reached through `route`, its connections
+    /// admitted by `gate`; with `config`'s restart quarantine, every vote
+    /// is checked to come from the server whose uptime was read, and a
+    /// server up for less does not vote; with its durable votes (for a
+    /// member that fails over only), a yes counts once its write reached
+    /// what it asks.
+    pub(crate) fn new(label: &str, route: Route, gate: Arc<Gate>, config: &Config) -> Self {
+        let durable = config.durable.filter(|_| gate.fails_over());
+        let quarantine = config.restart_quarantine;
         Self(Arc::new(Shared {
             label: label.into(),
             route,
-            quarantine: quarantine.map(|q| (q, Command::server_info())),
+            gate,
+            quarantine: quarantine.map(|q| (q, admission::info("server"))),
             durable,
             counters: NodeCounters::new(label),
             announce_refused: AtomicBool::new(false),
@@ -117,13 +122,13 @@ impl Node {
 
     /// Why this client refused the node's last connection, if it did.
     pub(crate) fn refused(&self) -> Option<NodeFailureKind> {
-        self.route.gate().refused()
+        self.gate.refused()
     }
 
     /// Whether the member's master can be replaced by a replica (a
     /// Sentinel group, a Redis Cluster): durable votes apply to it.
     pub(crate) fn fails_over(&self) -> bool {
-        self.route.gate().fails_over()
+        self.gate.fails_over()
     }
 
     /// Where connections of other kinds (subscriptions) go.

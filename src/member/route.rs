@@ -1,53 +1,30 @@
 //! Where a member's commands go. A member is one vote: a single server,
 //! a Sentinel group (its master, found again at every connect) or a Redis
 //! Cluster (the master serving a key's hash slot). Each server a member
-//! sends to is a [`Shard`]: its connection and its restart state, so a
-//! failed-over cluster shard is quarantined on its own
-//! (`docs/guarantees.md`, "Members").
+//! sends to is a [`Shard`]: its connection and its restart state.
 
 use std::sync::Arc;
-use std::time::Duration;
 
-use redis::{Client, ErrorKind, RedisError, ServerErrorKind};
+use redis::{ErrorKind, RedisError, ServerErrorKind};
 
 use crate::member::cluster::ClusterMap;
-use crate::member::link::{Link, Target};
-use crate::member::quarantine::Quarantine;
-use crate::node::admission::Gate;
-
-/// One server a member sends to: its connection and its restart state.
-pub(crate) struct Shard {
-    /// `host:port` of the server (the member's label for a single server
-    /// or a Sentinel group).
-    pub(crate) addr: Box<str>,
-    pub(crate) conn: Link,
-    pub(crate) restart: Arc<Quarantine>,
-}
-
-impl Shard {
-    /// The server `target`, admitted by `gate`.
-    pub(crate) fn new(
-        addr: &str,
-        target: Target,
-        connect_timeout: Duration,
-        gate: Arc<Gate>,
-    ) -> Arc<Self> {
-        let restart = Arc::new(Quarantine::default());
-        let conn = Link::new(target, connect_timeout, restart.clone(), gate);
-        Arc::new(Self {
-            addr: addr.into(),
-            conn,
-            restart,
-        })
-    }
-}
+use crate::member::link::{Shard, Target};
 
 /// A shard to send to, and whether the command must be preceded by
 /// `ASKING` (a slot being migrated, the key already moved).
-#[derive(Clone)]
 pub(crate) struct Hop {
     pub(crate) shard: Arc<Shard>,
     pub(crate) asking: bool,
+}
+
+impl From<Arc<Shard>> for Hop {
+    /// Straight to `shard` (no `ASKING`).
+    fn from(shard: Arc<Shard>) -> Self {
+        Hop {
+            shard,
+            asking: false,
+        }
+    }
 }
 
 /// How a member reaches its servers.
@@ -64,14 +41,10 @@ pub(crate) const MAX_REDIRECTS: usize = 3;
 impl Route {
     /// The shard serving `slot` now.
     pub(crate) async fn hop(&self, slot: u16) -> Result<Hop, RedisError> {
-        let shard = match self {
-            Route::One(shard) => shard.clone(),
-            Route::Cluster(map) => map.shard(slot).await?,
-        };
-        Ok(Hop {
-            shard,
-            asking: false,
-        })
+        match self {
+            Route::One(shard) => Ok(Hop::from(shard.clone())),
+            Route::Cluster(map) => map.shard(slot).await.map(Hop::from),
+        }
     }
 
     /// Where `error` (a reply of `MOVED` or `ASK`) sends the command next:
@@ -81,11 +54,8 @@ impl Route {
             return None;
         };
         let (addr, slot) = error.redirect_node()?;
-        let shard = map.shard_at(addr);
         let asking = error.kind() == ErrorKind::Server(ServerErrorKind::Ask);
-        if !asking {
-            map.moved(slot, shard.clone());
-        }
+        let shard = map.redirected(addr, slot, !asking);
         Some(Hop { shard, asking })
     }
 
@@ -116,48 +86,8 @@ impl Route {
     /// every `PUBLISH` to every node).
     pub(crate) fn target(&self) -> Target {
         match self {
-            Route::One(shard) => shard.conn.target().clone(),
+            Route::One(shard) => shard.target.clone(),
             Route::Cluster(map) => map.seed(),
         }
     }
-
-    /// The gate every shard's connections pass.
-    pub(crate) fn gate(&self) -> &Gate {
-        match self {
-            Route::One(shard) => shard.conn.gate(),
-            Route::Cluster(map) => map.gate(),
-        }
-    }
-}
-
-/// The client of a server at `addr` (`host:port`), reached with the
-/// settings of `template` (credentials, TLS).
-pub(crate) fn client_at(
-    template: &redis::ConnectionInfo,
-    addr: &str,
-) -> Result<Client, RedisError> {
-    let (host, port) = addr
-        .rsplit_once(':')
-        .and_then(|(h, p)| Some((h.trim_matches(['[', ']']), p.parse::<u16>().ok()?)))
-        .ok_or_else(|| {
-            RedisError::from((
-                ErrorKind::Client,
-                "redirected to an address that is not host:port",
-                addr.to_owned(),
-            ))
-        })?;
-    let addr = match template.addr() {
-        redis::ConnectionAddr::TcpTls {
-            insecure,
-            tls_params,
-            ..
-        } => redis::ConnectionAddr::TcpTls {
-            host: host.to_owned(),
-            port,
-            insecure: *insecure,
-            tls_params: tls_params.clone(),
-        },
-        _ => redis::ConnectionAddr::Tcp(host.to_owned(), port),
-    };
-    Client::open(template.clone().set_addr(addr))
 }

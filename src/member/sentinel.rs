@@ -20,6 +20,7 @@ use tokio::sync::Mutex;
 
 use crate::config::Config;
 use crate::member::link::Target;
+use crate::node::admission;
 
 /// The sentinels of one group, and how to reach its master.
 pub(crate) struct Sentinels {
@@ -120,13 +121,10 @@ impl Sentinels {
         }
         watched.sort();
         watched.dedup();
-        (!watched.is_empty() || self.sentinels.is_empty()).then(|| {
-            format!(
-                "no sentinel watches a group named {:?} (they watch: {})",
-                self.group,
-                watched.join(", ")
-            )
-        })
+        let answered = !watched.is_empty() || self.sentinels.is_empty();
+        let (group, watched) = (&self.group, watched.join(", "));
+        answered
+            .then(|| format!("no sentinel watches a group named {group:?} (they watch: {watched})"))
     }
 
     /// A client of the group's master, as its sentinels name it now.
@@ -142,23 +140,13 @@ impl Sentinels {
 /// The `name` of each master in a `SENTINEL MASTERS` reply (an array of
 /// flat field arrays, or of maps with RESP3).
 fn master_names(reply: Value) -> Vec<String> {
-    let text = |v: &Value| crate::node::admission::text(v.clone());
     let Value::Array(masters) = reply else {
         return Vec::new();
     };
+    let name = |fields: Vec<(String, String)>| fields.into_iter().find(|(k, _)| k == "name");
     masters
-        .iter()
-        .filter_map(|master| match master {
-            Value::Array(fields) => fields
-                .chunks_exact(2)
-                .find(|kv| text(&kv[0]).as_deref() == Some("name"))
-                .and_then(|kv| text(&kv[1])),
-            Value::Map(fields) => fields
-                .iter()
-                .find(|(k, _)| text(k).as_deref() == Some("name"))
-                .and_then(|(_, v)| text(v)),
-            _ => None,
-        })
+        .into_iter()
+        .filter_map(|master| name(admission::pairs(master)?).map(|(_, v)| v))
         .collect()
 }
 

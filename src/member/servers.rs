@@ -30,9 +30,7 @@ impl Node {
     /// command `name` (`COMMAND INFO`); a server that does not answer is
     /// not counted.
     pub(crate) async fn lacks(&self, name: &str, window: Window) -> bool {
-        let mut info = redis::cmd("COMMAND");
-        info.arg("INFO").arg(name);
-        let info = &info;
+        let info = &redis::cmd("COMMAND").arg("INFO").arg(name).clone();
         let known = self
             .on_every_shard(window, |hop| async move {
                 match self.send(&hop, info).await? {
@@ -52,13 +50,13 @@ impl Node {
     /// that a replica lost since the connection opened shows now, not at
     /// the next vote.
     pub(crate) async fn check_replicas(&self, window: Window) -> NodeResult<()> {
-        let gate = self.route.gate();
+        let gate = &self.gate;
         if !gate.fails_over() {
             return Ok(());
         }
-        let info = &admission::replication_info();
+        let info = &admission::info("replication");
         self.on_every_shard(window, |hop| async move {
-            let reply = hop.shard.conn.send(info, false).await?;
+            let reply = hop.shard.send(info, false).await?;
             gate.readmit(reply)
         })
         .await
@@ -70,7 +68,7 @@ impl Node {
     /// `build()`, where these are misconfiguration, not an outage.
     pub(crate) async fn misconfigured(&self, timeout: Duration) -> Option<String> {
         let wrong = match &self.route {
-            Route::One(shard) => match shard.conn.target() {
+            Route::One(shard) => match &shard.target {
                 Target::Sentinel(sentinels) => sentinels.misconfigured(timeout).await,
                 Target::Server(_) => None,
             },
@@ -97,10 +95,7 @@ impl Node {
     {
         let all: BoxFuture<'a, Result<(), RedisError>> = Box::pin(async move {
             let shards = self.route.all().await?;
-            let hops = shards.into_iter().map(|shard| Hop {
-                shard,
-                asking: false,
-            });
+            let hops = shards.into_iter().map(Hop::from);
             futures::future::try_join_all(hops.map(&work))
                 .await
                 .map(|_| ())

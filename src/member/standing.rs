@@ -6,12 +6,13 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use futures::future::BoxFuture;
-use redis::{FromRedisValue, Value};
+use redis::Value;
 
 use super::{Node, NodeResult};
 use crate::error::{NodeFailure, NodeFailureKind};
+use crate::member::link::Shard;
 use crate::member::quarantine::{Aged, Standing};
-use crate::member::route::{Hop, Shard};
+use crate::member::route::Hop;
 use crate::node::commands::Command;
 use crate::node::{admission, Window};
 
@@ -28,41 +29,6 @@ impl Node {
             return Err(self.fail(NodeFailureKind::ServerChanged));
         }
         Ok(())
-    }
-
-    /// The server (`run_id:replid`) whose reading lets `shard` vote now,
-    /// reading its uptime first when it is unknown; `Err` when it may not
-    /// vote.
-    pub(super) async fn voter(
-        &self,
-        shard: &Arc<Shard>,
-        required: Duration,
-        window: Window,
-    ) -> NodeResult<Arc<str>> {
-        self.standing_on(shard, required, window).await?;
-        shard
-            .restart
-            .voter(Instant::now())
-            .ok_or_else(|| self.out(shard.restart.standing(Instant::now())))
-    }
-
-    /// The identity (`run_id:replid`), uptime and whether the server was
-    /// promoted since it started, in an `identity.lua` reply.
-    fn identity(&self, reply: Value) -> NodeResult<(String, Duration, bool)> {
-        let read = reply
-            .extract_error()
-            .and_then(|v| Ok(<(String, i64, i64)>::from_redis_value(v)?));
-        match read {
-            Ok((id, uptime, promoted)) if id.len() > 1 && uptime >= 0 => Ok((
-                id,
-                Duration::from_secs(uptime.unsigned_abs()),
-                promoted == 1,
-            )),
-            Ok((id, uptime, _)) => Err(self.protocol(format!(
-                "INFO without run_id or uptime_in_seconds (identity {id:?}, uptime {uptime})"
-            ))),
-            Err(e) => Err(self.protocol(format!("identity answered {e}"))),
-        }
     }
 
     /// The failure of a node whose `standing` does not let it vote (a
@@ -86,49 +52,46 @@ impl Node {
         let Some((required, _)) = &self.quarantine else {
             return Ok(());
         };
-        let shards = self
-            .within(window, async {
-                self.route
-                    .all()
-                    .await
-                    .map_err(|e| self.failed_with(e, None))
-            })
-            .await?;
-        let checks = shards.iter().map(|shard| -> BoxFuture<'_, NodeResult<()>> {
-            Box::pin(self.standing_on(shard, *required, window))
+        let shards = self.reach(window, self.route.all()).await?;
+        let checks = shards.iter().map(|shard| -> BoxFuture<'_, NodeResult<_>> {
+            Box::pin(self.voter(shard, *required, window))
         });
         futures::future::try_join_all(checks).await.map(|_| ())
     }
 
-    /// [`check_standing`](Self::check_standing) for one server.
-    async fn standing_on(
+    /// The server (`run_id:replid`) whose reading lets `shard` vote now,
+    /// reading its uptime first when its standing is unknown; `Err` when
+    /// it may not vote.
+    pub(super) async fn voter(
         &self,
         shard: &Arc<Shard>,
         required: Duration,
         window: Window,
-    ) -> NodeResult<()> {
-        let mut standing = shard.restart.standing(Instant::now());
-        if standing == Standing::Unknown {
-            if self.quarantine.is_none() {
-                return Ok(());
-            }
+    ) -> NodeResult<Arc<str>> {
+        if shard.restart.standing(Instant::now()) == Standing::Unknown {
             let identity = Command::identity();
             // The identity and uptime, with the epoch of the connection
             // they were read on (taken once that connection is open,
             // before the command is sent).
-            let hop = Hop {
-                shard: shard.clone(),
-                asking: false,
-            };
+            let hop = Hop::from(shard.clone());
             let (epoch, reply) = self
                 .counted(window, || async {
-                    shard.conn.open().await?;
+                    shard.open().await?;
                     let epoch = shard.restart.epoch();
-                    Ok((epoch, self.run(&hop, &identity).await?))
+                    // No probe beside it, no wait behind it.
+                    let read = self.exchange(&hop, &identity, None, &|_| false, window);
+                    Ok((epoch, read.await?.0))
                 })
                 .await?;
-            let (id, uptime, promoted) = self.identity(reply)?;
-            let now = Instant::now();
+            // The identity (`run_id:replid`), uptime and whether the
+            // server was promoted since it started.
+            let (id, uptime, promoted): (String, i64, i64) = self.parse(reply)?;
+            let Some(uptime) = u64::try_from(uptime).ok().filter(|_| id.len() > 1) else {
+                return Err(self.protocol(format!(
+                    "INFO without run_id or uptime_in_seconds (identity {id:?}, uptime {uptime})"
+                )));
+            };
+            let (uptime, promoted) = (Duration::from_secs(uptime), promoted == 1);
             // With durable votes on every replica (the rule for a member
             // that fails over), a promoted replica has every lock the old
             // master counted: its own uptime is its age, not the time since
@@ -137,13 +100,13 @@ impl Node {
                 Some(_) => Aged::ByUptime,
                 None => Aged::FromFirstReading { promoted },
             };
-            standing = shard
+            let now = Instant::now();
+            shard
                 .restart
                 .observed(epoch, uptime, id.into(), aged, required, now);
         }
-        match standing {
-            Standing::Votes => Ok(()),
-            other => Err(self.out(other)),
-        }
+        let now = Instant::now();
+        let voter = shard.restart.voter(now);
+        voter.ok_or_else(|| self.out(shard.restart.standing(now)))
     }
 }

@@ -73,8 +73,7 @@ impl Node {
         kind: Kind,
         window: Window,
     ) -> NodeResult<bool> {
-        let write = kind != Kind::Holds;
-        Ok(self.script(command, kind, window, write).await?.0)
+        Ok(self.script(command, kind, window).await?.0)
     }
 
     /// Compare-and-delete → true when our key(s) were deleted, false when
@@ -91,7 +90,7 @@ impl Node {
         window: Window,
     ) -> NodeResult<bool> {
         // The keys deleted, negated when the announcement was refused.
-        let (yes, deleted) = self.script(command, Kind::Release, window, false).await?;
+        let (yes, deleted) = self.script(command, Kind::Release, window).await?;
         // The node refused the release announcement (`PUBLISH`): the user
         // has no rights on the channel, as new ACL users of Redis 7 by
         // default. Said once per node (naming the resource of the release
@@ -111,7 +110,7 @@ impl Node {
     /// Compare-and-pexpire: whether our key(s) got the new TTL, and if
     /// not, whether a key is missing (repairable) or held by another token.
     pub(crate) async fn extend(&self, command: &Command, window: Window) -> NodeResult<Extended> {
-        let (yes, n) = self.script(command, Kind::Extend, window, true).await?;
+        let (yes, n) = self.script(command, Kind::Extend, window).await?;
         Ok(if self.counters.vote(Operation::Extend, yes) {
             Extended::Yes
         } else if reply::missing(Kind::Extend, n) {
@@ -183,7 +182,7 @@ impl Node {
     ) -> NodeResult<usize> {
         let sets = &Command::repair(keys, token, ttl);
         let slot = crate::keys::hash_slot::slot(keys.first());
-        let (replies, waited) = self
+        let (replies, durable) = self
             .routed(slot, window, |hop| async move {
                 self.counted(window, || async {
                     let mut replies = Vec::with_capacity(sets.len());
@@ -207,23 +206,22 @@ impl Node {
             };
             set += usize::from(reply::counts(Kind::Repair, n) == Some(true));
         }
-        if let (Some(durability), Some(waited)) = (self.durable, &waited) {
-            durable::reached(durability, waited).map_err(|e| self.not_durable(e))?;
-        }
+        durable.map_err(|kind| self.fail(kind))?;
         Ok(set)
     }
 
     /// Runs `command`, a script of `kind`: whether its integer reply counts
     /// as a yes ([`reply::counts`]; a reply the script never gives is a
-    /// protocol error), and the reply. With `write` (an extension, a
-    /// commit), a yes counts only once durable, when durable votes are on.
+    /// protocol error), and the reply. With durable votes, a yes counts
+    /// only once durable, but for the remote check (which reads) and a
+    /// release.
     async fn script(
         &self,
         command: &Command,
         kind: Kind,
         window: Window,
-        write: bool,
     ) -> NodeResult<(bool, i64)> {
+        let write = !matches!(kind, Kind::Holds | Kind::Release);
         let yes = |reply: &Value| {
             let n = i64::from_redis_value_ref(reply).ok();
             write && n.and_then(|n| reply::counts(kind, n)) == Some(true)
@@ -260,34 +258,29 @@ impl Node {
         yes: impl Fn(&Value) -> bool + Send + Sync,
     ) -> NodeResult<Value> {
         let yes = &yes;
-        self.routed(command.slot(), window, |hop| async move {
+        self.routed(command.slot, window, |hop| async move {
             // With restart quarantine: the server allowed to vote now, and
             // the probe that names the server that does.
-            let voter = match (&self.quarantine, probe) {
-                (Some((required, _)), true) => {
-                    Some(self.voter(&hop.shard, *required, window).await?)
+            let (voter, probe) = match (&self.quarantine, probe) {
+                (Some((required, info)), true) => {
+                    let voter = self.voter(&hop.shard, *required, window).await?;
+                    (Some(voter), Some(info))
                 }
-                _ => None,
+                _ => (None, None),
             };
-            let probe = voter.as_ref().and(self.quarantine.as_ref());
-            let probe = probe.map(|(_, info)| &**info);
             let exchange = || self.exchange(&hop, command, probe, yes, window);
-            let (reply, seen, waited) = self.counted(window, exchange).await?;
-            let reached = match (self.durable, &waited) {
-                (Some(durability), Some(waited)) => durable::reached(durability, waited),
-                _ => Ok(()),
-            };
-            if reached.is_err() {
+            let (reply, seen, durable) = self.counted(window, exchange).await?;
+            if durable.is_err() {
                 // Deposed, or a replica lost: ask again which server is
                 // the master, and judge its replicas, before the next vote
                 // (the sentinels name a new master within a failover, not
                 // once the old one is demoted).
-                hop.shard.conn.reconnect();
+                hop.shard.reconnect();
             }
             if let (Some(voter), Some(seen)) = (voter, seen) {
                 self.confirm(&hop.shard, &voter, seen)?;
             }
-            reached.map_err(|e| self.not_durable(e))?;
+            durable.map_err(|kind| self.fail(kind))?;
             Ok(reply)
         })
         .await
@@ -295,50 +288,50 @@ impl Node {
 
     /// One vote's round trip on `hop`, all on its connection: `command`
     /// with the `probe` beside it (both again, in that order, after a
-    /// `NOSCRIPT`), then the durable wait once the reply reads as a yes:
-    /// the reply, the probe's and the wait's.
-    async fn exchange(
+    /// `NOSCRIPT`: the `EVAL` of its script), then the durable wait once
+    /// the reply reads as a yes: the reply, the probe's, and whether the
+    /// wait reached what durable votes ask.
+    pub(super) async fn exchange(
         &self,
         hop: &Hop,
         command: &Command,
-        probe: Option<&Command>,
+        probe: Option<&Cmd>,
         yes: &(impl Fn(&Value) -> bool + Send + Sync),
         window: Window,
-    ) -> Result<(Value, Option<Value>, Option<Value>), RedisError> {
-        let probed = || OptionFuture::from(probe.map(|p| self.run(hop, p)));
-        let (reply, seen) = futures::join!(self.send(hop, command.cmd()), probed());
+    ) -> Result<(Value, Option<Value>, Result<(), NodeFailureKind>), RedisError> {
+        let probed = || OptionFuture::from(probe.map(|p| self.send(hop, p)));
+        let (reply, seen) = futures::join!(self.send(hop, &command.cmd), probed());
         let (reply, seen) = match reply {
-            // The EVAL goes out after the probe: probe again.
-            Err(e) if no_script(&e) => (self.eval(hop, command).await?, probed().await),
+            // The server does not know the script (restarted, or `SCRIPT
+            // FLUSH`). The EVAL goes out after the probe: probe again.
+            Err(e) if e.kind() == ErrorKind::Server(ServerErrorKind::NoScript) => {
+                let eval = command.fallback().ok_or(e)?;
+                (self.send(hop, &eval).await?, probed().await)
+            }
             reply => (reply?, seen),
         };
         // The wait goes out once the yes is known: a no wrote nothing that
         // must last, and a wait blocks the connection while the replicas
         // lag (`WAITAOF`, sent with the write, would even wait for the
         // replicas' once-a-second report).
-        let waited = self.wait(hop, yes(&reply), window).await?;
-        Ok((reply, seen.transpose()?, waited))
+        let durable = self.wait(hop, yes(&reply), window).await?;
+        Ok((reply, seen.transpose()?, durable))
     }
 
     /// With durable votes and `wrote`: the wait on `hop` behind the write,
-    /// and its reply.
+    /// and whether it reached what they ask (`Ok` when there was no wait).
     async fn wait(
         &self,
         hop: &Hop,
         wrote: bool,
         window: Window,
-    ) -> Result<Option<Value>, RedisError> {
-        let wait = self.durable.filter(|_| wrote);
-        let wait = wait.map(|d| durable::wait(d, durable::budget(window)));
-        OptionFuture::from(wait.as_ref().map(|cmd| self.send(hop, cmd)))
-            .await
-            .transpose()
-    }
-
-    /// The failure of a durable wait that fell short (`Ok`: counted as
-    /// such) or whose reply does not read (`Err`: a protocol error).
-    fn not_durable(&self, short: Result<NodeFailureKind, String>) -> NodeFailure {
-        short.map_or_else(|what| self.protocol(what), |kind| self.fail(kind))
+    ) -> Result<Result<(), NodeFailureKind>, RedisError> {
+        let Some(durability) = self.durable.filter(|_| wrote) else {
+            return Ok(Ok(()));
+        };
+        let wait = durable::wait(durability, durable::budget(window));
+        let waited = self.send(hop, &wait).await?;
+        Ok(durable::reached(durability, &waited))
     }
 
     /// `work` on the server serving `slot`, following `MOVED` and `ASK`
@@ -356,63 +349,30 @@ impl Node {
     where
         Fut: Future<Output = NodeResult<T>> + Send + 'a,
     {
-        let hop = async {
-            self.route
-                .hop(slot)
-                .await
-                .map_err(|e| self.failed_with(e, None))
-        };
-        let mut hop = self.within(window, hop).await?;
-        let mut redirects = 0;
-        loop {
+        let mut hop = self.reach(window, self.route.hop(slot)).await?;
+        let attempt = |hop| -> BoxFuture<'a, NodeResult<T>> { Box::pin(work(hop)) };
+        for _ in 0..MAX_REDIRECTS {
             let from = hop.shard.clone();
-            let attempt: BoxFuture<'a, NodeResult<T>> = Box::pin(work(hop));
-            match attempt.await {
-                Err(failure) if redirects < MAX_REDIRECTS => {
-                    match failure.redis_error().and_then(|e| self.route.redirect(e)) {
-                        Some(next) => {
-                            if !next.asking {
-                                // No longer the slot's master (migrated, or
-                                // demoted): read again before it next votes.
-                                from.restart.connection_lost();
-                            }
-                            hop = next;
-                            redirects += 1;
-                        }
-                        None => return Err(failure),
-                    }
-                }
-                other => return other,
+            let failure = match attempt(hop).await {
+                Err(failure) => failure,
+                done => return done,
+            };
+            let Some(next) = failure.redis_error().and_then(|e| self.route.redirect(e)) else {
+                return Err(failure);
+            };
+            if !next.asking {
+                // No longer the slot's master (migrated, or demoted): read
+                // again before it next votes.
+                from.restart.connection_lost();
             }
+            hop = next;
         }
-    }
-
-    /// Sends `command` on `hop`, and its `EVAL` when the server does not
-    /// know the script (restarted, or `SCRIPT FLUSH`).
-    pub(super) async fn run(&self, hop: &Hop, command: &Command) -> Result<Value, RedisError> {
-        match self.send(hop, command.cmd()).await {
-            // Rare: boxed, so that the common path's future stays small
-            // (every fan-out moves it a few times).
-            Err(e) if no_script(&e) => Box::pin(self.eval(hop, command)).await,
-            other => other,
-        }
-    }
-
-    /// The `EVAL` of `command`'s script, after a `NOSCRIPT`.
-    async fn eval(&self, hop: &Hop, command: &Command) -> Result<Value, RedisError> {
-        let eval = command.fallback().ok_or_else(|| {
-            RedisError::from((
-                ErrorKind::Server(ServerErrorKind::NoScript),
-                "NOSCRIPT for a command without a script",
-            ))
-        })?;
-        self.send(hop, &eval).await
+        attempt(hop).await
     }
 
     /// Sends `cmd` to `hop`'s server (after `ASKING` when the hop says so).
     pub(super) async fn send(&self, hop: &Hop, cmd: &Cmd) -> Result<Value, RedisError> {
         hop.shard
-            .conn
             .send(cmd, hop.asking)
             .await
             .and_then(Value::extract_error)
@@ -440,13 +400,10 @@ impl Node {
             return Err(self.failure(NodeFailureKind::Timeout(window.timeout)));
         }
         let latency = end - start;
-        match result {
-            Ok(v) => {
-                self.counters.replied(latency);
-                Ok(v)
-            }
-            Err(e) => Err(self.failed_with(e, Some(latency))),
+        if result.is_ok() {
+            self.counters.replied(latency);
         }
+        result.map_err(|e| self.failed_with(e, Some(latency)))
     }
 
     /// The failure `e` after `latency`, counted — unless it is a cluster's
@@ -454,7 +411,7 @@ impl Node {
     pub(super) fn failed_with(&self, e: RedisError, latency: Option<Duration>) -> NodeFailure {
         // A lost connection is the link's to report: it takes the
         // connection down, and the next one starts a new epoch.
-        let refusal = self.route.gate().refusal(&e);
+        let refusal = self.gate.refusal(&e);
         let kind = refusal.unwrap_or_else(|| classify(&e, latency.unwrap_or_default()));
         self.route.failed(&e);
         if e.redirect_node().is_none() {
@@ -487,6 +444,17 @@ impl Node {
         NodeFailure::new(&*self.label, kind)
     }
 
+    /// Where the member's commands go (`find`: a server, a cluster's
+    /// masters), found within `window`; a failure counted.
+    pub(super) async fn reach<T>(
+        &self,
+        window: Window,
+        find: impl Future<Output = Result<T, RedisError>>,
+    ) -> NodeResult<T> {
+        let found = async { find.await.map_err(|e| self.failed_with(e, None)) };
+        self.within(window, found).await
+    }
+
     /// `work` on this node, given up at the end of `window`: a node that
     /// has not answered by then failed with a timeout. For work outside a
     /// fan-out (which bounds its nodes itself).
@@ -499,9 +467,4 @@ impl Node {
             .await
             .unwrap_or_else(|_| Err(self.failure(NodeFailureKind::Timeout(window.timeout))))
     }
-}
-
-/// Whether `e` is `NOSCRIPT`: the server does not know the script.
-fn no_script(e: &RedisError) -> bool {
-    e.kind() == ErrorKind::Server(ServerErrorKind::NoScript)
 }

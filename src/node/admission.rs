@@ -16,7 +16,6 @@ use redis::{Cmd, ErrorKind, RedisError, Value};
 use tracing::warn;
 
 use crate::error::NodeFailureKind;
-use crate::node::commands::Command;
 
 /// The server identity every node's current connection reported, shared
 /// by the nodes of one client.
@@ -178,12 +177,11 @@ impl Gate {
             let mut conn = conn.clone();
             async move { conn.req_packed_command(&cmd).await.and_then(permitted) }
         };
-        let mut config = redis::cmd("CONFIG");
-        config.arg("GET").arg("maxmemory*");
+        let config = redis::cmd("CONFIG").arg("GET").arg("maxmemory*").clone();
         let config = self.check_eviction.then(|| ask(config));
-        let replication = self.fails_over().then(|| ask(replication_info()));
+        let replication = self.fails_over().then(|| ask(info("replication")));
         let (info, config, replication) = futures::join!(
-            ask(Command::server_info().cmd().clone()),
+            ask(info("server")),
             OptionFuture::from(config),
             OptionFuture::from(replication),
         );
@@ -212,19 +210,13 @@ impl Gate {
 
     /// Records `verdict` (`None`: admitted) and fails with the refusal.
     fn decide(&self, verdict: Option<NodeFailureKind>) -> Result<(), RedisError> {
-        if let Some(kind) = &verdict {
-            warn!(node = %self.label(), reason = %kind, "node refused: it does not vote");
-        }
-        let refused = verdict.is_some();
-        *self.refused.lock().unwrap_or_else(PoisonError::into_inner) = verdict;
-        if refused {
-            return Err(RedisError::from((
-                ErrorKind::Client,
-                "node refused",
-                REFUSED.to_owned(),
-            )));
-        }
-        Ok(())
+        *self.refused.lock().unwrap_or_else(PoisonError::into_inner) = verdict.clone();
+        let Some(kind) = verdict else {
+            return Ok(());
+        };
+        warn!(node = %self.label(), reason = %kind, "node refused: it does not vote");
+        let refused = (ErrorKind::Client, "node refused", REFUSED.to_owned());
+        Err(RedisError::from(refused))
     }
 
     /// Whether the member's master fails over ([`Failover::Replicas`]).
@@ -242,17 +234,15 @@ impl Gate {
     /// Why the connection must be refused, if it must; `None` for a read
     /// that was not permitted.
     fn judge(&self, info: Option<Value>, config: Option<Value>) -> Option<NodeFailureKind> {
-        match info.and_then(text) {
-            Some(info) => match parse_run_id(&info) {
-                Some(run_id) => {
-                    if let Err(other) = self.registry.claim(self.index, &Arc::from(run_id)) {
-                        return Some(NodeFailureKind::SameServer {
-                            other: self.registry.label(other).to_owned(),
-                        });
-                    }
+        let info = info.and_then(text);
+        match info.as_deref().map(parse_run_id) {
+            Some(Some(run_id)) => {
+                if let Err(other) = self.registry.claim(self.index, &Arc::from(run_id)) {
+                    let other = self.registry.label(other).to_owned();
+                    return Some(NodeFailureKind::SameServer { other });
                 }
-                None => self.warn_once(&self.info_warned, "INFO server has no run_id", SAME),
-            },
+            }
+            Some(None) => self.warn_once(&self.info_warned, "INFO server has no run_id", SAME),
             None => self.warn_once(&self.info_warned, "INFO is not permitted", SAME),
         }
         if !self.check_eviction {
@@ -328,7 +318,7 @@ pub(crate) fn text(value: Value) -> Option<String> {
 
 /// The name–value pairs of a `CONFIG GET` reply (an array, or a map with
 /// RESP3); `None` for an error reply.
-fn pairs(value: Value) -> Option<Vec<(String, String)>> {
+pub(crate) fn pairs(value: Value) -> Option<Vec<(String, String)>> {
     match value {
         Value::Array(items) => {
             let items: Vec<String> = items.into_iter().filter_map(text).collect();
@@ -349,14 +339,16 @@ fn pairs(value: Value) -> Option<Vec<(String, String)>> {
     }
 }
 
-/// `INFO replication`: a master's replicas, for [`Failover`].
-pub(crate) fn replication_info() -> Cmd {
-    let mut cmd = redis::cmd("INFO");
-    cmd.arg("replication");
-    cmd
+/// `INFO section`: `server` says which server a node is (its `run_id`, a
+/// new one every time a server starts), read on each new connection and
+/// right behind each vote under restart quarantine, to name the server
+/// that cast it ([`parse_run_id`]); `replication`, a master's replicas,
+/// for [`Failover`].
+pub(crate) fn info(section: &str) -> Cmd {
+    redis::cmd("INFO").arg(section).clone()
 }
 
-/// Reads `run_id` from the text of `INFO server` ([`Command::server_info`]).
+/// Reads `run_id` from the text of `INFO server` ([`info`]).
 pub(crate) fn parse_run_id(info: &str) -> Option<&str> {
     info.lines()
         .find_map(|line| line.strip_prefix("run_id:"))

@@ -34,12 +34,13 @@ pub(crate) const INTENT_LEASE: Duration = Duration::from_secs(2);
 
 /// One operation's command.
 pub(crate) struct Command {
-    cmd: Cmd,
+    /// The command as sent first.
+    pub(crate) cmd: Cmd,
     /// The script an `EVALSHA` calls, for the `EVAL` on `NOSCRIPT`.
     script: Option<&'static Lua>,
     /// The Redis Cluster hash slot of its first key (0 without keys),
     /// where a cluster member sends it.
-    slot: u16,
+    pub(crate) slot: u16,
 }
 
 impl Command {
@@ -234,21 +235,6 @@ impl Command {
         }
     }
 
-    /// `INFO server`: which server a node is (its `run_id`, a new one
-    /// every time a server starts), read on each new connection and right
-    /// behind each vote under restart quarantine, to name the server that
-    /// cast it (see
-    /// [`admission::parse_run_id`](crate::node::admission::parse_run_id)).
-    pub(crate) fn server_info() -> Arc<Self> {
-        let mut cmd = redis::cmd("INFO");
-        cmd.arg("server");
-        Arc::new(Self {
-            cmd,
-            script: None,
-            slot: 0,
-        })
-    }
-
     /// Which server a node is (`run_id` and replication id), its uptime
     /// and whether it was promoted since it started (`identity.lua`): the
     /// reading of restart quarantine's standing.
@@ -276,16 +262,6 @@ impl Command {
             script: Some(script),
             slot: slot.unwrap_or(0),
         })
-    }
-
-    /// The hash slot a Redis Cluster member sends it to.
-    pub(crate) fn slot(&self) -> u16 {
-        self.slot
-    }
-
-    /// The command as sent first.
-    pub(crate) fn cmd(&self) -> &Cmd {
-        &self.cmd
     }
 
     /// The `EVAL` to send when the node does not know the script.

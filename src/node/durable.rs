@@ -18,18 +18,15 @@ use crate::validity;
 /// asks, at most `timeout` (never 0, which would wait for ever).
 pub(crate) fn wait(durability: Durability, timeout: Duration) -> Cmd {
     let ms = validity::millis(timeout).max(1);
-    match durability {
-        Durability::Replicas(r) => {
-            let mut cmd = redis::cmd("WAIT");
-            cmd.arg(r).arg(ms);
-            cmd
-        }
-        Durability::Aof { local, replicas } => {
-            let mut cmd = redis::cmd("WAITAOF");
-            cmd.arg(u8::from(local)).arg(replicas).arg(ms);
-            cmd
-        }
-    }
+    let mut cmd = match durability {
+        Durability::Replicas(r) => redis::cmd("WAIT").arg(r).clone(),
+        Durability::Aof { local, replicas } => redis::cmd("WAITAOF")
+            .arg(u8::from(local))
+            .arg(replicas)
+            .clone(),
+    };
+    cmd.arg(ms);
+    cmd
 }
 
 /// How long a wait sent now may block the server: three quarters of
@@ -50,39 +47,35 @@ pub(crate) fn budget(window: Window) -> Duration {
 pub(crate) const SERVER_TICK: Duration = Duration::from_millis(100);
 
 /// Whether the reply to [`wait`] shows the write durable as asked;
-/// `Err` with the failure when it does not, or with what the reply was
-/// when it cannot be read.
-pub(crate) fn reached(
-    durability: Durability,
-    reply: &Value,
-) -> Result<(), Result<NodeFailureKind, String>> {
+/// `Err` with the failure when it does not, or with a protocol error
+/// saying what the reply was when it cannot be read.
+pub(crate) fn reached(durability: Durability, reply: &Value) -> Result<(), NodeFailureKind> {
     let count = |v: &Value| match v {
         Value::Int(n) => u32::try_from(*n).ok(),
         _ => None,
     };
-    let unreadable = || Err(format!("{reply:?} in answer to a durable vote's wait"));
-    let (fsynced, replicas, required) = match (durability, reply) {
-        (Durability::Replicas(required), reply) => match count(reply) {
-            Some(n) => (true, n, required),
-            None => return Err(unreadable()),
-        },
+    let read = match (durability, reply) {
+        (Durability::Replicas(required), reply) => count(reply).map(|n| (true, n, required)),
         (Durability::Aof { local, replicas }, Value::Array(pair)) => match &pair[..] {
-            [l, r] => match (count(l), count(r)) {
-                (Some(l), Some(r)) => (l > 0 || !local, r, replicas),
-                _ => return Err(unreadable()),
-            },
-            _ => return Err(unreadable()),
+            [l, r] => count(l)
+                .zip(count(r))
+                .map(|(l, r)| (l > 0 || !local, r, replicas)),
+            _ => None,
         },
-        _ => return Err(unreadable()),
+        _ => None,
+    };
+    let Some((fsynced, replicas, required)) = read else {
+        let what = format!("{reply:?} in answer to a durable vote's wait");
+        return Err(NodeFailureKind::Protocol(what));
     };
     if fsynced && replicas >= required {
         Ok(())
     } else {
-        Err(Ok(NodeFailureKind::NotDurable {
+        Err(NodeFailureKind::NotDurable {
             replicas,
             required,
             fsynced,
-        }))
+        })
     }
 }
 
@@ -178,7 +171,7 @@ mod tests {
             required: 2,
             fsynced: true,
         };
-        assert_eq!(reached(two, &Value::Int(1)), Err(Ok(short)));
+        assert_eq!(reached(two, &Value::Int(1)), Err(short));
         let aof = Durability::Aof {
             local: true,
             replicas: 1,
@@ -190,13 +183,19 @@ mod tests {
             required: 1,
             fsynced: false,
         };
-        assert_eq!(reached(aof, &pair(0, 1)), Err(Ok(unsynced)));
+        assert_eq!(reached(aof, &pair(0, 1)), Err(unsynced));
         let replicas_only = Durability::Aof {
             local: false,
             replicas: 1,
         };
         assert_eq!(reached(replicas_only, &pair(0, 1)), Ok(()));
-        assert!(matches!(reached(two, &Value::Nil), Err(Err(_))));
-        assert!(matches!(reached(aof, &Value::Int(1)), Err(Err(_))));
+        assert!(matches!(
+            reached(two, &Value::Nil),
+            Err(NodeFailureKind::Protocol(_))
+        ));
+        assert!(matches!(
+            reached(aof, &Value::Int(1)),
+            Err(NodeFailureKind::Protocol(_))
+        ));
     }
 }

@@ -35,13 +35,8 @@ impl Record {
     /// `<epoch> <seq> <ttl ms> <token> <value>`: four decimal or hex fields
     /// and then the value, byte for byte (it may hold spaces).
     pub(crate) fn encode(&self) -> Vec<u8> {
-        let head = format!(
-            "{} {} {} {} ",
-            self.epoch,
-            self.seq,
-            validity::millis(self.ttl),
-            self.token
-        );
+        let ttl = validity::millis(self.ttl);
+        let head = format!("{} {} {ttl} {} ", self.epoch, self.seq, self.token);
         [head.as_bytes(), &self.value].concat()
     }
 

@@ -38,17 +38,11 @@ pub(crate) struct Grant {
 }
 
 impl Grant {
-    const NO: Grant = Grant {
-        vote: Vote::No,
-        counter: 0,
-        positions: Vec::new(),
-        other_limit: None,
-        free: None,
-    };
-
-    fn yes(counter: u64, positions: Vec<usize>) -> Self {
+    /// A grant of `vote`, the `counter` read and the `positions` set,
+    /// without a limit or a count of free slots.
+    fn new(vote: Vote, counter: u64, positions: Vec<usize>) -> Self {
         Grant {
-            vote: Vote::Yes,
+            vote,
             counter,
             positions,
             other_limit: None,
@@ -66,28 +60,24 @@ impl Shape {
     /// The grant an acquire's `reply` reads as; anything else says what
     /// it was.
     pub(crate) fn read(self, reply: &Value) -> Result<Grant, String> {
-        match self {
-            Shape::Slots { listed, want } => read(reply, listed, want),
-            lock => read_lock(reply, lock == Shape::Fenced),
+        // A `SET NX` reads as `acquire_multi.lua`'s 1 or 0.
+        let (n, kind) = match (self, reply) {
+            (Shape::Slots { listed, want }, reply) => return read(reply, listed, want),
+            (Shape::Fenced, &Value::Int(n)) => (n, Kind::AcquireFenced),
+            (Shape::Lock, &Value::Int(n)) => (n, Kind::AcquireMulti),
+            (Shape::Lock, Value::Okay) => (1, Kind::AcquireMulti),
+            (Shape::Lock, Value::Nil) => (0, Kind::AcquireMulti),
+            (_, other) => return Err(format!("{other:?}")),
+        };
+        match reply::counts(kind, n) {
+            Some(false) => Ok(Grant::new(Vote::No, 0, Vec::new())),
+            // A fenced acquire's yes is the counter.
+            Some(true) if kind == Kind::AcquireFenced => {
+                Ok(Grant::new(Vote::Yes, counter(n)?, Vec::new()))
+            }
+            Some(true) => Ok(Grant::new(Vote::Yes, 0, Vec::new())),
+            None => Err(format!("acquire answered {n}")),
         }
-    }
-}
-
-/// A lock's reply, `fenced` or not; anything else says what it was.
-fn read_lock(reply: &Value, fenced: bool) -> Result<Grant, String> {
-    // A `SET NX` reads as `acquire_multi.lua`'s 1 or 0.
-    let (n, kind) = match (reply, fenced) {
-        (&Value::Int(n), true) => (n, Kind::AcquireFenced),
-        (&Value::Int(n), false) => (n, Kind::AcquireMulti),
-        (Value::Okay, false) => (1, Kind::AcquireMulti),
-        (Value::Nil, false) => (0, Kind::AcquireMulti),
-        (other, _) => return Err(format!("{other:?}")),
-    };
-    match reply::counts(kind, n) {
-        Some(false) => Ok(Grant::NO),
-        // A fenced acquire's yes is the counter.
-        Some(true) => Ok(Grant::yes(if fenced { counter(n)? } else { 0 }, Vec::new())),
-        None => Err(format!("acquire answered {n}")),
     }
 }
 
@@ -120,7 +110,7 @@ fn read(reply: &Value, listed: usize, want: usize) -> Result<Grant, String> {
         [-2, recorded] => match u32::try_from(*recorded) {
             Ok(other) if usize::try_from(other).is_ok_and(|o| o != listed) => Ok(Grant {
                 other_limit: Some(other),
-                ..Grant::NO
+                ..Grant::new(Vote::No, 0, Vec::new())
             }),
             _ => Err(format!(
                 "semaphore acquire found limit {recorded} of {listed}"
@@ -129,7 +119,7 @@ fn read(reply: &Value, listed: usize, want: usize) -> Result<Grant, String> {
         &[-1, free] => match usize::try_from(free) {
             Ok(free) if free < want => Ok(Grant {
                 free: Some(free),
-                ..Grant::NO
+                ..Grant::new(Vote::No, 0, Vec::new())
             }),
             _ => Err(format!("semaphore acquire answered {{-1, {free}}}")),
         },
@@ -146,7 +136,7 @@ fn read(reply: &Value, listed: usize, want: usize) -> Result<Grant, String> {
                     _ => return Err(format!("semaphore acquire set slot {p} of {listed}")),
                 }
             }
-            Ok(Grant::yes(counter, positions))
+            Ok(Grant::new(Vote::Yes, counter, positions))
         }
         other => Err(format!("semaphore acquire answered {other:?}")),
     }

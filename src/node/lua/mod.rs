@@ -21,9 +21,7 @@ impl Lua {
 
     /// `SCRIPT LOAD`, to preload it.
     pub(crate) fn load(&self) -> Cmd {
-        let mut cmd = redis::cmd("SCRIPT");
-        cmd.arg("LOAD").arg(self.source);
-        cmd
+        redis::cmd("SCRIPT").arg("LOAD").arg(self.source).clone()
     }
 
     /// The `EVAL` of `evalsha` (an `EVALSHA` of this script): the same keys
