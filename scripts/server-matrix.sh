@@ -7,9 +7,8 @@
 #     scripts/server-matrix.sh            # all rows
 #     scripts/server-matrix.sh valkey     # one row: redis62 | valkey | mixed
 #
-# Needs the binaries scripts/fetch-servers.sh unpacks (it is run here) and
-# the test binaries built (`cargo test -p quorumlock --no-run` for the
-# suites below: they are the library package's).
+# Needs the binaries scripts/fetch-servers.sh unpacks (it is run here); the
+# suites below are the library package's, from the workspace's test build.
 # Exits non-zero when any suite failed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -52,12 +51,23 @@ run_row() {
     echo "matrix: $row took $((SECONDS - start)) s" >&2
     return "$failed"
 }
-# The suites' test binaries, built once; the rows run them directly.
+# The suites' test binaries: those of the workspace's test build (the one
+# `scripts/run-tests.py` makes; built here when missing). The rows run them
+# directly.
 declare -A EXE
+while read -r suite exe; do
+    EXE[$suite]="$exe"
+done < <(cargo test --all-targets --no-run --message-format=json 2>/dev/null | python3 -c '
+import json, sys
+for line in sys.stdin:
+    m = json.loads(line)
+    src = m.get("target", {}).get("src_path", "")
+    if m.get("reason") == "compiler-artifact" and m.get("executable") and m["profile"]["test"] \
+            and src.endswith("/tests/" + m["target"]["name"] + ".rs") and "/cli/" not in src:
+        print(m["target"]["name"], m["executable"])
+')
 for suite in "${SUITES[@]}"; do
-    EXE[$suite]="$(cargo test -p quorumlock --no-run --test "$suite" 2>&1 |
-        sed -nE 's/^ *Executable .*\((.*)\)$/\1/p')"
-    [ -x "${EXE[$suite]}" ] || { echo "no test binary for $suite" >&2; exit 1; }
+    [ -x "${EXE[$suite]:-}" ] || { echo "no test binary for $suite" >&2; exit 1; }
 done
 declare -A PIDS
 for row in "${ORDER[@]}"; do
