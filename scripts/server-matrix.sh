@@ -51,24 +51,12 @@ run_row() {
     echo "matrix: $row took $((SECONDS - start)) s" >&2
     return "$failed"
 }
-# The suites' test binaries: those of the workspace's test build (the one
-# `scripts/run-tests.py` makes; built here when missing). The rows run them
-# directly.
+# The suites' test binaries, from the workspace's test build; the rows run
+# them directly.
 declare -A EXE
-while read -r suite exe; do
-    EXE[$suite]="$exe"
-done < <(cargo test --all-targets --no-run --message-format=json 2>/dev/null | python3 -c '
-import json, sys
-for line in sys.stdin:
-    m = json.loads(line)
-    src = m.get("target", {}).get("src_path", "")
-    if m.get("reason") == "compiler-artifact" and m.get("executable") and m["profile"]["test"] \
-            and src.endswith("/tests/" + m["target"]["name"] + ".rs") and "/cli/" not in src:
-        print(m["target"]["name"], m["executable"])
-')
-for suite in "${SUITES[@]}"; do
-    [ -x "${EXE[$suite]:-}" ] || { echo "no test binary for $suite" >&2; exit 1; }
-done
+paths="$(scripts/test-binary.sh "${SUITES[@]}")"
+mapfile -t paths <<<"$paths"
+for i in "${!SUITES[@]}"; do EXE[${SUITES[$i]}]="${paths[$i]}"; done
 declare -A PIDS
 for row in "${ORDER[@]}"; do
     servers="${ROWS[$row]:?unknown row $row (redis62, valkey, mixed)}"
