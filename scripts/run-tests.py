@@ -4,6 +4,12 @@ the test binaries side by side instead of one after another.
 
     scripts/run-tests.py            # the whole suite (the README's test command)
     scripts/run-tests.py -j 2       # two lanes instead of three
+    scripts/run-tests.py --path locking fencing
+                                    # the paths of those suites' binaries (the
+                                    # library's tests/NAME.rs), one per line
+
+The paths let CI's server matrix and Docker stage run a suite again,
+against other servers, with no second build.
 
 The binaries are built once (`cargo test --all-targets --no-run`). Most
 suites spend their time waiting on servers they start on free ports, so
@@ -89,9 +95,19 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("-j", "--jobs", type=int, default=3,
                         help="lanes for the suites that share the machine (default 3)")
-    jobs = max(1, parser.parse_args().jobs)
+    parser.add_argument("--path", nargs="+", metavar="NAME",
+                        help="print the paths of these suites' binaries and run nothing")
+    args = parser.parse_args()
+    jobs = max(1, args.jobs)
     os.chdir(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
     every = binaries()
+    if args.path:
+        suites = {b["src"]: b["exe"] for b in every}
+        missing = [n for n in args.path if f"tests/{n}.rs" not in suites]
+        if missing:
+            sys.exit("no test binary for " + ", ".join(missing))
+        print("\n".join(suites[f"tests/{n}.rs"] for n in args.path))
+        return 0
     serial, shared = queue.Queue(), queue.Queue()
     rank = {name: i for i, name in enumerate(LONGEST)}
     for b in every:

@@ -54,7 +54,7 @@ run_row() {
 # The suites' test binaries, from the workspace's test build; the rows run
 # them directly.
 declare -A EXE
-paths="$(scripts/test-binary.sh "${SUITES[@]}")"
+paths="$(scripts/run-tests.py --path "${SUITES[@]}")"
 mapfile -t paths <<<"$paths"
 for i in "${!SUITES[@]}"; do EXE[${SUITES[$i]}]="${paths[$i]}"; done
 declare -A PIDS
