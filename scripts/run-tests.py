@@ -6,7 +6,7 @@ the test binaries side by side instead of one after another.
     scripts/run-tests.py -j 2       # two lanes instead of three
     scripts/run-tests.py --path locking fencing
                                     # the paths of those suites' binaries (the
-                                    # library's tests/NAME.rs), one per line
+                                    # library's integration tests), one per line
 
 The paths let CI's server matrix and Docker stage run a suite again,
 against other servers, with no second build.

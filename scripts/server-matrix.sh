@@ -54,8 +54,8 @@ run_row() {
 # The suites' test binaries, from the workspace's test build; the rows run
 # them directly.
 declare -A EXE
-paths="$(scripts/run-tests.py --path "${SUITES[@]}")"
-mapfile -t paths <<<"$paths"
+found="$(scripts/run-tests.py --path "${SUITES[@]}")"
+mapfile -t paths <<<"$found"
 for i in "${!SUITES[@]}"; do EXE[${SUITES[$i]}]="${paths[$i]}"; done
 declare -A PIDS
 for row in "${ORDER[@]}"; do

@@ -113,7 +113,7 @@ mod tests {
     }
 
     #[test]
-    fn a_wait_may_block_three_quarters_of_what_is_left() {
+    fn a_wait_gets_three_quarters_of_what_the_tick_leaves_or_half_of_a_short_window() {
         // The budget is three quarters of what is left less the server's
         // tick, read at some instant between the window's start and the
         // read below: at most that of the whole window, at least that of
