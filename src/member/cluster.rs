@@ -93,7 +93,7 @@ impl ClusterMap {
     }
 
     /// The master serving `slot`, when the table is not stale.
-    fn known(&self, slot: u16) -> Option<Arc<Shard>> {
+    pub(crate) fn known(&self, slot: u16) -> Option<Arc<Shard>> {
         let table = self.table();
         let shard = table.slots.get(usize::from(slot)).filter(|_| !table.stale);
         shard.cloned().flatten()

@@ -39,7 +39,17 @@ pub(crate) enum Route {
 pub(crate) const MAX_REDIRECTS: usize = 3;
 
 impl Route {
-    /// The shard serving `slot` now.
+    /// The shard serving `slot`, when known without asking a server (a
+    /// single server, a cluster whose table is read and not stale).
+    pub(crate) fn known(&self, slot: u16) -> Option<Hop> {
+        match self {
+            Route::One(shard) => Some(Hop::from(shard.clone())),
+            Route::Cluster(map) => map.known(slot).map(Hop::from),
+        }
+    }
+
+    /// The shard serving `slot` now (a cluster's table read first when it
+    /// is not known).
     pub(crate) async fn hop(&self, slot: u16) -> Result<Hop, RedisError> {
         match self {
             Route::One(shard) => Ok(Hop::from(shard.clone())),

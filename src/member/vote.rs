@@ -300,7 +300,10 @@ impl Node {
         window: Window,
     ) -> Result<(Value, Option<Value>, Result<(), NodeFailureKind>), RedisError> {
         let probed = || OptionFuture::from(probe.map(|p| self.send(hop, p)));
-        let (reply, seen) = futures::join!(self.send(hop, &command.cmd), probed());
+        let (reply, seen) = match probe {
+            Some(_) => futures::join!(self.send(hop, &command.cmd), probed()),
+            None => (self.send(hop, &command.cmd).await, None),
+        };
         let (reply, seen) = match reply {
             // The server does not know the script (restarted, or `SCRIPT
             // FLUSH`). The EVAL goes out after the probe: probe again.
@@ -337,37 +340,44 @@ impl Node {
     /// `work` on the server serving `slot`, following `MOVED` and `ASK`
     /// replies (at most [`MAX_REDIRECTS`]): the caller never sees one.
     ///
-    /// Each try is boxed (as a `dyn Future`): a fan-out's futures would
-    /// otherwise nest too deeply for the compiler's checks in the callers'
-    /// crates.
-    pub(super) async fn routed<'a, T, Fut>(
+    /// One box for the whole call, made before anything runs: the
+    /// fan-out moves each node's future into its set (and a straggler's
+    /// into the background), so that future stays a pointer's size however
+    /// deep the work nests; the box also keeps the callers' crates clear of
+    /// that nesting.
+    pub(super) fn routed<'a, T, Fut>(
         &'a self,
         slot: u16,
         window: Window,
-        work: impl Fn(Hop) -> Fut,
-    ) -> NodeResult<T>
+        work: impl Fn(Hop) -> Fut + Send + 'a,
+    ) -> BoxFuture<'a, NodeResult<T>>
     where
         Fut: Future<Output = NodeResult<T>> + Send + 'a,
+        T: Send + 'a,
     {
-        let mut hop = self.reach(window, self.route.hop(slot)).await?;
-        let attempt = |hop| -> BoxFuture<'a, NodeResult<T>> { Box::pin(work(hop)) };
-        for _ in 0..MAX_REDIRECTS {
-            let from = hop.shard.clone();
-            let failure = match attempt(hop).await {
-                Err(failure) => failure,
-                done => return done,
+        Box::pin(async move {
+            let mut hop = match self.route.known(slot) {
+                Some(hop) => hop,
+                None => self.reach(window, self.route.hop(slot)).await?,
             };
-            let Some(next) = failure.redis_error().and_then(|e| self.route.redirect(e)) else {
-                return Err(failure);
-            };
-            if !next.asking {
-                // No longer the slot's master (migrated, or demoted): read
-                // again before it next votes.
-                from.restart.connection_lost();
+            for _ in 0..MAX_REDIRECTS {
+                let from = hop.shard.clone();
+                let failure = match work(hop).await {
+                    Err(failure) => failure,
+                    done => return done,
+                };
+                let Some(next) = failure.redis_error().and_then(|e| self.route.redirect(e)) else {
+                    return Err(failure);
+                };
+                if !next.asking {
+                    // No longer the slot's master (migrated, or demoted):
+                    // read again before it next votes.
+                    from.restart.connection_lost();
+                }
+                hop = next;
             }
-            hop = next;
-        }
-        attempt(hop).await
+            work(hop).await
+        })
     }
 
     /// Sends `cmd` to `hop`'s server (after `ASKING` when the hop says so).
@@ -393,13 +403,14 @@ impl Node {
         Fut: Future<Output = Result<T, RedisError>>,
     {
         self.counters.sent();
-        let start = Instant::now();
         let result = send().await;
+        // One clock read per reply: its latency counts from the window's
+        // start, when the fan-out sent to every node at once.
         let end = Instant::now();
         if end > window.deadline {
             return Err(self.failure(NodeFailureKind::Timeout(window.timeout)));
         }
-        let latency = end - start;
+        let latency = end.saturating_duration_since(window.start);
         if result.is_ok() {
             self.counters.replied(latency);
         }

@@ -123,11 +123,7 @@ mod tests {
             (Duration::from_secs(3600), Duration::from_millis(2_699_925)),
             (Duration::from_millis(1000), Duration::from_millis(675)),
         ] {
-            let before = Instant::now();
-            let window = Window {
-                deadline: before + timeout,
-                timeout,
-            };
+            let window = Window::from_now(timeout);
             let budget = budget(window);
             let left = window.deadline.saturating_duration_since(Instant::now());
             let least = (left.saturating_sub(SERVER_TICK) * 3 / 4).max(left / 2);
@@ -136,8 +132,10 @@ mod tests {
                 "{timeout:?}: {budget:?} not within {least:?}..={most:?}"
             );
         }
+        let now = Instant::now();
         let past = Window {
-            deadline: Instant::now(),
+            start: now,
+            deadline: now,
             timeout: Duration::from_secs(1),
         };
         assert_eq!(budget(past), Duration::ZERO);
@@ -145,11 +143,7 @@ mod tests {
         // left, not the millisecond the tick would leave.
         for ms in [50, 80, 200] {
             let timeout = Duration::from_millis(ms);
-            let before = Instant::now();
-            let short = Window {
-                deadline: before + timeout,
-                timeout,
-            };
+            let short = Window::from_now(timeout);
             let budget = budget(short);
             let left = short.deadline.saturating_duration_since(Instant::now());
             assert!(

@@ -21,10 +21,12 @@ pub(crate) mod reply;
 
 use std::time::{Duration, Instant};
 
-/// Until when a node's answer counts, and the timeout that deadline
-/// stands for (for the message of a late answer).
+/// When a node call began (every node of a fan-out at once: a reply's
+/// latency counts from it), until when its answer counts, and the timeout
+/// that deadline stands for (for the message of a late answer).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Window {
+    pub(crate) start: Instant,
     pub(crate) deadline: Instant,
     pub(crate) timeout: Duration,
 }
@@ -35,6 +37,7 @@ impl Window {
     pub(crate) fn from_now(timeout: Duration) -> Self {
         let now = Instant::now();
         Self {
+            start: now,
             deadline: now
                 .checked_add(timeout)
                 .or_else(|| now.checked_add(Duration::from_secs(1 << 32)))

@@ -20,7 +20,7 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use futures::future::OptionFuture;
+use futures::future::{FutureExt, OptionFuture};
 use futures::stream::{FuturesUnordered, StreamExt};
 use tracing::debug;
 
@@ -216,9 +216,11 @@ impl Engine {
     {
         let nodes = &plan.nodes;
         let window = Window::from_now(plan.timeout);
+        // Tagged with a map, not an async block: a block would hold the
+        // call's future twice (before and while awaiting it), and each node's
+        // future is moved into the set, and a straggler's into the background.
         let pending = nodes.iter().enumerate().map(|(i, node)| {
-            let reply = call(i, node.clone(), command.clone(), window);
-            async move { (i, reply.await) }
+            call(i, node.clone(), command.clone(), window).map(move |reply| (i, reply))
         });
         let mut gather = Gather {
             pending: Some(pending.collect()),

@@ -114,7 +114,11 @@ impl Repairs {
     /// repair running there (each is bounded by the node timeout).
     pub(crate) async fn close(&self, i: usize) {
         if let Some(closed) = self.closed.get(i) {
-            *closed.write().await = true;
+            // No repair running there (the common case): closed at once.
+            match closed.try_write() {
+                Ok(mut closed) => *closed = true,
+                Err(_) => *closed.write().await = true,
+            }
         }
     }
 }

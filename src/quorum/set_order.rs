@@ -47,6 +47,10 @@ impl SetFuture {
     /// Resolves once this node's `SET` has finished, failed, timed out or
     /// was dropped.
     pub(crate) async fn over(&self) {
+        // Over already (the common case): nothing to wait for.
+        if self.sets.over[self.node].load(Ordering::SeqCst) {
+            return;
+        }
         loop {
             // Created before the check: `notify_waiters` reaches it even
             // before it is first polled.

@@ -197,7 +197,8 @@ pub struct NodeStats {
     /// codes seen at least once.
     pub redis_errors: Vec<(&'static str, u64)>,
     /// Time from sending a command to its reply (error replies included,
-    /// timeouts and connection failures not).
+    /// timeouts and connection failures not), counted from the start of
+    /// the operation that sent it to every node at once.
     pub latency: Latency,
     /// Whether the node's last command got an answer after which it can
     /// vote: a reply, or an error reply about one key or command
