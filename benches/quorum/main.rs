@@ -167,6 +167,7 @@ fn main() {
         }
         return;
     }
+    measure::check_overlaps();
     let args: Vec<String> = std::env::args().skip(1).collect();
     // `cargo bench` passes --bench; `cargo test --benches` does not.
     if !args.iter().any(|a| a == "--bench") {
@@ -354,15 +355,18 @@ fn run_all(s: &Settings, results: &mut Results) {
                 let r = rt.block_on(scenarios::contention(kind, &urls, k, s.contention_window));
                 eprintln!(
                     "contention K={k} {}: {:.0} grants/s, next grant p50 {:.0} µs, \
-                     hand-off p50 {:.0} µs ({} samples), wait p99 {:.0} µs, re-grabs {:.0} %",
+                     hand-off p50 {:.0} µs ({} samples), wait p99 {:.0} µs, re-grabs {:.0} %, \
+                     overlaps {}",
                     kind.name(),
                     r.grants_per_s,
                     measure::micros(r.next_grant.p50),
                     measure::micros(r.handoff.p50),
                     r.handoff.n,
                     measure::micros(r.wait.p99),
-                    r.regrabs * 100.0
+                    r.regrabs * 100.0,
+                    r.overlaps
                 );
+                assert_eq!(r.overlaps, 0, "two holders at once: contention K={k}");
                 results.contention.push(r);
             }
         }
@@ -423,14 +427,16 @@ fn scale_all(s: &Settings, rt: &tokio::runtime::Runtime, results: &mut Results) 
                 let r = waiters::run(kind, &urls, k, s.scale_waiters_window);
                 eprintln!(
                     "scale-waiters {k} processes {}: {:.0} grants/s, next grant p50 {:.0} µs \
-                     p99 {:.0} µs, hand-offs {}, re-grabs {:.0} %",
+                     p99 {:.0} µs, hand-offs {}, re-grabs {:.0} %, overlaps {}",
                     kind.name(),
                     r.grants_per_s,
                     measure::micros(r.next_grant.p50),
                     measure::micros(r.next_grant.p99),
                     r.handoff.n,
-                    r.regrabs * 100.0
+                    r.regrabs * 100.0,
+                    r.overlaps
                 );
+                assert_eq!(r.overlaps, 0, "two holders at once: {k} processes");
                 results.waiters.push(r);
             }
         }

@@ -125,6 +125,7 @@ fn contention_json(c: &Contention) -> Value {
                     "handoffs": c.handoff.n, "handoff_p50_us": micros(c.handoff.p50),
                     "handoff_p99_us": micros(c.handoff.p99),
                     "handoff_max_us": micros(c.handoff.max), "regrab_share": c.regrabs,
+                    "overlaps": c.overlaps,
     })
 }
 
@@ -435,13 +436,13 @@ impl Results {
 pub fn contention_rows(md: &mut String, rows: &[Contention]) {
     md.push_str(
         "| K | contender | grants/s | next grant p50 | p99 | hand-offs | hand-off p50 \
-         | wait p50 | wait p99 | re-grabs |\n\
-         |---|---|---|---|---|---|---|---|---|---|\n",
+         | wait p50 | wait p99 | re-grabs | overlaps |\n\
+         |---|---|---|---|---|---|---|---|---|---|---|\n",
     );
     for c in rows {
         let _ = writeln!(
             md,
-            "| {} | {} | {:.0} | {} | {} | {} | {} | {} | {} | {:.0} % |",
+            "| {} | {} | {:.0} | {} | {} | {} | {} | {} | {} | {:.0} % | {} |",
             c.k,
             c.kind.name(),
             c.grants_per_s,
@@ -452,6 +453,7 @@ pub fn contention_rows(md: &mut String, rows: &[Contention]) {
             us(micros(c.wait.p50)),
             us(micros(c.wait.p99)),
             c.regrabs * 100.0,
+            c.overlaps,
         );
     }
     md.push('\n');

@@ -171,6 +171,9 @@ pub struct Contention {
     /// Share of grants that went back to the client that released last
     /// while another client was waiting.
     pub regrabs: f64,
+    /// Grants made while another client held the resource
+    /// ([`overlaps`](crate::measure::overlaps)): must be 0.
+    pub overlaps: usize,
 }
 
 /// How long a holder keeps the lock, and waits after releasing it before
@@ -195,6 +198,8 @@ struct Shared {
     next_grants: Mutex<Vec<Duration>>,
     handoffs: Mutex<Vec<Duration>>,
     waits: Mutex<Vec<Duration>>,
+    /// Every hold: (client, granted, released), since the run's start.
+    holds: Mutex<Vec<(usize, u64, u64)>>,
 }
 
 /// `k` clients (one client each, as `k` processes would have) loop on one
@@ -253,9 +258,16 @@ pub async fn contention(kind: Kind, urls: &[String], k: usize, window: Duration)
                             .unwrap()
                             .iter()
                             .any(Option::is_some);
+                        let at = Instant::now();
+                        let nanos = |t: Instant| (t - start).as_nanos() as u64;
+                        shared
+                            .holds
+                            .lock()
+                            .unwrap()
+                            .push((me, nanos(now), nanos(at)));
                         *shared.last_release.lock().unwrap() = Some(Release {
                             by: me,
-                            at: Instant::now(),
+                            at,
                             waiters,
                         });
                     }
@@ -269,6 +281,7 @@ pub async fn contention(kind: Kind, urls: &[String], k: usize, window: Duration)
         let _ = h.await;
     }
     let grants = shared.grants.load(Ordering::Relaxed);
+    let overlaps = crate::measure::overlaps(&mut shared.holds.lock().unwrap());
     let summary = |v: &Mutex<Vec<Duration>>| Summary::of(&v.lock().unwrap());
     let (next_grant, handoff, wait) = (
         summary(&shared.next_grants),
@@ -283,5 +296,6 @@ pub async fn contention(kind: Kind, urls: &[String], k: usize, window: Duration)
         handoff,
         wait,
         regrabs: shared.regrabs.load(Ordering::Relaxed) as f64 / grants.max(1) as f64,
+        overlaps,
     }
 }
