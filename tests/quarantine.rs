@@ -281,9 +281,8 @@ async fn a_dead_connection_met_by_a_release_follow_up_does_not_bypass_the_quaran
 /// A proxy that keeps the client's connection open while the server
 /// behind it restarts (Envoy, twemproxy): no connection loss tells the
 /// client, so without more the node's standing stays "votes". The vote
-/// carries its connection's name, which the new server never heard: the
-/// new server is caught by the vote itself, kept out, and votes again
-/// once its quarantine has passed.
+/// carries the server's `run_id`: the new server is caught by the vote
+/// itself, kept out, and votes again once its quarantine has passed.
 #[tokio::test]
 async fn a_restart_behind_a_proxy_that_keeps_the_connection_is_caught_by_the_vote() {
     let mut cluster = Cluster::local(3);

@@ -47,10 +47,6 @@ const LOCKER_ACL: &[&str] = &[
     // Restart quarantine reads the uptime; every connection reads the
     // server's run_id.
     "+info",
-    // Restart quarantine names the connection each uptime was read on, and
-    // checks the name behind each vote.
-    "+client|setname",
-    "+client|getname",
     // The eviction check reads maxmemory and maxmemory-policy.
     "+config|get",
 ];

@@ -235,12 +235,8 @@ impl Builder {
     /// (`INFO server`) when the client starts and again after every
     /// connection loss or reconnect, since the node may have restarted —
     /// including the reconnects the redis crate makes by itself (RESP3
-    /// URLs, background commands). Each reading names the connection it
-    /// was read on (`CLIENT SETNAME`), and a vote counts only on a
-    /// connection that still bears that name (`CLIENT GETNAME` behind it),
-    /// so a restart behind a proxy that keeps the connection is caught by
-    /// the vote itself. A `required` longer than any uptime keeps every
-    /// node out.
+    /// URLs, background commands). A `required` longer than any uptime
+    /// keeps every node out.
     ///
     /// Why: a node that restarts without persistence has forgotten every
     /// key. If it votes at once, a second client can win a majority with it

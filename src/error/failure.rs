@@ -124,15 +124,11 @@ pub enum NodeFailureKind {
         /// The node's `maxmemory`, in bytes.
         maxmemory: u64,
     },
-    /// With restart quarantine, the vote came over another server-side
-    /// connection than the one whose uptime reading let the node vote (the
-    /// server restarted, or another took its place, or a proxy reached it
-    /// anew, without the client's connection breaking): the vote was not
-    /// counted, and the uptime is read again.
-    #[error(
-        "the vote came over another server-side connection than the one the uptime was read \
-         on (a restart, or a proxy's new connection): vote not counted"
-    )]
+    /// With restart quarantine, the server that answered a vote is not the
+    /// one whose uptime let the node vote (it restarted, or another server
+    /// took its place, without the connection breaking, e.g. behind a
+    /// proxy): the vote was not counted, and the uptime is read again.
+    #[error("another server answered than the one whose uptime was read: vote not counted")]
     ServerChanged,
     /// With durable votes ([`Builder::durable_votes`](crate::Builder::durable_votes)),
     /// the node's yes did not reach enough replicas (`WAIT`) or append-only

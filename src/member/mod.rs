@@ -26,7 +26,7 @@ use crate::config::{Config, Durability};
 use crate::error::{NodeFailure, NodeFailureKind};
 use crate::member::link::Target;
 use crate::member::route::Route;
-use crate::node::admission::Gate;
+use crate::node::admission::{self, Gate};
 use crate::stats::counters::NodeCounters;
 
 /// A member of the quorum: one vote, cast by a single server, a Sentinel
@@ -52,8 +52,7 @@ pub(crate) struct Shared {
     /// and why the last was refused.
     gate: Arc<Gate>,
     /// With restart quarantine: how long a (re)started server stays out,
-    /// and the probe sent behind each vote (`CLIENT GETNAME`: the name
-    /// the reading gave the connection).
+    /// and the probe sent behind each vote (`INFO server`: its `run_id`).
     quarantine: Option<(Duration, Cmd)>,
     /// With durable votes: what a yes must reach to count.
     durable: Option<Durability>,
@@ -104,11 +103,7 @@ impl Node {
             label: label.into(),
             route,
             gate,
-            quarantine: quarantine.map(|q| {
-                let mut name = Cmd::new();
-                name.arg("CLIENT").arg("GETNAME");
-                (q, name)
-            }),
+            quarantine: quarantine.map(|q| (q, admission::info("server"))),
             durable,
             counters: NodeCounters::new(label),
             announce_refused: AtomicBool::new(false),

@@ -13,13 +13,11 @@
 //! A reading also names the server (`run_id`). A reading that names
 //! another server than the last one counts its age from now, whatever
 //! uptime it reports: a failed-over replica or a server swapped behind a
-//! proxy may be old and still lack the keys. The reading gives the
-//! server-side connection it was read on a name of its own; a vote is
-//! counted only when the connection that cast it still bears that name
-//! ([`Quarantine::voter`], [`Quarantine::confirm`]): a connection cannot
-//! outlive its server, so a restart no connection loss revealed (a proxy
-//! that keeps the client's connection open and opens another to the
-//! server) is caught by the vote itself.
+//! proxy may be old and still lack the keys. A vote is counted only when
+//! the server that cast it is the one whose reading let it vote
+//! ([`Quarantine::voter`], [`Quarantine::confirm`]), so a restart no
+//! connection loss revealed (a proxy that keeps the client's connection
+//! open) is caught by the vote itself.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -42,19 +40,11 @@ struct Reading {
     /// quarantine too long to express as an instant), and the uptime it
     /// reported.
     out: Option<(Option<Instant>, Duration, Instant)>,
-    /// The server it was read from, and its connection's name.
-    server: Option<Server>,
+    /// The server it was read from.
+    run_id: Option<Arc<str>>,
     /// When that server was first read, if it replaced another: its age
     /// counts from then, in every later reading too.
     replaced_at: Option<Instant>,
-}
-
-/// Which server a reading was taken from (`run_id`), and the name it gave
-/// the server-side connection it was read on (`CLIENT SETNAME`).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Server {
-    pub(crate) run_id: Arc<str>,
-    pub(crate) name: Arc<str>,
 }
 
 /// How a server that replaced another (a promoted replica, another server
@@ -121,40 +111,38 @@ impl Quarantine {
         self.epoch.load(Ordering::SeqCst)
     }
 
-    /// The name of the connection whose reading lets the node vote at
-    /// `now`; `None` when it may not vote. Take it before sending a vote,
-    /// and [`confirm`](Self::confirm) the name the connection bears.
+    /// The server whose reading lets the node vote at `now`; `None` when
+    /// it may not vote. Take it before sending a vote, and
+    /// [`confirm`](Self::confirm) the server that answered.
     pub(crate) fn voter(&self, now: Instant) -> Option<Arc<str>> {
         let last = self.reading();
         match self.standing_of(&last, now) {
-            Standing::Votes => last.server.as_ref().map(|s| s.name.clone()),
+            Standing::Votes => last.run_id.clone(),
             _ => None,
         }
     }
 
-    /// Whether a vote counts that was cast on a server-side connection
-    /// named `seen` (read behind the vote; `None` for a connection without
-    /// a name) by a node allowed to vote on the connection its reading
-    /// named `voter`. When they differ, the connection is not the one that
-    /// was read (the server restarted, or a proxy reached it, or another,
-    /// over a new connection): its standing becomes unknown (the next
-    /// reading names the server, and a new one counts its age from then).
-    /// A replication id that changed under the same connection (a master
-    /// demoted and promoted again) comes with a connection event instead:
-    /// a `READONLY` reply or a `MOVED` away ends the epoch, and the next
-    /// reading sees it.
-    pub(crate) fn confirm(&self, voter: &str, seen: Option<&str>) -> bool {
-        if seen == Some(voter) {
+    /// Whether the vote of server `seen` (its `run_id`, read behind the
+    /// vote) counts for a node that was allowed to vote as server `voter`
+    /// (`run_id:replid`, its reading). When they differ, the node
+    /// restarted or was replaced without a connection loss: its standing
+    /// becomes unknown (the next reading names the new server, whose age
+    /// counts from then). A replication id that changed under the same
+    /// `run_id` (a master demoted and promoted again) comes with a
+    /// connection event instead: a `READONLY` reply or a `MOVED` away
+    /// ends the epoch, and the next reading sees it.
+    pub(crate) fn confirm(&self, voter: &str, seen: &str) -> bool {
+        if voter.split(':').next() == Some(seen) {
             return true;
         }
         self.connection_lost();
         false
     }
 
-    /// Records an uptime requested in `epoch` and read at `now` from
-    /// `server`; the node stays out until it has been up for `required`
-    /// (with [`Aged::FromFirstReading`], counted from `now` when its
-    /// `run_id` is not the server of the last reading, or — at the first reading —
+    /// Records an uptime requested in `epoch` and read at `now` from server
+    /// `run_id`; the node stays out until it has been up for `required`
+    /// (with [`Aged::FromFirstReading`], counted from `now` when `run_id`
+    /// is not the server of the last reading, or — at the first reading —
     /// when the server was promoted since it started: a replica promoted
     /// before this client ever read the member may lack keys, whatever its
     /// uptime). A reading from an epoch that has ended is not counted:
@@ -163,7 +151,7 @@ impl Quarantine {
         &self,
         epoch: u64,
         uptime: Duration,
-        server: Server,
+        run_id: Arc<str>,
         aged: Aged,
         required: Duration,
         now: Instant,
@@ -172,9 +160,9 @@ impl Quarantine {
         if epoch != self.epoch.load(Ordering::SeqCst) {
             return Standing::Unknown;
         }
-        let replaced = match (aged, &last.server) {
+        let replaced = match (aged, &last.run_id) {
             (Aged::ByUptime, _) => false,
-            (Aged::FromFirstReading { .. }, Some(known)) => known.run_id != server.run_id,
+            (Aged::FromFirstReading { .. }, Some(known)) => *known != run_id,
             (Aged::FromFirstReading { promoted }, None) => promoted,
         };
         if replaced {
@@ -187,7 +175,7 @@ impl Quarantine {
             None => uptime,
         };
         last.epoch = Some(epoch);
-        last.server = Some(server);
+        last.run_id = Some(run_id);
         match required.checked_sub(uptime) {
             Some(left) if !left.is_zero() => {
                 last.out = Some((now.checked_add(left), uptime, now));
@@ -206,16 +194,6 @@ mod tests {
     use super::*;
 
     const S: Duration = Duration::from_secs(1);
-
-    /// Server `id`, its connection named `<id>-conn`.
-    impl From<&str> for Server {
-        fn from(id: &str) -> Self {
-            Server {
-                run_id: id.into(),
-                name: format!("{id}-conn").into(),
-            }
-        }
-    }
 
     /// A reading of `id` (up `uptime`, `promoted` or not) at `now` in the
     /// current epoch, aged from the first reading, quarantine 30 s.
@@ -397,22 +375,22 @@ mod tests {
     }
 
     #[test]
-    fn a_vote_counts_only_on_the_connection_that_was_read() {
+    fn a_vote_counts_only_from_the_server_that_was_read() {
         let q = Quarantine::default();
         let now = Instant::now();
         assert_eq!(q.voter(now), None, "unknown");
         observe(&q, 100 * S, 30 * S, now);
         let voter = q.voter(now).unwrap();
-        assert_eq!(&*voter, "a-conn");
-        assert!(q.confirm(&voter, Some("a-conn")));
-        // Another reading's connection does not vouch for this one.
+        assert_eq!(&*voter, "a");
+        assert!(q.confirm(&voter, "a"));
+        // A reading names `run_id:replid`; the probe, the `run_id`.
         let read = Quarantine::default();
-        reading_of(&read, 100 * S, "c", false, now);
-        assert!(!read.confirm(&read.voter(now).unwrap(), Some("a-conn")));
+        reading_of(&read, 100 * S, "a:r1", false, now);
+        assert!(read.confirm(&read.voter(now).unwrap(), "a"));
+        assert!(!read.confirm(&read.voter(now).unwrap(), "r1"));
         assert_eq!(q.standing(now), Standing::Votes);
-        // A connection without the name: the server behind the client's
-        // connection was reached anew (restarted, or swapped by a proxy).
-        assert!(!q.confirm(&voter, None));
+        // The server behind the same connection changed.
+        assert!(!q.confirm(&voter, "b"));
         assert_eq!(q.standing(now), Standing::Unknown);
         assert_eq!(q.voter(now), None);
         assert_eq!(

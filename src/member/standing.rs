@@ -11,20 +11,21 @@ use redis::Value;
 use super::{Node, NodeResult};
 use crate::error::{NodeFailure, NodeFailureKind};
 use crate::member::link::Shard;
-use crate::member::quarantine::{Aged, Server, Standing};
+use crate::member::quarantine::{Aged, Standing};
 use crate::member::route::Hop;
 use crate::node::commands::Command;
-use crate::node::Window;
+use crate::node::{admission, Window};
 
 impl Node {
-    /// Whether the connection that cast a vote bears the name `voter`
-    /// (`seen`, its `CLIENT GETNAME` read behind the vote), the name the
-    /// reading that let `shard` vote gave it
-    /// ([`Quarantine::confirm`](crate::member::quarantine::Quarantine::confirm));
+    /// Whether the server that answered the probe behind a vote (`seen`,
+    /// its `INFO server`) is `voter`, the server whose reading let `shard`
+    /// vote ([`Quarantine::confirm`](crate::member::quarantine::Quarantine::confirm));
     /// else the vote does not count and the standing becomes unknown.
     pub(super) fn confirm(&self, shard: &Shard, voter: &str, seen: Value) -> NodeResult<()> {
-        let seen: Option<String> = self.parse(seen)?;
-        if !shard.restart.confirm(voter, seen.as_deref()) {
+        let seen: String = self.parse(seen)?;
+        let seen = admission::parse_run_id(&seen)
+            .ok_or_else(|| self.protocol("INFO server without run_id".to_owned()))?;
+        if !shard.restart.confirm(voter, seen) {
             return Err(self.fail(NodeFailureKind::ServerChanged));
         }
         Ok(())
@@ -58,9 +59,8 @@ impl Node {
         futures::future::try_join_all(checks).await.map(|_| ())
     }
 
-    /// The name of the connection whose reading lets `shard` vote now,
-    /// reading the server's identity and uptime first when its standing is
-    /// unknown (and naming the connection they were read on); `Err` when
+    /// The server (`run_id:replid`) whose reading lets `shard` vote now,
+    /// reading its uptime first when its standing is unknown; `Err` when
     /// it may not vote.
     pub(super) async fn voter(
         &self,
@@ -70,21 +70,16 @@ impl Node {
     ) -> NodeResult<Arc<str>> {
         if shard.restart.standing(Instant::now()) == Standing::Unknown {
             let identity = Command::identity();
-            // The connection they are read on gets a name of its own: a
-            // vote counts only on a connection that still bears it.
-            let name: Arc<str> = format!("quorumlock-{:032x}", crate::random::bits128()).into();
-            let mut set_name = redis::cmd("CLIENT");
-            set_name.arg("SETNAME").arg(&*name);
             // The identity and uptime, with the epoch of the connection
             // they were read on (taken once that connection is open,
-            // before the command is sent), the name set beside them.
+            // before the command is sent).
             let hop = Hop::from(shard.clone());
             let (epoch, reply) = self
                 .counted(window, || async {
                     shard.open().await?;
                     let epoch = shard.restart.epoch();
-                    // No wait behind it.
-                    let read = self.exchange(&hop, &identity, Some(&set_name), &|_| false, window);
+                    // No probe beside it, no wait behind it.
+                    let read = self.exchange(&hop, &identity, None, &|_| false, window);
                     Ok((epoch, read.await?.0))
                 })
                 .await?;
@@ -106,13 +101,9 @@ impl Node {
                 None => Aged::FromFirstReading { promoted },
             };
             let now = Instant::now();
-            let server = Server {
-                run_id: id.into(),
-                name,
-            };
             shard
                 .restart
-                .observed(epoch, uptime, server, aged, required, now);
+                .observed(epoch, uptime, id.into(), aged, required, now);
         }
         let now = Instant::now();
         let voter = shard.restart.voter(now);

@@ -241,11 +241,11 @@ impl Node {
 
     /// Sends the vote `command` to the server serving its slot, with —
     /// on the same connection, behind it, so that they reach the server
-    /// that cast the vote or one that started later — the `CLIENT
-    /// GETNAME` probe (with `probe` and restart quarantine) and, once the
-    /// reply reads as a yes (`yes`), the durability wait. The reply is
-    /// returned when the connection that cast it bears the name the uptime
-    /// reading that lets it vote gave it, and a yes is as durable as asked. A
+    /// that cast the vote or one that started later — the `INFO server`
+    /// probe naming its `run_id` (with `probe` and restart quarantine) and,
+    /// once the reply reads as a yes (`yes`), the durability wait. The
+    /// reply is returned when the server that cast it is the one whose
+    /// uptime reading lets it vote, and a yes is as durable as asked. A
     /// restart hidden from the client (a proxy that keeps its connection
     /// open, a failover) or a reconnect between the standing check and the
     /// send is caught here: the vote is not counted and the standing
