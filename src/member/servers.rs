@@ -113,7 +113,7 @@ impl Node {
         let start = Instant::now();
         let target = self.route.target();
         let checked = async {
-            let ping = target.ask_once(&redis::cmd("PING"), window.timeout).await;
+            let ping = target.ask_once(&redis::cmd("PING"), window.timeout()).await;
             ping.map(|_| ())
                 .map_err(|e| self.failure(classify(&e, start.elapsed())).caused_by(e))
         };

@@ -408,7 +408,7 @@ impl Node {
         // start, when the fan-out sent to every node at once.
         let end = Instant::now();
         if end > window.deadline {
-            return Err(self.failure(NodeFailureKind::Timeout(window.timeout)));
+            return Err(self.failure(NodeFailureKind::Timeout(window.timeout())));
         }
         let latency = end.saturating_duration_since(window.start);
         if result.is_ok() {
@@ -476,6 +476,6 @@ impl Node {
     ) -> NodeResult<T> {
         tokio::time::timeout_at(window.deadline.into(), work)
             .await
-            .unwrap_or_else(|_| Err(self.failure(NodeFailureKind::Timeout(window.timeout))))
+            .unwrap_or_else(|_| Err(self.failure(NodeFailureKind::Timeout(window.timeout()))))
     }
 }

@@ -22,13 +22,11 @@ pub(crate) mod reply;
 use std::time::{Duration, Instant};
 
 /// When a node call began (every node of a fan-out at once: a reply's
-/// latency counts from it), until when its answer counts, and the timeout
-/// that deadline stands for (for the message of a late answer).
+/// latency counts from it) and until when its answer counts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Window {
     pub(crate) start: Instant,
     pub(crate) deadline: Instant,
-    pub(crate) timeout: Duration,
 }
 
 impl Window {
@@ -42,7 +40,12 @@ impl Window {
                 .checked_add(timeout)
                 .or_else(|| now.checked_add(Duration::from_secs(1 << 32)))
                 .unwrap_or(now),
-            timeout,
         }
+    }
+
+    /// The timeout the deadline stands for (for the message of a late
+    /// answer).
+    pub(crate) fn timeout(&self) -> Duration {
+        self.deadline.saturating_duration_since(self.start)
     }
 }

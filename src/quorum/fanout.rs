@@ -345,7 +345,7 @@ where
                 return;
             }
             for i in bits(uncounted) {
-                let timeout = NodeFailureKind::Timeout(window.timeout);
+                let timeout = NodeFailureKind::Timeout(window.timeout());
                 nodes[i].counters().failed(&timeout, None);
             }
             let _ = tokio::time::timeout(STRAGGLER_LIMIT, async {
