@@ -33,44 +33,45 @@ impl Summary {
     }
 }
 
-/// The overlap validator: how many times one client was granted a
-/// resource while another still held it, from each client's holds as
-/// `(client, granted, released)` on one clock (the grant read once the
+/// The overlap validator: how many grants were made while the holders
+/// already in place left too little for them, from every hold as
+/// `(weight, granted, released)` on one clock (the grant read once the
 /// acquire returned, the release before it was sent: each measured hold
-/// lies inside the real one, so a measured overlap is a real one). A
-/// correct lock gives 0.
-pub fn overlaps(holds: &mut [(usize, u64, u64)]) -> usize {
+/// lies inside the real one, so a measured overlap is a real one) and what
+/// the primitive admits at once, `limit` (1 for a lock, the permits for a
+/// semaphore, as many readers as contenders for a read–write lock whose
+/// writer weighs them all). A correct primitive gives 0.
+pub fn overlaps(holds: &mut [(u32, u64, u64)], limit: u32) -> usize {
     holds.sort_unstable_by_key(|&(_, granted, _)| granted);
-    // The hold that ends last among those granted so far, and whose it is.
-    let mut last: Option<(usize, u64)> = None;
+    // The holds still in place: (released, weight).
+    let mut held: Vec<(u64, u32)> = Vec::new();
     let mut overlaps = 0;
-    for &(client, granted, released) in holds.iter() {
-        match last {
-            Some((other, end)) if granted < end && other != client => overlaps += 1,
-            _ => {}
+    for &(weight, granted, released) in holds.iter() {
+        held.retain(|&(end, _)| end > granted);
+        if held.iter().map(|&(_, w)| w).sum::<u32>() + weight > limit {
+            overlaps += 1;
         }
-        if last.is_none_or(|(_, end)| released > end) {
-            last = Some((client, released));
-        }
+        held.push((released, weight));
     }
     overlaps
 }
 
-/// The validator's negative control, run before any scenario: two holds
-/// that intersect are counted, back-to-back ones and one client's own are
-/// not.
+/// The validator's negative control, run before any scenario: holds that
+/// intersect beyond the limit are counted; back-to-back ones, and ones
+/// within it, are not.
 pub fn check_overlaps() {
-    let mut two = [
-        (0, 0, 10),
-        (1, 5, 15),
-        (1, 20, 30),
-        (0, 30, 40),
-        (0, 41, 50),
-    ];
+    let mut two = [(1, 0, 10), (1, 5, 15), (1, 20, 30), (1, 30, 40), (1, 41, 50)];
     assert_eq!(
-        overlaps(&mut two),
+        overlaps(&mut two, 1),
         1,
         "the overlap validator misses two holders"
+    );
+    // Two readers, then a writer (weighing both) while one still reads.
+    let mut readers = [(1, 0, 10), (1, 2, 12), (2, 11, 20), (2, 20, 30)];
+    assert_eq!(
+        overlaps(&mut readers, 2),
+        1,
+        "the overlap validator misses a writer among readers"
     );
 }
 

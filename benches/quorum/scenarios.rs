@@ -199,7 +199,7 @@ struct Shared {
     handoffs: Mutex<Vec<Duration>>,
     waits: Mutex<Vec<Duration>>,
     /// Every hold: (client, granted, released), since the run's start.
-    holds: Mutex<Vec<(usize, u64, u64)>>,
+    holds: Mutex<Vec<(u32, u64, u64)>>,
 }
 
 /// `k` clients (one client each, as `k` processes would have) loop on one
@@ -264,7 +264,7 @@ pub async fn contention(kind: Kind, urls: &[String], k: usize, window: Duration)
                             .holds
                             .lock()
                             .unwrap()
-                            .push((me, nanos(now), nanos(at)));
+                            .push((1, nanos(now), nanos(at)));
                         *shared.last_release.lock().unwrap() = Some(Release {
                             by: me,
                             at,
@@ -281,7 +281,7 @@ pub async fn contention(kind: Kind, urls: &[String], k: usize, window: Duration)
         let _ = h.await;
     }
     let grants = shared.grants.load(Ordering::Relaxed);
-    let overlaps = crate::measure::overlaps(&mut shared.holds.lock().unwrap());
+    let overlaps = crate::measure::overlaps(&mut shared.holds.lock().unwrap(), 1);
     let summary = |v: &Mutex<Vec<Duration>>| Summary::of(&v.lock().unwrap());
     let (next_grant, handoff, wait) = (
         summary(&shared.next_grants),

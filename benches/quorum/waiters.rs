@@ -136,9 +136,9 @@ fn analyse(kind: Kind, k: usize, attempts: &[Attempt], start: u64, until: u64) -
             handoffs.push(ns(g - at));
         }
     }
-    let mut holds: Vec<(usize, u64, u64)> = attempts
+    let mut holds: Vec<(u32, u64, u64)> = attempts
         .iter()
-        .filter_map(|a| Some((a.client, a.granted?, a.released?)))
+        .filter_map(|a| Some((1, a.granted?, a.released?)))
         .collect();
     let window = Duration::from_nanos(until - start);
     Contention {
@@ -149,7 +149,7 @@ fn analyse(kind: Kind, k: usize, attempts: &[Attempt], start: u64, until: u64) -
         handoff: Summary::of(&handoffs),
         wait: Summary::of(&waits),
         regrabs: regrabs as f64 / grants.len().max(1) as f64,
-        overlaps: crate::measure::overlaps(&mut holds),
+        overlaps: crate::measure::overlaps(&mut holds, 1),
     }
 }
 
