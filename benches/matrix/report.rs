@@ -105,11 +105,13 @@ fn distinct<T: PartialEq + Copy>(rows: &[&Row], f: impl Fn(&Row) -> T) -> Vec<T>
 }
 
 /// One table per member kind and N: a line per condition and series, a
-/// column per hold and contender count, each cell "grants/s · wait p99 ms".
+/// column per hold and contender count, each cell "grants/s · wait p99 ms
+/// · fewest–most grants of one contender".
 fn markdown(rows: &[Row], seed: u64) -> String {
     let mut md = format!(
-        "Each cell: grants per second · p99 of the wait from asking to holding (ms), over a \
-         window of contenders on one resource. Overlaps: {} in {} cells. Seed {seed}.\n",
+        "Each cell: grants per second · p99 of the wait from asking to holding (ms, over the \
+         grants) · the fewest–most grants of one contender, over a window of K contenders on \
+         one resource. Overlaps: {} in {} cells. Seed {seed}.\n",
         rows.iter().map(|r| r.outcome.overlaps).sum::<usize>(),
         rows.len()
     );
@@ -143,9 +145,11 @@ fn markdown(rows: &[Row], seed: u64) -> String {
                         let _ = match cell {
                             Some(r) => write!(
                                 md,
-                                " {:.0} · {:.1} |",
+                                " {:.0} · {:.1} · {}–{} |",
                                 r.outcome.grants_per_s,
-                                ms(r.outcome.wait.p99)
+                                ms(r.outcome.wait.p99),
+                                r.outcome.fewest,
+                                r.outcome.most
                             ),
                             None => write!(md, " |"),
                         };
