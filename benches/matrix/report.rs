@@ -212,6 +212,7 @@ fn plot(rows: &[Row], path: &Path) -> Result<(), Box<dyn std::error::Error>> {
                 .build_cartesian_2d((1f64..most).log_scale(), (1f64..top).log_scale())?;
             chart
                 .configure_mesh()
+                .light_line_style(TRANSPARENT)
                 .x_desc("contenders")
                 .x_label_formatter(&|x| format!("{x:.0}"))
                 .y_label_formatter(&|y| format!("{y:.0}"))
