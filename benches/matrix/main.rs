@@ -158,8 +158,9 @@ fn main() {
 }
 
 /// Every cell of the plan, row by row: the members started once per row,
-/// the contenders connected once per series, then the conditions, holds
-/// and contender counts in turn.
+/// the contenders connected once per series and condition (the slowed
+/// member through its proxy, the others directly), then the holds and
+/// contender counts in turn.
 fn run(plan: &Plan, seed: u64) -> Vec<Row> {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -171,15 +172,16 @@ fn run(plan: &Plan, seed: u64) -> Vec<Row> {
     for &(kind, nodes) in &plan.rows {
         let members = Members::start(kind, nodes, plan.quarantine);
         for series in Plan::series(kind) {
-            let clients = rt.block_on(async {
-                let mut clients = Vec::with_capacity(most);
-                for _ in 0..most {
-                    clients.push(series.client(members.client().await, &members.urls).await);
-                }
-                clients
-            });
             for &condition in Condition::of(kind) {
-                let _undo = members.apply(condition);
+                let urls = members.urls(condition);
+                let clients = rt.block_on(async {
+                    let mut clients = Vec::with_capacity(most);
+                    for _ in 0..most {
+                        clients.push(series.client(members.client(&urls).await, &urls).await);
+                    }
+                    clients
+                });
+                let undo = members.apply(condition);
                 for &hold in &plan.holds {
                     let window = if hold.is_zero() {
                         plan.window
@@ -203,9 +205,10 @@ fn run(plan: &Plan, seed: u64) -> Vec<Row> {
                         rows.push(row);
                     }
                 }
+                // The condition ends, then its clients go.
+                drop(undo);
+                drop(clients);
             }
-            // The clients go before the next series connects its own.
-            drop(clients);
         }
     }
     rt.shutdown_timeout(Duration::from_secs(1));

@@ -1,5 +1,5 @@
-//! The members of one row of the matrix, running: N plain servers (one of
-//! them behind a fault-injecting proxy), N Redis Clusters of one shard, or
+//! The members of one row of the matrix, running: N plain servers (the
+//! last one also behind a fault-injecting proxy), N Redis Clusters of one shard, or
 //! N Sentinel groups of a master and a replica; and the two faults put on
 //! the last member: +20 ms on every reply (the proxy; plain servers only)
 //! and down (every data server of the member stopped with `SIGSTOP`: it
@@ -61,7 +61,7 @@ impl Condition {
 /// N members of one kind, running.
 pub struct Members {
     pub kind: Kind,
-    pub urls: Vec<String>,
+    urls: Vec<String>,
     /// Restart quarantine of the clients (members that fail over need it).
     quarantine: Option<Duration>,
     /// The last member's data servers, stopped for [`Condition::Down`].
@@ -90,11 +90,9 @@ impl Members {
         match kind {
             Kind::Plain => {
                 let cluster = Cluster::local(n);
-                let mut urls = cluster.urls();
-                let port = port_of(&urls[n - 1]);
+                members.urls = cluster.urls();
+                let port = port_of(&members.urls[n - 1]);
                 let proxy = Proxy::start(([127, 0, 0, 1], port).into());
-                urls[n - 1] = format!("redis://{}", proxy.addr());
-                members.urls = urls;
                 members.victim = vec![port];
                 members.proxy = Some(proxy);
                 members._plain = Some(cluster);
@@ -134,12 +132,22 @@ impl Members {
         members
     }
 
-    /// A client as a user of these members would build it: the defaults,
-    /// with restart quarantine and durable votes on every replica where
-    /// the members fail over.
-    pub async fn client(&self) -> Redlock {
+    /// The members' addresses for a client that runs in `condition`: the
+    /// last plain server's is the proxy's when it is to be slowed.
+    pub fn urls(&self, condition: Condition) -> Vec<String> {
+        let mut urls = self.urls.clone();
+        if let (Condition::Slow, Some(proxy)) = (condition, &self.proxy) {
+            urls[self.urls.len() - 1] = format!("redis://{}", proxy.addr());
+        }
+        urls
+    }
+
+    /// A client of `urls` as a user of these members would build it: the
+    /// defaults, with restart quarantine and durable votes on every
+    /// replica where the members fail over.
+    pub async fn client(&self, urls: &[String]) -> Redlock {
         let durable = (self.kind == Kind::Sentinel).then_some(Durability::Replicas(1));
-        Builder::new(self.urls.clone())
+        Builder::new(urls.to_vec())
             .restart_quarantine(self.quarantine)
             .durable_votes(durable)
             .build()
