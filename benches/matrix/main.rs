@@ -125,7 +125,8 @@ fn main() {
         (false, false) => Plan::full(),
     };
     if let Some(filter) = args.iter().find(|a| !a.starts_with('-') && !smoke) {
-        plan.rows.retain(|(kind, _)| kind.name().contains(filter.as_str()));
+        plan.rows
+            .retain(|(kind, _)| kind.name().contains(filter.as_str()));
     }
     let seed = std::env::var("QUORUMLOCK_BENCH_SEED")
         .ok()
@@ -231,10 +232,8 @@ fn raise_open_files() {
 
 fn out_dir(smoke: bool) -> PathBuf {
     if smoke {
-        return std::env::temp_dir().join(format!(
-            "quorumlock-matrix-smoke-{}",
-            std::process::id()
-        ));
+        return std::env::temp_dir()
+            .join(format!("quorumlock-matrix-smoke-{}", std::process::id()));
     }
     let target = std::env::var("CARGO_TARGET_DIR").unwrap_or_else(|_| "target".to_owned());
     PathBuf::from(target).join("quorumlock-bench")

@@ -25,25 +25,31 @@ pub struct Row {
 }
 
 impl Row {
+    /// The cell's figures by name: the CSV's columns, and the line printed
+    /// as the run goes.
+    fn fields(&self) -> [(&'static str, String); 13] {
+        let o = &self.outcome;
+        [
+            ("member", self.kind.name().to_owned()),
+            ("nodes", self.nodes.to_string()),
+            ("condition", self.condition.name().to_owned()),
+            ("series", self.series.name().to_owned()),
+            ("hold_ms", self.hold.as_millis().to_string()),
+            ("contenders", self.contenders.to_string()),
+            ("grants", o.grants.to_string()),
+            ("grants_per_s", format!("{:.1}", o.grants_per_s)),
+            ("wait_p50_ms", format!("{:.3}", ms(o.wait.p50))),
+            ("wait_p99_ms", format!("{:.3}", ms(o.wait.p99))),
+            ("fewest", o.fewest.to_string()),
+            ("most", o.most.to_string()),
+            ("overlaps", o.overlaps.to_string()),
+        ]
+    }
+
     /// The cell on one line, as the run goes.
     pub fn line(&self) -> String {
-        let o = &self.outcome;
-        format!(
-            "{} N={} {} {} hold {} ms K={}: {:.0} grants/s, wait p50 {:.2} ms p99 {:.2} ms, \
-             grants per contender {}–{}, overlaps {}",
-            self.kind.name(),
-            self.nodes,
-            self.condition.name(),
-            self.series.name(),
-            self.hold.as_millis(),
-            self.contenders,
-            o.grants_per_s,
-            ms(o.wait.p50),
-            ms(o.wait.p99),
-            o.fewest,
-            o.most,
-            o.overlaps
-        )
+        let fields = self.fields().map(|(name, value)| format!("{name} {value}"));
+        fields.join(", ")
     }
 }
 
@@ -53,29 +59,13 @@ fn ms(d: Duration) -> f64 {
 
 pub fn write(rows: &[Row], dir: &Path, seed: u64) -> Result<(), Box<dyn std::error::Error>> {
     std::fs::create_dir_all(dir)?;
-    let mut csv = String::from(
-        "member,nodes,condition,series,hold_ms,contenders,grants,grants_per_s,\
-         wait_p50_ms,wait_p99_ms,fewest,most,overlaps\n",
-    );
-    for r in rows {
-        let o = &r.outcome;
-        writeln!(
-            csv,
-            "{},{},{},{},{},{},{},{:.1},{:.3},{:.3},{},{},{}",
-            r.kind.name(),
-            r.nodes,
-            r.condition.name(),
-            r.series.name(),
-            r.hold.as_millis(),
-            r.contenders,
-            o.grants,
-            o.grants_per_s,
-            ms(o.wait.p50),
-            ms(o.wait.p99),
-            o.fewest,
-            o.most,
-            o.overlaps
-        )?;
+    let mut csv = String::new();
+    for (i, r) in rows.iter().enumerate() {
+        let fields = r.fields();
+        if i == 0 {
+            writeln!(csv, "{}", fields.clone().map(|(name, _)| name).join(","))?;
+        }
+        writeln!(csv, "{}", fields.map(|(_, value)| value).join(","))?;
     }
     std::fs::write(dir.join("matrix.csv"), csv)?;
     std::fs::write(dir.join("matrix.md"), markdown(rows, seed))?;
@@ -122,7 +112,11 @@ fn markdown(rows: &[Row], seed: u64) -> String {
             .collect();
         let holds = distinct(&these, |r| r.hold);
         let ks = distinct(&these, |r| r.contenders);
-        let _ = write!(md, "\n**{} members, N = {nodes}**\n\n| condition | series |", kind.name());
+        let _ = write!(
+            md,
+            "\n**{} members, N = {nodes}**\n\n| condition | series |",
+            kind.name()
+        );
         for h in &holds {
             for k in &ks {
                 let _ = write!(md, " hold {} ms, K={k} |", h.as_millis());
@@ -179,8 +173,8 @@ fn color(series: Series) -> RGBColor {
 fn plot(rows: &[Row], path: &Path) -> Result<(), Box<dyn std::error::Error>> {
     let groups = groups(rows);
     let (w, h) = (440u32, 300u32);
-    let root = SVGBackend::new(path, (w * 3, h * groups.len().max(1) as u32 + 40))
-        .into_drawing_area();
+    let root =
+        SVGBackend::new(path, (w * 3, h * groups.len().max(1) as u32 + 40)).into_drawing_area();
     root.fill(&WHITE)?;
     let (title, body) = root.split_vertically(40);
     title.titled(
@@ -221,7 +215,9 @@ fn plot(rows: &[Row], path: &Path) -> Result<(), Box<dyn std::error::Error>> {
                 for hold in distinct(&these, |r| r.hold) {
                     let pts: Vec<(f64, f64)> = these
                         .iter()
-                        .filter(|r| r.condition == condition && r.series == series && r.hold == hold)
+                        .filter(|r| {
+                            r.condition == condition && r.series == series && r.hold == hold
+                        })
                         .map(|r| (r.contenders as f64, r.outcome.grants_per_s.max(1.0)))
                         .collect();
                     let style = color(series).stroke_width(2);

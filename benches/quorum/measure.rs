@@ -60,7 +60,13 @@ pub fn overlaps(holds: &mut [(u32, u64, u64)], limit: u32) -> usize {
 /// intersect beyond the limit are counted; back-to-back ones, and ones
 /// within it, are not.
 pub fn check_overlaps() {
-    let mut two = [(1, 0, 10), (1, 5, 15), (1, 20, 30), (1, 30, 40), (1, 41, 50)];
+    let mut two = [
+        (1, 0, 10),
+        (1, 5, 15),
+        (1, 20, 30),
+        (1, 30, 40),
+        (1, 41, 50),
+    ];
     assert_eq!(
         overlaps(&mut two, 1),
         1,
