@@ -394,7 +394,7 @@ impl Builder {
     /// A client that only reads (default off): status, semaphore and
     /// read–write lock status, the leader and its observer, health and
     /// stats. It takes no lock, permit or leadership (each is refused with
-    /// [`Error::InvalidInput`](crate::Error::InvalidInput) before anything
+    /// [`Error::InvalidInput`] before anything
     /// is sent), so the safeguards of votes do not apply to it: a member
     /// that fails over needs no durable votes, and its replicas are not
     /// judged. For dashboards and `quorumlock status`.

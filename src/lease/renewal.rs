@@ -114,7 +114,7 @@ impl Renewal {
 
     /// The safety margin: when the validity left drops below it and no
     /// renewal has confirmed the lock, the signal fires
-    /// [`LossKind::Uncertain`](crate::LossKind::Uncertain) — before the
+    /// [`LossKind::Uncertain`] — before the
     /// validity reaches zero, so the holder can stop in time. Must be below
     /// the validity budget `TTL − drift`; zero turns the early warning off
     /// (the signal then fires only at expiry).
@@ -132,7 +132,7 @@ impl Renewal {
     }
 
     /// Renew at most `count` times. After the last renewal the signal fires
-    /// [`LossKind::LimitReached`](crate::LossKind::LimitReached), renewal
+    /// [`LossKind::LimitReached`], renewal
     /// ends, and the lock runs out the validity that renewal gave it.
     ///
     /// # Examples
@@ -147,7 +147,7 @@ impl Renewal {
     }
 
     /// Renew only until `limit` has passed since the lock was granted. Then
-    /// the signal fires [`LossKind::LimitReached`](crate::LossKind::LimitReached),
+    /// the signal fires [`LossKind::LimitReached`],
     /// renewal ends, and the lock runs out the validity it has left (at
     /// most one TTL more).
     ///

@@ -133,7 +133,7 @@ pub(crate) fn backoff(min: Duration, max: Duration, unit: f64) -> Duration {
 
 /// How long a node has to answer a read of `keys` keys (a status read, a
 /// waiter's look): the node timeout, plus as much again per
-/// [`MAX_PERMITS`](crate::MAX_PERMITS) keys, pro rata — twice the node
+/// [`MAX_PERMITS`] keys, pro rata — twice the node
 /// timeout for a semaphore's widest read. The round trip does not grow
 /// with the keys; the node's work on them does.
 pub(crate) fn read_timeout(node_timeout: Duration, keys: usize) -> Duration {

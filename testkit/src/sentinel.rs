@@ -29,7 +29,7 @@ pub struct GroupOptions {
     pub failover_timeout: Duration,
     /// The binary every process of the group runs, data servers and
     /// Sentinels (e.g. [`valkey_binary`](crate::valkey_binary)). Default
-    /// `None`: [`server_binary`](crate::server_binary).
+    /// `None`: [`server_binary`].
     pub server: Option<PathBuf>,
     /// When set, every process also serves TLS with these arguments
     /// ([`NodeOptions::tls_args`]), replication and the Sentinels' links
