@@ -160,7 +160,7 @@ fn main() {
 
 /// Every cell of the plan, row by row: the members started once per row,
 /// the contenders connected once per series and condition (the slowed
-/// member through its proxy, the others directly), then the holds and
+/// member through its proxy, every other directly), then the holds and
 /// contender counts in turn.
 fn run(plan: &Plan, seed: u64) -> Vec<Row> {
     let rt = tokio::runtime::Builder::new_multi_thread()
@@ -173,8 +173,8 @@ fn run(plan: &Plan, seed: u64) -> Vec<Row> {
     for &(kind, nodes) in &plan.rows {
         let members = Members::start(kind, nodes, plan.quarantine);
         for series in Plan::series(kind) {
-            for &condition in Condition::of(kind) {
-                let urls = members.urls(condition);
+            for condition in Condition::ALL {
+                let urls = members.route(condition == Condition::Slow);
                 let clients = rt.block_on(async {
                     let mut clients = Vec::with_capacity(most);
                     for _ in 0..most {

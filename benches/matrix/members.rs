@@ -1,10 +1,11 @@
-//! The members of one row of the matrix, running: N plain servers (the
-//! last one also behind a fault-injecting proxy), N Redis Clusters of one shard, or
-//! N Sentinel groups of a master and a replica; and the two faults put on
-//! the last member: +20 ms on every reply (the proxy; plain servers only)
-//! and down (every data server of the member stopped with `SIGSTOP`: it
-//! keeps its connections and answers nothing).
+//! The members of one row of the matrix, running: N plain servers, N
+//! Redis Clusters of one shard, or N Sentinel groups of a master and a
+//! replica; and the two faults put on the last member: +20 ms on every
+//! reply (a proxy in front of its master, which the clients of the slowed
+//! cells reach it through) and down (every data server of the member
+//! stopped with `SIGSTOP`: it keeps its connections and answers nothing).
 
+use std::cell::Cell;
 use std::time::Duration;
 
 use quorumlock::{Builder, Durability, Redlock};
@@ -47,15 +48,7 @@ impl Condition {
         }
     }
 
-    /// The conditions a kind of member can be put in: the proxy sits in
-    /// front of a plain server only (a cluster's or a group's servers
-    /// announce their own addresses, which a client then dials directly).
-    pub fn of(kind: Kind) -> &'static [Condition] {
-        match kind {
-            Kind::Plain => &[Condition::Healthy, Condition::Slow, Condition::Down],
-            Kind::Cluster | Kind::Sentinel => &[Condition::Healthy, Condition::Down],
-        }
-    }
+    pub const ALL: [Condition; 3] = [Condition::Healthy, Condition::Slow, Condition::Down];
 }
 
 /// N members of one kind, running.
@@ -64,10 +57,14 @@ pub struct Members {
     urls: Vec<String>,
     /// Restart quarantine of the clients (members that fail over need it).
     quarantine: Option<Duration>,
-    /// The last member's data servers, stopped for [`Condition::Down`].
+    /// The last member's data servers, stopped for [`Condition::Down`];
+    /// its master first.
     victim: Vec<u16>,
-    /// In front of the last plain server.
+    /// In front of the last member's master.
     proxy: Option<Proxy>,
+    /// Connections it had accepted when the clients were last pointed at
+    /// it: a slowed cell must have brought more.
+    routed_at: Cell<u64>,
     _plain: Option<Cluster>,
     _clusters: Vec<ShardedCluster>,
     _groups: Vec<SentinelGroup>,
@@ -83,6 +80,7 @@ impl Members {
             quarantine: None,
             victim: Vec::new(),
             proxy: None,
+            routed_at: Cell::new(0),
             _plain: None,
             _clusters: Vec::new(),
             _groups: Vec::new(),
@@ -91,10 +89,7 @@ impl Members {
             Kind::Plain => {
                 let cluster = Cluster::local(n);
                 members.urls = cluster.urls();
-                let port = port_of(&members.urls[n - 1]);
-                let proxy = Proxy::start(([127, 0, 0, 1], port).into());
-                members.victim = vec![port];
-                members.proxy = Some(proxy);
+                members.victim = vec![port_of(&members.urls[n - 1])];
                 members._plain = Some(cluster);
             }
             Kind::Cluster => {
@@ -119,6 +114,7 @@ impl Members {
                 members._groups = groups;
             }
         }
+        members.proxy = Some(Proxy::start(([127, 0, 0, 1], members.victim[0]).into()));
         if kind != Kind::Plain {
             members.quarantine = Some(quarantine);
             let ports: Vec<u16> = members
@@ -132,12 +128,54 @@ impl Members {
         members
     }
 
-    /// The members' addresses for a client that runs in `condition`: the
-    /// last plain server's is the proxy's when it is to be slowed.
-    pub fn urls(&self, condition: Condition) -> Vec<String> {
+    /// Points the clients that connect from now on at the last member's
+    /// master through the proxy (`slowed`) or directly, and returns the
+    /// members' addresses for them. A plain server is named by the proxy's
+    /// address; a cluster's master announces the proxy's port in its slot
+    /// map (`cluster-announce-port`); a group's Sentinels are told to
+    /// monitor the master at the proxy's port, which is the address they
+    /// give clients.
+    pub fn route(&self, slowed: bool) -> Vec<String> {
+        let proxy = self
+            .proxy
+            .as_ref()
+            .expect("every member kind has the proxy");
+        let (master, port) = (self.victim[0], proxy.addr().port());
+        self.routed_at.set(proxy.handle().accepted());
         let mut urls = self.urls.clone();
-        if let (Condition::Slow, Some(proxy)) = (condition, &self.proxy) {
-            urls[self.urls.len() - 1] = format!("redis://{}", proxy.addr());
+        match self.kind {
+            Kind::Plain if slowed => {
+                let last = urls.len() - 1;
+                urls[last] = format!("redis://{}", proxy.addr());
+            }
+            Kind::Plain => {}
+            Kind::Cluster => {
+                let announced = if slowed { port } else { 0 };
+                let mut conn = side(master);
+                redis::cmd("CONFIG")
+                    .arg("SET")
+                    .arg("cluster-announce-port")
+                    .arg(announced)
+                    .exec(&mut conn)
+                    .unwrap_or_else(|e| panic!("announce port {announced} on {master}: {e}"));
+            }
+            Kind::Sentinel => {
+                let group = self._groups.last().expect("sentinel members");
+                let at = if slowed { port } else { master };
+                for url in group.sentinel_urls() {
+                    let mut conn = side(port_of(&url));
+                    let mut sentinel = |args: &[&str]| {
+                        redis::cmd("SENTINEL")
+                            .arg(args)
+                            .exec(&mut conn)
+                            .unwrap_or_else(|e| panic!("SENTINEL {args:?} at {url}: {e}"))
+                    };
+                    let (name, at) = (group.name(), at.to_string());
+                    sentinel(&["REMOVE", name]);
+                    sentinel(&["MONITOR", name, "127.0.0.1", &at, "2"]);
+                    sentinel(&["SET", name, "down-after-milliseconds", "120000"]);
+                }
+            }
         }
         urls
     }
@@ -161,9 +199,17 @@ impl Members {
         match condition {
             Condition::Healthy => Undo::Nothing,
             Condition::Slow => {
-                let proxy = self.proxy.as_ref().expect("+20 ms needs the proxy");
+                let proxy = self
+                    .proxy
+                    .as_ref()
+                    .expect("every member kind has the proxy");
+                assert!(
+                    proxy.handle().accepted() > self.routed_at.get(),
+                    "the clients of a slowed {} member do not go through its proxy",
+                    self.kind.name()
+                );
                 proxy.set(Fault::latency(Duration::from_millis(20)));
-                Undo::Proxy(proxy)
+                Undo::Slow(self)
             }
             Condition::Down => {
                 let pids: Vec<i32> = self.victim.iter().map(|&p| process_id(p)).collect();
@@ -177,7 +223,8 @@ impl Members {
 /// Ends a condition when dropped.
 pub enum Undo<'a> {
     Nothing,
-    Proxy(&'a Proxy),
+    /// The proxy's delay ends and the member is reached directly again.
+    Slow(&'a Members),
     Continue(Vec<i32>),
 }
 
@@ -185,7 +232,12 @@ impl Drop for Undo<'_> {
     fn drop(&mut self) {
         match self {
             Undo::Nothing => {}
-            Undo::Proxy(proxy) => proxy.set(Fault::None),
+            Undo::Slow(members) => {
+                if let Some(proxy) = &members.proxy {
+                    proxy.set(Fault::None);
+                }
+                members.route(false);
+            }
             Undo::Continue(pids) => signal(pids, libc::SIGCONT),
         }
     }
@@ -199,14 +251,17 @@ fn signal(pids: &[i32], sig: libc::c_int) {
     }
 }
 
+fn side(port: u16) -> redis::Connection {
+    redis::Client::open(format!("redis://127.0.0.1:{port}"))
+        .and_then(|c| c.get_connection_with_timeout(Duration::from_secs(2)))
+        .unwrap_or_else(|e| panic!("side connection to {port}: {e}"))
+}
+
 /// The pid of the server on `port` (`INFO server`).
 fn process_id(port: u16) -> i32 {
-    let mut conn = redis::Client::open(format!("redis://127.0.0.1:{port}"))
-        .and_then(|c| c.get_connection_with_timeout(Duration::from_secs(2)))
-        .unwrap_or_else(|e| panic!("side connection to {port}: {e}"));
     let info: String = redis::cmd("INFO")
         .arg("server")
-        .query(&mut conn)
+        .query(&mut side(port))
         .unwrap_or_else(|e| panic!("INFO server on {port}: {e}"));
     info.lines()
         .find_map(|l| l.strip_prefix("process_id:"))
