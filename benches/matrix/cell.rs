@@ -96,20 +96,14 @@ async fn acquire(
             .await
             .ok()
             .map(|p| (Held::Permit(p), 1)),
-        Series::ReadWrite if writer => redlock
-            .write(key, TTL)
-            .retry(retry)
-            .acquire()
-            .await
-            .ok()
-            .map(|l| (Held::Rw(l), k)),
-        Series::ReadWrite => redlock
-            .read(key, TTL)
-            .retry(retry)
-            .acquire()
-            .await
-            .ok()
-            .map(|l| (Held::Rw(l), 1)),
+        Series::ReadWrite => {
+            let (side, weight) = match writer {
+                true => (redlock.write(key, TTL), k),
+                false => (redlock.read(key, TTL), 1),
+            };
+            let held = side.retry(retry).acquire().await.ok()?;
+            Some((Held::Rw(held), weight))
+        }
         Series::Leader => redlock
             .campaign(key, TTL)
             .retry(retry)

@@ -8,7 +8,7 @@
 //! BENCHMARKS.md ("The matrix").
 //!
 //! ```text
-//! cargo bench --bench matrix             # everything (about 12 minutes)
+//! cargo bench --bench matrix             # everything (about 13 minutes)
 //! cargo bench --bench matrix -- --quick  # N = 3 and 5, short windows (about 3 minutes)
 //! cargo bench --bench matrix -- sentinel # only rows whose member kind matches
 //! ```
