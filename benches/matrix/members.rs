@@ -61,7 +61,7 @@ pub struct Members {
     /// its master first.
     victim: Vec<u16>,
     /// In front of the last member's master.
-    proxy: Option<Proxy>,
+    proxy: Proxy,
     /// Connections it had accepted when the clients were last pointed at
     /// it: a slowed cell must have brought more.
     routed_at: Cell<u64>,
@@ -74,30 +74,19 @@ impl Members {
     /// Starts `n` members of `kind` and, for those that fail over, waits
     /// until every server has been up for `quarantine`.
     pub fn start(kind: Kind, n: usize, quarantine: Duration) -> Self {
-        let mut members = Members {
-            kind,
-            urls: Vec::new(),
-            quarantine: None,
-            victim: Vec::new(),
-            proxy: None,
-            routed_at: Cell::new(0),
-            _plain: None,
-            _clusters: Vec::new(),
-            _groups: Vec::new(),
-        };
-        match kind {
+        let (mut plain, mut clusters, mut groups) = (None, Vec::new(), Vec::new());
+        let (urls, victim) = match kind {
             Kind::Plain => {
                 let cluster = Cluster::local(n);
-                members.urls = cluster.urls();
-                members.victim = vec![port_of(&members.urls[n - 1])];
-                members._plain = Some(cluster);
+                let urls = cluster.urls();
+                let victim = vec![port_of(&urls[n - 1])];
+                plain = Some(cluster);
+                (urls, victim)
             }
             Kind::Cluster => {
-                let clusters: Vec<ShardedCluster> =
-                    (0..n).map(|_| ShardedCluster::start(1, 0)).collect();
-                members.urls = clusters.iter().map(ShardedCluster::url).collect();
-                members.victim = clusters[n - 1].ports();
-                members._clusters = clusters;
+                clusters = (0..n).map(|_| ShardedCluster::start(1, 0)).collect();
+                let urls = clusters.iter().map(ShardedCluster::url).collect();
+                (urls, clusters[n - 1].ports())
             }
             Kind::Sentinel => {
                 let options = GroupOptions {
@@ -106,26 +95,33 @@ impl Members {
                     down_after: Duration::from_secs(120),
                     ..GroupOptions::default()
                 };
-                let groups: Vec<SentinelGroup> = (0..n)
+                groups = (0..n)
                     .map(|i| SentinelGroup::start(&format!("matrix{i}"), &options))
                     .collect();
-                members.urls = groups.iter().map(SentinelGroup::url).collect();
-                members.victim = groups[n - 1].data_ports();
-                members._groups = groups;
+                let urls = groups.iter().map(SentinelGroup::url).collect();
+                (urls, groups[n - 1].data_ports())
             }
-        }
-        members.proxy = Some(Proxy::start(([127, 0, 0, 1], members.victim[0]).into()));
-        if kind != Kind::Plain {
-            members.quarantine = Some(quarantine);
-            let ports: Vec<u16> = members
-                ._clusters
+        };
+        let quarantine = (kind != Kind::Plain).then_some(quarantine);
+        if let Some(quarantine) = quarantine {
+            let ports: Vec<u16> = clusters
                 .iter()
                 .flat_map(ShardedCluster::ports)
-                .chain(members._groups.iter().flat_map(SentinelGroup::data_ports))
+                .chain(groups.iter().flat_map(SentinelGroup::data_ports))
                 .collect();
             crate::servers::await_uptime(&ports, quarantine);
         }
-        members
+        Members {
+            kind,
+            urls,
+            quarantine,
+            proxy: Proxy::start(([127, 0, 0, 1], victim[0]).into()),
+            victim,
+            routed_at: Cell::new(0),
+            _plain: plain,
+            _clusters: clusters,
+            _groups: groups,
+        }
     }
 
     /// Points the clients that connect from now on at the last member's
@@ -136,10 +132,7 @@ impl Members {
     /// monitor the master at the proxy's port, which is the address they
     /// give clients.
     pub fn route(&self, slowed: bool) -> Vec<String> {
-        let proxy = self
-            .proxy
-            .as_ref()
-            .expect("every member kind has the proxy");
+        let proxy = &self.proxy;
         let (master, port) = (self.victim[0], proxy.addr().port());
         self.routed_at.set(proxy.handle().accepted());
         let mut urls = self.urls.clone();
@@ -199,10 +192,7 @@ impl Members {
         match condition {
             Condition::Healthy => Undo::Nothing,
             Condition::Slow => {
-                let proxy = self
-                    .proxy
-                    .as_ref()
-                    .expect("every member kind has the proxy");
+                let proxy = &self.proxy;
                 assert!(
                     proxy.handle().accepted() > self.routed_at.get(),
                     "the clients of a slowed {} member do not go through its proxy",
@@ -233,9 +223,7 @@ impl Drop for Undo<'_> {
         match self {
             Undo::Nothing => {}
             Undo::Slow(members) => {
-                if let Some(proxy) = &members.proxy {
-                    proxy.set(Fault::None);
-                }
+                members.proxy.set(Fault::None);
                 members.route(false);
             }
             Undo::Continue(pids) => signal(pids, libc::SIGCONT),
