@@ -13,6 +13,7 @@ use rand::{Rng, SeedableRng};
 
 use crate::contenders::{self, Contender, Kind, TTL};
 use crate::measure::{self, Summary};
+use crate::members::Members;
 
 /// Permits of the semaphore's cells; each contender takes one.
 pub const PERMITS: u32 = 4;
@@ -43,13 +44,13 @@ impl Series {
         }
     }
 
-    /// The client each contender runs: quorumlock's is `quorumlock`
-    /// (built for the members); the others connect themselves.
-    pub async fn client(self, quorumlock: quorumlock::Redlock, urls: &[String]) -> Contender {
+    /// The client each contender runs: quorumlock's built for `members`
+    /// as a user would; the ideal fan-out and rslock connect to `urls`.
+    pub async fn client(self, members: &Members, urls: &[String]) -> Contender {
         match self {
             Series::Mutex(Kind::Ideal) => Contender::connect(Kind::Ideal, urls).await,
             Series::Mutex(Kind::Rslock) => Contender::connect(Kind::Rslock, urls).await,
-            _ => Contender::Quorumlock(quorumlock),
+            _ => Contender::Quorumlock(members.client(urls).await),
         }
     }
 }

@@ -65,9 +65,9 @@ pub struct Members {
     /// Connections it had accepted when the clients were last pointed at
     /// it: a slowed cell must have brought more.
     routed_at: Cell<u64>,
-    _plain: Option<Cluster>,
-    _clusters: Vec<ShardedCluster>,
-    _groups: Vec<SentinelGroup>,
+    plain: Option<Cluster>,
+    clusters: Vec<ShardedCluster>,
+    groups: Vec<SentinelGroup>,
 }
 
 impl Members {
@@ -118,9 +118,9 @@ impl Members {
             proxy: Proxy::start(([127, 0, 0, 1], victim[0]).into()),
             victim,
             routed_at: Cell::new(0),
-            _plain: plain,
-            _clusters: clusters,
-            _groups: groups,
+            plain,
+            clusters,
+            groups,
         }
     }
 
@@ -153,7 +153,7 @@ impl Members {
                     .unwrap_or_else(|e| panic!("announce port {announced} on {master}: {e}"));
             }
             Kind::Sentinel => {
-                let group = self._groups.last().expect("sentinel members");
+                let group = self.groups.last().expect("sentinel members");
                 let at = if slowed { port } else { master };
                 for url in group.sentinel_urls() {
                     let mut conn = side(port_of(&url));
@@ -186,56 +186,70 @@ impl Members {
             .unwrap_or_else(|e| panic!("a client of {} members: {e}", self.kind.name()))
     }
 
-    /// Puts the last member in `condition` (from healthy) and returns what
-    /// undoes it.
-    pub fn apply(&self, condition: Condition) -> Undo<'_> {
+    /// Puts the last member in `condition` (from healthy) until the
+    /// returned guard is dropped.
+    pub fn apply(&mut self, condition: Condition) -> Undo<'_> {
         match condition {
-            Condition::Healthy => Undo::Nothing,
+            Condition::Healthy => {}
             Condition::Slow => {
-                let proxy = &self.proxy;
                 assert!(
-                    proxy.handle().accepted() > self.routed_at.get(),
+                    self.proxy.handle().accepted() > self.routed_at.get(),
                     "the clients of a slowed {} member do not go through its proxy",
                     self.kind.name()
                 );
-                proxy.set(Fault::latency(Duration::from_millis(20)));
-                Undo::Slow(self)
+                self.proxy.set(Fault::latency(Duration::from_millis(20)));
             }
-            Condition::Down => {
-                let pids: Vec<i32> = self.victim.iter().map(|&p| process_id(p)).collect();
-                signal(&pids, libc::SIGSTOP);
-                Undo::Continue(pids)
+            Condition::Down => self.stop(true),
+        }
+        Undo {
+            members: self,
+            condition,
+        }
+    }
+
+    /// Stops the last member's data servers (`SIGSTOP`), or lets them run
+    /// again.
+    fn stop(&mut self, stopped: bool) {
+        let last = self.urls.len() - 1;
+        if let Some(cluster) = &mut self.plain {
+            match stopped {
+                true => cluster.pause(last),
+                false => cluster.resume(last),
+            }
+        }
+        for &port in &self.victim {
+            if let Some(cluster) = self.clusters.last_mut() {
+                match stopped {
+                    true => cluster.pause(port),
+                    false => cluster.resume(port),
+                }
+            }
+            if let Some(group) = self.groups.last_mut() {
+                match stopped {
+                    true => group.pause_data(port),
+                    false => group.resume_data(port),
+                }
             }
         }
     }
 }
 
 /// Ends a condition when dropped.
-pub enum Undo<'a> {
-    Nothing,
-    /// The proxy's delay ends and the member is reached directly again.
-    Slow(&'a Members),
-    Continue(Vec<i32>),
+pub struct Undo<'a> {
+    members: &'a mut Members,
+    condition: Condition,
 }
 
 impl Drop for Undo<'_> {
     fn drop(&mut self) {
-        match self {
-            Undo::Nothing => {}
-            Undo::Slow(members) => {
-                members.proxy.set(Fault::None);
-                members.route(false);
+        match self.condition {
+            Condition::Healthy => {}
+            Condition::Slow => {
+                self.members.proxy.set(Fault::None);
+                self.members.route(false);
             }
-            Undo::Continue(pids) => signal(pids, libc::SIGCONT),
+            Condition::Down => self.members.stop(false),
         }
-    }
-}
-
-fn signal(pids: &[i32], sig: libc::c_int) {
-    for &pid in pids {
-        // SAFETY: kill only sends a signal to a server this bench started.
-        let rc = unsafe { libc::kill(pid, sig) };
-        assert_eq!(rc, 0, "signal {sig} to server pid {pid}");
     }
 }
 
@@ -243,18 +257,6 @@ fn side(port: u16) -> redis::Connection {
     redis::Client::open(format!("redis://127.0.0.1:{port}"))
         .and_then(|c| c.get_connection_with_timeout(Duration::from_secs(2)))
         .unwrap_or_else(|e| panic!("side connection to {port}: {e}"))
-}
-
-/// The pid of the server on `port` (`INFO server`).
-fn process_id(port: u16) -> i32 {
-    let info: String = redis::cmd("INFO")
-        .arg("server")
-        .query(&mut side(port))
-        .unwrap_or_else(|e| panic!("INFO server on {port}: {e}"));
-    info.lines()
-        .find_map(|l| l.strip_prefix("process_id:"))
-        .and_then(|v| v.trim().parse().ok())
-        .unwrap_or_else(|| panic!("INFO server on {port} has no process_id"))
 }
 
 fn port_of(url: &str) -> u16 {

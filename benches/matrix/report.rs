@@ -72,19 +72,11 @@ pub fn write(rows: &[Row], dir: &Path, seed: u64) -> Result<(), Box<dyn std::err
     plot(rows, &dir.join("matrix.svg"))
 }
 
-/// The (member kind, N) pairs in run order.
-fn groups(rows: &[Row]) -> Vec<(Kind, usize)> {
-    let mut groups: Vec<(Kind, usize)> = Vec::new();
-    for r in rows {
-        if !groups.contains(&(r.kind, r.nodes)) {
-            groups.push((r.kind, r.nodes));
-        }
-    }
-    groups
-}
-
 /// Distinct values of `f` over `rows`, in run order.
-fn distinct<T: PartialEq + Copy>(rows: &[&Row], f: impl Fn(&Row) -> T) -> Vec<T> {
+fn distinct<'a, T: PartialEq + Copy>(
+    rows: impl IntoIterator<Item = &'a Row>,
+    f: impl Fn(&Row) -> T,
+) -> Vec<T> {
     let mut v: Vec<T> = Vec::new();
     for r in rows {
         if !v.contains(&f(r)) {
@@ -105,13 +97,13 @@ fn markdown(rows: &[Row], seed: u64) -> String {
         rows.iter().map(|r| r.outcome.overlaps).sum::<usize>(),
         rows.len()
     );
-    for (kind, nodes) in groups(rows) {
+    for (kind, nodes) in distinct(rows, |r| (r.kind, r.nodes)) {
         let these: Vec<&Row> = rows
             .iter()
             .filter(|r| r.kind == kind && r.nodes == nodes)
             .collect();
-        let holds = distinct(&these, |r| r.hold);
-        let ks = distinct(&these, |r| r.contenders);
+        let holds = distinct(these.iter().copied(), |r| r.hold);
+        let ks = distinct(these.iter().copied(), |r| r.contenders);
         let _ = write!(
             md,
             "\n**{} members, N = {nodes}**\n\n| condition | series |",
@@ -125,8 +117,8 @@ fn markdown(rows: &[Row], seed: u64) -> String {
         md.push_str("\n|---|---|");
         md.push_str(&"---:|".repeat(holds.len() * ks.len()));
         md.push('\n');
-        for condition in distinct(&these, |r| r.condition) {
-            for series in distinct(&these, |r| r.series) {
+        for condition in distinct(these.iter().copied(), |r| r.condition) {
+            for series in distinct(these.iter().copied(), |r| r.series) {
                 let _ = write!(md, "| {} | {} |", condition.name(), series.name());
                 for h in &holds {
                     for k in &ks {
@@ -171,7 +163,7 @@ fn color(series: Series) -> RGBColor {
 /// and N): grants/s against contenders, log–log, a line per series,
 /// solid without a hold and dashed with the longest.
 fn plot(rows: &[Row], path: &Path) -> Result<(), Box<dyn std::error::Error>> {
-    let groups = groups(rows);
+    let groups = distinct(rows, |r| (r.kind, r.nodes));
     let (w, h) = (440u32, 300u32);
     let root =
         SVGBackend::new(path, (w * 3, h * groups.len().max(1) as u32 + 40)).into_drawing_area();
@@ -194,7 +186,10 @@ fn plot(rows: &[Row], path: &Path) -> Result<(), Box<dyn std::error::Error>> {
             .filter(|r| r.kind == kind && r.nodes == nodes)
             .collect();
         let longest = these.iter().map(|r| r.hold).max().unwrap_or_default();
-        for (c, condition) in distinct(&these, |r| r.condition).into_iter().enumerate() {
+        for (c, condition) in distinct(these.iter().copied(), |r| r.condition)
+            .into_iter()
+            .enumerate()
+        {
             let mut chart = ChartBuilder::on(&panels[g * 3 + c])
                 .caption(
                     format!("{} N={nodes}, {}", kind.name(), condition.name()),
@@ -211,8 +206,8 @@ fn plot(rows: &[Row], path: &Path) -> Result<(), Box<dyn std::error::Error>> {
                 .x_label_formatter(&|x| format!("{x:.0}"))
                 .y_label_formatter(&|y| format!("{y:.0}"))
                 .draw()?;
-            for series in distinct(&these, |r| r.series) {
-                for hold in distinct(&these, |r| r.hold) {
+            for series in distinct(these.iter().copied(), |r| r.series) {
+                for hold in distinct(these.iter().copied(), |r| r.hold) {
                     let pts: Vec<(f64, f64)> = these
                         .iter()
                         .filter(|r| {

@@ -350,6 +350,32 @@ impl ShardedCluster {
         replica
     }
 
+    /// Stops the node on `port` (`SIGSTOP`): it keeps its connections and
+    /// answers nothing until [`ShardedCluster::resume`].
+    ///
+    /// # Panics
+    ///
+    /// When `port` is not a node of the cluster.
+    pub fn pause(&mut self, port: u16) {
+        self.node(port).signal("-STOP");
+    }
+
+    /// Lets the node on `port` run again (`SIGCONT`).
+    ///
+    /// # Panics
+    ///
+    /// When `port` is not a node of the cluster.
+    pub fn resume(&mut self, port: u16) {
+        self.node(port).signal("-CONT");
+    }
+
+    fn node(&mut self, port: u16) -> &mut LocalNode {
+        self.nodes
+            .iter_mut()
+            .find(|n| n.port == port)
+            .unwrap_or_else(|| panic!("no cluster node on port {port}"))
+    }
+
     /// A side connection to the node on `port` (plain: keys of other
     /// nodes' slots answer `MOVED`).
     ///
