@@ -198,7 +198,7 @@ struct Shared {
     next_grants: Mutex<Vec<Duration>>,
     handoffs: Mutex<Vec<Duration>>,
     waits: Mutex<Vec<Duration>>,
-    /// Every hold: (client, granted, released), since the run's start.
+    /// Every hold: (weight, granted, released), since the run's start.
     holds: Mutex<Vec<(u32, u64, u64)>>,
 }
 
