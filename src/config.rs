@@ -20,6 +20,11 @@ pub const DEFAULT_RETRY: Retry = Retry::Times(3);
 pub const DEFAULT_RETRY_DELAY_MIN: Duration = Duration::ZERO;
 /// Default upper bound of the random delay between attempts.
 pub const DEFAULT_RETRY_DELAY_MAX: Duration = Duration::from_millis(200);
+/// Default lease of a waiter's entry in a waiter queue
+/// ([`Builder::waiter_lease`](crate::Builder::waiter_lease)): renewed
+/// every third of it while the waiter waits; a waiter that crashed delays
+/// those behind it by at most this much, and a third more.
+pub const DEFAULT_WAITER_LEASE: Duration = Duration::from_secs(3);
 /// Largest TTL accepted (one year): far beyond any sensible lease, and far
 /// from the overflow of Redis' millisecond expiry times.
 pub const MAX_TTL: Duration = Duration::from_secs(365 * 24 * 3600);
@@ -162,6 +167,9 @@ pub(crate) struct Config {
     pub(crate) restart_quarantine: Option<Duration>,
     pub(crate) durable: Option<Durability>,
     pub(crate) fast_handoff: bool,
+    /// The lease of a waiter's entry in a waiter queue, when set
+    /// (see [`Config::waiter_lease`]).
+    pub(crate) waiter_lease: Option<Duration>,
     /// Whether nodes that can evict keys are accepted.
     pub(crate) allow_eviction: bool,
     /// Whether `build` fails without a ready quorum.
@@ -185,6 +193,7 @@ impl Default for Config {
             restart_quarantine: None,
             durable: None,
             fast_handoff: true,
+            waiter_lease: None,
             allow_eviction: false,
             require_quorum: false,
             read_only: false,
@@ -208,6 +217,13 @@ impl Config {
                 self.drift_factor
             )));
         }
+        let least = self.node_timeout.saturating_mul(3);
+        if let Some(lease) = self.waiter_lease.filter(|&l| l < least || l > MAX_TTL) {
+            return Err(Error::invalid(format!(
+                "waiter lease {lease:?} must be at least three node timeouts ({least:?}), so \
+                 that a waiter renews it in time, and at most {MAX_TTL:?}"
+            )));
+        }
         if self.retry_delay_min > self.retry_delay_max {
             return Err(Error::invalid(format!(
                 "retry delay minimum {:?} is larger than its maximum {:?}",
@@ -215,6 +231,14 @@ impl Config {
             )));
         }
         Ok(())
+    }
+
+    /// The lease of a waiter's entry in a waiter queue: as set, or
+    /// [`DEFAULT_WAITER_LEASE`] but at least three node timeouts (and at
+    /// most [`MAX_TTL`]).
+    pub(crate) fn waiter_lease(&self) -> Duration {
+        let least = self.node_timeout.saturating_mul(3).min(MAX_TTL);
+        self.waiter_lease.unwrap_or(DEFAULT_WAITER_LEASE.max(least))
     }
 
     /// Checks a TTL and returns it truncated to whole milliseconds together
@@ -247,6 +271,26 @@ pub const MAX_PERMITS: u32 = 1024;
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_waiter_lease_outlasts_three_node_timeouts() {
+        let mut c = Config::default();
+        assert_eq!(c.waiter_lease(), DEFAULT_WAITER_LEASE);
+        // Slow nodes stretch the default, up to the largest TTL.
+        c.node_timeout = Duration::from_secs(2);
+        assert_eq!(c.waiter_lease(), Duration::from_secs(6));
+        c.node_timeout = Duration::MAX;
+        assert_eq!(c.waiter_lease(), MAX_TTL);
+        assert!(c.validate().is_ok());
+        // One set is checked as it is: zero, too short, too long.
+        c.node_timeout = DEFAULT_NODE_TIMEOUT;
+        for bad in [Duration::ZERO, Duration::from_millis(149), MAX_TTL * 2] {
+            c.waiter_lease = Some(bad);
+            assert!(c.validate().is_err(), "{bad:?}");
+        }
+        c.waiter_lease = Some(Duration::from_millis(150));
+        assert!(c.validate().is_ok());
+    }
 
     #[test]
     fn ttl_must_exceed_drift_and_stay_bounded() {

@@ -27,8 +27,8 @@ mod validity;
 pub use client::{Builder, IntoNode, NodeSource};
 pub use config::{
     Durability, Retry, DEFAULT_CONNECT_TIMEOUT, DEFAULT_DRIFT_FACTOR, DEFAULT_NODE_TIMEOUT,
-    DEFAULT_RETRY, DEFAULT_RETRY_DELAY_MAX, DEFAULT_RETRY_DELAY_MIN, MAX_NODES, MAX_PERMITS,
-    MAX_TTL,
+    DEFAULT_RETRY, DEFAULT_RETRY_DELAY_MAX, DEFAULT_RETRY_DELAY_MIN, DEFAULT_WAITER_LEASE,
+    MAX_NODES, MAX_PERMITS, MAX_TTL,
 };
 pub use election::{Campaign, Leader, Leadership, Observed, Observer};
 pub use error::{
@@ -37,8 +37,8 @@ pub use error::{
 };
 pub use health::{Health, HealthState, NodeHealth};
 pub use keys::{
-    ELECTION_KEY_PREFIX, FENCE_KEY_PREFIX, RELEASE_CHANNEL_PREFIX, RWLOCK_KEY_PREFIX,
-    SEMAPHORE_KEY_PREFIX,
+    ELECTION_KEY_PREFIX, FENCE_KEY_PREFIX, QUEUE_KEY_PREFIX, RELEASE_CHANNEL_PREFIX,
+    RWLOCK_KEY_PREFIX, SEMAPHORE_KEY_PREFIX,
 };
 pub use lease::{LostSignal, Renewal};
 pub use lock::Lock;

@@ -194,6 +194,8 @@ pub(crate) struct Options {
     pub(crate) retry: Option<Retry>,
     /// `None`: no renewal.
     pub(crate) renewal: Option<Renewal>,
+    /// Whether the waiter queues first and tries at its head only.
+    pub(crate) fair: bool,
 }
 
 impl Options {
@@ -204,6 +206,7 @@ impl Options {
             fenced: false,
             retry: None,
             renewal: None,
+            fair: false,
         }
     }
 
@@ -213,7 +216,7 @@ impl Options {
     pub(crate) async fn acquire(&self, claim: impl Claim) -> Result<Lock> {
         let engine = &self.engine;
         let retry = self.retry.unwrap_or(engine.config.retry);
-        let lock = Lock::new(retry::acquire(engine, claim, self.ttl, retry).await?);
+        let lock = Lock::new(retry::acquire(engine, claim, self.ttl, retry, self.fair).await?);
         if let Some(renewal) = self.renewal.clone() {
             if let Err(e) = lock.auto_renew(renewal) {
                 let _ = lock.release().await;
@@ -251,6 +254,51 @@ macro_rules! request_methods {
         /// ```
         pub fn retry(mut self, retry: crate::Retry) -> Self {
             self.options.retry = Some(retry);
+            self
+        }
+
+        #[doc = concat!("Takes ", $what, " in turn (`docs/queue.md`): the request joins")]
+        /// the resource's waiter queue first, with a ticket committed through
+        /// the quorum, and tries only once a majority of nodes names its
+        /// ticket the lowest live one. Waiters are served in ticket order:
+        /// a waiter for several permits is not overtaken by takers of one,
+        /// readers and writers of a read–write lock are served first come,
+        /// first served (FIFO; readers in a row enter one after the other,
+        /// and hold together). A waiter renews its entry every third of the
+        /// [waiter lease](crate::Builder::waiter_lease); one that crashed
+        /// delays the others by at most that lease and a third more.
+        ///
+        /// Fairness never weakens exclusion: the queue decides who may try,
+        /// the lock's own scripts still decide who holds. The order holds
+        /// among requests that all ask `fair`: one that does not tries
+        /// first and queues only when refused, so it may overtake. A node
+        /// that restarts empty forgets its queue, which costs order, never
+        /// exclusion. Without fair mode, a waiter refused by a holder joins
+        /// the queue too (when releases are announced), so that each
+        /// release wakes one waiter, not all.
+        ///
+        /// Each turn a waiter spends behind the head counts as an attempt of
+        /// its [`retry`](Self::retry) count; ask with a time limit alone
+        /// ([`Retry::Until`](crate::Retry::Until)) to wait for one's turn.
+        /// Costs two round trips to join before the first attempt, and one
+        /// to leave in the background after it.
+        ///
+        /// # Examples
+        ///
+        /// ```no_run
+        /// # async fn demo(redlock: quorumlock::Redlock) -> Result<(), quorumlock::Error> {
+        /// use std::time::Duration;
+        /// use quorumlock::Retry;
+        #[doc = concat!("let held = ", $new)]
+        ///     .fair()
+        ///     .retry(Retry::Until(Duration::from_secs(30)))
+        ///     .acquire()
+        ///     .await?;
+        /// # held.release().await
+        /// # }
+        /// ```
+        pub fn fair(mut self) -> Self {
+            self.options.fair = true;
             self
         }
 

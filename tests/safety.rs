@@ -202,7 +202,7 @@ async fn negative_control_on(mut cluster: Cluster, how: Break, strategy: &Strate
         cluster.proxy(i).set(Fault::Reset);
     }
     let a = client(0).build().await.expect("client A");
-    let (lock_a, fence_a) = (strategy.acquire)(a, name.clone().into_bytes(), TTL)
+    let (lock_a, fence_a) = (strategy.acquire)(a.lock(&name, TTL))
         .await
         .expect("A takes nodes 0-2");
     let mut held_a = checker.granted(0, 0, fence_a, Instant::now(), lock_a.deadline());
@@ -232,7 +232,7 @@ async fn negative_control_on(mut cluster: Cluster, how: Break, strategy: &Strate
     }
 
     let b = client(3).build().await.expect("client B");
-    let second_granted = match (strategy.acquire)(b, name.clone().into_bytes(), TTL).await {
+    let second_granted = match (strategy.acquire)(b.lock(&name, TTL)).await {
         Ok((lock_b, fence_b)) => {
             support::safety::second_holder(&checker, lock_b, fence_b).await;
             true

@@ -44,6 +44,16 @@ const LOCKER_ACL: &[&str] = &[
     // Waiters' hand-off subscriptions.
     "+subscribe",
     "+unsubscribe",
+    // The waiter queue (docs/queue.md), which a waiter refused by a
+    // holder joins: its keys and the commands its scripts call.
+    "~quorumlock:queue:*",
+    "+zadd",
+    "+zrem",
+    "+zscore",
+    "+zrange",
+    "+zrangebyscore",
+    "+zremrangebyscore",
+    "+zcard",
     // Restart quarantine reads the uptime; every connection reads the
     // server's run_id.
     "+info",

@@ -20,6 +20,10 @@ use crate::{client, exit};
 /// failure is looked at regularly.
 const SLICE: Duration = Duration::from_secs(1);
 
+/// How long a `--fair` request waits without `--wait`: a day, after which
+/// it joins the queue again.
+const FAIR_WAIT: Duration = Duration::from_secs(24 * 3600);
+
 /// What taking the lock needs from the command line.
 #[derive(Debug, Clone)]
 pub struct AcquireOptions {
@@ -31,6 +35,8 @@ pub struct AcquireOptions {
     pub wait: Option<Duration>,
     /// Give up at once when the lock is busy.
     pub no_wait: bool,
+    /// Wait in turn, in the resource's waiter queue.
+    pub fair: bool,
     /// How long to keep trying while no quorum answers.
     pub outage_wait: Duration,
     /// The per-node reply timeout (bounds the wait for partial releases).
@@ -47,6 +53,7 @@ impl AcquireOptions {
             ttl: args.ttl,
             wait: args.wait,
             no_wait: args.no_wait,
+            fair: args.fair,
             outage_wait: args.outage_wait,
             node_timeout: common.node_timeout,
             retry_delay: common.retry_delay,
@@ -130,6 +137,12 @@ async fn attempts(
             // A couple of quick retries only settle split votes between
             // contenders that started together.
             Retry::Times(2)
+        } else if args.fair {
+            // One request for the whole wait: a new one would join the
+            // queue again, at the back.
+            Retry::Until(
+                wait_until.map_or(FAIR_WAIT, |d| d.saturating_duration_since(Instant::now())),
+            )
         } else if first {
             Retry::Times(0)
         } else {
@@ -139,7 +152,9 @@ async fn attempts(
         first = false;
         // Boxed, so that dropping it below really ends it (and spawns the
         // release of what it took) before the wait for that release.
-        let mut attempt = args.target.attempt(redlock, resource, args.ttl, retry);
+        let mut attempt = args
+            .target
+            .attempt(redlock, resource, args.ttl, retry, args.fair);
         let result = loop {
             tokio::select! {
                 biased;

@@ -132,6 +132,12 @@ pub struct HoldArgs {
     /// Exit at once with status 75 if the lock is busy (a nightly job's "skip").
     #[arg(long)]
     pub no_wait: bool,
+    /// Wait in turn: join RESOURCE's waiter queue and be served in the
+    /// order of arrival among the processes that ask with --fair (plain
+    /// ones may overtake). The wait is one request, so --outage-wait does
+    /// not cut it short.
+    #[arg(long)]
+    pub fair: bool,
     /// While no quorum of nodes answers (nodes down, hung, refusing), keep
     /// trying at most this long, then exit 69; applies even without --wait.
     #[arg(long, default_value = DEFAULT_OUTAGE_WAIT, value_parser = humantime::parse_duration)]

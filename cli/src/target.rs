@@ -139,17 +139,22 @@ impl Target {
         }
     }
 
-    /// One attempt to take the target, trying as `retry` says.
+    /// One attempt to take the target, trying as `retry` says; in turn,
+    /// in the resource's waiter queue, with `fair`.
     pub fn attempt(
         &self,
         redlock: &Redlock,
         resource: &str,
         ttl: Duration,
         retry: Retry,
+        fair: bool,
     ) -> Attempt {
         match self {
             Target::Lock { fenced } => {
                 let mut request = redlock.lock(resource, ttl).retry(retry);
+                if fair {
+                    request = request.fair();
+                }
                 if *fenced {
                     request = request.fenced();
                 }
@@ -170,6 +175,9 @@ impl Target {
                     .semaphore(resource, *permits, ttl)
                     .take(*take)
                     .retry(retry);
+                if fair {
+                    request = request.fair();
+                }
                 if *fenced {
                     request = request.fenced();
                 }
@@ -183,7 +191,10 @@ impl Target {
                 })
             }
             Target::Shared => {
-                let request = redlock.read(resource, ttl).retry(retry);
+                let mut request = redlock.read(resource, ttl).retry(retry);
+                if fair {
+                    request = request.fair();
+                }
                 Box::pin(async move {
                     let lock = Held::Lock(request.acquire().await?);
                     Ok(Taken {
@@ -193,10 +204,13 @@ impl Target {
                 })
             }
             Target::Leadership { value } => {
-                let campaign = redlock
+                let mut campaign = redlock
                     .campaign(resource, ttl)
                     .value(value.as_str())
                     .retry(retry);
+                if fair {
+                    campaign = campaign.fair();
+                }
                 Box::pin(async move {
                     let lock = Held::Leadership(campaign.lead().await?);
                     Ok(Taken {

@@ -230,6 +230,32 @@ impl Builder {
         self.set(|c| c.fast_handoff = on)
     }
 
+    /// The lease of a waiter's entry in a waiter queue (default
+    /// [`DEFAULT_WAITER_LEASE`](crate::DEFAULT_WAITER_LEASE), 3 s, or
+    /// three node timeouts if longer; `docs/queue.md`). A waiter renews it every third of it while it
+    /// waits; one that crashed keeps those behind it waiting at most this
+    /// long, and a third more. At least three node timeouts, at most
+    /// [`MAX_TTL`](crate::MAX_TTL): `build` refuses others (a zero lease
+    /// among them) with [`Error::InvalidInput`](crate::Error::InvalidInput).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// use std::time::Duration;
+    /// // Checked before any connection is made.
+    /// let refused = quorumlock::Builder::new(["redis://127.0.0.1:6379"])
+    ///     .waiter_lease(Duration::ZERO)
+    ///     .build()
+    ///     .await;
+    /// assert!(refused.unwrap_err().is_invalid_input());
+    /// # }
+    /// ```
+    pub fn waiter_lease(self, lease: Duration) -> Self {
+        self.set(|c| c.waiter_lease = Some(lease))
+    }
+
     /// Restart quarantine (default off): a node that has been up for less
     /// than `required` does not vote for new locks. Its uptime is read
     /// (`INFO server`) when the client starts and again after every

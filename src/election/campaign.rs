@@ -121,6 +121,31 @@ impl Campaign {
         self
     }
 
+    /// Runs in turn: candidates that all ask `fair` take the leadership in
+    /// the order they joined its waiter queue, as a lock's waiters do
+    /// ([`LockRequest::fair`](crate::LockRequest::fair)).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # async fn demo(redlock: quorumlock::Redlock) -> Result<(), quorumlock::Error> {
+    /// use std::time::Duration;
+    /// use quorumlock::Retry;
+    ///
+    /// let leadership = redlock
+    ///     .campaign("scheduler", Duration::from_secs(10))
+    ///     .fair()
+    ///     .retry(Retry::Until(Duration::from_secs(60)))
+    ///     .lead()
+    ///     .await?;
+    /// # leadership.resign().await
+    /// # }
+    /// ```
+    pub fn fair(mut self) -> Self {
+        self.options.fair = true;
+        self
+    }
+
     /// The renewal schedule of the leadership: it is always renewed, by
     /// default every third of the TTL ([`Renewal::default`]); caps such as
     /// [`max_hold`](Renewal::max_hold) end a leadership on time.

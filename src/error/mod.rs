@@ -49,7 +49,9 @@ pub enum Error {
         /// The resource, printable; for a lock over several resources, the
         /// one a node was found holding (the first listed when none was).
         resource: ResourceName,
-        /// Nodes that answered that the key holds another token.
+        /// Nodes that answered that the key holds another token; 0 for a
+        /// waiter that gave up in the waiter queue before its turn came
+        /// (then `attempts` counts its turns).
         held_elsewhere: usize,
         /// Nodes that granted the lock in the last attempt (released again).
         granted: usize,
@@ -201,6 +203,11 @@ impl fmt::Display for Error {
                         p.permits,
                         p.free,
                         p.nodes
+                    ),
+                    None if *held_elsewhere == 0 && *granted == 0 && failures.is_empty() => write!(
+                        f,
+                        "{resource} is held or waited for by others: this waiter was not at the \
+                         head of its waiter queue yet"
                     ),
                     None => write!(
                         f,

@@ -9,8 +9,10 @@ use std::sync::Arc;
 use crate::error::{Error, LostReason, Primitive, ResourceName, Result};
 
 pub(crate) mod hash_slot;
+mod queue;
 mod slots;
 
+pub(crate) use queue::Queue;
 pub(crate) use slots::Slots;
 
 /// Prefix of the fencing counter keys: `quorumlock:fence:{<resource>}`,
@@ -42,6 +44,14 @@ pub const ELECTION_KEY_PREFIX: &[u8] = b"quorumlock:election:";
 /// fencing counter does ([`FENCE_KEY_PREFIX`]). Resource names starting
 /// with it are reserved.
 pub const RWLOCK_KEY_PREFIX: &[u8] = b"quorumlock:rwlock:";
+
+/// Prefix of the waiter queue's keys beside a resource `<name>`
+/// (`docs/queue.md`): the entries `quorumlock:queue:{<name>}`, their
+/// leases `…:leases` and the ticket counter `…:ticket`, which live only
+/// while somebody waits. A semaphore's queue is beside its channel, a
+/// read–write lock's beside its resource (one queue for both sides).
+/// Resource names starting with it are reserved.
+pub const QUEUE_KEY_PREFIX: &[u8] = b"quorumlock:queue:";
 
 /// Prefix of the channels the release script publishes on:
 /// `quorumlock:released:<resource>`.
@@ -332,6 +342,7 @@ fn check_resource(resource: &[u8]) -> Result<()> {
         (SEMAPHORE_KEY_PREFIX, "semaphores"),
         (ELECTION_KEY_PREFIX, "elections"),
         (RWLOCK_KEY_PREFIX, "read–write locks"),
+        (QUEUE_KEY_PREFIX, "waiter queues"),
     ] {
         if resource.starts_with(prefix) {
             return Err(Error::invalid(format!(

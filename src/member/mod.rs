@@ -59,6 +59,8 @@ pub(crate) struct Shared {
     counters: NodeCounters,
     /// Whether the node has refused a release announcement (said once).
     announce_refused: AtomicBool,
+    /// Whether the node has refused the waiter queue's scripts (said once).
+    queue_refused: AtomicBool,
 }
 
 impl std::ops::Deref for Node {
@@ -107,6 +109,7 @@ impl Node {
             durable,
             counters: NodeCounters::new(label),
             announce_refused: AtomicBool::new(false),
+            queue_refused: AtomicBool::new(false),
         }))
     }
 

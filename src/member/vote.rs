@@ -159,6 +159,26 @@ impl Node {
         Ok(views)
     }
 
+    /// Runs a waiter queue's script ([`Command::queue_join`],
+    /// [`Command::queue_touch`]): its integers (no probe, no wait: the
+    /// queue orders who may try, and the lock's own votes decide).
+    pub(crate) async fn queue(&self, command: &Command, window: Window) -> NodeResult<Vec<i64>> {
+        let reply = self.call(command, window).await;
+        // The user has no rights on the queue's keys (ACL): said once per
+        // node; waiters then wait outside the queue.
+        if let Err(failure) = &reply {
+            let noperm = failure.kind.is_redis_error("NOPERM");
+            if noperm && !self.queue_refused.swap(true, Ordering::Relaxed) {
+                warn!(
+                    node = %self.label,
+                    "waiter queue refused by this node (no rights on quorumlock:queue:*): \
+                     waiters wait outside the queue, unordered"
+                );
+            }
+        }
+        self.parse(reply?)
+    }
+
     /// Reads an election ([`Command::read_leader`]).
     pub(crate) async fn read_leader(
         &self,

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use redis::Cmd;
 
-use crate::keys::{hash_slot, Keys, Shape, Side, Slots};
+use crate::keys::{hash_slot, Keys, Queue, Shape, Side, Slots};
 use crate::node::lua::{self, Lua};
 use crate::token::Token;
 use crate::validity;
@@ -262,6 +262,44 @@ impl Command {
             script: Some(script),
             slot: slot.unwrap_or(0),
         })
+    }
+
+    /// A waiter's ticket proposed to the queue (`0`: the counter read),
+    /// with its entry's lease (`queue_join.lua`).
+    pub(crate) fn queue_join(queue: &Queue, id: &Token, ticket: u64, lease: Duration) -> Arc<Self> {
+        Self::call(
+            &lua::QUEUE_JOIN,
+            queue.keys.iter().map(Vec::as_slice),
+            |cmd| {
+                cmd.arg(id.as_str())
+                    .arg(ticket)
+                    .arg(validity::millis(lease));
+            },
+        )
+    }
+
+    /// A waiter's heartbeat: its lease renewed, the head read
+    /// (`queue_touch.lua`).
+    pub(crate) fn queue_touch(queue: &Queue, id: &Token, lease: Duration) -> Arc<Self> {
+        Self::call(
+            &lua::QUEUE_TOUCH,
+            queue.keys.iter().map(Vec::as_slice),
+            |cmd| {
+                cmd.arg(id.as_str()).arg(validity::millis(lease));
+            },
+        )
+    }
+
+    /// A waiter's entry removed, the next head named on the queue's
+    /// channels (`queue_leave.lua`).
+    pub(crate) fn queue_leave(queue: &Queue, id: &Token) -> Arc<Self> {
+        Self::call(
+            &lua::QUEUE_LEAVE,
+            queue.keys.iter().map(Vec::as_slice),
+            |cmd| {
+                cmd.arg(id.as_str()).arg(&queue.channels);
+            },
+        )
     }
 
     /// The `EVAL` to send when the node does not know the script.

@@ -23,6 +23,7 @@ use tracing::debug;
 use crate::keys::{Keys, RELEASE_CHANNEL_PREFIX, RWLOCK_KEY_PREFIX};
 use crate::member::link::Target;
 use crate::member::Node;
+use crate::token::Token;
 
 /// Subscriptions shared by every waiter of one [`Redlock`](crate::Redlock)
 /// (and one set of them per election observer, whose wake-ups must not be
@@ -52,7 +53,14 @@ struct Channel {
     /// The last release announced (its token): every node announces each
     /// release, and a waiter is woken once per release, not once per node.
     last: Vec<u8>,
+    /// The queued waiters of this client listening here, by their id in
+    /// the queue: a new head named on the channel wakes that one alone.
+    named: HashMap<Vec<u8>, Arc<Notify>>,
 }
+
+/// What a waiter queue's leave announces ahead of the new head's id
+/// (`queue_leave.lua`): no release token starts so.
+const NEXT: &[u8] = b"next:";
 
 impl std::fmt::Debug for Handoff {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -105,21 +113,29 @@ impl Handoff {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Registers interest in the release of `keys` and subscribes on the
-    /// nodes already connected (waiting at most `timeout` for them).
+    /// Registers interest in the release of `keys` — and, for a waiter in
+    /// a queue (`waiter`, its id there), in its being named the new head —
+    /// and subscribes on the nodes already connected (waiting at most
+    /// `timeout` for them).
     ///
     /// # Cancel safety
     ///
     /// Cancel safe: the registration is undone (and the channels
     /// unsubscribed when no other waiter needs them) wherever this future is
     /// dropped, including while its `SUBSCRIBE`s are in flight.
-    pub(crate) async fn watch(self: &Arc<Self>, keys: &Keys, timeout: Duration) -> Watch {
+    pub(crate) async fn watch(
+        self: &Arc<Self>,
+        keys: &Keys,
+        timeout: Duration,
+        waiter: Option<&Token>,
+    ) -> Watch {
         let mut fresh = Vec::new();
         // The guard exists before anything awaits: dropping this future at
         // any point lowers the watcher counts it raised.
         let mut watch = Watch {
             handoff: self.clone(),
             channels: Vec::new(),
+            waiter: waiter.map(|id| (id.as_str().as_bytes().to_vec(), Arc::default())),
         };
         let sinks = {
             let mut state = self.state();
@@ -136,6 +152,9 @@ impl Handoff {
                     Channel::default()
                 });
                 entry.watchers += 1;
+                if let Some((id, notify)) = &watch.waiter {
+                    entry.named.insert(id.clone(), notify.clone());
+                }
                 watch.channels.push((name, entry.notify.clone()));
             }
             state.sinks.values().cloned().collect::<Vec<_>>()
@@ -179,6 +198,13 @@ impl Handoff {
             }
             entry.last.clear();
             entry.last.extend_from_slice(release);
+            // A new head named: that waiter alone, if it is this client's.
+            if let Some(id) = release.strip_prefix(NEXT) {
+                if let Some(waiter) = entry.named.get(id) {
+                    waiter.notify_one();
+                }
+                return;
+            }
             // One waiter per announcement: the others keep waiting for the
             // next release instead of stampeding at once. A read–write
             // lock's readers all wake: they may all enter together.
@@ -196,6 +222,8 @@ impl Handoff {
 pub(crate) struct Watch {
     handoff: Arc<Handoff>,
     channels: Vec<(Vec<u8>, Arc<Notify>)>,
+    /// A queued waiter's id, and what wakes it when it is named the head.
+    waiter: Option<(Vec<u8>, Arc<Notify>)>,
 }
 
 impl Watch {
@@ -209,6 +237,19 @@ impl Watch {
             self.channels.iter().map(|(_, n)| n.notified()).collect();
         let _ = waits.next().await;
     }
+
+    /// Resolves when this queued waiter is named the new head (at once if
+    /// it was named since the last call); never without a waiter's id.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: a naming is kept until the next call.
+    pub(crate) async fn named(&self) {
+        match &self.waiter {
+            Some((_, notify)) => notify.notified().await,
+            None => std::future::pending().await,
+        }
+    }
 }
 
 /// Ends the subscription to each channel no other waiter watches.
@@ -219,6 +260,9 @@ impl Drop for Watch {
             let mut state = self.handoff.state();
             for (name, _) in &self.channels {
                 if let Some(entry) = state.channels.get_mut(name) {
+                    if let Some((id, _)) = &self.waiter {
+                        entry.named.remove(id);
+                    }
                     entry.watchers = entry.watchers.saturating_sub(1);
                     if entry.watchers == 0 {
                         state.channels.remove(name);

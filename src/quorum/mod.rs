@@ -8,6 +8,7 @@ pub(crate) mod engine;
 pub(crate) mod fanout;
 pub(crate) mod handoff;
 pub(crate) mod held;
+pub(crate) mod queue;
 pub(crate) mod read;
 pub(crate) mod remote_check;
 pub(crate) mod repair;

@@ -1,8 +1,9 @@
 //! The acquisition loop: attempts with fresh tokens, random delays between
 //! them (cut short by a release announcement when fast hand-off is on),
-//! until the lock is granted, the retry count or wait limit is spent, or
-//! misconfigured nodes make every retry futile; then the error that says
-//! why.
+//! a place in the waiter queue for a fair waiter or one a holder refused
+//! (only its head tries), until the lock is granted, the retry count or
+//! wait limit is spent, or misconfigured nodes make every retry futile;
+//! then the error that says why.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -18,6 +19,7 @@ use crate::quorum::claim::Claim;
 use crate::quorum::engine::Engine;
 use crate::quorum::handoff::Watch;
 use crate::quorum::held::Held;
+use crate::quorum::queue::{Place, Standing};
 use crate::quorum::rule;
 use crate::random;
 use crate::stats::locks::{LockCounters, Outcome};
@@ -26,7 +28,8 @@ use crate::token::Token;
 
 /// Takes the lock on `keys`, retrying as `retry` allows: at most its count
 /// of retries after the first attempt, none that would start after its
-/// time limit (counted from now).
+/// time limit (counted from now); with `fair`, in the order of the
+/// claim's waiter queue (see [`attempts`]).
 ///
 /// # Cancel safety
 ///
@@ -37,10 +40,11 @@ pub(crate) async fn acquire(
     claim: impl Claim,
     ttl: Duration,
     retry: Retry,
+    fair: bool,
 ) -> Result<Held> {
     let start = Instant::now();
     let counters = engine.leases.of(claim.holding().primitive);
-    let result = attempts(engine, &claim, ttl, retry, counters).await;
+    let result = attempts(engine, &claim, ttl, retry, counters, fair).await;
     let outcome = match &result {
         Ok(_) => Outcome::Granted,
         Err(e) => Outcome::of(e),
@@ -51,12 +55,19 @@ pub(crate) async fn acquire(
 
 /// Attempts at `claim` with fresh tokens, waiting between them, until
 /// one is granted or `retry` gives up (see [`acquire`]).
+///
+/// With `fair`, the waiter joins the claim's waiter queue first
+/// ([`Place`]) and tries only at its head; otherwise it tries at once and
+/// joins only when a holder refused it and releases are announced. In the
+/// queue, a release wakes the head alone, and a head that leaves (granted,
+/// or gone) names the next.
 async fn attempts(
     engine: &Arc<Engine>,
     claim: &impl Claim,
     ttl: Duration,
     retry: Retry,
     counters: &LockCounters,
+    fair: bool,
 ) -> Result<Held> {
     let deadline = retry.deadline(Instant::now());
     let cfg = &engine.config;
@@ -69,70 +80,147 @@ async fn attempts(
     let ttl = cfg.check_ttl(ttl)?;
     engine.check_slot(claim.keys())?;
     let mut attempts: u32 = 0;
-    // Between attempts: the subscription to release announcements, how
-    // widely a woken look spreads, and whether a release ended the last wait.
-    let (mut watch, mut spread, mut woken) = (None, HANDOFF_JITTER, false);
+    // The waiter's place in the queue and its subscription to
+    // announcements, once it has them; the last attempt's failure.
+    let (mut place, mut watch, mut last) = (None, None, None);
+    let mut queued = fair;
+    if fair {
+        (place, watch) = queue(engine, claim).await;
+    }
     loop {
         attempts = attempts.saturating_add(1);
-        let began = Instant::now();
-        let attempt = attempt::once(engine, claim, Token::generate(), ttl).await;
-        counters.attempted(began.elapsed());
-        // Whether a quorum answered: granted, or its answers (yes or no)
-        // counted — the failed and the unanswered alone decided nothing.
-        // Tells when a quorum answers again after a time without one.
-        let answered = attempt.as_ref().err().is_none_or(|f| {
-            let t = &f.tally;
-            t.yes() + t.no() >= t.needed()
-        });
-        let waited = answered.then(|| counters.answered(claim.keys().first()));
-        if let Some(waited) = waited.flatten() {
-            info!(resource = %claim.name(), ?waited, "campaign: a quorum answers again");
+        // In the queue: behind, look whether it is its turn; renew the
+        // entry when due; join again, at the back, when it lapsed. A
+        // waiter just come to the head looks at the holder's keys first
+        // (below) rather than trying at once.
+        let mut arrived = false;
+        if let Some(p) = place
+            .as_mut()
+            .filter(|p| !p.head || p.due() <= Instant::now())
+        {
+            let behind = !p.head;
+            match p.touch().await {
+                Standing::Lapsed => {
+                    // The old place leaves before the new one joins.
+                    drop(place.take());
+                    (place, watch) = queue(engine, claim).await;
+                }
+                Standing::Head => arrived = behind && watch.is_some(),
+                Standing::Behind => {}
+            }
         }
-        let failure = match attempt {
-            Ok(held) => return Ok(held),
-            Err(failure) => failure,
-        };
+        let turn = place.as_ref().is_none_or(|p| p.head) && !arrived;
+        if turn {
+            let began = Instant::now();
+            let attempt = attempt::once(engine, claim, Token::generate(), ttl).await;
+            counters.attempted(began.elapsed());
+            // Whether a quorum answered: granted, or its answers (yes or
+            // no) counted — the failed and the unanswered alone decided
+            // nothing. Tells when a quorum answers again after a time
+            // without one.
+            let answered = attempt.as_ref().err().is_none_or(|f| {
+                let t = &f.tally;
+                t.yes() + t.no() >= t.needed()
+            });
+            let waited = answered.then(|| counters.answered(claim.keys().first()));
+            if let Some(waited) = waited.flatten() {
+                info!(resource = %claim.name(), ?waited, "campaign: a quorum answers again");
+            }
+            match attempt {
+                // Leaving the queue (dropping the place) names the next head.
+                Ok(held) => return Ok(held),
+                Err(failure) => {
+                    if !answered && counters.unreachable(claim.keys().first(), began) {
+                        let nodes: Vec<&str> =
+                            failure.failures.iter().map(|f| f.node.as_str()).collect();
+                        warn!(
+                            resource = %claim.name(),
+                            nodes = %nodes.join(","),
+                            "campaign waiting: too few nodes answer for a quorum; it keeps trying"
+                        );
+                    }
+                    last = Some(failure);
+                }
+            }
+        }
         // Drawn from the OS: workers forked from one process must not
         // back off in step (see `random`).
         let delay = rule::backoff(cfg.retry_delay_min, cfg.retry_delay_max, random::unit());
         // A delay too large to add to an instant never fits.
         let out_of_time =
             deadline.is_some_and(|d| Instant::now().checked_add(delay).is_none_or(|t| t >= d));
-        if !retry.allows(attempts) || out_of_time || hopeless(engine.nodes.len(), &failure) {
-            return Err(give_up(engine, claim, ttl.duration, attempts, failure).await);
+        let futile = turn
+            && last
+                .as_ref()
+                .is_some_and(|f| hopeless(engine.nodes.len(), f));
+        if !retry.allows(attempts) || out_of_time || futile {
+            return Err(match last {
+                Some(failure) => give_up(engine, claim, ttl.duration, attempts, failure).await,
+                None => behind(engine, claim, attempts),
+            });
         }
-        if !answered && counters.unreachable(claim.keys().first(), began) {
-            let nodes: Vec<&str> = failure.failures.iter().map(|f| f.node.as_str()).collect();
-            warn!(
-                resource = %claim.name(),
-                nodes = %nodes.join(","),
-                "campaign waiting: too few nodes answer for a quorum; it keeps trying"
-            );
+        // Refused by a holder, outside the queue: join it and try again at
+        // once if at its head (a release before the subscription is not
+        // missed).
+        let held = arrived || turn && last.as_ref().is_some_and(|f| f.tally.no() > 0);
+        if held && !queued && engine.handoff.is_some() {
+            queued = true;
+            (place, watch) = queue(engine, claim).await;
+            continue;
         }
-        // Wait before the next attempt: the retry `delay`, unless this one
-        // was refused by a holder (`held`) and releases are announced —
-        // then, the first time, subscribe and retry at once (a release
-        // before the subscription is not missed); after, wait for a
-        // release ([`wait_for_release`]).
-        let held = failure.tally.no() > 0;
-        if held && woken {
-            // Woken by a release, and another waiter was faster.
-            spread = widened(spread);
-        }
-        woken = false;
-        match (&engine.handoff, &watch) {
-            (Some(handoff), None) if held => {
-                watch = Some(handoff.watch(claim.keys(), cfg.node_timeout).await);
+        // Wait before the next turn: no longer than the entry's renewal
+        // and the caller's deadline allow; with a count of retries to
+        // keep, within the retry delay as drawn (see [`patience`]).
+        let limit = deadline
+            .into_iter()
+            .chain(place.as_ref().map(Place::due))
+            .min();
+        let patience = patience(delay, retry.count().is_none(), limit, Instant::now());
+        match (&watch, place.as_ref().map(|p| p.head)) {
+            // Behind in the queue: until named the head, or the renewal.
+            (Some(watch), Some(false)) => {
+                let wait = patience(Duration::MAX, Instant::now());
+                tokio::select! {
+                    () = watch.named() => {}
+                    () = tokio::time::sleep(wait) => {}
+                }
             }
-            (_, Some(watch)) if held => {
-                // With a count of retries to keep, each retry comes
-                // within the retry delay as drawn, sooner if woken.
-                let stretch = retry.count().is_none();
-                let patience = patience(delay, stretch, deadline, Instant::now());
-                woken = wait_for_release(engine, claim, watch, patience, &mut spread).await;
+            (Some(watch), _) if held => {
+                wait_for_release(engine, claim, watch, patience).await;
             }
-            _ => tokio::time::sleep(delay).await,
+            (_, Some(false)) => tokio::time::sleep(patience(Duration::MAX, Instant::now())).await,
+            _ => tokio::time::sleep(patience(Duration::ZERO, Instant::now())).await,
         }
+    }
+}
+
+/// A place in `claim`'s waiter queue ([`Place::join`]; `None` when no
+/// majority committed a ticket) and, with announcements on, the
+/// subscription that hears its releases and its turn.
+async fn queue(engine: &Arc<Engine>, claim: &impl Claim) -> (Option<Place>, Option<Watch>) {
+    let place = Place::join(engine, claim.keys().queue()).await;
+    let Some(handoff) = &engine.handoff else {
+        return (place, None);
+    };
+    let id = place.as_ref().map(|p| &p.id);
+    let watch = handoff
+        .watch(claim.keys(), engine.config.node_timeout, id)
+        .await;
+    (place, Some(watch))
+}
+
+/// The error of a waiter that gave up in the queue before its turn came:
+/// it made no attempt, and another owner held or waited for the claim.
+fn behind(engine: &Engine, claim: &impl Claim, attempts: u32) -> Error {
+    Error::Contended {
+        resource: claim.name(),
+        held_elsewhere: 0,
+        granted: 0,
+        needed: engine.needed(),
+        nodes: engine.nodes.len(),
+        attempts,
+        failures: Vec::new(),
+        permits: None,
     }
 }
 
@@ -145,21 +233,6 @@ fn hopeless(nodes: usize, failure: &AttemptFailure) -> bool {
         || failure.limit_mismatch.is_some()
 }
 
-/// Longest pause between a release announcement and a woken waiter's look
-/// at the key, at first: waiters woken together spread over it, so that the
-/// first one's `SET` is on the nodes before most of the others look. A
-/// waiter that finds the key taken again doubles it, up to
-/// [`HANDOFF_SPREAD_MAX`]: the more waiters, the wider they spread.
-const HANDOFF_JITTER: Duration = Duration::from_millis(1);
-
-/// The widest spread of a waiter that keeps losing.
-const HANDOFF_SPREAD_MAX: Duration = Duration::from_millis(16);
-
-/// The spread after a loss: doubled, at most [`HANDOFF_SPREAD_MAX`].
-fn widened(spread: Duration) -> Duration {
-    spread.saturating_mul(2).min(HANDOFF_SPREAD_MAX)
-}
-
 /// The longest a watching waiter waits without an announcement before it
 /// tries again anyway, unless its retry delay is longer: an announcement
 /// missed (a subscriber reconnecting) costs at most this much.
@@ -170,29 +243,28 @@ const PATIENCE_MAX: Duration = Duration::from_secs(1);
 /// for `held_for` more at `now`: with `stretch` (no count of retries to
 /// keep), its retry `delay` (drawn for this wait) up to the holder's
 /// remaining time; else what is left of its retry delay since `start`.
+/// Never past `limit` (the caller's deadline, a queued waiter's renewal).
 ///
 /// Announcements tell a waiter about releases; what they cannot tell is
 /// a holder that vanished (its keys expire, nobody announces) or an
 /// announcement missed. So a waiter without a count tries again when the
 /// holder's keys expire, but at the latest after [`PATIENCE_MAX`] (or its
 /// retry delay, if longer), and never before its retry delay: it does not
-/// poll every 0–200 ms as a waiter without announcements must; each look
-/// that finds the key taken again may push its next try out.
+/// poll every 0–200 ms as a waiter without announcements must.
 ///
 /// A waiter with a count tries again at `start + delay` at the latest,
-/// whatever it sees meanwhile: a look that finds the key taken again never
-/// pushes that out. So its retries are spent in bounded time under any
-/// stream of releases — each one within one retry delay of the attempt
-/// before — as [`Retry`] documents. Never past the caller's `deadline`.
+/// whatever it sees meanwhile. So its retries are spent in bounded time
+/// under any stream of releases — each one within one retry delay of the
+/// attempt before — as [`Retry`] documents.
 fn patience(
     delay: Duration,
     stretch: bool,
-    deadline: Option<Instant>,
+    limit: Option<Instant>,
     start: Instant,
 ) -> impl Fn(Duration, Instant) -> Duration {
     let end = match stretch {
-        true => deadline,
-        false => deadline.into_iter().chain(start.checked_add(delay)).min(),
+        true => limit,
+        false => limit.into_iter().chain(start.checked_add(delay)).min(),
     };
     move |held_for, now| {
         let wait = if stretch {
@@ -206,57 +278,30 @@ fn patience(
 
 /// Waits for a release announcement, or at most as long as `patience`
 /// allows (the fallback when an announcement is missed or the holder
-/// vanished); true when a release ended the wait.
+/// vanished).
 ///
 /// First the waiter reads how long the key stays set, on one node: not
 /// set any more, it tries again at once; set, that time bounds the wait;
-/// no answer (the node is down, or refuses), the retry delay does.
+/// no answer (the node is down, or refuses), the retry delay does. The
+/// look is a hint only: the attempt decides.
 ///
-/// A release wakes every waiting client (each subscribed on the nodes).
-/// Woken, a waiter lets a random part of its spread pass and then
-/// looks at the key on one node: if it is set again, another waiter was
-/// faster, and this one goes back to waiting instead of sending a whole
-/// attempt (five `SET`s, then five releases). The look is a hint only:
-/// anything but "set" ends the wait, and the attempt decides.
+/// A release wakes one waiter of this client (the queue's head: the
+/// others wait for their turn, not for releases), or every reader of a
+/// read–write lock ([`Handoff`](crate::quorum::handoff::Handoff)).
 async fn wait_for_release(
     engine: &Engine,
     claim: &impl Claim,
     watch: &Watch,
     patience: impl Fn(Duration, Instant) -> Duration,
-    spread: &mut Duration,
-) -> bool {
-    let look = || async { claim.hint(engine.look(claim.keys()).await) };
-    let first_wait = match look().await {
-        NodeView::Free => return true,
+) {
+    let wait = match claim.hint(engine.look(claim.keys()).await) {
+        NodeView::Free => return,
         // Held: until it expires at most; no answer: the retry delay.
         view => patience(view.held_for().unwrap_or_default(), Instant::now()),
     };
-    let fallback = tokio::time::sleep(first_wait);
-    tokio::pin!(fallback);
-    loop {
-        tokio::select! {
-            () = &mut fallback => return false,
-            () = watch.released() => {}
-        }
-        let jitter = (*spread).mul_f64(random::unit());
-        tokio::select! {
-            () = &mut fallback => return false,
-            () = tokio::time::sleep(jitter) => {}
-        }
-        let Some(held_for) = look().await.held_for() else {
-            return true;
-        };
-        // Set again by a faster waiter, for this long at most: a waiter
-        // without a count may wait for it (`patience` keeps a waiter with
-        // one within its retry delay).
-        let now = Instant::now();
-        if let Some(until) = now.checked_add(patience(held_for, now)) {
-            if until > fallback.deadline().into_std() {
-                fallback.as_mut().reset(until.into());
-            }
-        }
-        // Another waiter was faster: spread wider next time.
-        *spread = widened(*spread);
+    tokio::select! {
+        () = tokio::time::sleep(wait) => {}
+        () = watch.released() => {}
     }
 }
 

@@ -163,11 +163,14 @@ impl Turns for Leaders {
         };
         // A campaign waits for the leader's release (or its expiry) up to
         // twice its TTL, then the client thinks and tries again.
-        let campaign = c
+        let mut campaign = c
             .redlock
             .campaign(resource_name(&c.prefix, turn.resource), turn.ttl)
             .value(format!("client-{}", c.id))
             .retry(quorumlock::Retry::Until(turn.ttl * 2));
+        if turn.fair {
+            campaign = campaign.fair();
+        }
         campaign.lead().map(move |r| r.map(|l| (l, reign))).boxed()
     }
 

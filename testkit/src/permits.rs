@@ -155,6 +155,9 @@ impl Turns for Permits {
         if self.fenced {
             request = request.fenced();
         }
+        if turn.fair {
+            request = request.fair();
+        }
         request.acquire().map(move |r| r.map(|p| (p, take))).boxed()
     }
 

@@ -101,10 +101,13 @@ impl Turns for ReadWrite {
     /// The write side for a writer ([`ReadWrite::writes`]), else the read side.
     fn take(&self, c: &Client, turn: &Turn, _: &mut StdRng) -> Taking<Self> {
         let name = resource_name(&c.prefix, turn.resource);
-        let request = match self.writes(c.id) {
+        let mut request = match self.writes(c.id) {
             true => c.redlock.write(name, turn.ttl),
             false => c.redlock.read(name, turn.ttl),
         };
+        if turn.fair {
+            request = request.fair();
+        }
         request.acquire().boxed()
     }
 

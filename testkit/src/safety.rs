@@ -322,6 +322,7 @@ impl SafetyRun {
                 cancel_extend_one_in: 3,
                 cancel_within: ms(60),
                 think: ms(if long { 10 } else { 20 }),
+                fair_one_in: 3,
                 node_timeout: ms(if long { 100 } else { 50 }),
                 retry_count: 2,
                 retry_delay_max: ms(50),

@@ -148,6 +148,8 @@ pub struct Turn {
     pub extend: Option<(Duration, f64)>,
     /// The pause after the turn.
     pub think: Duration,
+    /// Whether the acquire waits in turn (`.fair()`).
+    pub fair: bool,
     /// How the acquire call is dropped, if it is.
     pub cancel_acquire: Cancel,
     /// How the release call is dropped, if it is.
@@ -172,12 +174,14 @@ impl Turn {
         let mut cancel = || Cancel::draw(rng, w.cancel_one_in, w.cancel_within);
         let (cancel_acquire, cancel_release) = (cancel(), cancel());
         let cancel_extend = Cancel::draw(rng, w.cancel_extend_one_in, w.cancel_within);
+        let fair = w.fair_one_in > 0 && rng.random_range(0..w.fair_one_in) == 0;
         Self {
             resource,
             ttl,
             work,
             extend,
             think,
+            fair,
             cancel_acquire,
             cancel_release,
             cancel_extend,

@@ -24,7 +24,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::future::{BoxFuture, FutureExt};
-use quorumlock::{Builder, Lock, Redlock};
+use quorumlock::{Builder, Lock, LockRequest, Redlock};
 use rand::rngs::StdRng;
 
 use super::checker::{Checker, Outcome, PlainStore, Store};
@@ -34,10 +34,9 @@ use super::turns::{work, Holding, Release, Taking, Turn, Turns};
 /// A lock and its fencing token, if the strategy has one.
 type Acquired = quorumlock::Result<(Lock, Option<u64>)>;
 
-/// Takes a lock: `(redlock, resource, ttl)` → the lock and its fencing
-/// token, if the strategy has one.
-pub type AcquireFn =
-    Arc<dyn Fn(Redlock, Vec<u8>, Duration) -> BoxFuture<'static, Acquired> + Send + Sync>;
+/// Takes a lock: a request for it (the resource, the TTL, fair or not) →
+/// the lock and its fencing token, if the strategy has one.
+pub type AcquireFn = Arc<dyn Fn(LockRequest) -> BoxFuture<'static, Acquired> + Send + Sync>;
 
 /// Adjusts each client's builder (e.g. a restart quarantine).
 pub type Customize = Arc<dyn Fn(Builder) -> Builder + Send + Sync>;
@@ -76,8 +75,8 @@ impl Strategy {
             name: "plain",
             warmup: Duration::ZERO,
             customize: Arc::new(|b| b),
-            acquire: Arc::new(|redlock, resource, ttl| {
-                async move { redlock.acquire(resource, ttl).await.map(|l| (l, None)) }.boxed()
+            acquire: Arc::new(|request| {
+                async move { request.acquire().await.map(|l| (l, None)) }.boxed()
             }),
             store: PlainStore::shared,
         }
@@ -87,8 +86,9 @@ impl Strategy {
     pub fn plain_once() -> Self {
         Self {
             name: "plain-once",
-            acquire: Arc::new(|redlock, resource, ttl| {
-                async move { redlock.try_acquire(resource, ttl).await.map(|l| (l, None)) }.boxed()
+            acquire: Arc::new(|request| {
+                let once = request.retry(quorumlock::Retry::Times(0));
+                async move { once.acquire().await.map(|l| (l, None)) }.boxed()
             }),
             ..Self::plain()
         }
@@ -102,9 +102,9 @@ impl Strategy {
             name: "fenced",
             warmup: Duration::ZERO,
             customize: Arc::new(|b| b),
-            acquire: Arc::new(|redlock, resource, ttl| {
+            acquire: Arc::new(|request| {
                 async move {
-                    let lock = redlock.lock(resource, ttl).fenced().acquire().await?;
+                    let lock = request.fenced().acquire().await?;
                     let fence = lock.fence();
                     Ok((lock, fence))
                 }
@@ -159,6 +159,9 @@ pub struct Workload {
     pub cancel_within: Duration,
     /// Pause between a client's acquisitions: `U(0, think)`.
     pub think: Duration,
+    /// One in `fair_one_in` acquisitions waits in turn (`.fair()`), the
+    /// others try first (0: none is fair).
+    pub fair_one_in: u32,
     /// Each client's node timeout.
     pub node_timeout: Duration,
     /// Each client's acquire retries.
@@ -220,8 +223,13 @@ impl Turns for Strategy {
     }
 
     fn take(&self, c: &Client, turn: &Turn, _: &mut StdRng) -> Taking<Self> {
-        let name = resource_name(&c.prefix, turn.resource).into_bytes();
-        (self.acquire)(c.redlock.clone(), name, turn.ttl)
+        let mut request = c
+            .redlock
+            .lock(resource_name(&c.prefix, turn.resource), turn.ttl);
+        if turn.fair {
+            request = request.fair();
+        }
+        (self.acquire)(request)
     }
 
     fn probe(&self, redlock: &Redlock, name: &str, ttl: Duration, wait: Duration) -> Taking<Self> {

@@ -101,6 +101,13 @@ scripts! {
     /// A read–write lock's writer and readers, as `peek.lua` answers
     /// (read-only).
     READ_WRITE_PEEK = "read_write.lua", "read_write_peek.lua";
+    /// A waiter's ticket committed where the counter is below it, or the
+    /// counter read (`docs/queue.md`).
+    QUEUE_JOIN = "queue.lua", "queue_join.lua";
+    /// A waiter's lease renewed, and the queue's head read.
+    QUEUE_TOUCH = "queue.lua", "queue_touch.lua";
+    /// A waiter's entry removed, the new head named when it was the head.
+    QUEUE_LEAVE = "queue.lua", "queue_leave.lua";
 }
 
 #[cfg(test)]

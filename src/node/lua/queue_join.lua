@@ -1,0 +1,20 @@
+-- Joins the queue with ticket ARGV[2] (docs/queue.md), as a fencing
+-- token's commit counts: only where the counter is below it, raising the
+-- counter to it and adding the waiter ARGV[1] with a lease of ARGV[3] ms.
+-- A ticket of 0 only reads the counter (the join's first phase).
+-- Returns {1 when the ticket counts here (0 otherwise), the counter, the
+-- lowest live ticket}; an error reply when the counter is not a number.
+local now = purge()
+local ticket, lease = tonumber(ARGV[2]), tonumber(ARGV[3])
+local highest = tonumber(redis.call("GET", counter) or "0")
+if not highest then
+    return redis.error_reply("QUEUERANGE the waiter queue's ticket counter is not a number")
+end
+if ticket <= highest then
+    return {0, highest, (head())}
+end
+redis.call("SET", counter, ticket, "KEEPTTL")
+redis.call("ZADD", entries, ticket, ARGV[1])
+redis.call("ZADD", leases, now + lease, ARGV[1])
+keep(lease)
+return {1, ticket, (head())}
