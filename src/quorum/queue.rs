@@ -57,45 +57,42 @@ fn reply(values: &[i64]) -> (bool, u64, u64) {
 }
 
 /// Runs a queue script on a node.
-fn call(
-    _: usize,
-    node: Node,
-    command: Arc<Command>,
-    window: Window,
-) -> impl std::future::Future<Output = NodeResult<Vec<i64>>> {
-    async move { node.queue(&command, window).await }
+async fn call(_: usize, node: Node, command: Arc<Command>, window: Window) -> NodeResult<Vec<i64>> {
+    node.queue(&command, window).await
 }
 
 impl Place {
-    /// Joins `queue` at the back: reads the ticket counters of a majority,
-    /// proposes one above the highest, and holds the ticket once a majority
-    /// counted it (a node counts a ticket above its counter only). `None`
-    /// when no majority answers or commits in [`JOIN_TRIES`] proposals: the
-    /// waiter then tries as one outside the queue does.
+    /// Joins `queue` at the back as `id`: reads the ticket counters of a
+    /// majority, proposes one above the highest, and holds the ticket once
+    /// a majority counted it (a node counts a ticket above its counter
+    /// only, and drops the entry of `id` where it refuses). `None` when no
+    /// majority answers or commits in [`JOIN_TRIES`] proposals: the waiter
+    /// then tries as one outside the queue does.
     ///
     /// # Cancel safety
     ///
     /// Dropping the future once a proposal is sent removes its entries in
     /// the background; an entry whose commit reaches a node after that
     /// removal lapses with its lease.
-    pub(crate) async fn join(engine: &Arc<Engine>, queue: Queue) -> Option<Self> {
+    pub(crate) async fn join(engine: &Arc<Engine>, queue: Queue, id: Token) -> Option<Self> {
         let lease = engine.config.waiter_lease();
-        let read = Command::queue_join(&queue, &Token::generate(), 0, lease);
+        let read = Command::queue_join(&queue, &id, 0, lease);
         let any = &mut |_, _: &Vec<i64>| Vote::Yes;
         let counters = engine.ask(engine.majority(), read, call, any).await;
         if !counters.reached() {
             return None;
         }
         let mut highest = counters.replies.iter().map(|(_, r)| reply(r).1).max()?;
+        let mut place = Self {
+            engine: engine.clone(),
+            queue,
+            id,
+            ticket: 0,
+            renewed: Instant::now(),
+            head: false,
+        };
         for _ in 0..JOIN_TRIES {
-            let mut place = Self {
-                engine: engine.clone(),
-                queue: queue.clone(),
-                id: Token::generate(),
-                ticket: highest.checked_add(1)?,
-                renewed: Instant::now(),
-                head: false,
-            };
+            place.ticket = highest.checked_add(1)?;
             let (ticket, mut heads) = (place.ticket, 0);
             let command = Command::queue_join(&place.queue, &place.id, ticket, lease);
             let committed = &mut |_, r: &Vec<i64>| {
@@ -108,11 +105,10 @@ impl Place {
                     Vote::No
                 }
             };
-            if engine
+            let outcome = engine
                 .ask(engine.majority(), command, call, committed)
-                .await
-                .reached()
-            {
+                .await;
+            if outcome.reached() {
                 place.head = heads >= engine.needed();
                 return Some(place);
             }

@@ -14,6 +14,7 @@ use crate::config::Retry;
 use crate::error::{
     misconfigured, Error, NodeFailure, NodeFailureKind, Operation, ResourceName, Result,
 };
+use crate::keys::Shape;
 use crate::quorum::attempt::{self, AttemptFailure};
 use crate::quorum::claim::Claim;
 use crate::quorum::engine::Engine;
@@ -83,6 +84,11 @@ async fn attempts(
     // The waiter's place in the queue and its subscription to
     // announcements, once it has them; the last attempt's failure.
     let (mut place, mut watch, mut last) = (None, None, None);
+    // A reader waits for writers only: it is not kept out by the readers'
+    // marker that a look shows, so it tries at once when its turn comes;
+    // without fair mode it waits outside the queue, where a writer's
+    // release wakes every reader, who enter together.
+    let reader = matches!(claim.keys().shape(), Shape::Read(_));
     let mut queued = fair;
     if fair {
         (place, watch) = queue(engine, claim).await;
@@ -105,7 +111,7 @@ async fn attempts(
                     drop(place.take());
                     (place, watch) = queue(engine, claim).await;
                 }
-                Standing::Head => arrived = behind && watch.is_some(),
+                Standing::Head => arrived = behind && watch.is_some() && !reader,
                 Standing::Behind => {}
             }
         }
@@ -159,13 +165,19 @@ async fn attempts(
                 None => behind(engine, claim, attempts),
             });
         }
-        // Refused by a holder, outside the queue: join it and try again at
-        // once if at its head (a release before the subscription is not
-        // missed).
+        // Refused by a holder, outside the queue: join it (a plain reader
+        // only listens) and try again at once if at its head (a release
+        // before the subscription is not missed).
         let held = arrived || turn && last.as_ref().is_some_and(|f| f.tally.no() > 0);
-        if held && !queued && engine.handoff.is_some() {
+        if let Some(handoff) = engine.handoff.as_ref().filter(|_| held && !queued) {
             queued = true;
-            (place, watch) = queue(engine, claim).await;
+            (place, watch) = match reader {
+                true => (
+                    None,
+                    Some(handoff.watch(claim.keys(), cfg.node_timeout, None).await),
+                ),
+                false => queue(engine, claim).await,
+            };
             continue;
         }
         // Wait before the next turn: no longer than the entry's renewal
@@ -197,16 +209,19 @@ async fn attempts(
 /// A place in `claim`'s waiter queue ([`Place::join`]; `None` when no
 /// majority committed a ticket) and, with announcements on, the
 /// subscription that hears its releases and its turn.
+///
+/// It listens before it joins: the head's leave that names it may come
+/// before its join has returned.
 async fn queue(engine: &Arc<Engine>, claim: &impl Claim) -> (Option<Place>, Option<Watch>) {
-    let place = Place::join(engine, claim.keys().queue()).await;
-    let Some(handoff) = &engine.handoff else {
-        return (place, None);
+    let id = Token::generate();
+    let watch = match &engine.handoff {
+        Some(handoff) => {
+            let timeout = engine.config.node_timeout;
+            Some(handoff.watch(claim.keys(), timeout, Some(&id)).await)
+        }
+        None => None,
     };
-    let id = place.as_ref().map(|p| &p.id);
-    let watch = handoff
-        .watch(claim.keys(), engine.config.node_timeout, id)
-        .await;
-    (place, Some(watch))
+    (Place::join(engine, claim.keys().queue(), id).await, watch)
 }
 
 /// The error of a waiter that gave up in the queue before its turn came:

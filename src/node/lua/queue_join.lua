@@ -1,7 +1,8 @@
 -- Joins the queue with ticket ARGV[2] (docs/queue.md), as a fencing
 -- token's commit counts: only where the counter is below it, raising the
 -- counter to it and adding the waiter ARGV[1] with a lease of ARGV[3] ms.
--- A ticket of 0 only reads the counter (the join's first phase).
+-- A ticket of 0 only reads the counter (the join's first phase); a ticket
+-- refused withdraws the waiter's entry of an earlier proposal, if any.
 -- Returns {1 when the ticket counts here (0 otherwise), the counter, the
 -- lowest live ticket}; an error reply when the counter is not a number.
 local now = purge()
@@ -11,6 +12,11 @@ if not highest then
     return redis.error_reply("QUEUERANGE the waiter queue's ticket counter is not a number")
 end
 if ticket <= highest then
+    -- An earlier proposal of this waiter's, counted here, is withdrawn.
+    if ticket > 0 then
+        redis.call("ZREM", entries, ARGV[1])
+        redis.call("ZREM", leases, ARGV[1])
+    end
     return {0, highest, (head())}
 end
 redis.call("SET", counter, ticket, "KEEPTTL")
