@@ -24,6 +24,14 @@
 //!   by one script per node and granted at a majority; no writer holds
 //!   beside anyone; a reader that checks for a writer and adds its entry
 //!   in two quorum steps holds beside one (a negative control).
+//! - [`queue`]: the waiter queue of fair acquisition — a join's ticket
+//!   committed at a majority, heartbeats that name the head at a majority,
+//!   leases, crashes, lapses, a failed node and a plain acquirer beside
+//!   it; tickets unique and ordered among live waiters, one head, FIFO
+//!   grants, and progress (no reachable state from which no run grants
+//!   every waiter that did not crash); node-local tickets, a head decided
+//!   by one node, leases that never expire and two wrong rules for giving
+//!   up a place are found out (negative controls).
 //! - [`election`]: leader election as configurations of [`fencing`] — a
 //!   leader holds a fenced mutex and its epoch is the committed fence;
 //!   epochs unique and increasing across leaders, one leader at a time
@@ -88,6 +96,7 @@ pub mod failover;
 pub mod fences;
 pub mod fencing;
 pub mod lease;
+pub mod queue;
 pub mod rwlock;
 pub mod scripts;
 pub mod search;
