@@ -14,6 +14,7 @@ use crate::node::commands::Command;
 use crate::node::reply::Vote;
 use crate::node::Window;
 use crate::quorum::engine::Engine;
+use crate::quorum::rule::{Decision, Tally};
 use crate::token::Token;
 
 /// Proposals a join makes before it gives up (each one above every
@@ -116,12 +117,17 @@ impl Place {
         None
     }
 
-    /// Renews the entry's lease and reads whether this waiter is the head.
+    /// Renews the entry's lease and reads whether this waiter is the head:
+    /// decided at a majority naming its ticket the lowest live one;
+    /// otherwise once every node answered (or timed out), for a waiter
+    /// gives up its place only when a majority answered and fewer than a
+    /// majority hold its entry — two answers "behind" and "missing" do not
+    /// say that a third node lacks it too.
     pub(crate) async fn touch(&mut self) -> Standing {
         let engine = self.engine.clone();
         let (sent, ticket, lease) = (Instant::now(), self.ticket, engine.config.waiter_lease());
         let mut present = 0;
-        let at_head = &mut |_, r: &Vec<i64>| {
+        let vote = |_, r: &Vec<i64>| {
             let (there, _, head) = reply(r);
             present += usize::from(there);
             match there && head == ticket {
@@ -129,8 +135,15 @@ impl Place {
                 false => Vote::No,
             }
         };
+        let decide = |t: &Tally| match (t.yes() >= t.needed(), t.pending()) {
+            (true, _) => Some(Decision::Reached),
+            (false, 0) => Some(Decision::Impossible),
+            (false, _) => None,
+        };
         let command = Command::queue_touch(&self.queue, &self.id, lease);
-        let outcome = engine.ask(engine.majority(), command, call, at_head).await;
+        let outcome = engine
+            .ask(engine.majority(), command, call, &mut (vote, decide))
+            .await;
         let needed = engine.needed();
         if present >= needed {
             self.renewed = sent;

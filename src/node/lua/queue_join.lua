@@ -12,8 +12,10 @@ if not highest then
     return redis.error_reply("QUEUERANGE the waiter queue's ticket counter is not a number")
 end
 if ticket <= highest then
-    -- An earlier proposal of this waiter's, counted here, is withdrawn.
-    if ticket > 0 then
+    -- An earlier (lower) proposal of this waiter's, counted here, is
+    -- withdrawn; a later one, counted before this late refusal, stays.
+    local earlier = redis.call("ZSCORE", entries, ARGV[1])
+    if ticket > 0 and earlier and tonumber(earlier) < ticket then
         redis.call("ZREM", entries, ARGV[1])
         redis.call("ZREM", leases, ARGV[1])
     end
