@@ -37,8 +37,8 @@ pub use error::{
 };
 pub use health::{Health, HealthState, NodeHealth};
 pub use keys::{
-    ELECTION_KEY_PREFIX, FENCE_KEY_PREFIX, QUEUE_KEY_PREFIX, RELEASE_CHANNEL_PREFIX,
-    RWLOCK_KEY_PREFIX, SEMAPHORE_KEY_PREFIX,
+    ELECTION_KEY_PREFIX, FENCE_KEY_PREFIX, NEXT_CHANNEL_PREFIX, QUEUE_KEY_PREFIX,
+    RELEASE_CHANNEL_PREFIX, RWLOCK_KEY_PREFIX, SEMAPHORE_KEY_PREFIX,
 };
 pub use lease::{LostSignal, Renewal};
 pub use lock::Lock;

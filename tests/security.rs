@@ -25,6 +25,8 @@ const LOCKER_ACL: &[&str] = &[
     // Release announcements for fast hand-off.
     "resetchannels",
     "&quorumlock:released:lock:*",
+    // A queued waiter's own channel, on which it is named the next head.
+    "&quorumlock:next:*",
     "-@all",
     "+set",
     "+eval",

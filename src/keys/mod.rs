@@ -53,6 +53,10 @@ pub const RWLOCK_KEY_PREFIX: &[u8] = b"quorumlock:rwlock:";
 /// Resource names starting with it are reserved.
 pub const QUEUE_KEY_PREFIX: &[u8] = b"quorumlock:queue:";
 
+/// Prefix of a queued waiter's own channel, `quorumlock:next:<id>`, on
+/// which a leaving head names it the next (`docs/queue.md`).
+pub const NEXT_CHANNEL_PREFIX: &[u8] = b"quorumlock:next:";
+
 /// Prefix of the channels the release script publishes on:
 /// `quorumlock:released:<resource>`.
 pub const RELEASE_CHANNEL_PREFIX: &[u8] = b"quorumlock:released:";

@@ -2,19 +2,15 @@
 //! waits for, in its hash slot, one queue for every claim on it — a
 //! lock's first resource, a semaphore, both sides of a read–write lock.
 
-use super::{hash_slot, Keys, Shape, QUEUE_KEY_PREFIX, RELEASE_CHANNEL_PREFIX};
+use super::{hash_slot, Keys, Shape, QUEUE_KEY_PREFIX};
 
 /// The queue of the waiters for one resource: its keys, in the order its
-/// scripts take them, and the channels on which a new head is named.
+/// scripts take them.
 #[derive(Debug, Clone)]
 pub(crate) struct Queue {
     /// The entries (`quorumlock:queue:{<resource>}`), their leases
     /// (`…:leases`) and the ticket counter (`…:ticket`).
     pub(crate) keys: [Vec<u8>; 3],
-    /// The full names of the channels its waiters listen on: the release
-    /// channels of every claim that queues here (for a read–write lock,
-    /// the writers' and the readers').
-    pub(crate) channels: Vec<Vec<u8>>,
 }
 
 impl Keys {
@@ -28,16 +24,8 @@ impl Keys {
         let entries = hash_slot::beside(QUEUE_KEY_PREFIX, resource, b"");
         let leases = [&entries[..], b":leases"].concat();
         let ticket = [&entries[..], b":ticket"].concat();
-        let mut named: Vec<&[u8]> = self.channels();
-        if let Some(side) = self.side() {
-            named = vec![self.first(), &side.channel];
-        }
         Queue {
             keys: [entries, leases, ticket],
-            channels: named
-                .into_iter()
-                .map(|c| [RELEASE_CHANNEL_PREFIX, c].concat())
-                .collect(),
         }
     }
 }
@@ -53,13 +41,6 @@ mod tests {
         let write = Keys::read_write(b"doc", false, true).expect("writer");
         assert_eq!(read.queue().keys, write.queue().keys);
         assert_eq!(read.queue().keys[0], b"quorumlock:queue:{doc}".to_vec());
-        assert_eq!(
-            read.queue().channels,
-            vec![
-                b"quorumlock:released:doc".to_vec(),
-                b"quorumlock:released:quorumlock:rwlock:{doc}".to_vec()
-            ]
-        );
         let lock = Keys::one(b"{order:7}:a".to_vec(), false).expect("lock");
         let queue = lock.queue();
         assert_eq!(

@@ -290,14 +290,14 @@ impl Command {
         )
     }
 
-    /// A waiter's entry removed, the next head named on the queue's
-    /// channels (`queue_leave.lua`).
+    /// A waiter's entry removed, the next head named on its own channel
+    /// (`queue_leave.lua`).
     pub(crate) fn queue_leave(queue: &Queue, id: &Token) -> Arc<Self> {
         Self::call(
             &lua::QUEUE_LEAVE,
             queue.keys.iter().map(Vec::as_slice),
             |cmd| {
-                cmd.arg(id.as_str()).arg(&queue.channels);
+                cmd.arg(id.as_str());
             },
         )
     }

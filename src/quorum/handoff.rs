@@ -20,7 +20,7 @@ use tokio::sync::{watch, Notify};
 use tokio_util::sync::CancellationToken;
 use tracing::debug;
 
-use crate::keys::{Keys, RELEASE_CHANNEL_PREFIX, RWLOCK_KEY_PREFIX};
+use crate::keys::{Keys, NEXT_CHANNEL_PREFIX, RELEASE_CHANNEL_PREFIX, RWLOCK_KEY_PREFIX};
 use crate::member::link::Target;
 use crate::member::Node;
 use crate::token::Token;
@@ -53,14 +53,7 @@ struct Channel {
     /// The last release announced (its token): every node announces each
     /// release, and a waiter is woken once per release, not once per node.
     last: Vec<u8>,
-    /// The queued waiters of this client listening here, by their id in
-    /// the queue: a new head named on the channel wakes that one alone.
-    named: HashMap<Vec<u8>, Arc<Notify>>,
 }
-
-/// What a waiter queue's leave announces ahead of the new head's id
-/// (`queue_leave.lua`): no release token starts so.
-const NEXT: &[u8] = b"next:";
 
 impl std::fmt::Debug for Handoff {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -93,6 +86,13 @@ pub(crate) fn channel(resource: &[u8]) -> Vec<u8> {
     [RELEASE_CHANNEL_PREFIX, resource].concat()
 }
 
+/// The channel of the queued waiter `id`, on which a leaving head names it
+/// the next (`queue_leave.lua`): only its own client hears it, not every
+/// waiting process.
+pub(crate) fn next_channel(id: &Token) -> Vec<u8> {
+    [NEXT_CHANNEL_PREFIX, id.as_str().as_bytes()].concat()
+}
+
 impl Handoff {
     /// Subscriptions on the [`listened`] nodes of `nodes`, from a node
     /// picked at random; nothing is connected before the first watch.
@@ -114,9 +114,9 @@ impl Handoff {
     }
 
     /// Registers interest in the release of `keys` — and, for a waiter in
-    /// a queue (`waiter`, its id there), in its being named the new head —
-    /// and subscribes on the nodes already connected (waiting at most
-    /// `timeout` for them).
+    /// a queue (`waiter`, its id there), in its being named the new head,
+    /// on a channel of its own ([`next_channel`]) — and subscribes on the
+    /// nodes already connected (waiting at most `timeout` for them).
     ///
     /// # Cancel safety
     ///
@@ -135,7 +135,7 @@ impl Handoff {
         let mut watch = Watch {
             handoff: self.clone(),
             channels: Vec::new(),
-            waiter: waiter.map(|id| (id.as_str().as_bytes().to_vec(), Arc::default())),
+            waiter: None,
         };
         let sinks = {
             let mut state = self.state();
@@ -145,17 +145,19 @@ impl Handoff {
                     tokio::spawn(run_node(Arc::downgrade(self), i, self.stop.clone()));
                 }
             }
-            for resource in keys.channels() {
-                let name = channel(resource);
+            let own = waiter.map(next_channel);
+            let names = keys.channels().into_iter().map(channel);
+            for (name, own) in names.map(|n| (n, false)).chain(own.map(|n| (n, true))) {
                 let entry = state.channels.entry(name.clone()).or_insert_with(|| {
                     fresh.push(name.clone());
                     Channel::default()
                 });
                 entry.watchers += 1;
-                if let Some((id, notify)) = &watch.waiter {
-                    entry.named.insert(id.clone(), notify.clone());
+                let registered = (name, entry.notify.clone());
+                match own {
+                    true => watch.waiter = Some(registered),
+                    false => watch.channels.push(registered),
                 }
-                watch.channels.push((name, entry.notify.clone()));
             }
             state.sinks.values().cloned().collect::<Vec<_>>()
         };
@@ -198,13 +200,6 @@ impl Handoff {
             }
             entry.last.clear();
             entry.last.extend_from_slice(release);
-            // A new head named: that waiter alone, if it is this client's.
-            if let Some(id) = release.strip_prefix(NEXT) {
-                if let Some(waiter) = entry.named.get(id) {
-                    waiter.notify_one();
-                }
-                return;
-            }
             // One waiter per announcement: the others keep waiting for the
             // next release instead of stampeding at once. A read–write
             // lock's readers all wake: they may all enter together.
@@ -222,7 +217,8 @@ impl Handoff {
 pub(crate) struct Watch {
     handoff: Arc<Handoff>,
     channels: Vec<(Vec<u8>, Arc<Notify>)>,
-    /// A queued waiter's id, and what wakes it when it is named the head.
+    /// A queued waiter's own channel, and what wakes it when it is named
+    /// the head there.
     waiter: Option<(Vec<u8>, Arc<Notify>)>,
 }
 
@@ -258,11 +254,8 @@ impl Drop for Watch {
         let mut gone = Vec::new();
         let sinks = {
             let mut state = self.handoff.state();
-            for (name, _) in &self.channels {
+            for (name, _) in self.channels.iter().chain(&self.waiter) {
                 if let Some(entry) = state.channels.get_mut(name) {
-                    if let Some((id, _)) = &self.waiter {
-                        entry.named.remove(id);
-                    }
                     entry.watchers = entry.watchers.saturating_sub(1);
                     if entry.watchers == 0 {
                         state.channels.remove(name);

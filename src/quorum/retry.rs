@@ -89,7 +89,7 @@ async fn attempts(
     // without fair mode it waits outside the queue, where a writer's
     // release wakes every reader, who enter together.
     let reader = matches!(claim.keys().shape(), Shape::Read(_));
-    let mut queued = fair;
+    let (mut queued, mut named) = (fair, false);
     if fair {
         (place, watch) = queue(engine, claim).await;
     }
@@ -98,20 +98,24 @@ async fn attempts(
         // In the queue: behind, look whether it is its turn; renew the
         // entry when due; join again, at the back, when it lapsed. A
         // waiter just come to the head looks at the holder's keys first
-        // (below) rather than trying at once.
-        let mut arrived = false;
+        // (below) rather than trying at once. A plain waiter named the
+        // head takes the leaver's word for it (it promises no order);
+        // a fair one hears a majority first.
+        let mut arrived = std::mem::take(&mut named) && !fair && !reader;
+        if let Some(p) = place.as_mut().filter(|_| arrived) {
+            p.head = true;
+        }
         if let Some(p) = place
             .as_mut()
             .filter(|p| !p.head || p.due() <= Instant::now())
         {
-            let behind = !p.head;
             match p.touch().await {
                 Standing::Lapsed => {
                     // The old place leaves before the new one joins.
                     drop(place.take());
                     (place, watch) = queue(engine, claim).await;
                 }
-                Standing::Head => arrived = behind && watch.is_some() && !reader,
+                Standing::Head => arrived |= watch.is_some() && !reader,
                 Standing::Behind => {}
             }
         }
@@ -193,7 +197,7 @@ async fn attempts(
             (Some(watch), Some(false)) => {
                 let wait = patience(Duration::MAX, Instant::now());
                 tokio::select! {
-                    () = watch.named() => {}
+                    () = watch.named() => named = true,
                     () = tokio::time::sleep(wait) => {}
                 }
             }

@@ -1,7 +1,7 @@
 -- A waiter leaves the queue (docs/queue.md): its entry removed. When it
--- was the head, the new head is named ("next:<id>") on each channel
--- ARGV[2..] (its waiters' release channels): one waiter woken, not all.
--- The PUBLISH runs under pcall, as in release.lua.
+-- was the head, the new head is named on its own channel,
+-- quorumlock:next:<id> (the leaver's id as the message): one waiter woken,
+-- not all. The PUBLISH runs under pcall, as in release.lua.
 -- Returns 1 when the entry was there, 0 otherwise.
 purge()
 local _, first = head()
@@ -10,8 +10,6 @@ redis.call("ZREM", leases, ARGV[1])
 purge()
 local _, next = head()
 if first == ARGV[1] and next then
-    for i = 2, #ARGV do
-        redis.pcall("PUBLISH", ARGV[i], "next:" .. next)
-    end
+    redis.pcall("PUBLISH", "quorumlock:next:" .. next, ARGV[1])
 end
 return {removed}
