@@ -247,7 +247,7 @@ impl Follow {
         }
         let cfg = &self.engine.config;
         let handoff = Arc::new(Handoff::listening(&self.engine.nodes, cfg.connect_timeout));
-        self.watch = Some(handoff.watch(&self.keys, cfg.node_timeout, None).await);
+        self.watch = Some(handoff.watch(&self.keys, cfg.node_timeout).await);
         self.subscribers = Some(handoff.readiness());
         let bound = cfg.connect_timeout.saturating_add(cfg.node_timeout);
         if !handoff.subscribed(bound).await {

@@ -113,9 +113,7 @@ impl Handoff {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Registers interest in the release of `keys` — and, for a waiter in
-    /// a queue (`waiter`, its id there), in its being named the new head,
-    /// on a channel of its own ([`next_channel`]) — and subscribes on the
+    /// Registers interest in the release of `keys` and subscribes on the
     /// nodes already connected (waiting at most `timeout` for them).
     ///
     /// # Cancel safety
@@ -123,19 +121,31 @@ impl Handoff {
     /// Cancel safe: the registration is undone (and the channels
     /// unsubscribed when no other waiter needs them) wherever this future is
     /// dropped, including while its `SUBSCRIBE`s are in flight.
-    pub(crate) async fn watch(
-        self: &Arc<Self>,
-        keys: &Keys,
-        timeout: Duration,
-        waiter: Option<&Token>,
-    ) -> Watch {
+    pub(crate) async fn watch(self: &Arc<Self>, keys: &Keys, timeout: Duration) -> Watch {
+        let names = keys.channels().into_iter().map(channel).collect();
+        self.listen(names, timeout).await
+    }
+
+    /// Registers interest in the queued waiter `id` being named the head,
+    /// on its own channel ([`next_channel`]), as [`watch`](Self::watch)
+    /// does for releases.
+    ///
+    /// # Cancel safety
+    ///
+    /// As for [`watch`](Self::watch).
+    pub(crate) async fn named(self: &Arc<Self>, id: &Token, timeout: Duration) -> Watch {
+        self.listen(vec![next_channel(id)], timeout).await
+    }
+
+    /// Registers interest in the channels `names` (full names) and
+    /// subscribes to those new to this client on the connected nodes.
+    async fn listen(self: &Arc<Self>, names: Vec<Vec<u8>>, timeout: Duration) -> Watch {
         let mut fresh = Vec::new();
         // The guard exists before anything awaits: dropping this future at
         // any point lowers the watcher counts it raised.
         let mut watch = Watch {
             handoff: self.clone(),
             channels: Vec::new(),
-            waiter: None,
         };
         let sinks = {
             let mut state = self.state();
@@ -145,19 +155,13 @@ impl Handoff {
                     tokio::spawn(run_node(Arc::downgrade(self), i, self.stop.clone()));
                 }
             }
-            let own = waiter.map(next_channel);
-            let names = keys.channels().into_iter().map(channel);
-            for (name, own) in names.map(|n| (n, false)).chain(own.map(|n| (n, true))) {
+            for name in names {
                 let entry = state.channels.entry(name.clone()).or_insert_with(|| {
                     fresh.push(name.clone());
                     Channel::default()
                 });
                 entry.watchers += 1;
-                let registered = (name, entry.notify.clone());
-                match own {
-                    true => watch.waiter = Some(registered),
-                    false => watch.channels.push(registered),
-                }
+                watch.channels.push((name, entry.notify.clone()));
             }
             state.sinks.values().cloned().collect::<Vec<_>>()
         };
@@ -217,13 +221,12 @@ impl Handoff {
 pub(crate) struct Watch {
     handoff: Arc<Handoff>,
     channels: Vec<(Vec<u8>, Arc<Notify>)>,
-    /// A queued waiter's own channel, and what wakes it when it is named
-    /// the head there.
-    waiter: Option<(Vec<u8>, Arc<Notify>)>,
 }
 
 impl Watch {
-    /// Resolves when a release of one of the watched resources is announced.
+    /// Resolves when a release of one of the watched resources is
+    /// announced (or, for a queued waiter's own channel, when it is named
+    /// the head).
     ///
     /// # Cancel safety
     ///
@@ -233,19 +236,6 @@ impl Watch {
             self.channels.iter().map(|(_, n)| n.notified()).collect();
         let _ = waits.next().await;
     }
-
-    /// Resolves when this queued waiter is named the new head (at once if
-    /// it was named since the last call); never without a waiter's id.
-    ///
-    /// # Cancel safety
-    ///
-    /// Cancel safe: a naming is kept until the next call.
-    pub(crate) async fn named(&self) {
-        match &self.waiter {
-            Some((_, notify)) => notify.notified().await,
-            None => std::future::pending().await,
-        }
-    }
 }
 
 /// Ends the subscription to each channel no other waiter watches.
@@ -254,7 +244,7 @@ impl Drop for Watch {
         let mut gone = Vec::new();
         let sinks = {
             let mut state = self.handoff.state();
-            for (name, _) in self.channels.iter().chain(&self.waiter) {
+            for (name, _) in &self.channels {
                 if let Some(entry) = state.channels.get_mut(name) {
                     entry.watchers = entry.watchers.saturating_sub(1);
                     if entry.watchers == 0 {

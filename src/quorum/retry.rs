@@ -83,7 +83,11 @@ async fn attempts(
     let mut attempts: u32 = 0;
     // The waiter's place in the queue and its subscription to
     // announcements, once it has them; the last attempt's failure.
-    let (mut place, mut watch, mut last) = (None, None, None);
+    // `own`: its own channel, where it is named the head; `releases`: the
+    // claim's release channel, listened to only at the head (or outside
+    // the queue), so that a release reaches no process whose waiters wait
+    // behind.
+    let (mut place, mut own, mut releases, mut last) = (None, None, None::<Watch>, None);
     // A reader waits for writers only: it is not kept out by the readers'
     // marker that a look shows, so it tries at once when its turn comes;
     // without fair mode it waits outside the queue, where a writer's
@@ -91,7 +95,7 @@ async fn attempts(
     let reader = matches!(claim.keys().shape(), Shape::Read(_));
     let (mut queued, mut named) = (fair, false);
     if fair {
-        (place, watch) = queue(engine, claim).await;
+        (place, own) = queue(engine, claim).await;
     }
     loop {
         attempts = attempts.saturating_add(1);
@@ -113,9 +117,9 @@ async fn attempts(
                 Standing::Lapsed => {
                     // The old place leaves before the new one joins.
                     drop(place.take());
-                    (place, watch) = queue(engine, claim).await;
+                    (place, own) = queue(engine, claim).await;
                 }
-                Standing::Head => arrived |= watch.is_some() && !reader,
+                Standing::Head => arrived |= own.is_some() && !reader,
                 Standing::Behind => {}
             }
         }
@@ -169,20 +173,19 @@ async fn attempts(
                 None => behind(engine, claim, attempts),
             });
         }
-        // Refused by a holder, outside the queue: join it (a plain reader
-        // only listens) and try again at once if at its head (a release
-        // before the subscription is not missed).
+        // Refused by a holder, outside the queue: join it and try again
+        // at once if at its head. A plain reader does not join.
         let held = arrived || turn && last.as_ref().is_some_and(|f| f.tally.no() > 0);
-        if let Some(handoff) = engine.handoff.as_ref().filter(|_| held && !queued) {
+        if held && !queued && !reader && engine.handoff.is_some() {
             queued = true;
-            (place, watch) = match reader {
-                true => (
-                    None,
-                    Some(handoff.watch(claim.keys(), cfg.node_timeout, None).await),
-                ),
-                false => queue(engine, claim).await,
-            };
+            (place, own) = queue(engine, claim).await;
             continue;
+        }
+        // Waiting for a release: listen (the look that begins the wait
+        // covers a release before the subscription).
+        let first = place.as_ref().is_none_or(|p| p.head) && held && releases.is_none();
+        if let Some(handoff) = engine.handoff.as_ref().filter(|_| first) {
+            releases = Some(handoff.watch(claim.keys(), cfg.node_timeout).await);
         }
         // Wait before the next turn: no longer than the entry's renewal
         // and the caller's deadline allow; with a count of retries to
@@ -192,19 +195,21 @@ async fn attempts(
             .chain(place.as_ref().map(Place::due))
             .min();
         let patience = patience(delay, retry.count().is_none(), limit, Instant::now());
-        match (&watch, place.as_ref().map(|p| p.head)) {
+        match (&own, &releases, place.as_ref().map(|p| p.head)) {
             // Behind in the queue: until named the head, or the renewal.
-            (Some(watch), Some(false)) => {
+            (Some(own), _, Some(false)) => {
                 let wait = patience(Duration::MAX, Instant::now());
                 tokio::select! {
-                    () = watch.named() => named = true,
+                    () = own.released() => named = true,
                     () = tokio::time::sleep(wait) => {}
                 }
             }
-            (Some(watch), _) if held => {
-                wait_for_release(engine, claim, watch, patience).await;
+            (_, Some(releases), _) if held => {
+                wait_for_release(engine, claim, releases, patience).await;
             }
-            (_, Some(false)) => tokio::time::sleep(patience(Duration::MAX, Instant::now())).await,
+            (_, _, Some(false)) => {
+                tokio::time::sleep(patience(Duration::MAX, Instant::now())).await;
+            }
             _ => tokio::time::sleep(patience(Duration::ZERO, Instant::now())).await,
         }
     }
@@ -212,20 +217,17 @@ async fn attempts(
 
 /// A place in `claim`'s waiter queue ([`Place::join`]; `None` when no
 /// majority committed a ticket) and, with announcements on, the
-/// subscription that hears its releases and its turn.
+/// subscription to its own channel, where it is named the head.
 ///
 /// It listens before it joins: the head's leave that names it may come
 /// before its join has returned.
 async fn queue(engine: &Arc<Engine>, claim: &impl Claim) -> (Option<Place>, Option<Watch>) {
     let id = Token::generate();
-    let watch = match &engine.handoff {
-        Some(handoff) => {
-            let timeout = engine.config.node_timeout;
-            Some(handoff.watch(claim.keys(), timeout, Some(&id)).await)
-        }
+    let own = match &engine.handoff {
+        Some(handoff) => Some(handoff.named(&id, engine.config.node_timeout).await),
         None => None,
     };
-    (Place::join(engine, claim.keys().queue(), id).await, watch)
+    (Place::join(engine, claim.keys().queue(), id).await, own)
 }
 
 /// The error of a waiter that gave up in the queue before its turn came:
