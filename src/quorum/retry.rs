@@ -93,7 +93,7 @@ async fn attempts(
     // without fair mode it waits outside the queue, where a writer's
     // release wakes every reader, who enter together.
     let reader = matches!(claim.keys().shape(), Shape::Read(_));
-    let (mut queued, mut named) = (fair, false);
+    let (mut queued, mut named, mut rechecks) = (fair, false, 0u32);
     if fair {
         (place, own) = queue(engine, claim).await;
     }
@@ -196,11 +196,21 @@ async fn attempts(
             .min();
         let patience = patience(delay, retry.count().is_none(), limit, Instant::now());
         match (&own, &releases, place.as_ref().map(|p| p.head)) {
-            // Behind in the queue: until named the head, or the renewal.
+            // Behind in the queue: until named the head, or the renewal. A
+            // fair waiter named the head that a majority does not name yet
+            // (the leave that named it is still on its way to the other
+            // nodes) looks again shortly, a few times.
             (Some(own), _, Some(false)) => {
-                let wait = patience(Duration::MAX, Instant::now());
+                let wait = match rechecks {
+                    0 => patience(Duration::MAX, Instant::now()),
+                    _ => RECHECK,
+                };
+                rechecks = rechecks.saturating_sub(1);
                 tokio::select! {
-                    () = own.released() => named = true,
+                    () = own.released() => {
+                        named = true;
+                        rechecks = if fair { RECHECKS } else { 0 };
+                    }
                     () = tokio::time::sleep(wait) => {}
                 }
             }
@@ -253,6 +263,11 @@ fn hopeless(nodes: usize, failure: &AttemptFailure) -> bool {
         || failure.fence_exhausted.is_some()
         || failure.limit_mismatch.is_some()
 }
+
+/// How many times a fair waiter named the head looks again shortly when a
+/// majority does not name it yet, and how long it waits between looks.
+const RECHECKS: u32 = 3;
+const RECHECK: Duration = Duration::from_millis(2);
 
 /// The longest a watching waiter waits without an announcement before it
 /// tries again anyway, unless its retry delay is longer: an announcement
