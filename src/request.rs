@@ -274,7 +274,8 @@ macro_rules! request_methods {
         /// first and queues only when refused, so it may overtake. A node
         /// that restarts empty forgets its queue, which costs order, never
         /// exclusion. Without fair mode, a waiter refused by a holder joins
-        /// the queue too (when releases are announced), so that each
+        /// the queue too (when releases are announced; a reader excepted,
+        /// whom a writer's release wakes with every reader), so that each
         /// release wakes one waiter, not all.
         ///
         /// Each turn a waiter spends behind the head counts as an attempt of
