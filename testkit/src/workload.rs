@@ -187,9 +187,13 @@ impl Workload {
         self.max_ttl().max(extends)
     }
 
-    /// The builder every client starts from.
+    /// The builder every client starts from. Its waiter lease is the
+    /// largest TTL (at least three node timeouts): a queue entry left by a
+    /// client dropped mid-wait lapses as soon as the keys of its turn
+    /// would, and entries lapse under the nemesis as well.
     pub fn builder(&self, urls: &[String]) -> Builder {
         quorumlock::Builder::new(urls.to_vec())
+            .waiter_lease(self.max_ttl().max(self.node_timeout * 3))
             .node_timeout(self.node_timeout)
             .connect_timeout(Duration::from_millis(500))
             .retry(quorumlock::Retry::Times(self.retry_count))
