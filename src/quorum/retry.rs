@@ -93,7 +93,7 @@ async fn attempts(
     // without fair mode it waits outside the queue, where a writer's
     // release wakes every reader, who enter together.
     let reader = matches!(claim.keys().shape(), Shape::Read(_));
-    let (mut queued, mut named, mut rechecks) = (fair, false, 0u32);
+    let (mut named, mut rechecks) = (false, 0u32);
     if fair {
         (place, own) = queue(engine, claim).await;
     }
@@ -173,11 +173,11 @@ async fn attempts(
                 None => behind(engine, claim, attempts),
             });
         }
-        // Refused by a holder, outside the queue: join it and try again
-        // at once if at its head. A plain reader does not join.
+        // Refused by a holder, outside the queue (no channel of its own
+        // yet: a fair waiter has one from the start): join it and try
+        // again at once if at its head. A plain reader does not join.
         let held = arrived || turn && last.as_ref().is_some_and(|f| f.tally.no() > 0);
-        if held && !queued && !reader && engine.handoff.is_some() {
-            queued = true;
+        if held && own.is_none() && !reader && engine.handoff.is_some() {
             (place, own) = queue(engine, claim).await;
             continue;
         }
